@@ -1,0 +1,52 @@
+/**
+ * AWS GPU instance catalog: the facts the planner needs about each instance type.
+ * Values are AWS's published specifications for the g5 and p4 families.
+ */
+
+export type GpuModel = "A10G" | "A100-40GB" | "A100-80GB";
+
+export interface GpuInstance {
+  type: string;
+  gpuModel: GpuModel;
+  gpuCount: number;
+  /** Memory per GPU in GiB as the driver reports it (AWS lists 24 GB / 40 GB / 80 GB). */
+  gpuMemoryGiB: number;
+  /** CUDA compute capability as FT's `-DSM` wants it (e.g. 86 for sm_86). */
+  sm: number;
+  vcpus: number;
+  ramGiB: number;
+  /** GPUs share an NVSwitch fabric: the only case where FT's custom all-reduce helps (at TP 8). */
+  nvswitch: boolean;
+}
+
+const g5 = (size: string, gpuCount: number, vcpus: number, ramGiB: number): GpuInstance => ({
+  type: `g5.${size}`,
+  gpuModel: "A10G",
+  gpuCount,
+  gpuMemoryGiB: 24,
+  sm: 86,
+  vcpus,
+  ramGiB,
+  nvswitch: false,
+});
+
+export const GPU_INSTANCES: readonly GpuInstance[] = [
+  g5("xlarge", 1, 4, 16),
+  g5("2xlarge", 1, 8, 32),
+  g5("4xlarge", 1, 16, 64),
+  g5("8xlarge", 1, 32, 128),
+  g5("16xlarge", 1, 64, 256),
+  g5("12xlarge", 4, 48, 192),
+  g5("24xlarge", 4, 96, 384),
+  g5("48xlarge", 8, 192, 768),
+  { type: "p4d.24xlarge", gpuModel: "A100-40GB", gpuCount: 8, gpuMemoryGiB: 40, sm: 80, vcpus: 96, ramGiB: 1152, nvswitch: true },
+  { type: "p4de.24xlarge", gpuModel: "A100-80GB", gpuCount: 8, gpuMemoryGiB: 80, sm: 80, vcpus: 96, ramGiB: 1152, nvswitch: true },
+];
+
+export function findGpuInstance(type: string): GpuInstance | undefined {
+  return GPU_INSTANCES.find((i) => i.type === type);
+}
+
+export function gpuInstanceTypes(): string[] {
+  return GPU_INSTANCES.map((i) => i.type);
+}

@@ -1,0 +1,293 @@
+/**
+ * The stack's configuration: one typed schema for every key under the
+ * `triton-ft:` namespace, with defaults and descriptions.
+ *
+ * Pure on purpose: `parseConfig` takes plain values, so `synth` (which reads
+ * Pulumi.<stack>.yaml without the Pulumi engine) and the Pulumi program share
+ * exactly the same parsing. Secrets never enter this module; only whether they
+ * are set does.
+ */
+import { z } from "zod";
+import { FAMILIES } from "./model/types";
+
+export const PROJECT = "triton-ft";
+
+const cidr = z
+  .string()
+  .regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 203.0.113.0/24");
+
+const positiveInt = z.number().int().positive();
+
+const modelSourceSchema = z.union([
+  z
+    .object({
+      huggingface: z
+        .object({
+          repo: z.string().min(1).describe("Hugging Face repo id, e.g. EleutherAI/gpt-j-6b."),
+          revision: z.string().min(1).describe("Commit SHA (40 hex) of the repo to fetch. Branches and tags are refused."),
+        })
+        .strict(),
+    })
+    .strict(),
+  z
+    .object({
+      archive: z
+        .object({
+          url: z
+            .string()
+            .url()
+            .optional()
+            .describe("https URL of a mesh-transformer-jax slim checkpoint (.tar.zstd). Defaults to the preset's."),
+          sha256: z.string().describe("SHA-256 of the archive (64 hex)."),
+          tokenizerRevision: z
+            .string()
+            .describe("Commit SHA (40 hex) of the preset's Hugging Face repo to take the tokenizer from."),
+        })
+        .strict(),
+    })
+    .strict(),
+]);
+
+const archSchema = z
+  .object({
+    layers: positiveInt,
+    hidden: positiveInt,
+    heads: positiveInt,
+    ffn: positiveInt,
+    vocab: positiveInt,
+    rotaryDims: z.number().int().min(0),
+    maxPositions: positiveInt,
+    startId: z.number().int().min(0),
+    endId: z.number().int().min(0),
+  })
+  .strict();
+
+export const modelSchema = z
+  .object({
+    preset: z
+      .string()
+      .optional()
+      .describe("Catalog preset name (see README, Model catalog). Supplies family, architecture and token ids."),
+    family: z
+      .enum(FAMILIES)
+      .optional()
+      .describe("gptneox | gptj | gpt | codegen. Required without a preset; must match the preset's family with one."),
+    source: modelSourceSchema
+      .optional()
+      .describe("{huggingface: {repo, revision}} or {archive: {url, sha256}}. Defaults to the preset's repo; a revision is always required."),
+    arch: archSchema
+      .optional()
+      .describe(
+        "Explicit architecture for models without a preset: layers, hidden, heads, ffn, vocab, rotaryDims, maxPositions, startId, endId, as in the model's config.json.",
+      ),
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9-]{0,38}$/, "lowercase letters, digits and '-', at most 39 characters")
+      .optional()
+      .describe("Short name used in resource and image names. Defaults to the preset name or the repo's last path segment."),
+  })
+  .strict();
+
+export const buildSchema = z
+  .object({
+    tritonVersion: z
+      .string()
+      .regex(/^\d{2}\.\d{2}$/, "a Triton container release such as 23.05")
+      .default("23.05")
+      .describe("nvcr.io/nvidia/tritonserver:<version>-py3 base of triton_with_ft. The FT backend last built against 23.05."),
+    backendCommit: z
+      .string()
+      .optional()
+      .describe("Pinned fastertransformer_backend commit (40 hex). Required."),
+    ftCommit: z.string().optional().describe("Pinned FasterTransformer commit (40 hex), passed to CMake as FT_DIR. Required."),
+    builderInstanceType: z
+      .string()
+      .default("g5.4xlarge")
+      .describe("EC2 GPU instance for conversion and gpt_gemm; must have the serving GPU model and enough RAM."),
+    builderDiskGiB: positiveInt
+      .optional()
+      .describe("Builder root volume in GiB. Defaults to a size derived from the model (see README, Builder disk)."),
+    builderAmiId: z
+      .string()
+      .regex(/^ami-[0-9a-f]{8,17}$/, "an AMI id such as ami-0123456789abcdef0")
+      .optional()
+      .describe("Pin the builder AMI. Defaults to the newest AWS Deep Learning AMI (GPU) matched by filter."),
+    sshAllowedCidrs: z
+      .array(cidr)
+      .default([])
+      .describe("CIDRs allowed to reach the builder on SSH (the machine running pulumi up). Required, never 0.0.0.0/0."),
+    sshPublicKey: z
+      .string()
+      .optional()
+      .describe("OpenSSH public key for the builder. Without it a key pair is generated with @pulumi/tls and kept secret."),
+    stopBuilderWhenDone: z
+      .boolean()
+      .default(false)
+      .describe("Stop the builder instance after the server image is baked, so an idle GPU host costs nothing."),
+  })
+  .strict();
+
+export const servingSchema = z
+  .object({
+    instanceType: z.string().default("g5.2xlarge").describe("GPU instance type of the serving node group."),
+    tensorParallel: positiveInt.default(1).describe("Tensor-parallel size: GPUs per Triton pod. Must divide the head count."),
+    replicas: positiveInt.default(1).describe("Triton pods."),
+    maxBatchSize: positiveInt.default(8).describe("max_batch_size of every model in the repository."),
+    maxInputLen: positiveInt.default(512).describe("Longest prompt in tokens; longer prompts are rejected by preprocessing."),
+    maxOutputLen: positiveInt.default(256).describe("Largest max_tokens a request may ask for."),
+    loadBalancerScheme: z
+      .enum(["internal", "internet-facing"])
+      .default("internal")
+      .describe("NLB scheme. internet-facing requires allowedCidrs."),
+    allowedCidrs: z
+      .array(cidr)
+      .default([])
+      .describe("Client CIDRs allowed through the load balancer (loadBalancerSourceRanges)."),
+    idleTimeoutSeconds: z
+      .number()
+      .int()
+      .min(60)
+      .max(6000)
+      .default(1200)
+      .describe("NLB TCP idle timeout, raised from AWS's 350 s default for long generations."),
+    namespace: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS-1123 label")
+      .default("triton")
+      .describe("Kubernetes namespace of the Triton workload."),
+  })
+  .strict();
+
+export const gemmSchema = z
+  .object({
+    batchSize: positiveInt.optional().describe("gpt_gemm batch size. Defaults to serving.maxBatchSize."),
+    beamWidth: positiveInt.default(1).describe("gpt_gemm beam width."),
+    maxInputLen: positiveInt.optional().describe("gpt_gemm max input length. Defaults to serving.maxInputLen."),
+  })
+  .strict();
+
+export const clusterSchema = z
+  .object({
+    mode: z
+      .enum(["create", "kubeconfig", "stackReference"])
+      .default("create")
+      .describe("create a new EKS cluster, or use an existing one via the `kubeconfig` secret or a stack reference."),
+    stackReference: z
+      .string()
+      .optional()
+      .describe("org/project/stack whose outputs hold the cluster (mode stackReference)."),
+    kubeconfigOutput: z
+      .string()
+      .default("kubeconfig")
+      .describe("Output name of the kubeconfig in the referenced stack."),
+    clusterNameOutput: z.string().default("clusterName").describe("Output name of the cluster name in the referenced stack."),
+    kubernetesVersion: z.string().default("1.31").describe("EKS control-plane version (mode create)."),
+    nodeRootVolumeGiB: positiveInt.optional().describe("GPU node root volume. Defaults to room for two server images."),
+  })
+  .strict();
+
+export const networkSchema = z
+  .object({
+    mode: z.enum(["create", "existing"]).default("create").describe("create a VPC, or use existing VPC and subnet ids."),
+    vpcCidr: cidr.default("10.42.0.0/16").describe("CIDR of the created VPC."),
+    availabilityZones: z.number().int().min(2).max(6).default(2).describe("AZs of the created VPC."),
+    vpcId: z.string().optional().describe("Existing VPC id (mode existing)."),
+    publicSubnetIds: z.array(z.string()).default([]).describe("Existing public subnets for the builder (mode existing)."),
+    privateSubnetIds: z.array(z.string()).default([]).describe("Existing private subnets for cluster nodes (mode existing)."),
+  })
+  .strict();
+
+/** Every key of the `triton-ft:` namespace. Secrets (`hfToken`, `kubeconfig`) are handled apart. */
+export const configSchema = z
+  .object({
+    model: modelSchema,
+    build: buildSchema.prefault({}),
+    serving: servingSchema.prefault({}),
+    gemm: gemmSchema.prefault({}),
+    cluster: clusterSchema.prefault({}),
+    network: networkSchema.prefault({}),
+    tags: z.record(z.string(), z.string()).default({}).describe("Extra AWS tags on every resource."),
+  })
+  .strict();
+
+export type StackConfig = z.infer<typeof configSchema>;
+
+/** Secret keys: read with getSecret, never stored in plans, printed as [secret]. */
+export const SECRET_KEYS = {
+  hfToken: "Hugging Face token for gated or private repos (Pulumi secret).",
+  kubeconfig: "Kubeconfig of an existing cluster (Pulumi secret, cluster.mode kubeconfig).",
+} as const;
+export type SecretKey = keyof typeof SECRET_KEYS;
+
+/** The subset of facts about secrets that validation may see: presence only. */
+export type SecretPresence = Record<SecretKey, boolean>;
+
+/** One configuration mistake, phrased for a person: which key, what value, how to fix it. */
+export interface ConfigProblem {
+  key: string;
+  value: unknown;
+  message: string;
+  fix: string;
+}
+
+export const CONFIG_KEYS = ["model", "build", "serving", "gemm", "cluster", "network", "tags"] as const;
+
+/**
+ * Schema-level parse. Collects every type/format problem (not just the first) so
+ * that a bad stack file is reported in one pass together with the semantic rules.
+ */
+export function parseConfig(raw: Record<string, unknown>): { config?: StackConfig; problems: ConfigProblem[] } {
+  const known = new Set<string>([...CONFIG_KEYS, ...Object.keys(SECRET_KEYS)]);
+  const problems: ConfigProblem[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(raw)) {
+    if (known.has(key)) {
+      if (!(key in SECRET_KEYS)) values[key] = value;
+    } else {
+      problems.push({
+        key: `${PROJECT}:${key}`,
+        value,
+        message: "is not a known configuration key",
+        fix: `remove it, or use one of: ${[...known].join(", ")}`,
+      });
+    }
+  }
+  const result = configSchema.safeParse(values);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const key = [PROJECT + ":" + String(issue.path[0] ?? ""), ...issue.path.slice(1).map(String)].join(".");
+      problems.push({
+        key,
+        value: valueAt(values, issue.path),
+        message: issue.message,
+        fix: fixFor(issue),
+      });
+    }
+    return { problems };
+  }
+  return { config: result.data, problems };
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const part of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[part];
+  }
+  return cur;
+}
+
+function fixFor(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case "unrecognized_keys":
+      return `remove ${issue.keys.join(", ")}; see the configuration reference in README.md`;
+    case "invalid_value":
+      return `use one of: ${issue.values.map(String).join(", ")}`;
+    case "invalid_type":
+      return issue.input === undefined ? "set this key" : `give a value of type ${issue.expected}`;
+    case "invalid_union":
+      return "use {huggingface: {repo, revision}} or {archive: {url, sha256}}";
+    default:
+      return "see the configuration reference in README.md";
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * Memory, RAM and disk estimates derived from the architecture. The formulas are
+ * documented in README ("Sizing formulas"); keep both in step.
+ */
+import { parameterCount } from "./catalog";
+import type { Family, ModelArch } from "./types";
+
+export const GiB = 1024 ** 3;
+
+export interface ServingShape {
+  tensorParallel: number;
+  maxBatchSize: number;
+  beamWidth: number;
+  maxInputLen: number;
+  maxOutputLen: number;
+}
+
+export interface GpuMemoryEstimate {
+  /** fp16 weights held by one GPU: transformer layers split by TP, embeddings replicated. */
+  weightsBytes: number;
+  /** fp16 K and V for every layer and every token of the longest request, this GPU's share of heads. */
+  kvCacheBytes: number;
+  /** Context-phase activations, fp32 logits and a fixed allowance for CUDA context, cuBLAS and NCCL. */
+  headroomBytes: number;
+  totalBytes: number;
+}
+
+/** Fixed per-GPU allowance for the CUDA context, cuBLAS/cuBLASLt workspaces and NCCL buffers. */
+export const RUNTIME_OVERHEAD_BYTES = 1.5 * GiB;
+/** Share of the nominal GPU memory the driver leaves usable. */
+export const USABLE_GPU_FRACTION = 0.92;
+
+export function estimateGpuMemory(family: Family, arch: ModelArch, s: ServingShape): GpuMemoryEstimate {
+  const fp16 = 2;
+  const params = parameterCount(family, arch);
+  const replicated = arch.vocab * arch.hidden + (family === "gpt" ? arch.maxPositions * arch.hidden : 0);
+  const weightsBytes = ((params - replicated) / s.tensorParallel + replicated) * fp16;
+  const sequences = s.maxBatchSize * s.beamWidth;
+  const tokens = s.maxInputLen + s.maxOutputLen;
+  const kvCacheBytes = (2 * arch.layers * sequences * tokens * arch.hidden * fp16) / s.tensorParallel;
+  const contextActivations = (sequences * s.maxInputLen * (3 * arch.hidden + arch.ffn) * fp16) / s.tensorParallel;
+  const logits = sequences * arch.vocab * 4;
+  const headroomBytes = RUNTIME_OVERHEAD_BYTES + contextActivations + logits;
+  return { weightsBytes, kvCacheBytes, headroomBytes, totalBytes: weightsBytes + kvCacheBytes + headroomBytes };
+}
+
+/** Host RAM the FT converters need: they load the checkpoint in fp32 on the CPU. */
+export function conversionRamBytes(family: Family, arch: ModelArch): number {
+  return parameterCount(family, arch) * 4 * 1.25 + 4 * GiB;
+}
+
+/** Disk footprint of one image layer of fp16 weights. */
+export function fp16WeightBytes(family: Family, arch: ModelArch): number {
+  return parameterCount(family, arch) * 2;
+}
+
+/** Compressed-size allowance for the triton_with_ft image (Triton base + torch + FT build tree). */
+export const TRITON_WITH_FT_IMAGE_BYTES = 30 * GiB;
+
+/**
+ * Builder root volume: the downloaded checkpoint (up to fp32), the fp32 conversion
+ * output, its fp16 rewrite, the triton_with_ft image, and the server image (base +
+ * fp16 weights), doubled for Docker's build context copy of the weights, plus 50 %
+ * headroom and 40 GiB for the OS and the Deep Learning AMI.
+ */
+export function builderDiskGiB(family: Family, arch: ModelArch): number {
+  const p = parameterCount(family, arch);
+  const bytes = p * 4 /* checkpoint */ + p * 4 /* fp32 convert */ + p * 2 /* fp16 */ + TRITON_WITH_FT_IMAGE_BYTES + (TRITON_WITH_FT_IMAGE_BYTES + p * 2) + p * 2; /* build context */
+  return Math.ceil((bytes * 1.5) / GiB + 40);
+}
+
+/** GPU node root volume: two server images side by side during a rollout, plus 50 % headroom. */
+export function nodeDiskGiB(family: Family, arch: ModelArch): number {
+  const image = TRITON_WITH_FT_IMAGE_BYTES + fp16WeightBytes(family, arch);
+  return Math.ceil((2 * image * 1.5) / GiB + 20);
+}
+
+export function toGiB(bytes: number): number {
+  return Math.round((bytes / GiB) * 10) / 10;
+}

@@ -1,0 +1,342 @@
+/**
+ * Semantic validation of a parsed stack config, and the resolved view of the stack
+ * that every plan is computed from. Runs before any resource is registered; it
+ * collects every problem so a bad stack file is fixed in one round trip.
+ */
+import { findGpuInstance, gpuInstanceTypes, type GpuInstance } from "./catalog/gpus";
+import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type StackConfig } from "./config";
+import { MODEL_PRESETS, findPreset, type ModelPreset } from "./model/catalog";
+import {
+  USABLE_GPU_FRACTION,
+  builderDiskGiB,
+  conversionRamBytes,
+  estimateGpuMemory,
+  nodeDiskGiB,
+  toGiB,
+  type GpuMemoryEstimate,
+} from "./model/sizing";
+import type { Family, ModelArch, ModelSource } from "./model/types";
+
+export interface ResolvedModel {
+  name: string;
+  preset?: string;
+  family: Family;
+  source: ModelSource;
+  /** Where the tokenizer files come from when the weights source has none (JAX archive). */
+  tokenizerSource?: { repo: string; revision: string };
+  arch: ModelArch;
+}
+
+export interface GemmShape {
+  batchSize: number;
+  beamWidth: number;
+  maxInputLen: number;
+}
+
+export interface ResolvedStack {
+  config: StackConfig;
+  model: ResolvedModel;
+  servingInstance: GpuInstance;
+  builderInstance: GpuInstance;
+  gemm: GemmShape;
+  memory: GpuMemoryEstimate;
+  builderDiskGiB: number;
+  nodeDiskGiB: number;
+  secrets: SecretPresence;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly stack: string,
+    readonly problems: ConfigProblem[],
+  ) {
+    super(formatProblems(stack, problems));
+    this.name = "ConfigError";
+  }
+}
+
+export function formatProblems(stack: string, problems: ConfigProblem[]): string {
+  const lines = problems.map(
+    (p, i) => `  ${i + 1}. ${p.key} = ${display(p.value)}: ${p.message}.\n     fix: ${p.fix}`,
+  );
+  const noun = problems.length === 1 ? "problem" : "problems";
+  return `${PROJECT}: ${problems.length} configuration ${noun} in stack "${stack}" (nothing was created):\n${lines.join("\n")}`;
+}
+
+function display(value: unknown): string {
+  if (value === undefined) return "(unset)";
+  return JSON.stringify(value);
+}
+
+const COMMIT = /^[0-9a-f]{40}$/;
+const SHA256 = /^[0-9a-f]{64}$/;
+
+/** Parse and validate raw config values; returns the resolved stack or every problem found. */
+export function resolveStack(
+  raw: Record<string, unknown>,
+  secrets: SecretPresence,
+): { stack?: ResolvedStack; problems: ConfigProblem[] } {
+  const parsed = parseConfig(raw);
+  if (!parsed.config) return { problems: parsed.problems };
+  const config = parsed.config;
+  const problems: ConfigProblem[] = [...parsed.problems];
+  const add = (key: string, value: unknown, message: string, fix: string) =>
+    problems.push({ key: `${PROJECT}:${key}`, value, message, fix });
+
+  const model = resolveModel(config, add);
+  const servingInstance = instance(config.serving.instanceType, "serving.instanceType", add);
+  const builderInstance = instance(config.build.builderInstanceType, "build.builderInstanceType", add);
+
+  for (const key of ["backendCommit", "ftCommit"] as const) {
+    const value = config.build[key];
+    if (value === undefined) {
+      add(`build.${key}`, value, "is required: the build must be reproducible", "set it to a full 40-hex commit SHA of the repository");
+    } else if (!COMMIT.test(value)) {
+      add(
+        `build.${key}`,
+        value,
+        "looks like a branch, tag or short SHA where a pinned commit is required",
+        "use the full 40-hex commit SHA (git ls-remote <repo> <branch> prints it)",
+      );
+    }
+  }
+
+  const s = config.serving;
+  if (s.loadBalancerScheme === "internet-facing" && s.allowedCidrs.length === 0) {
+    add(
+      "serving.allowedCidrs",
+      s.allowedCidrs,
+      "is empty while serving.loadBalancerScheme is internet-facing, which would open the endpoint to the whole internet",
+      "list the client CIDRs allowed to call the endpoint, or use loadBalancerScheme internal",
+    );
+  }
+  const ssh = config.build.sshAllowedCidrs;
+  if (ssh.length === 0) {
+    add(
+      "build.sshAllowedCidrs",
+      ssh,
+      "is empty, so pulumi up could not reach the builder over SSH",
+      "add the CIDR of the machine that runs pulumi up (e.g. its public IP/32), or of a runner inside the VPC",
+    );
+  } else if (ssh.includes("0.0.0.0/0")) {
+    add("build.sshAllowedCidrs", ssh, "opens SSH on a GPU host to the whole internet", "replace 0.0.0.0/0 with the CIDR of the machine that runs pulumi up");
+  }
+
+  checkCluster(config, secrets, add);
+  checkNetwork(config, add);
+
+  const gemm: GemmShape = {
+    batchSize: config.gemm.batchSize ?? s.maxBatchSize,
+    beamWidth: config.gemm.beamWidth,
+    maxInputLen: config.gemm.maxInputLen ?? s.maxInputLen,
+  };
+
+  let memory: GpuMemoryEstimate | undefined;
+  if (model) {
+    const a = model.arch;
+    if (s.maxInputLen + s.maxOutputLen > a.maxPositions) {
+      add(
+        "serving.maxInputLen",
+        s.maxInputLen,
+        `plus serving.maxOutputLen (${s.maxOutputLen}) exceeds the model's ${a.maxPositions} positions`,
+        `keep maxInputLen + maxOutputLen <= ${a.maxPositions}`,
+      );
+    }
+    if (gemm.maxInputLen > a.maxPositions) {
+      add("gemm.maxInputLen", gemm.maxInputLen, `exceeds the model's ${a.maxPositions} positions`, `use at most ${a.maxPositions}`);
+    }
+    if (a.hidden % a.heads !== 0) {
+      add("model.arch.hidden", a.hidden, `is not a multiple of model.arch.heads (${a.heads})`, "copy hidden and heads from the model's config.json");
+    }
+    if (a.rotaryDims > a.hidden / a.heads) {
+      add("model.arch.rotaryDims", a.rotaryDims, `exceeds the head size ${a.hidden / a.heads}`, "use rotary_dim (or rotary_pct × head size) from config.json");
+    }
+    const tp = s.tensorParallel;
+    if (a.heads % tp !== 0) {
+      add(
+        "serving.tensorParallel",
+        tp,
+        `does not divide the model's ${a.heads} attention heads`,
+        `use one of: ${divisors(a.heads).filter((d) => !servingInstance || d <= servingInstance.gpuCount).join(", ")}`,
+      );
+    }
+    if (servingInstance && tp > servingInstance.gpuCount) {
+      add(
+        "serving.tensorParallel",
+        tp,
+        `exceeds the ${servingInstance.gpuCount} GPU(s) of ${servingInstance.type}`,
+        `use at most ${servingInstance.gpuCount}, or an instance type with at least ${tp} GPUs`,
+      );
+    }
+    if (servingInstance) {
+      memory = estimateGpuMemory(model.family, a, { ...s, tensorParallel: tp, beamWidth: gemm.beamWidth });
+      const usable = servingInstance.gpuMemoryGiB * USABLE_GPU_FRACTION;
+      if (toGiB(memory.totalBytes) > usable) {
+        add(
+          "serving.tensorParallel",
+          tp,
+          `leaves ${toGiB(memory.totalBytes)} GiB per GPU (weights ${toGiB(memory.weightsBytes)} + KV cache ${toGiB(memory.kvCacheBytes)} + headroom ${toGiB(memory.headroomBytes)}) but ${servingInstance.type} has ${usable.toFixed(1)} GiB usable per GPU`,
+          "raise serving.tensorParallel, lower serving.maxBatchSize / maxInputLen / maxOutputLen, or pick a GPU with more memory",
+        );
+      }
+    }
+    if (builderInstance) {
+      const need = toGiB(conversionRamBytes(model.family, a));
+      if (need > builderInstance.ramGiB) {
+        add(
+          "build.builderInstanceType",
+          builderInstance.type,
+          `has ${builderInstance.ramGiB} GiB RAM but converting this model needs about ${need} GiB (fp32 on the CPU)`,
+          `use a ${servingInstance?.gpuModel ?? builderInstance.gpuModel} instance with at least ${Math.ceil(need)} GiB RAM`,
+        );
+      }
+      const disk = config.build.builderDiskGiB;
+      const needDisk = builderDiskGiB(model.family, a);
+      if (disk !== undefined && disk < needDisk) {
+        add("build.builderDiskGiB", disk, `is below the ${needDisk} GiB this model needs on the builder`, `use at least ${needDisk}, or unset it`);
+      }
+    }
+  }
+  if (servingInstance && builderInstance && servingInstance.gpuModel !== builderInstance.gpuModel) {
+    add(
+      "build.builderInstanceType",
+      builderInstance.type,
+      `has ${builderInstance.gpuModel} GPUs but serving uses ${servingInstance.gpuModel}; gpt_gemm tuning is only valid on the serving GPU model`,
+      `use an instance type with ${servingInstance.gpuModel} GPUs (${sameGpu(servingInstance).join(", ")})`,
+    );
+  }
+
+  if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems };
+  return {
+    stack: {
+      config,
+      model,
+      servingInstance,
+      builderInstance,
+      gemm,
+      memory,
+      builderDiskGiB: config.build.builderDiskGiB ?? builderDiskGiB(model.family, model.arch),
+      nodeDiskGiB: config.cluster.nodeRootVolumeGiB ?? nodeDiskGiB(model.family, model.arch),
+      secrets,
+    },
+    problems,
+  };
+}
+
+type Add = (key: string, value: unknown, message: string, fix: string) => void;
+
+function instance(type: string, key: string, add: Add): GpuInstance | undefined {
+  const found = findGpuInstance(type);
+  if (!found) add(key, type, "is not a GPU instance type this stack knows", `use one of: ${gpuInstanceTypes().join(", ")}`);
+  return found;
+}
+
+function sameGpu(i: GpuInstance): string[] {
+  return gpuInstanceTypes().filter((t) => findGpuInstance(t)?.gpuModel === i.gpuModel);
+}
+
+function divisors(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i + 1).filter((d) => n % d === 0);
+}
+
+function resolveModel(config: StackConfig, add: Add): ResolvedModel | undefined {
+  const m = config.model;
+  let preset: ModelPreset | undefined;
+  if (m.preset !== undefined) {
+    preset = findPreset(m.preset);
+    if (!preset) {
+      add("model.preset", m.preset, "is not in the model catalog", `use one of: ${MODEL_PRESETS.map((p) => p.name).join(", ")}, or set model.family and model.arch`);
+      return undefined;
+    }
+    if (m.arch) add("model.arch", m.arch, "is set together with model.preset", "remove model.arch (the preset supplies it) or remove model.preset");
+  } else if (!m.arch) {
+    add("model.arch", m.arch, "is required without model.preset", "set all of layers, hidden, heads, ffn, vocab, rotaryDims, maxPositions, startId, endId from the model's config.json, or choose a model.preset");
+  }
+  const family = m.family ?? preset?.family;
+  if (!family) add("model.family", m.family, "is required without model.preset", "set one of gptneox, gptj, gpt, codegen");
+  if (preset && m.family && m.family !== preset.family) {
+    add("model.family", m.family, `contradicts preset ${preset.name}, which is ${preset.family}`, `remove model.family or set it to ${preset.family}`);
+  }
+
+  const source = resolveSource(m.source, preset, family, add);
+  const arch = m.arch ?? preset?.arch;
+  if (!family || !source || !arch) return undefined;
+  const repoName = source.kind === "huggingface" ? source.repo.split("/").pop() ?? "" : "model";
+  const name = m.name ?? preset?.name ?? repoName.toLowerCase().replace(/[^a-z0-9-]+/g, "-").slice(0, 39);
+  const tokenizerSource =
+    m.source && "archive" in m.source && preset ? { repo: preset.repo, revision: m.source.archive.tokenizerRevision } : undefined;
+  return { name, preset: preset?.name, family, source, tokenizerSource, arch };
+}
+
+function resolveSource(
+  src: StackConfig["model"]["source"],
+  preset: ModelPreset | undefined,
+  family: Family | undefined,
+  add: Add,
+): ModelSource | undefined {
+  if (src === undefined) {
+    const hint = preset?.branchHint ? ` (the seeds used branch ${preset.branchHint})` : "";
+    add(
+      "model.source",
+      src,
+      "is required: the model must be pinned to a commit",
+      preset?.archive
+        ? "set {archive: {sha256, tokenizerRevision}} for this archive preset"
+        : `set {huggingface: {repo: ${preset?.repo ?? "<org/name>"}, revision: <40-hex commit>}}${hint}`,
+    );
+    return undefined;
+  }
+  if ("huggingface" in src) {
+    const { repo, revision } = src.huggingface;
+    if (preset?.archive) {
+      add("model.source", src, `is a Hugging Face source but preset ${preset.name} is an archive checkpoint`, "use {archive: {sha256, tokenizerRevision}}");
+    }
+    if (!COMMIT.test(revision)) {
+      const hint = preset?.branchHint ? `; the seeds used branch ${preset.branchHint}` : "";
+      add(
+        "model.source.huggingface.revision",
+        revision,
+        "looks like a branch or tag where a pinned commit is required",
+        `use the full 40-hex commit SHA (git ls-remote https://huggingface.co/${repo} <branch>${hint})`,
+      );
+    }
+    return { kind: "huggingface", repo, revision };
+  }
+  const a = src.archive;
+  if (!preset?.archive) {
+    add("model.source.archive", a, "needs an archive preset (gpt-j-6b-jax): only the GPT-J JAX slim checkpoint has a converter", "set model.preset to gpt-j-6b-jax, or use a huggingface source");
+    return undefined;
+  }
+  if (family && family !== "gptj") add("model.family", family, "cannot use an archive source", "archive sources are GPT-J JAX slim checkpoints: family gptj");
+  if (!SHA256.test(a.sha256)) add("model.source.archive.sha256", a.sha256, "is not a 64-hex SHA-256", "set the archive's sha256sum");
+  if (!COMMIT.test(a.tokenizerRevision)) {
+    add("model.source.archive.tokenizerRevision", a.tokenizerRevision, "looks like a branch or tag where a pinned commit is required", `use the 40-hex commit of ${preset.repo} to take the tokenizer from`);
+  }
+  return { kind: "archive", url: a.url ?? preset.archive.url, sha256: a.sha256, format: preset.archive.format };
+}
+
+function checkCluster(config: StackConfig, secrets: SecretPresence, add: Add): void {
+  const c = config.cluster;
+  if (c.mode === "kubeconfig" && !secrets.kubeconfig) {
+    add("kubeconfig", undefined, "is required when cluster.mode is kubeconfig", `pulumi config set --secret ${PROJECT}:kubeconfig "$(cat kubeconfig.yaml)"`);
+  }
+  if (c.mode === "stackReference" && !c.stackReference) {
+    add("cluster.stackReference", c.stackReference, "is required when cluster.mode is stackReference", "set it to <org>/<project>/<stack> of the stack that owns the cluster");
+  }
+  if (c.mode !== "stackReference" && c.stackReference) {
+    add("cluster.stackReference", c.stackReference, `is set but cluster.mode is ${c.mode}`, "set cluster.mode stackReference, or remove it");
+  }
+}
+
+function checkNetwork(config: StackConfig, add: Add): void {
+  const n = config.network;
+  if (n.mode === "existing") {
+    if (!n.vpcId) add("network.vpcId", n.vpcId, "is required when network.mode is existing", "set the id of the VPC (vpc-...)");
+    if (n.publicSubnetIds.length === 0) add("network.publicSubnetIds", n.publicSubnetIds, "needs at least one public subnet for the builder", "list public subnet ids of the VPC");
+    if (n.privateSubnetIds.length < 2) {
+      add("network.privateSubnetIds", n.privateSubnetIds, "needs private subnets in at least two AZs for EKS", "list at least two private subnet ids in different AZs");
+    }
+  } else if (n.vpcId || n.publicSubnetIds.length > 0 || n.privateSubnetIds.length > 0) {
+    add("network.mode", n.mode, "is create but VPC or subnet ids are set", "set network.mode existing to use them, or remove the ids");
+  }
+}
