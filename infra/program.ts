@@ -1,0 +1,32 @@
+/**
+ * The composition root's body: config in, components wired, outputs out.
+ * `index.ts` hands this function to the Pulumi runtime; tests call it directly
+ * under mocks.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { PROJECT } from "./config";
+import { loadStack } from "./stackConfig";
+import { stackTags } from "./tags";
+
+/** The stack-output contract other teams consume (documented in README, pinned by a test). */
+export interface StackOutputs {
+  modelName: pulumi.Input<string>;
+  modelFamily: pulumi.Input<string>;
+  modelSource: pulumi.Input<string>;
+  tensorParallel: pulumi.Input<number>;
+  [key: string]: unknown;
+}
+
+export function program(): StackOutputs {
+  const { stack } = loadStack();
+  const tags = stackTags(PROJECT, pulumi.getStack(), stack);
+  void tags;
+  const m = stack.model;
+  const modelSource = m.source.kind === "huggingface" ? `hf://${m.source.repo}@${m.source.revision}` : `${m.source.url}#sha256=${m.source.sha256}`;
+  return {
+    modelName: "ensemble",
+    modelFamily: m.family,
+    modelSource,
+    tensorParallel: stack.config.serving.tensorParallel,
+  };
+}

@@ -1,0 +1,28 @@
+/** Known-good stack configs that tests start from and then break one key at a time. */
+export const BACKEND_COMMIT = "b09b6352dc56e41cbd087eef195551df3d26f892";
+export const FT_COMMIT = "fc6e53fee7674361475e06e003e263b768f50f77";
+export const GPT2_REVISION = "607a30d783dfa663caf39e06633721c8d4cfcd7e";
+export const GPTJ_REVISION = "47e169305d2e8376be1d31e765533382721b2cc1";
+
+export type RawConfig = Record<string, Record<string, unknown>>;
+
+/** GPT-2 on a single A10G, built on a g5.xlarge: the cheapest complete stack. */
+export function gpt2Config(): RawConfig {
+  return {
+    model: { preset: "gpt2", source: { huggingface: { repo: "openai-community/gpt2", revision: GPT2_REVISION } } },
+    build: {
+      backendCommit: BACKEND_COMMIT,
+      ftCommit: FT_COMMIT,
+      builderInstanceType: "g5.xlarge",
+      sshAllowedCidrs: ["198.51.100.7/32"],
+    },
+    serving: { instanceType: "g5.xlarge" },
+  };
+}
+
+/** Deep-merge overrides into a config (objects merge, everything else replaces). */
+export function withOverrides(base: RawConfig, overrides: Record<string, Record<string, unknown>>): RawConfig {
+  const out: RawConfig = structuredClone(base);
+  for (const [k, v] of Object.entries(overrides)) out[k] = { ...(out[k] ?? {}), ...v };
+  return out;
+}

@@ -1,0 +1,87 @@
+/**
+ * Realistic computed outputs for the AWS/Kubernetes/command resources the program
+ * registers, so tests exercise the same shapes a real deployment returns
+ * (ids, ARNs, ECR URLs, IPs). Extend the tables when a component needs more.
+ */
+export const ACCOUNT = "123456789012";
+export const REGION = "us-east-1";
+
+type State = Record<string, unknown>;
+type StateFn = (name: string, inputs: State) => State;
+
+const arn = (service: string, resource: string) => `arn:aws:${service}:${REGION}:${ACCOUNT}:${resource}`;
+const hex = (seed: string, len: number) => {
+  let h = 2166136261;
+  let out = "";
+  while (out.length < len) {
+    for (const c of seed + out.length) h = Math.imul(h ^ c.charCodeAt(0), 16777619) >>> 0;
+    out += h.toString(16).padStart(8, "0");
+  }
+  return out.slice(0, len);
+};
+
+/** Outputs per resource type token. Unknown types get a generic id and ARN. */
+export const RESOURCE_STATE: Record<string, StateFn> = {
+  "aws:ecr/repository:Repository": (name, i) => {
+    const repoName = String(i.name ?? name);
+    return {
+      name: repoName,
+      arn: arn("ecr", `repository/${repoName}`),
+      repositoryUrl: `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/${repoName}`,
+      registryId: ACCOUNT,
+    };
+  },
+  "aws:ec2/instance:Instance": (name) => ({
+    arn: arn("ec2", `instance/i-${hex(name, 17)}`),
+    publicIp: "203.0.113.10",
+    privateIp: "10.42.0.10",
+    publicDns: "ec2-203-0-113-10.compute-1.amazonaws.com",
+    instanceState: "running",
+  }),
+  "aws:iam/role:Role": (name, i) => ({ arn: `arn:aws:iam::${ACCOUNT}:role/${String(i.name ?? name)}`, name: i.name ?? name }),
+  "aws:iam/instanceProfile:InstanceProfile": (name, i) => ({
+    arn: `arn:aws:iam::${ACCOUNT}:instance-profile/${String(i.name ?? name)}`,
+    name: i.name ?? name,
+  }),
+  "aws:iam/policy:Policy": (name, i) => ({ arn: `arn:aws:iam::${ACCOUNT}:policy/${String(i.name ?? name)}` }),
+  "aws:ec2/securityGroup:SecurityGroup": (name) => ({ arn: arn("ec2", `security-group/sg-${hex(name, 17)}`) }),
+  "aws:ec2/keyPair:KeyPair": (name, i) => ({ keyName: i.keyName ?? name, arn: arn("ec2", `key-pair/${name}`) }),
+  "aws:s3/bucketV2:BucketV2": (name, i) => ({ bucket: i.bucket ?? name, arn: `arn:aws:s3:::${String(i.bucket ?? name)}` }),
+  "aws:s3/bucket:Bucket": (name, i) => ({ bucket: i.bucket ?? name, arn: `arn:aws:s3:::${String(i.bucket ?? name)}` }),
+  "tls:index/privateKey:PrivateKey": (name) => ({
+    publicKeyOpenssh: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${hex(name, 40)} ${name}`,
+    privateKeyOpenssh: `-----BEGIN OPENSSH PRIVATE KEY-----\n${hex(name + "priv", 64)}\n-----END OPENSSH PRIVATE KEY-----\n`,
+    privateKeyPem: `-----BEGIN PRIVATE KEY-----\n${hex(name + "pem", 64)}\n-----END PRIVATE KEY-----\n`,
+  }),
+  "command:remote:Command": (name, i) => ({
+    // Remote steps that produce an image print `RESULT image=<ref>`; echo a digest-pinned one.
+    stdout: `done\nRESULT image=${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/${name}@sha256:${hex(name + JSON.stringify(i.triggers ?? []), 64)}\n`,
+    stderr: "",
+  }),
+  "kubernetes:core/v1:Service": (name, i) => ({
+    ...i,
+    status: {
+      loadBalancer: { ingress: [{ hostname: `k8s-${name}-${hex(name, 10)}.elb.${REGION}.amazonaws.com` }] },
+    },
+  }),
+};
+
+/** Results of provider function calls (data sources). */
+export const CALL_RESULTS: Record<string, (args: State) => State> = {
+  "aws:index/getCallerIdentity:getCallerIdentity": () => ({ accountId: ACCOUNT, arn: `arn:aws:iam::${ACCOUNT}:user/ci`, userId: "AIDA" }),
+  "aws:index/getRegion:getRegion": () => ({ name: REGION, region: REGION, id: REGION }),
+  "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
+  "aws:index/getAvailabilityZones:getAvailabilityZones": () => ({
+    names: [`${REGION}a`, `${REGION}b`, `${REGION}c`],
+    zoneIds: ["use1-az1", "use1-az2", "use1-az4"],
+  }),
+  "aws:ec2/getAmi:getAmi": () => ({ id: "ami-0a1b2c3d4e5f60718", imageId: "ami-0a1b2c3d4e5f60718", name: "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) 20261101" }),
+  "aws:ec2/getVpc:getVpc": (a) => ({ id: a.id, cidrBlock: "10.0.0.0/16", arn: arn("ec2", `vpc/${String(a.id)}`) }),
+  "aws:ec2/getSubnet:getSubnet": (a) => ({ id: a.id, vpcId: "vpc-0123456789abcdef0", availabilityZone: `${REGION}a`, mapPublicIpOnLaunch: true }),
+};
+
+export function resourceState(type: string, name: string, inputs: State): { id: string; state: State } {
+  const fn = RESOURCE_STATE[type];
+  const extra = fn ? fn(name, inputs) : { arn: arn(type.split(":")[0] ?? "x", `${name}`) };
+  return { id: `${name}-${hex(type + name, 8)}`, state: { ...inputs, ...extra } };
+}

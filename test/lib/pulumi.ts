@@ -1,0 +1,105 @@
+/**
+ * The one harness for running the Pulumi program under Pulumi's mock runtime:
+ * sets stack config, imports the program fresh, waits for every registration,
+ * records resources with secrets unwrapped, and resolves the stack outputs.
+ */
+import { vi } from "vitest";
+import { CALL_RESULTS, resourceState } from "./mocks";
+
+export interface RecordedResource {
+  type: string;
+  name: string;
+  inputs: Record<string, unknown>;
+  state: Record<string, unknown>;
+  id: string;
+  provider?: string;
+}
+
+export interface ProgramRun {
+  resources: RecordedResource[];
+  outputs: Record<string, unknown>;
+  /** Names of outputs that were secret. */
+  secretOutputs: string[];
+  byType(type: string): RecordedResource[];
+  one(type: string, name?: string): RecordedResource;
+}
+
+export interface RunOptions {
+  stack?: string;
+  /** Secret config keys (without namespace) and their plain values. */
+  secrets?: Record<string, string>;
+  project?: string;
+}
+
+const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+
+/** Secrets reach the mock wrapped in a signature object; give tests plain values. */
+export function unwrapSecrets(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(unwrapSecrets);
+  if (value !== null && typeof value === "object") {
+    const o = value as Record<string, unknown>;
+    if (o[SECRET_SIG] === "1b47061264138c4ac30d75fd1eb44270") return unwrapSecrets(o.value);
+    return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, unwrapSecrets(v)]));
+  }
+  return value;
+}
+
+export async function runProgram(config: Record<string, unknown>, opts: RunOptions = {}): Promise<ProgramRun> {
+  const project = opts.project ?? "triton-ft";
+  const stack = opts.stack ?? "test";
+  vi.resetModules();
+  const pulumi = await import("@pulumi/pulumi");
+  const resources: RecordedResource[] = [];
+  pulumi.runtime.setMocks(
+    {
+      newResource(args) {
+        const inputs = unwrapSecrets(args.inputs) as Record<string, unknown>;
+        const { id, state } = resourceState(args.type, args.name, inputs);
+        resources.push({ type: args.type, name: args.name, inputs, state, id: args.id ?? id, provider: args.provider });
+        return { id: args.id ?? id, state };
+      },
+      call(args) {
+        const fn = CALL_RESULTS[args.token];
+        return fn ? fn(unwrapSecrets(args.inputs) as Record<string, unknown>) : (unwrapSecrets(args.inputs) as Record<string, unknown>);
+      },
+    },
+    project,
+    stack,
+    false,
+  );
+  const all: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config)) all[`${project}:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
+  const secretKeys: string[] = [];
+  for (const [k, v] of Object.entries(opts.secrets ?? {})) {
+    all[`${project}:${k}`] = v;
+    secretKeys.push(`${project}:${k}`);
+  }
+  pulumi.runtime.setAllConfig(all, secretKeys);
+
+  const { program } = await import("../../infra/program");
+  const result = program() as Record<string, unknown>;
+  const outputs: Record<string, unknown> = {};
+  const secretOutputs: string[] = [];
+  for (const [k, v] of Object.entries(result)) {
+    if (pulumi.Output.isInstance(v)) {
+      if (await v.isSecret) secretOutputs.push(k);
+      outputs[k] = await new Promise((resolve) => pulumi.unsecret(v).apply(resolve));
+    } else {
+      outputs[k] = v;
+    }
+  }
+  await pulumi.runtime.waitForRPCs?.();
+  return {
+    resources,
+    outputs,
+    secretOutputs,
+    byType: (type) => resources.filter((r) => r.type === type),
+    one(type, name) {
+      const found = resources.filter((r) => r.type === type && (name === undefined || r.name === name));
+      if (found.length !== 1) {
+        throw new Error(`expected one ${type}${name ? ` named ${name}` : ""}, found ${found.length}: ${found.map((r) => r.name).join(", ")}`);
+      }
+      return found[0] as RecordedResource;
+    },
+  };
+}
