@@ -1,0 +1,103 @@
+"""Triton Python model `postprocessing`: FT output ids in, generated text out.
+
+Contract (per batch item, the model has max_batch_size > 0):
+  inputs  output_ids UINT32 [-1,-1] (beam x tokens, prompt included, padded),
+          sequence_length UINT32 [-1] (per beam, prompt included),
+          input_lengths UINT32 [1]
+  outputs text_output STRING [1] (generated text of beam 0 only),
+          input_token_count UINT32 [1], output_token_count UINT32 [1]
+Parameters: tokenizer_path (absolute), end_id, pad_id.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from tritonft.errors import ModelConfigError, RequestError
+from tritonft.params import PostprocessParams
+from tritonft.tokenizer import load_tokenizer
+from tritonft.validation import generated_ids
+
+OUTPUTS = ("text_output", "input_token_count", "output_token_count")
+
+
+def _required_input(request: Any, name: str) -> np.ndarray:
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    if tensor is None:
+        raise RequestError(f"missing required input '{name}'")
+    return tensor.as_numpy()
+
+
+class TritonPythonModel:
+    def initialize(self, args: dict[str, str]) -> None:
+        model_config = json.loads(args["model_config"])
+        self.params = PostprocessParams.from_model_config(model_config)
+        self.dtypes: dict[str, Any] = {}
+        for name in OUTPUTS:
+            output = pb_utils.get_output_config_by_name(model_config, name)
+            if output is None:
+                raise ModelConfigError(f"postprocessing config.pbtxt has no output '{name}'")
+            self.dtypes[name] = pb_utils.triton_string_to_numpy(output["data_type"])
+        self.tokenizer = load_tokenizer(self.params.tokenizer_path)
+
+    def execute(self, requests: list[Any]) -> list[Any]:
+        responses = []
+        for request in requests:
+            try:
+                responses.append(pb_utils.InferenceResponse(output_tensors=self._process(request)))
+            except RequestError as err:
+                responses.append(
+                    pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(str(err)))
+                )
+            except Exception as err:  # a bug must fail this request only, not the whole batch
+                print(f"postprocessing: unexpected {type(err).__name__}: {err}", file=sys.stderr)
+                responses.append(
+                    pb_utils.InferenceResponse(
+                        output_tensors=[],
+                        error=pb_utils.TritonError(f"postprocessing failed: {type(err).__name__}: {err}"),
+                    )
+                )
+        return responses
+
+    def _process(self, request: Any) -> list[Any]:
+        output_ids = _required_input(request, "output_ids")
+        sequence_length = _required_input(request, "sequence_length")
+        input_lengths = _required_input(request, "input_lengths")
+        if output_ids.ndim != 3:
+            raise RequestError(f"output_ids must be [batch, beam, tokens], got shape {list(output_ids.shape)}")
+        batch = output_ids.shape[0]
+        seq = sequence_length.reshape(batch, -1)
+        inp = input_lengths.reshape(batch, -1)
+
+        texts: list[bytes] = []
+        in_counts: list[int] = []
+        out_counts: list[int] = []
+        for i in range(batch):
+            # Beam 0 only: the contract returns one text per prompt.
+            tokens = generated_ids(
+                output_ids[i, 0], int(seq[i, 0]), int(inp[i, 0]), self.params.end_id, self.params.pad_id
+            )
+            texts.append(self.tokenizer.decode(tokens).encode("utf-8"))
+            in_counts.append(int(inp[i, 0]))
+            out_counts.append(len(tokens))
+
+        text_array = np.empty((batch, 1), dtype=np.object_)
+        for i, text in enumerate(texts):
+            text_array[i, 0] = text
+        return [
+            pb_utils.Tensor("text_output", text_array.astype(self.dtypes["text_output"])),
+            pb_utils.Tensor(
+                "input_token_count", np.array(in_counts).reshape(batch, 1).astype(self.dtypes["input_token_count"])
+            ),
+            pb_utils.Tensor(
+                "output_token_count", np.array(out_counts).reshape(batch, 1).astype(self.dtypes["output_token_count"])
+            ),
+        ]
+
+    def finalize(self) -> None:
+        self.tokenizer = None

@@ -1,0 +1,120 @@
+"""Triton Python model `preprocessing`: text in, FT input tensors out.
+
+Contract (per batch item, the model has max_batch_size > 0):
+  inputs  text_input STRING [1], max_tokens UINT32 [1],
+          bad_words STRING [-1] (optional), stop_words STRING [-1] (optional)
+  outputs input_ids UINT32 [-1], input_lengths UINT32 [1], request_output_len UINT32 [-1],
+          bad_words_list INT32 [2,-1], stop_words_list INT32 [2,-1],
+          start_id UINT32 [1], end_id UINT32 [1]
+Parameters: tokenizer_path (absolute), start_id, end_id, pad_id, max_input_len, max_output_len.
+
+The shared logic lives in the `tritonft` package (PYTHONPATH=/opt/triton-ft/python
+in the server image) so it is unit-tested without Triton.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from tritonft.errors import ModelConfigError, RequestError
+from tritonft.params import PreprocessParams
+from tritonft.tokenizer import load_tokenizer
+from tritonft.validation import (
+    check_prompt_length,
+    max_tokens,
+    pad_batch,
+    prompts,
+    word_lists,
+)
+from tritonft.words import encode_word_lists
+
+OUTPUTS = (
+    "input_ids",
+    "input_lengths",
+    "request_output_len",
+    "bad_words_list",
+    "stop_words_list",
+    "start_id",
+    "end_id",
+)
+
+
+def _optional_input(request: Any, name: str) -> np.ndarray | None:
+    tensor = pb_utils.get_input_tensor_by_name(request, name)
+    return None if tensor is None else tensor.as_numpy()
+
+
+class TritonPythonModel:
+    def initialize(self, args: dict[str, str]) -> None:
+        model_config = json.loads(args["model_config"])
+        self.params = PreprocessParams.from_model_config(model_config)
+        self.dtypes: dict[str, Any] = {}
+        for name in OUTPUTS:
+            output = pb_utils.get_output_config_by_name(model_config, name)
+            if output is None:
+                raise ModelConfigError(f"preprocessing config.pbtxt has no output '{name}'")
+            self.dtypes[name] = pb_utils.triton_string_to_numpy(output["data_type"])
+        # Once per model instance, from the files baked into the image.
+        self.tokenizer = load_tokenizer(self.params.tokenizer_path)
+
+    def execute(self, requests: list[Any]) -> list[Any]:
+        responses = []
+        for request in requests:
+            try:
+                responses.append(pb_utils.InferenceResponse(output_tensors=self._process(request)))
+            except RequestError as err:
+                responses.append(
+                    pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(str(err)))
+                )
+            except Exception as err:  # a bug must fail this request only, not the whole batch
+                print(f"preprocessing: unexpected {type(err).__name__}: {err}", file=sys.stderr)
+                responses.append(
+                    pb_utils.InferenceResponse(
+                        output_tensors=[],
+                        error=pb_utils.TritonError(f"preprocessing failed: {type(err).__name__}: {err}"),
+                    )
+                )
+        return responses
+
+    def _process(self, request: Any) -> list[Any]:
+        p = self.params
+        text = _optional_input(request, "text_input")
+        if text is None:
+            raise RequestError("missing required input 'text_input'")
+        texts = prompts(text)
+        batch = len(texts)
+        output_lens = max_tokens(_optional_input(request, "max_tokens"), batch, p.max_output_len)
+        bad = word_lists(_optional_input(request, "bad_words"), "bad_words", batch)
+        stop = word_lists(_optional_input(request, "stop_words"), "stop_words", batch)
+
+        encoded = []
+        for index, prompt in enumerate(texts):
+            ids = self.tokenizer.encode(prompt)
+            check_prompt_length(index, ids, p.max_input_len)
+            encoded.append(ids)
+        input_ids, lengths = pad_batch(encoded, p.pad_id)
+
+        def column(values: list[int] | np.ndarray, name: str) -> Any:
+            return pb_utils.Tensor(name, np.asarray(values).reshape(batch, 1).astype(self.dtypes[name]))
+
+        return [
+            pb_utils.Tensor("input_ids", input_ids.astype(self.dtypes["input_ids"])),
+            column(lengths, "input_lengths"),
+            column(output_lens, "request_output_len"),
+            pb_utils.Tensor(
+                "bad_words_list", encode_word_lists(self.tokenizer, bad).astype(self.dtypes["bad_words_list"])
+            ),
+            pb_utils.Tensor(
+                "stop_words_list", encode_word_lists(self.tokenizer, stop).astype(self.dtypes["stop_words_list"])
+            ),
+            column([p.start_id] * batch, "start_id"),
+            column([p.end_id] * batch, "end_id"),
+        ]
+
+    def finalize(self) -> None:
+        self.tokenizer = None

@@ -1,0 +1,131 @@
+"""Request checks and tensor shaping shared by preprocessing and postprocessing.
+
+All functions raise RequestError with a message that names the input, the batch
+item and the limit, because that message is what the client receives.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from tritonft.errors import RequestError
+
+
+def rows(array: np.ndarray, name: str) -> list[list[Any]]:
+    """Split a batched tensor ([batch, ...]) into per-item lists of elements."""
+    if array.ndim == 0:
+        raise RequestError(f"input '{name}' must have a batch dimension, got a scalar")
+    batch = array.shape[0]
+    flat = array.reshape(batch, -1)
+    return [list(flat[i]) for i in range(batch)]
+
+
+def decode_utf8(value: Any, where: str) -> str:
+    """Decode one TYPE_STRING element; Triton hands them over as bytes."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, np.bytes_)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise RequestError(
+                f"{where}: not valid UTF-8 ({err.reason} at byte {err.start})"
+            ) from None
+    raise RequestError(f"{where}: expected a string, got {type(value).__name__}")
+
+
+def prompts(array: np.ndarray, name: str = "text_input") -> list[str]:
+    """One decoded, non-empty prompt per batch item."""
+    out: list[str] = []
+    for index, items in enumerate(rows(array, name)):
+        if len(items) != 1:
+            raise RequestError(f"{name}[{index}]: expected exactly 1 string, got {len(items)}")
+        text = decode_utf8(items[0], f"{name}[{index}]")
+        if text == "":
+            raise RequestError(f"{name}[{index}]: prompt is empty")
+        out.append(text)
+    return out
+
+
+def word_lists(array: np.ndarray | None, name: str, batch: int) -> list[list[str]]:
+    """Decoded words per batch item for an optional STRING [-1] input."""
+    if array is None:
+        return [[] for _ in range(batch)]
+    items = rows(array, name)
+    if len(items) != batch:
+        raise RequestError(
+            f"input '{name}' has batch size {len(items)}, but text_input has {batch}"
+        )
+    return [
+        [decode_utf8(word, f"{name}[{i}][{j}]") for j, word in enumerate(words)]
+        for i, words in enumerate(items)
+    ]
+
+
+def max_tokens(array: np.ndarray | None, batch: int, max_output_len: int) -> list[int]:
+    """Requested output length per item, each in [1, max_output_len]."""
+    if array is None:
+        raise RequestError("missing required input 'max_tokens'")
+    items = rows(array, "max_tokens")
+    if len(items) != batch:
+        raise RequestError(f"input 'max_tokens' has batch size {len(items)}, but text_input has {batch}")
+    out: list[int] = []
+    for index, values in enumerate(items):
+        if len(values) != 1:
+            raise RequestError(f"max_tokens[{index}]: expected exactly 1 value, got {len(values)}")
+        value = int(values[0])
+        if value < 1 or value > max_output_len:
+            raise RequestError(
+                f"max_tokens[{index}] is {value}: must be between 1 and max_output_len={max_output_len}"
+            )
+        out.append(value)
+    return out
+
+
+def check_prompt_length(index: int, ids: Sequence[int], max_input_len: int) -> None:
+    if len(ids) == 0:
+        raise RequestError(f"text_input[{index}]: prompt encodes to no tokens")
+    if len(ids) > max_input_len:
+        raise RequestError(
+            f"text_input[{index}]: prompt is {len(ids)} tokens, more than max_input_len={max_input_len}"
+        )
+
+
+def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad ragged id lists with pad_id; returns ([batch, max_len], [batch]) as int64."""
+    width = max(len(seq) for seq in ids)
+    out = np.full((len(ids), width), pad_id, dtype=np.int64)
+    for row, seq in enumerate(ids):
+        out[row, : len(seq)] = seq
+    lengths = np.array([len(seq) for seq in ids], dtype=np.int64)
+    return out, lengths
+
+
+def generated_ids(
+    output_ids: np.ndarray, sequence_length: int, input_length: int, end_id: int, pad_id: int
+) -> list[int]:
+    """Tokens generated for one beam: [input_length, sequence_length), cut at end_id.
+
+    FT returns the prompt and the generation in one padded row, and keeps
+    writing end_id after a sequence finished; everything from the first end_id
+    on is not generation. Trailing pad ids are dropped too.
+    """
+    total = int(output_ids.shape[-1])
+    if input_length < 0 or sequence_length < 0:
+        raise RequestError("input_lengths and sequence_length must be non-negative")
+    if sequence_length > total:
+        raise RequestError(
+            f"sequence_length {sequence_length} exceeds the {total} tokens in output_ids"
+        )
+    if input_length > sequence_length:
+        raise RequestError(
+            f"input_lengths {input_length} is larger than sequence_length {sequence_length}"
+        )
+    tokens = [int(t) for t in output_ids[input_length:sequence_length]]
+    if end_id in tokens:
+        tokens = tokens[: tokens.index(end_id)]
+    while tokens and tokens[-1] == pad_id:
+        tokens.pop()
+    return tokens
