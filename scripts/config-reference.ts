@@ -1,0 +1,15 @@
+/** `npm run docs:config`: regenerates README's configuration reference from the schema. */
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { withReference } from "../infra/configReference";
+
+const readmePath = join(__dirname, "..", "README.md");
+const current = readFileSync(readmePath, "utf8");
+const next = withReference(current);
+if (process.argv.includes("--write")) {
+  writeFileSync(readmePath, next);
+  console.log(next === current ? "README.md configuration reference is up to date" : "README.md configuration reference updated");
+} else if (next !== current) {
+  console.error("README.md configuration reference is stale: run `npm run docs:config`");
+  process.exit(1);
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The README's test command (`npm run test:all`): every suite, each in its own
+# runner, then one closing line `N passed, N failed` counted from the runners'
+# machine-readable reports. A suite that crashes before writing a report counts
+# as one failure, so a broken runner can never look green.
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+export TEST_REPORT_DIR=${TEST_REPORT_DIR:-$root/out/test-reports}
+rm -rf "$TEST_REPORT_DIR"
+mkdir -p "$TEST_REPORT_DIR"
+
+# name|command: each suite's own runner; the order is cheapest first.
+suites=(
+  "unit|npx vitest run --reporter=default --reporter=junit --outputFile.junit=$TEST_REPORT_DIR/unit.xml"
+  "scripts|bash test/scripts/run.sh"
+  "python|bash test/python/run.sh"
+  "triton|bash test/triton/run.sh"
+)
+only=${TEST_SUITES:-}
+
+status=0
+crashed=()
+for entry in "${suites[@]}"; do
+  name=${entry%%|*}
+  cmd=${entry#*|}
+  if [[ -n $only && ",$only," != *",$name,"* ]]; then continue; fi
+  printf '\n===== [%s] %s: %s\n' "$(date -u +%H:%M:%S)" "$name" "$cmd"
+  start=$SECONDS
+  if ! bash -c "$cmd"; then
+    status=1
+    # Did the suite leave a report? If not, it crashed rather than failed tests.
+    if ! compgen -G "$TEST_REPORT_DIR/$name*" >/dev/null; then crashed+=("$name"); fi
+  fi
+  printf '===== %s finished in %ds\n' "$name" $((SECONDS - start))
+done
+
+python3 "$root/test/lib/count_results.py" "$TEST_REPORT_DIR" "${crashed[@]}" || status=1
+exit $status
