@@ -175,7 +175,7 @@ export function resolveStack(
         add(
           "serving.tensorParallel",
           tp,
-          `leaves ${toGiB(memory.totalBytes)} GiB per GPU (weights ${toGiB(memory.weightsBytes)} + KV cache ${toGiB(memory.kvCacheBytes)} + headroom ${toGiB(memory.headroomBytes)}) but ${servingInstance.type} has ${usable.toFixed(1)} GiB usable per GPU`,
+          `leaves ${toGiB(memory.totalBytes)} GiB per GPU (weights ${toGiB(memory.weightsBytes)} GiB + KV cache ${toGiB(memory.kvCacheBytes)} GiB + headroom ${toGiB(memory.headroomBytes)} GiB) but ${servingInstance.type} has ${usable.toFixed(1)} GiB usable per GPU`,
           "raise serving.tensorParallel, lower serving.maxBatchSize / maxInputLen / maxOutputLen, or pick a GPU with more memory",
         );
       }
