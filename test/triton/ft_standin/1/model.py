@@ -1,0 +1,248 @@
+"""CPU stand-in for the `fastertransformer` model, for real-server tests.
+
+The FasterTransformer backend needs a GPU, so the integration tests serve this
+Python-backend model under the name `fastertransformer`, with the config.pbtxt
+the project's renderer produces for the real backend (only `backend` swapped).
+
+It is strict about the tensor contract of the real FT backend, which it knows
+independently of the renderer: at load it compares the rendered config's
+inputs and outputs (names, types, dims, reshape, optional) with that contract
+and refuses to load on any difference, so a renderer drift fails the tests
+instead of being silently accepted by a lenient stand-in.
+
+Generation is deterministic, so tests can predict the text:
+- output_ids = the prompt, then generated tokens, then end_id padding
+  (beam width 1, prompt included, as FT returns it);
+- generated token j is prompt[(j + shift) % prompt_length], where shift is
+  random_seed % prompt_length when random_seed is given, else 0: the model
+  "echoes" the prompt cyclically;
+- a token that would complete a bad word is skipped (the next prompt token is
+  tried instead); when every candidate is banned, generation ends;
+- generation ends after request_output_len tokens, when the next token is
+  end_id (end_id is not counted), or right after a stop word is completed
+  (the stop word is counted, as FT does);
+- sequence_length = prompt length + generated tokens.
+Every optional input it receives is logged once per request, so tests can
+check the ensemble's parameter wiring in the server log.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+# The FT backend's tensor contract (names, Triton types, dims per batch item,
+# reshape, optional), as the real backend reads it.
+FT_INPUTS: dict[str, tuple[str, list[int], list[int] | None, bool]] = {
+    "input_ids": ("TYPE_UINT32", [-1], None, False),
+    "input_lengths": ("TYPE_UINT32", [1], [], False),
+    "request_output_len": ("TYPE_UINT32", [-1], None, False),
+    "runtime_top_k": ("TYPE_UINT32", [1], [], True),
+    "runtime_top_p": ("TYPE_FP32", [1], [], True),
+    "temperature": ("TYPE_FP32", [1], [], True),
+    "repetition_penalty": ("TYPE_FP32", [1], [], True),
+    "random_seed": ("TYPE_UINT64", [1], [], True),
+    "start_id": ("TYPE_UINT32", [1], [], True),
+    "end_id": ("TYPE_UINT32", [1], [], True),
+    "bad_words_list": ("TYPE_INT32", [2, -1], None, True),
+    "stop_words_list": ("TYPE_INT32", [2, -1], None, True),
+}
+FT_OUTPUTS: dict[str, tuple[str, list[int]]] = {
+    "output_ids": ("TYPE_UINT32", [-1, -1]),
+    "sequence_length": ("TYPE_UINT32", [-1]),
+}
+SCALAR_OPTIONALS = ("runtime_top_k", "runtime_top_p", "temperature", "repetition_penalty", "random_seed", "start_id")
+
+
+def _dims(value: Any) -> list[int]:
+    # Triton's JSON form of the config may carry int64 dims as strings.
+    return [int(d) for d in (value or [])]
+
+
+def contract_violations(model_config: dict[str, Any]) -> list[str]:
+    """Differences between a rendered config and the FT tensor contract."""
+    problems: list[str] = []
+    if int(model_config.get("max_batch_size", 0)) <= 0:
+        problems.append("max_batch_size must be > 0 (dims are per batch item)")
+    seen_inputs = {}
+    for spec in model_config.get("input", []):
+        seen_inputs[spec["name"]] = spec
+    for name in sorted(set(seen_inputs) - set(FT_INPUTS)):
+        problems.append(f"input {name!r} is not an FT backend input")
+    for name, (dtype, dims, reshape, optional) in FT_INPUTS.items():
+        spec = seen_inputs.get(name)
+        if spec is None:
+            if not optional:
+                problems.append(f"required input {name!r} is missing")
+            continue
+        if spec.get("data_type") != dtype:
+            problems.append(f"input {name!r}: data_type {spec.get('data_type')} != {dtype}")
+        if _dims(spec.get("dims")) != dims:
+            problems.append(f"input {name!r}: dims {_dims(spec.get('dims'))} != {dims}")
+        got_reshape = spec.get("reshape")
+        got = None if got_reshape is None else _dims(got_reshape.get("shape"))
+        if got != reshape:
+            problems.append(f"input {name!r}: reshape {got} != {reshape}")
+        if bool(spec.get("optional", False)) != optional:
+            problems.append(f"input {name!r}: optional {bool(spec.get('optional', False))} != {optional}")
+    seen_outputs = {spec["name"]: spec for spec in model_config.get("output", [])}
+    for name in sorted(set(seen_outputs) - set(FT_OUTPUTS)):
+        problems.append(f"output {name!r} is not emitted by this contract")
+    for name, (dtype, dims) in FT_OUTPUTS.items():
+        spec = seen_outputs.get(name)
+        if spec is None:
+            problems.append(f"output {name!r} is missing")
+            continue
+        if spec.get("data_type") != dtype:
+            problems.append(f"output {name!r}: data_type {spec.get('data_type')} != {dtype}")
+        if _dims(spec.get("dims")) != dims:
+            problems.append(f"output {name!r}: dims {_dims(spec.get('dims'))} != {dims}")
+    return problems
+
+
+def split_words(rows: np.ndarray) -> list[list[int]]:
+    """Decode one item's [2, N] word list (ids row, cumulative end offsets row)."""
+    ids, offsets = rows[0], rows[1]
+    words: list[list[int]] = []
+    start = 0
+    for end in offsets:
+        if end < 0:
+            break
+        end = int(end)
+        if end > start:
+            words.append([int(t) for t in ids[start:end]])
+        start = end
+    return words
+
+
+def ends_with_word(sequence: list[int], words: list[list[int]]) -> bool:
+    return any(len(w) <= len(sequence) and sequence[len(sequence) - len(w):] == w for w in words)
+
+
+def generate(
+    prompt: list[int],
+    max_new: int,
+    end_id: int | None,
+    shift: int,
+    stop_words: list[list[int]],
+    bad_words: list[list[int]],
+) -> list[int]:
+    generated: list[int] = []
+    position = shift
+    while len(generated) < max_new:
+        token = None
+        for attempt in range(len(prompt)):
+            candidate = prompt[(position + attempt) % len(prompt)]
+            if not ends_with_word(prompt + generated + [candidate], bad_words):
+                token = candidate
+                position += attempt
+                break
+        if token is None or token == end_id:
+            break
+        generated.append(token)
+        position += 1
+        if ends_with_word(prompt + generated, stop_words):
+            break
+    return generated
+
+
+class TritonPythonModel:
+    def initialize(self, args: dict[str, str]) -> None:
+        config = json.loads(args["model_config"])
+        problems = contract_violations(config)
+        if problems:
+            raise pb_utils.TritonModelException(
+                "fastertransformer stand-in: rendered config breaks the FT tensor contract: " + "; ".join(problems)
+            )
+        self.name = config.get("name", "fastertransformer")
+
+    def _optional(self, request: Any, name: str) -> np.ndarray | None:
+        tensor = pb_utils.get_input_tensor_by_name(request, name)
+        return None if tensor is None else tensor.as_numpy()
+
+    def _execute_one(self, request: Any) -> Any:
+        input_ids = self._optional(request, "input_ids")
+        input_lengths = self._optional(request, "input_lengths")
+        request_output_len = self._optional(request, "request_output_len")
+        if input_ids is None or input_lengths is None or request_output_len is None:
+            raise ValueError("input_ids, input_lengths and request_output_len are required")
+        for name, array, want in (
+            ("input_ids", input_ids, np.uint32),
+            ("input_lengths", input_lengths, np.uint32),
+            ("request_output_len", request_output_len, np.uint32),
+        ):
+            if array.dtype != want:
+                raise ValueError(f"{name} arrived as {array.dtype}, FT expects {np.dtype(want)}")
+        batch = input_ids.shape[0]
+        if input_ids.ndim != 2 or input_lengths.shape != (batch,) or request_output_len.shape[0] != batch:
+            raise ValueError(
+                f"unexpected shapes: input_ids {input_ids.shape}, input_lengths {input_lengths.shape}, "
+                f"request_output_len {request_output_len.shape}"
+            )
+        optionals = {name: self._optional(request, name) for name in SCALAR_OPTIONALS + ("end_id",)}
+        for name, array in optionals.items():
+            if array is not None and array.shape != (batch,):
+                raise ValueError(f"{name} has shape {array.shape}, expected ({batch},) after reshape []")
+        bad_words = self._optional(request, "bad_words_list")
+        stop_words = self._optional(request, "stop_words_list")
+        for name, array in (("bad_words_list", bad_words), ("stop_words_list", stop_words)):
+            if array is not None and (array.dtype != np.int32 or array.ndim != 3 or array.shape[:2] != (batch, 2)):
+                raise ValueError(f"{name} must be INT32 [batch, 2, N], got {array.dtype} {array.shape}")
+
+        received = ", ".join(
+            f"{name}={array.tolist()}" for name, array in optionals.items() if array is not None
+        )
+        if bad_words is not None:
+            received += f", bad_words_list={bad_words.tolist()}"
+        if stop_words is not None:
+            received += f", stop_words_list={stop_words.tolist()}"
+        pb_utils.Logger.log_info(f"{self.name} stand-in request: batch={batch} {received}".rstrip())
+
+        rows: list[list[int]] = []
+        lengths: list[int] = []
+        end_ids = optionals["end_id"]
+        seeds = optionals["random_seed"]
+        for i in range(batch):
+            length = int(input_lengths[i])
+            if length < 1 or length > input_ids.shape[1]:
+                raise ValueError(f"input_lengths[{i}]={length} outside 1..{input_ids.shape[1]}")
+            prompt = [int(t) for t in input_ids[i, :length]]
+            end_id = None if end_ids is None else int(end_ids[i])
+            shift = 0 if seeds is None else int(seeds[i]) % length
+            generated = generate(
+                prompt,
+                int(request_output_len[i].reshape(-1)[0]),
+                end_id,
+                shift,
+                [] if stop_words is None else split_words(stop_words[i]),
+                [] if bad_words is None else split_words(bad_words[i]),
+            )
+            rows.append(prompt + generated)
+            lengths.append(len(prompt) + len(generated))
+        width = max(int(input_ids.shape[1]) + int(request_output_len.max()), max(lengths))
+        pad = 0 if end_ids is None else None
+        output_ids = np.zeros((batch, 1, width), dtype=np.uint32)
+        for i, row in enumerate(rows):
+            output_ids[i, 0, : len(row)] = row
+            output_ids[i, 0, len(row):] = pad if pad is not None else int(end_ids[i])
+        sequence_length = np.array(lengths, dtype=np.uint32).reshape(batch, 1)
+        return pb_utils.InferenceResponse(
+            output_tensors=[
+                pb_utils.Tensor("output_ids", output_ids),
+                pb_utils.Tensor("sequence_length", sequence_length),
+            ]
+        )
+
+    def execute(self, requests: list[Any]) -> list[Any]:
+        responses = []
+        for request in requests:
+            try:
+                responses.append(self._execute_one(request))
+            except ValueError as error:
+                responses.append(
+                    pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(f"{self.name}: {error}"))
+                )
+        return responses
