@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# Step 4 — convert: runs the conversion plan inside the triton_with_ft image
+# and verifies the weight set.
+#
+# usage: convert.sh <step-config-file>
+#
+# Step config (bash file of KEY='value' lines and arrays, rendered by the Pulumi program):
+#   WORK_ROOT              string  Work root; mounted at the same path in the container. default '/opt/triton-ft'
+#   IMAGE                  string  triton_with_ft image, digest-pinned.       e.g. '1234.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev-triton-with-ft@sha256:ab..'
+#   AWS_REGION             string  Region for the ECR login before pulling.   e.g. 'us-east-1'
+#   SOURCE_DIR             string  Fetched model folder (under WORK_ROOT).    e.g. '/opt/triton-ft/models/source'
+#   OUTPUT_DIR             string  Final converted root (under WORK_ROOT); the weights end up in OUTPUT_DIR/<TP>-gpu. e.g. '/opt/triton-ft/models/ft'
+#   TP                     int     Tensor-parallel size (the N of <N>-gpu).   e.g. '2'
+#   CONSOLIDATE_ARGV       array   Optional; consolidate sharded/safetensors checkpoints. e.g. (python3 '{{SCRIPTS}}/convert/consolidate_checkpoint.py' --in '{{SRC}}' --out '{{CONSOLIDATE_OUT}}')
+#   RELAYOUT_ARGV          array   Optional; CodeGen -> GPT-J re-layout.      e.g. (python3 '{{SCRIPTS}}/convert/codegen_to_gptj.py' '{{CONSOLIDATE_OUT}}' '{{RELAYOUT_OUT}}')
+#   CONVERT_ARGV           array   The FT converter command.                 e.g. (python3 /workspace/FasterTransformer/examples/pytorch/gptneox/utils/huggingface_gptneox_convert.py -i '{{SRC}}' -o '{{OUT}}' -i_g 2 -m_n gptneox -weight_data_type fp16)
+#   FP16_ARGV              array   Optional; fp16 rewrite of the converter output. e.g. (python3 '{{SCRIPTS}}/convert/to_fp16.py' '{{OUT}}/2-gpu')
+#   EXPECTED_WEIGHTS_JSON  string  Absolute path of the expected weight-set JSON for verify_weights.py.
+#   DOCKER_GPUS            string  Optional; value of docker run --gpus.      default 'all'
+#   SHM_SIZE               string  Optional; docker run --shm-size.           default '8g'
+#   REQUIRED_FREE_GIB      int     Optional; free disk needed before converting. default '0'
+#
+# Placeholders replaced in every *_ARGV element at run time:
+#   {{SRC}} SOURCE_DIR · {{OUT}} staging output root (the converter's -o) ·
+#   {{CONSOLIDATE_OUT}} / {{RELAYOUT_OUT}} staging folders of those phases ·
+#   {{SCRIPTS}} the shipped scripts root (mounted read-only in the container).
+# Staging folders are emptied before their phase runs, because the FT
+# converters refuse an existing output folder.
+#
+# Resume: work happens in $WORK_ROOT/tmp/convert-<hash>; each finished phase
+# leaves a sub-marker there, so a re-run with the same inputs continues after
+# the last finished phase. The converter and the fp16 rewrite form one phase
+# (the rewrite changes the converter's files in place). OUTPUT_DIR is swapped
+# in only after the verifier passed.
+#
+# Prints: RESULT weights_dir=<OUTPUT_DIR>/<TP>-gpu, RESULT input_hash=<hash>
+set -euo pipefail
+
+# shellcheck source=scripts/remote/lib.sh
+source "$(dirname "$(readlink -f "$0")")/lib.sh"
+
+step_init convert "${1:-}"
+require_vars IMAGE AWS_REGION SOURCE_DIR OUTPUT_DIR TP EXPECTED_WEIGHTS_JSON
+require_int TP
+((TP > 0)) || die "TP must be at least 1"
+require_abs_path SOURCE_DIR
+require_abs_path OUTPUT_DIR
+require_abs_path EXPECTED_WEIGHTS_JSON
+[[ $SOURCE_DIR == "$WORK_ROOT"/* && $OUTPUT_DIR == "$WORK_ROOT"/* ]] \
+  || die "SOURCE_DIR and OUTPUT_DIR must be under WORK_ROOT ($WORK_ROOT), which is what the container sees"
+[[ -d $SOURCE_DIR ]] || die "SOURCE_DIR $SOURCE_DIR does not exist; run the fetch step first"
+[[ -f $EXPECTED_WEIGHTS_JSON ]] || die "EXPECTED_WEIGHTS_JSON not found: $EXPECTED_WEIGHTS_JSON"
+[[ $IMAGE == *@sha256:* ]] || die "IMAGE must be digest-pinned (repo@sha256:...), got '$IMAGE'"
+DOCKER_GPUS=${DOCKER_GPUS:-all}
+SHM_SIZE=${SHM_SIZE:-8g}
+REQUIRED_FREE_GIB=${REQUIRED_FREE_GIB:-0}
+require_int REQUIRED_FREE_GIB
+declare -p CONSOLIDATE_ARGV >/dev/null 2>&1 || CONSOLIDATE_ARGV=()
+declare -p RELAYOUT_ARGV >/dev/null 2>&1 || RELAYOUT_ARGV=()
+declare -p FP16_ARGV >/dev/null 2>&1 || FP16_ARGV=()
+declare -p CONVERT_ARGV >/dev/null 2>&1 || CONVERT_ARGV=()
+((${#CONVERT_ARGV[@]})) || die "CONVERT_ARGV is empty; the plan must give the FT converter command"
+verifier=$TRITON_FT_SCRIPTS_ROOT/convert/verify_weights.py
+[[ -f $verifier ]] || die "weight-set verifier not found: $verifier"
+
+# The model's identity comes from the fetch stamp; the helper scripts and the
+# expected weight list change what a conversion produces.
+hash_extra=("$EXPECTED_WEIGHTS_JSON" "$TRITON_FT_SCRIPTS_ROOT/convert")
+if [[ -f $SOURCE_DIR/.triton-ft-fetch ]]; then
+  hash_extra+=("$SOURCE_DIR/.triton-ft-fetch")
+else
+  warn "$SOURCE_DIR has no fetch stamp; a changed model in the same folder would not be noticed"
+fi
+step_input_hash "${hash_extra[@]}"
+step_skip_if_done
+
+attempt=$TMP_ROOT/convert-${STEP_INPUT_HASH:0:16}
+out=$attempt/out
+weights=$out/$TP-gpu
+
+# A run interrupted between the swap and the marker already finished the work.
+if [[ -f $OUTPUT_DIR/.triton-ft-convert ]] && grep -qx "input_hash=$STEP_INPUT_HASH" "$OUTPUT_DIR/.triton-ft-convert"; then
+  log "$OUTPUT_DIR already holds this conversion"
+else
+  phase prepare
+  # Attempts for other inputs are stale; they can hold tens of GB.
+  for old in "$TMP_ROOT"/convert-*; do
+    if [[ -e $old && $old != "$attempt" ]]; then rm -rf "$old"; fi
+  done
+  ensure_dir "$attempt"
+  check_free_disk "$WORK_ROOT" "$REQUIRED_FREE_GIB"
+  for a in CONSOLIDATE_ARGV RELAYOUT_ARGV CONVERT_ARGV FP16_ARGV; do
+    substitute_placeholders "$a" "SRC=$SOURCE_DIR" "OUT=$out" \
+      "CONSOLIDATE_OUT=$attempt/consolidate" "RELAYOUT_OUT=$attempt/relayout" \
+      "SCRIPTS=$TRITON_FT_SCRIPTS_ROOT"
+  done
+
+  if [[ $IMAGE == *.dkr.ecr.*.amazonaws.com/* ]]; then
+    ecr_login "$AWS_REGION" "${IMAGE%%/*}"
+  fi
+  retry 3 30 docker pull -q "$IMAGE" >/dev/null
+
+  mounts=(-v "$WORK_ROOT:$WORK_ROOT")
+  if [[ $TRITON_FT_SCRIPTS_ROOT != "$WORK_ROOT"/* ]]; then
+    mounts+=(-v "$TRITON_FT_SCRIPTS_ROOT:$TRITON_FT_SCRIPTS_ROOT:ro")
+  fi
+  expected_dir=$(dirname "$EXPECTED_WEIGHTS_JSON")
+  if [[ $expected_dir != "$WORK_ROOT"/* && $expected_dir != "$TRITON_FT_SCRIPTS_ROOT"/* ]]; then
+    mounts+=(-v "$expected_dir:$expected_dir:ro")
+  fi
+  # Runs as the host user so every file it writes can be moved and removed
+  # by the later steps; offline, because every input is already on disk.
+  in_image() {
+    docker run --rm --gpus "$DOCKER_GPUS" --shm-size "$SHM_SIZE" \
+      --user "$(id -u):$(id -g)" "${mounts[@]}" -w "$attempt" \
+      -e HOME=/tmp -e HF_HUB_OFFLINE=1 -e TRANSFORMERS_OFFLINE=1 \
+      -e PYTHONPATH=/workspace/FasterTransformer \
+      "$IMAGE" "$@"
+  }
+
+  # run_unit <name> <staging-dir> <argv...> : skipped when its sub-marker
+  # exists; otherwise its staging folder is cleared first.
+  run_unit() {
+    local name=$1 dir=$2
+    shift 2
+    phase "$name"
+    if [[ -f $attempt/.unit-$name.done ]]; then
+      log "phase $name already finished in this attempt; not redoing it"
+      return 0
+    fi
+    rm -rf "$dir"
+    log "running: $*"
+    "$@"
+    touch "$attempt/.unit-$name.done"
+  }
+
+  if ((${#CONSOLIDATE_ARGV[@]})); then
+    run_unit consolidate "$attempt/consolidate" in_image "${CONSOLIDATE_ARGV[@]}"
+  fi
+  if ((${#RELAYOUT_ARGV[@]})); then
+    run_unit relayout "$attempt/relayout" in_image "${RELAYOUT_ARGV[@]}"
+  fi
+  convert_and_rewrite() {
+    in_image "${CONVERT_ARGV[@]}"
+    [[ -d $weights ]] || die "the converter finished but wrote no $weights (check -o / -i_g in CONVERT_ARGV)"
+    if ((${#FP16_ARGV[@]})); then
+      log "fp16 rewrite: ${FP16_ARGV[*]}"
+      in_image "${FP16_ARGV[@]}"
+    fi
+  }
+  run_unit convert "$out" convert_and_rewrite
+
+  phase verify
+  in_image python3 "$verifier" --expected "$EXPECTED_WEIGHTS_JSON" "$weights" \
+    || die "weight set in $weights is incomplete or wrong (verify_weights.py); not installing it"
+
+  phase install
+  printf 'input_hash=%s\n' "$STEP_INPUT_HASH" >"$out/.triton-ft-convert"
+  replace_dir "$out" "$OUTPUT_DIR"
+  rm -rf "$attempt"
+fi
+
+result weights_dir "$OUTPUT_DIR/$TP-gpu"
+result input_hash "$STEP_INPUT_HASH"
+step_done

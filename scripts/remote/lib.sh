@@ -1,0 +1,341 @@
+# shellcheck shell=bash
+# Shared helpers for the remote build steps (sourced, never executed).
+#
+# Every step script follows the same shape:
+#   1. source this file, call `step_init <step-name> <config-file>`;
+#   2. compute its input hash with `step_input_hash <extra files...>`;
+#   3. `step_skip_if_done` (prints the stored RESULT lines and exits 0 when a
+#      finished run with the same inputs left its marker);
+#   4. do the work in phases (`phase <name>`), staging output in a temp
+#      location that is renamed into place only when complete;
+#   5. `step_done` writes the marker LAST, so an interrupted run never looks
+#      finished.
+#
+# Markers live in $WORK_ROOT/state/<step>.done and hold `input_hash=<hex>`
+# followed by the step's `RESULT key=value` lines.
+
+# Guard against double sourcing: tests source lib.sh directly too.
+if [[ -n ${TRITON_FT_LIB_LOADED:-} ]]; then
+  return 0
+fi
+TRITON_FT_LIB_LOADED=1
+
+TRITON_FT_LIB_PATH=$(readlink -f "${BASH_SOURCE[0]}")
+# Root of the shipped scripts tree (the folder holding remote/ and convert/).
+# shellcheck disable=SC2034 # used by the step scripts
+TRITON_FT_SCRIPTS_ROOT=$(dirname "$(dirname "$TRITON_FT_LIB_PATH")")
+
+STEP_NAME=${STEP_NAME:-unknown}
+STEP_PHASE=init
+STEP_CONFIG=""
+STEP_INPUT_HASH=""
+STEP_RESULTS=()
+
+# ---------------------------------------------------------------- logging --
+
+_ts() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+
+# Logs go to stderr so that stdout carries only the parseable RESULT lines.
+log() { printf '%s [%s] %s\n' "$(_ts)" "$STEP_NAME" "$*" >&2; }
+
+warn() { log "WARNING: $*"; }
+
+phase() {
+  STEP_PHASE=$1
+  log "==> phase: $1"
+}
+
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+# Reports which phase failed; registered as an ERR trap by step_init so that
+# a failing command (set -e) still leaves a clear last line in the log.
+_on_error() {
+  local rc=$?
+  log "ERROR: step '$STEP_NAME' failed in phase '$STEP_PHASE' (exit $rc, line ${BASH_LINENO[0]})"
+  exit "$rc"
+}
+
+require_cmd() {
+  local c
+  for c in "$@"; do
+    command -v "$c" >/dev/null 2>&1 || die "required command not found on PATH: $c"
+  done
+}
+
+# require_vars NAME... : each must be set and non-empty in the step config.
+require_vars() {
+  local v
+  for v in "$@"; do
+    [[ -n ${!v:-} ]] || die "step config ${STEP_CONFIG:-?} does not set required variable $v"
+  done
+}
+
+# require_int NAME : a non-negative decimal integer.
+require_int() {
+  [[ ${!1:-} =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer, got '${!1:-}'"
+}
+
+# require_commit_pin NAME : exactly 40 lowercase/uppercase hex characters.
+# A branch or tag name moves, so it is not a pin.
+require_commit_pin() {
+  local name=$1 value=${!1:-}
+  [[ -n $value ]] || die "missing pin: $name is empty; set it to a full 40-hex git commit"
+  [[ $value =~ ^[0-9a-fA-F]{40}$ ]] \
+    || die "missing pin: $name='$value' is not a 40-hex git commit (branches and tags move; pin a commit)"
+}
+
+# require_abs_path NAME : an absolute path (the same path is used on the host
+# and inside containers, so relative paths would silently differ).
+require_abs_path() {
+  [[ ${!1:-} == /* ]] || die "$1 must be an absolute path, got '${!1:-}'"
+}
+
+# ------------------------------------------------------------- step config --
+
+# step_init <step-name> <config-file>
+# Sources the step config (plain KEY='value' assignments and bash arrays),
+# sets WORK_ROOT and the state folders, installs the error trap.
+step_init() {
+  STEP_NAME=$1
+  STEP_CONFIG=${2:-}
+  set -o errtrace
+  trap _on_error ERR
+  [[ -n $STEP_CONFIG ]] || die "usage: $0 <step-config-file>"
+  [[ -f $STEP_CONFIG && -r $STEP_CONFIG ]] || die "step config not found or unreadable: $STEP_CONFIG"
+  STEP_CONFIG=$(readlink -f "$STEP_CONFIG")
+  phase config
+  # shellcheck source=/dev/null
+  source "$STEP_CONFIG"
+  WORK_ROOT=${WORK_ROOT:-/opt/triton-ft}
+  require_abs_path WORK_ROOT
+  STATE_DIR=$WORK_ROOT/state
+  TMP_ROOT=$WORK_ROOT/tmp
+  ensure_dir "$WORK_ROOT"
+  ensure_dir "$STATE_DIR"
+  ensure_dir "$TMP_ROOT"
+  log "config $STEP_CONFIG, work root $WORK_ROOT"
+}
+
+# ensure_dir <dir> : creates a folder owned by the current user, using
+# passwordless sudo only when the parent is not writable (e.g. /opt).
+ensure_dir() {
+  local d=$1
+  [[ -d $d && -w $d ]] && return 0
+  if mkdir -p "$d" 2>/dev/null && [[ -w $d ]]; then
+    return 0
+  fi
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo -n mkdir -p "$d"
+    sudo -n chown "$(id -u):$(id -g)" "$d"
+    return 0
+  fi
+  die "cannot create writable folder $d (no permission and no passwordless sudo)"
+}
+
+# ------------------------------------------------------------ input hashes --
+
+# hash_files <file-or-dir>... : prints one sha256 over the names and contents
+# of the given files; folders are walked in a stable order. Missing paths are
+# an error, since a silently skipped input would make the hash lie.
+hash_files() {
+  local p
+  {
+    for p in "$@"; do
+      if [[ -d $p ]]; then
+        printf 'dir %s\n' "$p"
+        (cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+      elif [[ -f $p ]]; then
+        printf 'file %s %s\n' "$p" "$(sha256sum <"$p" | cut -d' ' -f1)"
+      else
+        die "input to hash does not exist: $p"
+      fi
+    done
+  } | sha256sum | cut -d' ' -f1
+}
+
+# step_input_hash [extra files...] : hash of the step config, the calling
+# script, lib.sh and any files/folders the step consumes. Sets STEP_INPUT_HASH.
+step_input_hash() {
+  local script
+  script=$(readlink -f "$0")
+  STEP_INPUT_HASH=$(hash_files "$STEP_CONFIG" "$script" "$TRITON_FT_LIB_PATH" "$@")
+  log "input hash $STEP_INPUT_HASH"
+}
+
+marker_path() { printf '%s/%s.done\n' "$STATE_DIR" "$1"; }
+
+# marker_hash <step> : the input hash recorded by a finished run, or nothing.
+marker_hash() {
+  local m
+  m=$(marker_path "$1")
+  [[ -f $m ]] || return 0
+  sed -n 's/^input_hash=//p' "$m" | head -n1
+}
+
+# step_skip_if_done : exit 0 (re-printing the stored results) when the marker
+# records the current input hash.
+step_skip_if_done() {
+  local m recorded
+  m=$(marker_path "$STEP_NAME")
+  recorded=$(marker_hash "$STEP_NAME")
+  if [[ -n $recorded && $recorded == "$STEP_INPUT_HASH" ]]; then
+    log "inputs unchanged since the last successful run; skipping ($m)"
+    grep '^RESULT ' "$m" || true
+    exit 0
+  fi
+  if [[ -n $recorded ]]; then
+    log "inputs changed since the last run (was $recorded); running again"
+  fi
+  # A stale marker must not survive a failed re-run, nor stale results.
+  rm -f "$m"
+  if [[ -n ${RESULT_FILE:-} ]]; then rm -f "$RESULT_FILE.partial"; fi
+}
+
+# result <key> <value> : prints `RESULT key=value` on stdout now and records
+# it for the marker, so a later skipped run prints the same line.
+result() {
+  local line="RESULT $1=$2"
+  STEP_RESULTS+=("$line")
+  printf '%s\n' "$line"
+  if [[ -n ${RESULT_FILE:-} ]]; then
+    ensure_dir "$(dirname "$RESULT_FILE")"
+    printf '%s=%s\n' "$1" "$2" >>"$RESULT_FILE.partial"
+  fi
+}
+
+# step_done : writes the marker atomically (temp file + rename), last.
+step_done() {
+  local m tmp
+  m=$(marker_path "$STEP_NAME")
+  tmp=$m.tmp.$$
+  {
+    printf 'input_hash=%s\n' "$STEP_INPUT_HASH"
+    printf 'finished=%s\n' "$(_ts)"
+    if ((${#STEP_RESULTS[@]})); then printf '%s\n' "${STEP_RESULTS[@]}"; fi
+  } >"$tmp"
+  if [[ -n ${RESULT_FILE:-} && -f $RESULT_FILE.partial ]]; then
+    mv -f "$RESULT_FILE.partial" "$RESULT_FILE"
+  fi
+  mv -f "$tmp" "$m"
+  STEP_PHASE="done"
+  log "step finished; marker written to $m"
+}
+
+# ------------------------------------------------------------------ misc --
+
+# retry <attempts> <delay-seconds> <cmd...> : runs cmd until it succeeds,
+# doubling the delay after each failure.
+retry() {
+  local attempts=$1 delay=$2 n=1
+  shift 2
+  until "$@"; do
+    if ((n >= attempts)); then
+      log "command failed after $n attempts: $1"
+      return 1
+    fi
+    warn "attempt $n/$attempts of '$1' failed; retrying in ${delay}s"
+    sleep "$delay"
+    n=$((n + 1))
+    delay=$((delay * 2))
+  done
+}
+
+# free_gib <path> : free space (GiB, rounded down) of the filesystem holding path.
+free_gib() {
+  local kib
+  kib=$(df -Pk "$1" | awk 'NR==2 {print $4}')
+  [[ $kib =~ ^[0-9]+$ ]] || die "could not read free disk space of $1 from df"
+  echo $((kib / 1024 / 1024))
+}
+
+# check_free_disk <path> <required-gib>
+check_free_disk() {
+  local path=$1 need=$2 have
+  have=$(free_gib "$path")
+  if ((have < need)); then
+    die "not enough free disk on the filesystem of $path: ${have} GiB free, ${need} GiB required (grow the root volume or free space)"
+  fi
+  log "free disk on $path: ${have} GiB (need ${need} GiB)"
+}
+
+# replace_dir <staged> <final> : moves a completed staging folder into place.
+# The old folder is moved aside first and removed only after the rename, so
+# the final path is never a half-written mix of old and new content.
+replace_dir() {
+  local staged=$1 final=$2 old=""
+  ensure_dir "$(dirname "$final")"
+  if [[ -e $final ]]; then
+    old=$final.old.$$
+    mv "$final" "$old"
+  fi
+  mv "$staged" "$final"
+  if [[ -n $old ]]; then rm -rf "$old"; fi
+}
+
+# substitute_placeholders <array-name> <KEY=value>... : replaces {{KEY}} in
+# every element of the named array (used for plan argv that refers to
+# folders only known at run time, e.g. the staging output folder).
+substitute_placeholders() {
+  local -n _arr=$1
+  shift
+  local i kv key val
+  for i in "${!_arr[@]}"; do
+    for kv in "$@"; do
+      key=${kv%%=*}
+      val=${kv#*=}
+      _arr[i]=${_arr[i]//"{{$key}}"/$val}
+    done
+  done
+}
+
+# --------------------------------------------------------------------- ECR --
+
+# ecr_split <repository-url> : sets ECR_REGISTRY and ECR_REPO_NAME from
+# <account>.dkr.ecr.<region>.amazonaws.com/<name>.
+ecr_split() {
+  local url=$1
+  [[ $url == */* ]] || die "ECR repository URL '$url' has no '/<repository-name>' part"
+  # shellcheck disable=SC2034 # globals read by the step scripts
+  ECR_REGISTRY=${url%%/*}
+  # shellcheck disable=SC2034
+  ECR_REPO_NAME=${url#*/}
+}
+
+# ecr_login <region> <registry> : the password goes through a pipe, never
+# through an argument or a log line.
+ecr_login() {
+  local region=$1 registry=$2
+  retry 3 5 _ecr_login_once "$region" "$registry" \
+    || die "docker login to $registry failed; check the instance role's ECR permissions"
+  log "logged in to $registry"
+}
+
+_ecr_login_once() {
+  aws ecr get-login-password --region "$1" | docker login --username AWS --password-stdin "$2" >/dev/null
+}
+
+# ecr_tag_digest <region> <repository-name> <tag> : prints the digest
+# (sha256:...) of the tag, or nothing when the tag does not exist. Any other
+# failure (credentials, missing repository) is fatal: treating it as "not
+# there" would start an hour-long build that then fails to push.
+ecr_tag_digest() {
+  local out err
+  err=$(mktemp)
+  if out=$(aws ecr describe-images --region "$1" --repository-name "$2" \
+    --image-ids "imageTag=$3" --query 'imageDetails[0].imageDigest' --output text 2>"$err"); then
+    rm -f "$err"
+    [[ $out == sha256:* ]] || die "unexpected describe-images answer for $2:$3: '$out'"
+    printf '%s\n' "$out"
+    return 0
+  fi
+  if grep -q 'ImageNotFoundException' "$err"; then
+    rm -f "$err"
+    return 0
+  fi
+  log "aws ecr describe-images failed: $(tr '\n' ' ' <"$err")"
+  rm -f "$err"
+  die "cannot query ECR repository $2 in $1"
+}
