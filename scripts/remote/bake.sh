@@ -109,7 +109,7 @@ phase verify-weights
 docker run --rm --user "$(id -u):$(id -g)" -e HOME=/tmp \
   -v "$WEIGHTS_DIR:$WEIGHTS_DIR:ro" -v "$TRITON_FT_SCRIPTS_ROOT:$TRITON_FT_SCRIPTS_ROOT:ro" \
   -v "$(dirname "$EXPECTED_WEIGHTS_JSON"):$(dirname "$EXPECTED_WEIGHTS_JSON"):ro" \
-  "$BASE_IMAGE" python3 "$verifier" --expected "$EXPECTED_WEIGHTS_JSON" "$WEIGHTS_DIR" \
+  "$BASE_IMAGE" python3 "$verifier" --expected "$EXPECTED_WEIGHTS_JSON" "$WEIGHTS_DIR" >&2 \
   || die "weight verifier failed for $WEIGHTS_DIR; refusing to bake"
 
 phase context
@@ -163,10 +163,10 @@ else
     --build-arg "CUDA_VISIBLE_DEVICES=$LAUNCH_CUDA_VISIBLE_DEVICES" \
     --label "triton-ft.base-image=$BASE_IMAGE" \
     --label "triton-ft.content-hash=$content_hash" \
-    -t "$local_ref" "$ctx"
+    -t "$local_ref" "$ctx" >&2
 
   phase push
-  retry 3 30 docker push "$local_ref"
+  retry 3 30 docker push "$local_ref" >&2
   digest=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$tag")
   [[ -n $digest ]] || die "pushed $local_ref but ECR does not list tag $tag"
 fi

@@ -135,10 +135,10 @@ else
     --label "triton-ft.ft-commit=$FT_COMMIT" \
     --label "triton-ft.sm=$SM_LIST" \
     --label "triton-ft.content-hash=$content_hash" \
-    -t "$local_ref" "$ctx"
+    -t "$local_ref" "$ctx" >&2
 
   phase push
-  retry 3 30 docker push "$local_ref"
+  retry 3 30 docker push "$local_ref" >&2
   digest=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$tag")
   [[ -n $digest ]] || die "pushed $local_ref but ECR does not list tag $tag"
   rm -rf "$ctx"

@@ -115,7 +115,7 @@ else
       --user "$(id -u):$(id -g)" "${mounts[@]}" -w "$attempt" \
       -e HOME=/tmp -e HF_HUB_OFFLINE=1 -e TRANSFORMERS_OFFLINE=1 \
       -e PYTHONPATH=/workspace/FasterTransformer \
-      "$IMAGE" "$@"
+      "$IMAGE" "$@" >&2
   }
 
   # run_unit <name> <staging-dir> <argv...> : skipped when its sub-marker

@@ -24,7 +24,7 @@
 #   TOKENIZER_INCLUDE    array   Files to take.                                    e.g. ('vocab.json' 'merges.txt' 'tokenizer.json' 'tokenizer_config.json')
 #   -- verification:
 #   EXPECTED_FILES       array   Paths or globs relative to MODEL_DIR; each must match a file. e.g. ('config.json' 'pytorch_model*.bin')
-#   CHECK_FAMILY         string  Optional; family for check_model_config.py.       e.g. 'gptneox'
+#   CHECK_FAMILY         string  Optional; family for check_model_config.py (runs on the host, stdlib only). e.g. 'gptneox'
 #   CHECK_EXPECTED_JSON  string  Optional; absolute path of the expected-architecture JSON (required with CHECK_FAMILY).
 #   CHECK_PYTHON         string  Optional; interpreter for the check.              default 'python3'
 #   HF_TOKEN_STDIN       string  Optional; 'true' = read the Hugging Face token from the first line of stdin.
@@ -208,7 +208,7 @@ for f in "${EXPECTED_FILES[@]}"; do
 done
 log "all ${#EXPECTED_FILES[@]} expected file patterns present"
 if [[ -n ${CHECK_FAMILY:-} ]]; then
-  "$CHECK_PYTHON" "$check_script" --family "$CHECK_FAMILY" --expected "$CHECK_EXPECTED_JSON" "$staging" \
+  "$CHECK_PYTHON" "$check_script" --family "$CHECK_FAMILY" --expected "$CHECK_EXPECTED_JSON" --config "$staging" >&2 \
     || die "model config in $staging does not match the expected $CHECK_FAMILY architecture (see check output above)"
 fi
 

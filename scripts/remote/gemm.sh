@@ -58,7 +58,7 @@ phase gpt_gemm
 log "running: $GEMM_BINARY ${GEMM_ARGV[*]}"
 docker run --rm --gpus "$DOCKER_GPUS" --user "$(id -u):$(id -g)" \
   -v "$WORK_ROOT:$WORK_ROOT" -w "$scratch" -e HOME=/tmp \
-  "$IMAGE" "$GEMM_BINARY" "${GEMM_ARGV[@]}" \
+  "$IMAGE" "$GEMM_BINARY" "${GEMM_ARGV[@]}" >&2 \
   || die "gpt_gemm failed (arguments: ${GEMM_ARGV[*]})"
 [[ -s $scratch/gemm_config.in ]] \
   || die "gpt_gemm exited without producing $scratch/gemm_config.in"

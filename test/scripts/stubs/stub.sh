@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# Multi-call stand-in for the host tools the remote steps drive (docker, git,
+# aws, nvidia-smi, cloud-init, huggingface-cli, curl, df, sleep, sudo,
+# apt-get, python). The tests symlink it under each tool's name on PATH.
+#
+# Every call appends one line "<tool> <argv, %q-quoted>" to $STUB_LOG so
+# tests can assert on what ran. Behaviour is steered by STUB_* variables
+# (see helpers.bash); state that must outlive one call lives in $STUB_STATE.
+#
+# STUB_FAIL_ONCE='<tool>:<substring>' makes the first matching call fail
+# (exit 1) and later ones behave normally: the "interrupted mid-step" case.
+set -euo pipefail
+
+tool=$(basename "$0")
+: "${STUB_LOG:?STUB_LOG must be set}"
+: "${STUB_STATE:?STUB_STATE must be set}"
+mkdir -p "$STUB_STATE"
+
+{
+  printf '%s' "$tool"
+  if (($#)); then printf ' %q' "$@"; fi
+  printf '\n'
+} >>"$STUB_LOG"
+
+joined="$tool $*"
+maybe_fail() {
+  local spec=$1 kind=$2 t pat key
+  [[ -n $spec ]] || return 0
+  t=${spec%%:*}
+  pat=${spec#*:}
+  [[ $t == "$tool" && $joined == *"$pat"* ]] || return 0
+  if [[ $kind == once ]]; then
+    key=$STUB_STATE/failed-once-$(printf '%s' "$spec" | sha256sum | cut -c1-16)
+    [[ -e $key ]] && return 0
+    touch "$key"
+  fi
+  echo "stub $tool: simulated failure ($kind: $pat)" >&2
+  exit 1
+}
+maybe_fail "${STUB_FAIL_ONCE:-}" once
+maybe_fail "${STUB_FAIL_ALWAYS:-}" always
+
+# opt_value <flag> <args...> : the value following flag, or nothing.
+opt_value() {
+  local flag=$1
+  shift
+  while (($#)); do
+    if [[ $1 == "$flag" ]]; then
+      printf '%s' "${2:-}"
+      return 0
+    fi
+    shift
+  done
+  return 0
+}
+
+case $tool in
+  nvidia-smi)
+    [[ ${STUB_GPUS:-} == none ]] && { echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver." >&2; exit 9; }
+    printf '%b\n' "${STUB_GPUS:-NVIDIA A10G}"
+    ;;
+  cloud-init) exit "${STUB_CLOUD_INIT_RC:-0}" ;;
+  df)
+    printf 'Filesystem 1024-blocks Used Available Capacity Mounted on\n'
+    printf '/dev/root 2147483648 1 %s 1%% /\n' "${STUB_DF_AVAIL_KIB:-1073741824}"
+    ;;
+  sleep) ;;
+  sudo)
+    [[ ${1:-} == -n ]] && shift
+    [[ ${1:-} == true ]] && exit 0
+    exec "$@"
+    ;;
+  apt-get | dnf | yum)
+    if [[ $* == *install* && $* == *git-lfs* ]]; then touch "$STUB_STATE/git-lfs-installed"; fi
+    ;;
+  python | fake-python) exit "${STUB_CHECK_RC:-0}" ;;
+  curl)
+    out=$(opt_value -o "$@")
+    cp "${STUB_ARCHIVE:?STUB_ARCHIVE must name the archive to serve}" "$out"
+    ;;
+  huggingface-cli)
+    [[ ${1:-} == download ]] || exit 2
+    dest=$(opt_value --local-dir "$@")
+    mkdir -p "$dest"
+    if [[ -n ${HF_TOKEN:-} ]]; then echo yes >>"$STUB_STATE/hf-token-in-env"; else echo no >>"$STUB_STATE/hf-token-in-env"; fi
+    for f in ${STUB_HF_FILES:-config.json pytorch_model.bin tokenizer.json}; do
+      printf 'content of %s\n' "$f" >"$dest/$f"
+    done
+    echo "$dest"
+    ;;
+  git)
+    dir=.
+    while [[ ${1:-} == -C || ${1:-} == -c ]]; do
+      [[ $1 == -C ]] && dir=$2
+      shift 2
+    done
+    sub=${1:-}
+    shift || true
+    case $sub in
+      lfs)
+        case ${1:-} in
+          version)
+            if [[ ${STUB_GIT_LFS:-present} == missing && ! -e $STUB_STATE/git-lfs-installed ]]; then
+              echo "git: 'lfs' is not a git command." >&2
+              exit 1
+            fi
+            echo "git-lfs/3.4.1 (stub)"
+            ;;
+        esac
+        ;;
+      init) mkdir -p "$dir/.git" ;;
+      remote | submodule) ;;
+      fetch)
+        if [[ ${STUB_GIT_NO_SHA_FETCH:-} == 1 && $* == *--depth* ]]; then exit 128; fi
+        ;;
+      checkout)
+        sha=${*: -1}
+        printf '%s\n' "$sha" >"$dir/.git/HEAD_SHA"
+        printf 'source at %s\n' "$sha" >"$dir/README"
+        ;;
+      rev-parse)
+        if [[ -n ${STUB_GIT_HEAD_OVERRIDE:-} ]]; then echo "$STUB_GIT_HEAD_OVERRIDE"; exit 0; fi
+        cat "$dir/.git/HEAD_SHA"
+        ;;
+      config) exit 1 ;; # no .gitmodules in the stub checkouts
+      *) echo "stub git: unsupported subcommand $sub" >&2; exit 2 ;;
+    esac
+    ;;
+  aws)
+    case "${1:-} ${2:-}" in
+      "ecr get-login-password") echo "stub-ecr-password" ;;
+      "ecr describe-images")
+        repo=$(opt_value --repository-name "$@")
+        ids=$(opt_value --image-ids "$@")
+        tag=${ids#imageTag=}
+        if [[ -f $STUB_STATE/ecr/$repo/$tag ]]; then
+          cat "$STUB_STATE/ecr/$repo/$tag"
+        else
+          echo "An error occurred (ImageNotFoundException) when calling the DescribeImages operation: The image with imageId {imageTag:'$tag'} does not exist" >&2
+          exit 254
+        fi
+        ;;
+      *) echo "stub aws: unsupported $*" >&2; exit 2 ;;
+    esac
+    ;;
+  docker)
+    sub=${1:-}
+    shift || true
+    case $sub in
+      info)
+        if [[ ${1:-} == --format ]]; then
+          default_runtimes='{"io.containerd.runc.v2":{},"nvidia":{"path":"nvidia-container-runtime"},"runc":{}}'
+          printf '%s\n' "${STUB_DOCKER_RUNTIMES:-$default_runtimes}"
+        else
+          exit "${STUB_DOCKER_INFO_RC:-0}"
+        fi
+        ;;
+      login)
+        pw=$(cat)
+        [[ $pw == stub-ecr-password ]] || { echo "stub docker login: bad password on stdin" >&2; exit 1; }
+        echo "Login Succeeded"
+        ;;
+      pull) ;;
+      build)
+        ctx=${*: -1}
+        ref=$(opt_value -t "$@")
+        (cd "$ctx" && find . -type f | LC_ALL=C sort) >"$STUB_STATE/last-build-context"
+        if [[ -f $ctx/serve ]]; then cp "$ctx/serve" "$STUB_STATE/last-serve"; fi
+        printf '%s\n' "$ref" >>"$STUB_STATE/built"
+        ;;
+      push)
+        ref=$1
+        repo=${ref%:*}
+        tag=${ref##*:}
+        name=${repo#*/}
+        mkdir -p "$STUB_STATE/ecr/$name"
+        printf 'sha256:%s\n' "$(printf '%s' "$ref" | sha256sum | cut -d' ' -f1)" >"$STUB_STATE/ecr/$name/$tag"
+        ;;
+      run)
+        workdir=""
+        while (($#)); do
+          case $1 in
+            --rm) shift ;;
+            --gpus | --shm-size | --user | -v | -e | --name) shift 2 ;;
+            -w) workdir=$2; shift 2 ;;
+            -*) shift ;;
+            *) break ;;
+          esac
+        done
+        image=$1
+        shift
+        printf '%s\n' "$image" >>"$STUB_STATE/run-images"
+        cmd="$*"
+        case $cmd in
+          *gpt_gemm*)
+            [[ ${STUB_GEMM_NO_OUTPUT:-} == 1 ]] || printf '# stub gemm_config.in for %s\n1 2 3\n' "$cmd" >"$workdir/gemm_config.in"
+            ;;
+          *verify_weights.py*) exit "${STUB_VERIFY_RC:-0}" ;;
+          *to_fp16.py*) touch "${*: -1}/.fp16" ;;
+          *)
+            out=$(opt_value -o "$@")
+            gpus=$(opt_value -i_g "$@")
+            if [[ -n $out && -n $gpus ]]; then
+              # Like the FT converters: refuse an existing output folder.
+              if [[ -e $out/$gpus-gpu ]]; then echo "stub converter: $out/$gpus-gpu exists" >&2; exit 1; fi
+              mkdir -p "$out/$gpus-gpu"
+              printf '[gptneox]\nhead_num = 32\n' >"$out/$gpus-gpu/config.ini"
+              printf 'w' >"$out/$gpus-gpu/model.wte.bin"
+            fi
+            other=$(opt_value --output "$@")
+            if [[ -n $other ]]; then
+              [[ ! -e $other ]] || { echo "stub helper: $other exists" >&2; exit 1; }
+              mkdir -p "$other"
+              touch "$other/done"
+            fi
+            ;;
+        esac
+        ;;
+      *) echo "stub docker: unsupported $sub" >&2; exit 2 ;;
+    esac
+    ;;
+  *) echo "stub: no behaviour for $tool" >&2; exit 2 ;;
+esac
