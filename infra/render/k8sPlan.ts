@@ -1,0 +1,217 @@
+/**
+ * The numbers behind the Kubernetes workload, derived from the resolved stack:
+ * pods per node, node count, CPU/memory requests, /dev/shm, probe budgets,
+ * drain and rollout timing. Pure (no Pulumi) so `synth`, the renderer and the
+ * Pulumi component share one source, and every formula is unit-testable.
+ * README "Serving: how the numbers are derived" documents each formula; keep
+ * both in step.
+ */
+import type { GpuModel } from "../catalog/gpus";
+import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
+import type { ResolvedStack } from "../validate";
+
+const MiB = 1024 ** 2;
+
+/**
+ * Peak memory bandwidth per GPU in GB/s (NVIDIA data sheets). FT's decode step
+ * is bandwidth-bound: each generated token streams the GPU's weights and KV cache once.
+ */
+export const GPU_MEMORY_BANDWIDTH_GBPS: Record<GpuModel, number> = { A10G: 600, "A100-40GB": 1555, "A100-80GB": 2039 };
+/** Share of peak bandwidth a decode step reaches; low on purpose so drains are not cut short. */
+export const DECODE_BANDWIDTH_EFFICIENCY = 0.5;
+
+/**
+ * Image pull rate from ECR to a node in the same region, download plus gunzip
+ * plus extraction (containerd extracts layers one at a time onto a gp3 volume
+ * with a 125 MiB/s baseline). Conservative, so budgets are not tripped by a slow pull.
+ */
+export const PULL_BYTES_PER_SECOND = 50 * MiB;
+/** gp3 baseline throughput: FT reads every weight file from the image layer once at load. */
+export const WEIGHT_READ_BYTES_PER_SECOND = 125 * MiB;
+/** Fixed part of a start: tritonserver and mpirun, Python stubs importing tokenizers, CUDA context, NCCL init. */
+export const SERVER_FIXED_START_SECONDS = 60;
+/** The startup budget is this multiple of the estimated load, so a slow disk does not trigger a restart loop. */
+export const STARTUP_SAFETY_FACTOR = 2;
+
+/** NLB target-group health check on /v2/health/ready (AWS limits: interval 5-300 s, thresholds 2-10). */
+export const NLB_HEALTH_CHECK = { intervalSeconds: 10, timeoutSeconds: 6, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
+/** Time for a new IP target to be registered with the NLB and pass its first checks (observed 1-3 min). */
+export const NLB_TARGET_REGISTRATION_SECONDS = 180;
+/** Time between the controller deregistering a target and the NLB no longer sending it new flows. */
+export const NLB_DEREGISTRATION_PROPAGATION_SECONDS = 30;
+/** Time for the controller to create an NLB and for its DNS name to resolve. */
+export const NLB_PROVISION_SECONDS = 600;
+
+/** kubelet's pod cap used by the EKS AMIs' memory reservation formula on instances under 30 vCPUs, 250 above. */
+export function eksMaxPods(vcpus: number): number {
+  return vcpus > 30 ? 250 : 110;
+}
+/** kube-reserved CPU as the EKS AMIs compute it: 6 % of the first core, 1 % of the second, 0.5 % of the next two, 0.25 % of the rest. */
+export function eksReservedCpuMillis(vcpus: number): number {
+  const tiers: Array<[number, number]> = [
+    [1, 0.06],
+    [1, 0.01],
+    [2, 0.005],
+    [Infinity, 0.0025],
+  ];
+  let left = vcpus;
+  let reserved = 0;
+  for (const [cores, share] of tiers) {
+    const n = Math.min(left, cores);
+    reserved += n * 1000 * share;
+    left -= n;
+  }
+  return Math.ceil(reserved);
+}
+/** kube-reserved memory as the EKS AMIs compute it (255 MiB + 11 MiB per pod), plus kubelet's 100 MiB hard-eviction threshold. */
+export function eksReservedMemoryBytes(vcpus: number): number {
+  return (255 + 11 * eksMaxPods(vcpus) + 100) * MiB;
+}
+/** Requests of the per-node DaemonSets on a GPU node: aws-node (VPC CNI), kube-proxy, the NVIDIA device plugin. */
+export const DAEMONSET_CPU_MILLIS = 250;
+export const DAEMONSET_MEMORY_BYTES = 512 * MiB;
+/**
+ * The nominal RAM AWS lists is more than the kernel reports (firmware and
+ * kernel reservations take a few percent). Requests use this share of the
+ * estimate so the pod always fits the node's real allocatable memory.
+ */
+export const ALLOCATABLE_MEMORY_FRACTION = 0.9;
+/** Memory the Triton processes need besides /dev/shm: tritonserver, mpirun, two Python stubs with tokenizers, FT's host staging buffers. */
+export const MIN_PROCESS_MEMORY_BYTES = 4 * GiB;
+
+/** Python backend: per Python model, a shared-memory arena floor plus room for four batches of token tensors in flight. */
+export const PYTHON_SHM_ARENA_BYTES = 64 * MiB;
+export const PYTHON_MODELS = 2;
+/** NCCL's per-channel buffer (NCCL_BUFFSIZE default) and channel cap; ring all-reduce talks to two neighbours per rank. */
+export const NCCL_BUFFER_BYTES = 4 * MiB;
+export const NCCL_MAX_CHANNELS = 32;
+
+/** Fixed time mpirun and tritonserver take to tear down after the last request, before the kubelet's SIGKILL. */
+export const SHUTDOWN_SECONDS = 15;
+
+export interface WorkloadPlan {
+  tensorParallel: number;
+  replicas: number;
+  podsPerNode: number;
+  /** GPU nodes: room for every replica plus the one surge pod a rolling update adds. */
+  gpuNodes: number;
+  cpuRequestMillis: number;
+  memoryRequestBytes: number;
+  shmBytes: number;
+  imageBytes: number;
+  pullSeconds: number;
+  loadSeconds: number;
+  /** startupProbe budget: load only (the kubelet probes a container only after its image is pulled). */
+  startupBudgetSeconds: number;
+  /** One pod from scheduling to serving through the NLB: pull + startup budget + NLB registration. */
+  podRolloutSeconds: number;
+  /** Longest a request admitted before SIGTERM can take: one running batch plus one queued batch. */
+  drainSeconds: number;
+  preStopSeconds: number;
+  terminationGracePeriodSeconds: number;
+  /** NLB keeps flows to a draining target this long: as long as the pod still serves. */
+  deregistrationDelaySeconds: number;
+  timeouts: { deploymentCreateSeconds: number; deploymentUpdateSeconds: number; serviceSeconds: number };
+}
+
+export function planWorkload(s: ResolvedStack): WorkloadPlan {
+  const sv = s.config.serving;
+  const inst = s.servingInstance;
+  const tp = sv.tensorParallel;
+  const podsPerNode = Math.floor(inst.gpuCount / tp);
+  if (podsPerNode < 1) {
+    throw new Error(`serving.tensorParallel ${tp} exceeds the ${inst.gpuCount} GPU(s) of ${inst.type}`);
+  }
+  // maxSurge 1 / maxUnavailable 0 needs one free GPU slot, or the rollout waits forever.
+  const gpuNodes = Math.ceil((sv.replicas + 1) / podsPerNode);
+
+  const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - DAEMONSET_CPU_MILLIS;
+  const cpuRequestMillis = Math.floor(cpuFree / podsPerNode / 100) * 100 - 100;
+  const memFree = (inst.ramGiB * GiB - eksReservedMemoryBytes(inst.vcpus) - DAEMONSET_MEMORY_BYTES) * ALLOCATABLE_MEMORY_FRACTION;
+  const memoryRequestBytes = Math.floor(memFree / podsPerNode / (256 * MiB)) * 256 * MiB;
+
+  const shmBytes = shmSize(s);
+  if (memoryRequestBytes < shmBytes + MIN_PROCESS_MEMORY_BYTES) {
+    throw new Error(
+      `${inst.type} leaves ${(memoryRequestBytes / GiB).toFixed(1)} GiB per pod, below /dev/shm (${(shmBytes / GiB).toFixed(1)} GiB) plus ${MIN_PROCESS_MEMORY_BYTES / GiB} GiB for the server processes`,
+    );
+  }
+
+  const weights = fp16WeightBytes(s.model.family, s.model.arch);
+  const imageBytes = TRITON_WITH_FT_IMAGE_BYTES + weights;
+  const pullSeconds = Math.ceil(imageBytes / PULL_BYTES_PER_SECOND);
+  const loadSeconds = Math.ceil(weights / WEIGHT_READ_BYTES_PER_SECOND + SERVER_FIXED_START_SECONDS);
+  const startupBudgetSeconds = Math.ceil(loadSeconds * STARTUP_SAFETY_FACTOR);
+  const podRolloutSeconds = pullSeconds + startupBudgetSeconds + NLB_TARGET_REGISTRATION_SECONDS;
+
+  const drainSeconds = drainTime(s);
+  const preStopSeconds = NLB_HEALTH_CHECK.intervalSeconds * NLB_HEALTH_CHECK.unhealthyThreshold + NLB_DEREGISTRATION_PROPAGATION_SECONDS;
+  const terminationGracePeriodSeconds = preStopSeconds + drainSeconds + SHUTDOWN_SECONDS;
+
+  return {
+    tensorParallel: tp,
+    replicas: sv.replicas,
+    podsPerNode,
+    gpuNodes,
+    cpuRequestMillis,
+    memoryRequestBytes,
+    shmBytes,
+    imageBytes,
+    pullSeconds,
+    loadSeconds,
+    startupBudgetSeconds,
+    podRolloutSeconds,
+    drainSeconds,
+    preStopSeconds,
+    terminationGracePeriodSeconds,
+    deregistrationDelaySeconds: terminationGracePeriodSeconds,
+    timeouts: {
+      // New pods start in parallel, each on its own node's pull.
+      deploymentCreateSeconds: podRolloutSeconds,
+      // maxSurge 1 replaces one pod at a time, and the old pod drains before its slot frees.
+      deploymentUpdateSeconds: sv.replicas * (podRolloutSeconds + terminationGracePeriodSeconds),
+      // The Service is created after the Deployment is ready; it waits for the NLB and its first healthy targets.
+      serviceSeconds: NLB_PROVISION_SECONDS + NLB_TARGET_REGISTRATION_SECONDS,
+    },
+  };
+}
+
+/**
+ * /dev/shm: the Python backend's arenas (two Python models, each with a floor
+ * plus four batches of uint32 token tensors at the longest sequence) and, with
+ * TP > 1, NCCL's shared-memory transport (each rank's buffers to its two ring
+ * neighbours on every channel). Rounded up to 256 MiB.
+ */
+export function shmSize(s: ResolvedStack): number {
+  const sv = s.config.serving;
+  const tokens = sv.maxBatchSize * s.gemm.beamWidth * (sv.maxInputLen + sv.maxOutputLen);
+  const python = PYTHON_MODELS * (PYTHON_SHM_ARENA_BYTES + 4 * tokens * 4);
+  const tp = sv.tensorParallel;
+  const nccl = tp > 1 ? tp * 2 * NCCL_MAX_CHANNELS * NCCL_BUFFER_BYTES : 0;
+  const unit = 256 * MiB;
+  return Math.ceil((python + nccl) / unit) * unit;
+}
+
+/**
+ * A decode step streams this GPU's weights and KV cache once; the longest
+ * admitted work is one running batch of maxOutputLen steps plus one queued
+ * batch. Rounded up to whole seconds, at least 10 s.
+ */
+export function drainTime(s: ResolvedStack): number {
+  const bytesPerStep = s.memory.weightsBytes + s.memory.kvCacheBytes;
+  const bandwidth = GPU_MEMORY_BANDWIDTH_GBPS[s.servingInstance.gpuModel] * 1e9 * DECODE_BANDWIDTH_EFFICIENCY;
+  const stepSeconds = bytesPerStep / bandwidth;
+  return Math.max(10, Math.ceil(2 * s.config.serving.maxOutputLen * stepSeconds));
+}
+
+/** Kubernetes quantity strings: whole MiB for memory, millicores for CPU. */
+export function mebibytes(bytes: number): string {
+  return `${Math.ceil(bytes / MiB)}Mi`;
+}
+export function millicores(m: number): string {
+  return `${m}m`;
+}
+/** Pulumi custom timeouts: whole minutes, rounded up. */
+export function minutes(seconds: number): string {
+  return `${Math.ceil(seconds / 60)}m`;
+}

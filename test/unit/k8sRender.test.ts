@@ -1,0 +1,309 @@
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { Namespace } from "kubernetes-models/v1/Namespace";
+import { Service } from "kubernetes-models/v1/Service";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
+import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
+import { resolveStack, type ResolvedStack } from "../../infra/validate";
+import { manifestFiles, renderManifests, type RenderInput, type TritonManifests } from "../../infra/render/k8s";
+import {
+  GPU_MEMORY_BANDWIDTH_GBPS,
+  eksReservedCpuMillis,
+  eksReservedMemoryBytes,
+  planWorkload,
+  shmSize,
+} from "../../infra/render/k8sPlan";
+import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../../infra/model/sizing";
+import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
+
+const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
+const LAUNCH = {
+  argv: ["mpirun", "-n", "1", "--allow-run-as-root", "/opt/tritonserver/bin/tritonserver", "--model-repository=/models"],
+  env: { CUDA_VISIBLE_DEVICES: "0" },
+  workingDir: "/workspace",
+};
+const NO_SECRETS = { hfToken: false, kubeconfig: false };
+const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
+
+function resolved(cfg: RawConfig): ResolvedStack {
+  const { stack, problems } = resolveStack(cfg, NO_SECRETS);
+  if (!stack) throw new Error(JSON.stringify(problems));
+  return stack;
+}
+
+/** GPT-J 6B at TP 2 on g5.12xlarge (4 GPUs): two pods per node. */
+function gptjConfig(): RawConfig {
+  return withOverrides(gpt2Config(), {
+    model: { preset: "gpt-j-6b", source: { huggingface: { repo: "EleutherAI/gpt-j-6b", revision: GPTJ_REVISION } } },
+    build: { builderInstanceType: "g5.4xlarge" },
+    serving: { instanceType: "g5.12xlarge", tensorParallel: 2, replicas: 3, maxInputLen: 1024, maxOutputLen: 512 },
+  });
+}
+
+function render(cfg: RawConfig, extra: Partial<RenderInput> = {}): TritonManifests {
+  return renderManifests({ stack: resolved(cfg), stackName: "test", image: DIGEST, launch: LAUNCH, serviceMonitor: false, ...extra });
+}
+
+function container(m: TritonManifests) {
+  const c = m.deployment.spec?.template.spec?.containers[0];
+  if (!c) throw new Error("no container");
+  return c;
+}
+
+describe("workload plan", () => {
+  it("derives pods per node, nodes with a surge slot, and requests from the instance", () => {
+    const s = resolved(gptjConfig());
+    const p = planWorkload(s);
+    expect(p.podsPerNode).toBe(2);
+    // 3 replicas + 1 surge pod at 2 per node.
+    expect(p.gpuNodes).toBe(2);
+    const cpuFree = 48_000 - eksReservedCpuMillis(48) - 250;
+    expect(p.cpuRequestMillis).toBe(Math.floor(cpuFree / 2 / 100) * 100 - 100);
+    expect(p.cpuRequestMillis).toBe(23_600);
+    const memFree = (192 * GiB - eksReservedMemoryBytes(48) - 512 * 1024 ** 2) * 0.9;
+    expect(p.memoryRequestBytes).toBeLessThanOrEqual(memFree / 2);
+    expect(p.memoryRequestBytes).toBeGreaterThan(memFree / 2 - 256 * 1024 ** 2);
+  });
+
+  it("computes EKS's kube-reserved CPU tiers", () => {
+    expect(eksReservedCpuMillis(1)).toBe(60);
+    expect(eksReservedCpuMillis(4)).toBe(80);
+    expect(eksReservedCpuMillis(8)).toBe(90);
+  });
+
+  it("sizes /dev/shm for NCCL only with tensor parallelism", () => {
+    const tp1 = shmSize(resolved(gpt2Config()));
+    const tp2 = shmSize(resolved(gptjConfig()));
+    expect(tp1).toBe(256 * 1024 ** 2);
+    // 2 ranks × 2 neighbours × 32 channels × 4 MiB = 512 MiB plus the Python arenas.
+    expect(tp2).toBe(768 * 1024 ** 2);
+  });
+
+  it("derives the startup budget from the weights and the rollout budget from image pull plus load", () => {
+    const small = planWorkload(resolved(gpt2Config()));
+    const s = resolved(gptjConfig());
+    const big = planWorkload(s);
+    const weights = fp16WeightBytes(s.model.family, s.model.arch);
+    expect(big.loadSeconds).toBe(Math.ceil(weights / (125 * 1024 ** 2) + 60));
+    expect(big.startupBudgetSeconds).toBe(2 * big.loadSeconds);
+    expect(big.pullSeconds).toBe(Math.ceil((TRITON_WITH_FT_IMAGE_BYTES + weights) / (50 * 1024 ** 2)));
+    expect(big.startupBudgetSeconds).toBeGreaterThan(small.startupBudgetSeconds);
+    expect(big.podRolloutSeconds).toBe(big.pullSeconds + big.startupBudgetSeconds + 180);
+    expect(big.timeouts.deploymentCreateSeconds).toBe(big.podRolloutSeconds);
+    expect(big.timeouts.deploymentUpdateSeconds).toBe(3 * (big.podRolloutSeconds + big.terminationGracePeriodSeconds));
+  });
+
+  it("derives the drain from decode bandwidth and the longest generation", () => {
+    const s = resolved(gptjConfig());
+    const p = planWorkload(s);
+    const step = (s.memory.weightsBytes + s.memory.kvCacheBytes) / (GPU_MEMORY_BANDWIDTH_GBPS.A10G * 1e9 * 0.5);
+    expect(p.drainSeconds).toBe(Math.max(10, Math.ceil(2 * 512 * step)));
+    expect(p.terminationGracePeriodSeconds).toBe(p.preStopSeconds + p.drainSeconds + 15);
+    expect(p.deregistrationDelaySeconds).toBe(p.terminationGracePeriodSeconds);
+  });
+});
+
+describe("rendered workload", () => {
+  it("runs the server image by digest with the launch plan", () => {
+    const c = container(render(gpt2Config()));
+    expect(c.image).toBe(DIGEST);
+    expect(c.command).toEqual(LAUNCH.argv);
+    expect(c.workingDir).toBe("/workspace");
+    expect(c.env).toEqual([{ name: "CUDA_VISIBLE_DEVICES", value: "0" }]);
+    expect(c.ports?.map((p) => [p.name, p.containerPort])).toEqual([
+      ["http", 8000],
+      ["grpc", 8001],
+      ["metrics", 8002],
+    ]);
+  });
+
+  it("refuses an image that is not pinned by digest", () => {
+    expect(() => render(gpt2Config(), { image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/x/server:latest" })).toThrow(
+      /must be pinned by digest/,
+    );
+  });
+
+  it("requests TP GPUs, CPU and memory from the plan, memory limit equal to request", () => {
+    const m = render(gptjConfig());
+    const r = container(m).resources;
+    expect(r?.requests?.["nvidia.com/gpu"]).toBe("2");
+    expect(r?.limits?.["nvidia.com/gpu"]).toBe("2");
+    expect(r?.requests?.cpu).toBe("23600m");
+    expect(r?.requests?.memory).toBe(`${m.plan.memoryRequestBytes / 1024 ** 2}Mi`);
+    expect(r?.limits?.memory).toBe(r?.requests?.memory);
+    expect(r?.limits?.cpu).toBeUndefined();
+  });
+
+  it("mounts a sized memory-backed /dev/shm", () => {
+    const m = render(gptjConfig());
+    expect(container(m).volumeMounts).toEqual([{ name: "dshm", mountPath: "/dev/shm" }]);
+    expect(m.deployment.spec?.template.spec?.volumes).toEqual([{ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "768Mi" } }]);
+  });
+
+  it("probes startup and readiness on /v2/health/ready and liveness on /v2/health/live", () => {
+    const m = render(gptjConfig());
+    const c = container(m);
+    expect(c.startupProbe?.httpGet).toEqual({ path: "/v2/health/ready", port: "http" });
+    const budget = (c.startupProbe?.periodSeconds ?? 0) * (c.startupProbe?.failureThreshold ?? 0);
+    expect(budget).toBeGreaterThanOrEqual(m.plan.startupBudgetSeconds);
+    expect(budget).toBeLessThan(m.plan.startupBudgetSeconds + 10);
+    expect(c.readinessProbe?.httpGet?.path).toBe("/v2/health/ready");
+    expect(c.livenessProbe?.httpGet?.path).toBe("/v2/health/live");
+  });
+
+  it("rolls out without losing capacity and terminates gracefully", () => {
+    const m = render(gptjConfig());
+    const spec = m.deployment.spec;
+    expect(spec?.replicas).toBe(3);
+    expect(spec?.strategy).toEqual({ type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    expect(spec?.progressDeadlineSeconds).toBe(m.plan.podRolloutSeconds);
+    expect(spec?.template.spec?.terminationGracePeriodSeconds).toBe(m.plan.terminationGracePeriodSeconds);
+    expect(container(m).lifecycle?.preStop?.exec?.command).toEqual(["sleep", String(m.plan.preStopSeconds)]);
+  });
+
+  it("tolerates the GPU taint and requires the serving instance type", () => {
+    const pod = render(gptjConfig()).deployment.spec?.template.spec;
+    expect(pod?.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
+    expect(pod?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms).toEqual([
+      { matchExpressions: [{ key: "node.kubernetes.io/instance-type", operator: "In", values: ["g5.12xlarge"] }] },
+    ]);
+  });
+
+  it("labels everything with the Kubernetes recommended labels and selects on the stable ones", () => {
+    const m = render(gpt2Config());
+    const expected = {
+      "app.kubernetes.io/name": "tritonserver",
+      "app.kubernetes.io/instance": "gpt2-test",
+      "app.kubernetes.io/version": "23.05",
+      "app.kubernetes.io/component": "inference-server",
+      "app.kubernetes.io/part-of": "triton-ft",
+      "app.kubernetes.io/managed-by": "pulumi",
+    };
+    for (const obj of [m.deployment, m.service, m.podDisruptionBudget]) expect(obj.metadata?.labels).toEqual(expected);
+    expect(m.deployment.spec?.template.metadata?.labels).toEqual(expected);
+    expect(m.metricsService.metadata?.labels).toEqual({ ...expected, "app.kubernetes.io/component": "metrics" });
+    const selector = { "app.kubernetes.io/name": "tritonserver", "app.kubernetes.io/instance": "gpt2-test" };
+    expect(m.deployment.spec?.selector.matchLabels).toEqual(selector);
+    expect(m.service.spec?.selector).toEqual(selector);
+    expect(m.namespace.metadata?.labels?.["elbv2.k8s.aws/pod-readiness-gate-inject"]).toBe("enabled");
+  });
+
+  it("puts only the metrics port on a ClusterIP Service", () => {
+    const m = render(gpt2Config());
+    expect(m.metricsService.spec?.type).toBe("ClusterIP");
+    expect(m.metricsService.spec?.ports).toEqual([{ name: "metrics", port: 8002, targetPort: "metrics", protocol: "TCP" }]);
+  });
+
+  it("protects capacity with a PodDisruptionBudget", () => {
+    expect(render(gptjConfig()).podDisruptionBudget.spec).toMatchObject({ minAvailable: 2, unhealthyPodEvictionPolicy: "AlwaysAllow" });
+    expect(render(gpt2Config()).podDisruptionBudget.spec?.minAvailable).toBe(1);
+  });
+
+  it("renders a ServiceMonitor for the metrics Service only when asked", () => {
+    expect(render(gpt2Config()).serviceMonitor).toBeUndefined();
+    const m = render(gpt2Config(), { serviceMonitor: true });
+    expect(m.serviceMonitor?.spec.endpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }]);
+    const metricsLabels = m.metricsService.metadata?.labels ?? {};
+    for (const [k, v] of Object.entries(m.serviceMonitor?.spec.selector.matchLabels ?? {})) expect(metricsLabels[k]).toBe(v);
+    // The NLB Service must not match: it carries no metrics port.
+    expect(m.service.metadata?.labels?.["app.kubernetes.io/component"]).not.toBe("metrics");
+  });
+});
+
+describe("load balancer Service", () => {
+  it("is an internal NLB by default, HTTP and gRPC only, health-checked on /v2/health/ready", () => {
+    const m = render(gpt2Config());
+    const a = m.service.metadata?.annotations ?? {};
+    expect(m.service.spec?.type).toBe("LoadBalancer");
+    expect(m.service.spec?.loadBalancerClass).toBe("service.k8s.aws/nlb");
+    expect(a[`${ANN}type`]).toBe("external");
+    expect(a[`${ANN}nlb-target-type`]).toBe("ip");
+    expect(a[`${ANN}scheme`]).toBe("internal");
+    expect(a[`${ANN}healthcheck-protocol`]).toBe("http");
+    expect(a[`${ANN}healthcheck-port`]).toBe("8000");
+    expect(a[`${ANN}healthcheck-path`]).toBe("/v2/health/ready");
+    expect(m.service.spec?.ports?.map((p) => p.port)).toEqual([8000, 8001]);
+    expect(m.service.spec?.loadBalancerSourceRanges).toBeUndefined();
+  });
+
+  it("raises the TCP idle timeout on both listeners", () => {
+    const cfg = withOverrides(gpt2Config(), { serving: { instanceType: "g5.xlarge", idleTimeoutSeconds: 1800 } });
+    const a = render(cfg).service.metadata?.annotations ?? {};
+    expect(a[`${ANN}listener-attributes.TCP-8000`]).toBe("tcp.idle_timeout.seconds=1800");
+    expect(a[`${ANN}listener-attributes.TCP-8001`]).toBe("tcp.idle_timeout.seconds=1800");
+  });
+
+  it("keeps draining connections for the pod's grace period", () => {
+    const m = render(gpt2Config());
+    expect(m.service.metadata?.annotations?.[`${ANN}target-group-attributes`]).toBe(
+      `deregistration_delay.timeout_seconds=${m.plan.terminationGracePeriodSeconds},deregistration_delay.connection_termination.enabled=true`,
+    );
+  });
+
+  it("is internet-facing only with source ranges", () => {
+    const cfg = withOverrides(gpt2Config(), {
+      serving: { instanceType: "g5.xlarge", loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] },
+    });
+    const m = render(cfg);
+    expect(m.service.metadata?.annotations?.[`${ANN}scheme`]).toBe("internet-facing");
+    expect(m.service.spec?.loadBalancerSourceRanges).toEqual(["203.0.113.0/24"]);
+
+    const s = resolved(cfg);
+    s.config.serving.allowedCidrs = [];
+    expect(() => renderManifests({ stack: s, stackName: "t", image: DIGEST, launch: LAUNCH, serviceMonitor: false })).toThrow(
+      /internet-facing load balancer needs serving.allowedCidrs/,
+    );
+  });
+
+  it("restricts an internal NLB to allowed CIDRs when they are given", () => {
+    const cfg = withOverrides(gpt2Config(), { serving: { instanceType: "g5.xlarge", allowedCidrs: ["10.0.0.0/8"] } });
+    expect(render(cfg).service.spec?.loadBalancerSourceRanges).toEqual(["10.0.0.0/8"]);
+  });
+});
+
+describe("Kubernetes schema", () => {
+  const cases: Array<[string, RawConfig, boolean]> = [
+    ["gpt2 TP1", gpt2Config(), true],
+    ["gpt-j TP2", gptjConfig(), false],
+  ];
+  for (const [label, cfg, monitor] of cases) {
+    it(`validates every rendered manifest (${label})`, () => {
+      const m = render(cfg, { serviceMonitor: monitor });
+      new Namespace(m.namespace).validate();
+      new Deployment(m.deployment).validate();
+      new Service(m.service).validate();
+      new Service(m.metricsService).validate();
+      new PodDisruptionBudget(m.podDisruptionBudget).validate();
+      if (m.serviceMonitor) {
+        // kubernetes-models has no prometheus-operator CRDs: validate the standard parts.
+        new ObjectMeta(m.serviceMonitor.metadata).validate();
+        new LabelSelector(m.serviceMonitor.spec.selector).validate();
+      }
+    });
+  }
+
+  it("the schema check rejects a wrongly typed field", () => {
+    const m = render(gpt2Config());
+    const broken = structuredClone(m.deployment) as unknown as { spec: { replicas: unknown } };
+    broken.spec.replicas = "one";
+    expect(() => new Deployment(broken as never).validate()).toThrow(/replicas/);
+  });
+
+  it("writes YAML files that parse back to the same objects, in apply order", () => {
+    const m = render(gpt2Config(), { serviceMonitor: true });
+    const files = manifestFiles(m);
+    expect(Object.keys(files)).toEqual([
+      "00-namespace.yaml",
+      "10-deployment.yaml",
+      "20-service.yaml",
+      "21-metrics-service.yaml",
+      "30-poddisruptionbudget.yaml",
+      "40-servicemonitor.yaml",
+    ]);
+    expect(parse(files["10-deployment.yaml"] ?? "")).toEqual(m.deployment);
+    expect(parse(files["20-service.yaml"] ?? "")).toEqual(m.service);
+    expect(Object.keys(manifestFiles(render(gpt2Config())))).not.toContain("40-servicemonitor.yaml");
+  });
+});
