@@ -1,0 +1,163 @@
+/**
+ * Glue between the plans (conversion, gemm, weights, launch, model repository)
+ * and the step scripts' config interface: the plans speak in builder paths, the
+ * convert script in placeholders ({{SRC}}, {{OUT}}, ...) for the staging
+ * folders it owns, so each path the plan names is mapped to its placeholder.
+ * Pure: no Pulumi.
+ */
+import { buildPlan, type Plan } from "./index";
+import { REPO_ROOT, repoPathHasher } from "./contentHash";
+import { REMOTE, stepDefinitions, stepInputHashes, type BuildPlans, type PathHasher, type StepDefinition, type StepId } from "./steps";
+import type { ResolvedStack } from "../validate";
+
+/**
+ * Tokenizer files the pre/post-processing models load, per preset, as the
+ * model repos ship them; models without a preset use tokenizer.json (every
+ * fast tokenizer has it) and tokenizer_config.json.
+ */
+const PRESET_TOKENIZER_FILES: Array<[RegExp, string[]]> = [
+  [/^gpt2/, ["vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"]],
+  [/^codegen-/, ["vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"]],
+  [/^gpt-j-6b/, ["vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"]],
+  [/^kogpt/, ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]],
+  [/^h2ogpt/, ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]],
+];
+export const DEFAULT_TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json"];
+
+export function tokenizerFiles(preset: string | undefined): string[] {
+  const hit = preset ? PRESET_TOKENIZER_FILES.find(([re]) => re.test(preset)) : undefined;
+  return hit ? hit[1] : DEFAULT_TOKENIZER_FILES;
+}
+
+/** What a Hugging Face download keeps: weights in any format the converters accept, configs and tokenizer files. */
+export const HF_INCLUDE = ["*.json", "*.bin", "*.safetensors", "*.txt", "*.model"];
+/** Other frameworks' copies of the weights, which would double the download. */
+export const HF_EXCLUDE = ["*.msgpack", "*.h5", "*.ot", "flax_model*", "tf_model*", "rust_model*", "*.onnx"];
+
+/** The JAX slim archive unpacks to `step_<n>/shard_<i>/`; the converter reads the shards' parent. */
+export function archiveSubdir(url: string): string {
+  const base = url.split("/").pop() ?? "";
+  const m = /^(step_\d+)_slim\.tar\.zstd?$/.exec(base);
+  if (!m?.[1]) throw new Error(`cannot tell the folder inside archive ${url}; expected a name like step_383500_slim.tar.zstd`);
+  return m[1];
+}
+/** mesh-transformer-jax slim checkpoints of GPT-J 6B are written by 8 model-parallel shards. */
+export const JAX_SLIM_SHARDS = 8;
+
+/** Replace each builder path with its placeholder, longest path first so nested paths map correctly. */
+export function toPlaceholders(argv: string[], map: Array<[string, string]>): string[] {
+  const ordered = [...map].sort(([a], [b]) => b.length - a.length);
+  return argv.map((arg) => {
+    for (const [path, ph] of ordered) {
+      if (arg === path || arg.startsWith(path + "/")) return ph + arg.slice(path.length);
+    }
+    return arg;
+  });
+}
+
+/**
+ * The convert script's phases from the conversion plan. The plan's own
+ * clean/swap steps are the script's job (it stages and swaps itself), and the
+ * plan's verify step is the script's built-in verifier. A plan that writes a
+ * file into the converter output (config.ini for the JAX slim converter) gets
+ * it as a shipped file copied in just before the fp16 rewrite.
+ */
+export function convertArgv(plan: Plan, configIniPath: string | undefined): Pick<BuildPlans["convert"], "consolidateArgv" | "relayoutArgv" | "convertArgv" | "fp16Argv"> {
+  const c = plan.conversion;
+  const map: Array<[string, string]> = [
+    [c.work.source, "{{SRC}}"],
+    [c.work.stage, c.family === "codegen" ? "{{RELAYOUT_OUT}}" : "{{CONSOLIDATE_OUT}}"],
+    [c.work.convertTmp, "{{OUT}}"],
+  ];
+  const exec = (id: string): string[] => {
+    const step = c.steps.find((s) => s.id === id);
+    return step && step.kind === "exec" ? toPlaceholders(step.argv, map) : [];
+  };
+  const known = new Set(["clean", "expected-weights", "consolidate", "codegen-to-gptj", "convert", "config-ini", "fp16", "verify", "swap-prepare", "swap-ensure", "swap-aside", "swap-in", "swap-cleanup"]);
+  const unknown = c.steps.filter((s) => !known.has(s.id)).map((s) => s.id);
+  if (unknown.length > 0) throw new Error(`conversion plan has steps the convert script cannot run: ${unknown.join(", ")}`);
+  const converterArgv = exec("convert");
+  if (converterArgv.length === 0) throw new Error("conversion plan has no convert step");
+  let fp16 = exec("fp16");
+  const configIni = c.steps.find((s) => s.id === "config-ini");
+  if (configIni && configIni.kind === "write-file") {
+    if (!configIniPath || fp16.length === 0) throw new Error("a conversion plan that writes config.ini must ship it and rewrite to fp16 after");
+    const [target] = toPlaceholders([configIni.path.replace(/\/config\.ini$/, "")], map);
+    fp16 = ["bash", "-c", 'install -m 0644 "$1" "$2/config.ini" && shift 2 && exec "$@"', "write-config-ini", configIniPath, target ?? "", ...fp16];
+  }
+  return { consolidateArgv: exec("consolidate"), relayoutArgv: exec("codegen-to-gptj"), convertArgv: converterArgv, fp16Argv: fp16 };
+}
+
+/** Where the JAX slim plan's config.ini is shipped on the builder. */
+export const CONFIG_INI_REMOTE = `${REMOTE.plan}/config.ini`;
+
+export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack)): { plans: BuildPlans; extraFiles: Array<{ remotePath: string; content: string }> } {
+  const c = plan.conversion;
+  const m = stack.model;
+  const files = tokenizerFiles(m.preset);
+  const configIni = c.steps.find((s) => s.id === "config-ini");
+  const extraFiles = configIni && configIni.kind === "write-file" ? [{ remotePath: CONFIG_INI_REMOTE, content: configIni.content }] : [];
+  const tokenizerDir = `${c.work.root}/tokenizer`;
+  const tokenizer = m.tokenizerSource ? { repo: m.tokenizerSource.repo, revision: m.tokenizerSource.revision, dir: tokenizerDir, files } : undefined;
+  const expectedFiles =
+    m.source.kind === "archive" ? Array.from({ length: JAX_SLIM_SHARDS }, (_, i) => `shard_${i}/*`) : ["config.json", ...files];
+  const repo = plan.modelRepository;
+  return {
+    plans: {
+      fetch: {
+        modelDir: c.work.source,
+        expectedFiles,
+        hfInclude: HF_INCLUDE,
+        hfExclude: HF_EXCLUDE,
+        archiveSubdir: m.source.kind === "archive" ? archiveSubdir(m.source.url) : undefined,
+        tokenizer,
+        expectedArch: { family: m.family, ...m.arch },
+      },
+      convert: {
+        outputDir: c.work.ft,
+        tensorParallel: c.tensorParallel,
+        ...convertArgv(plan, extraFiles[0]?.remotePath),
+        expectedWeights: plan.expectedWeights,
+        helperScripts: convertHelpers(plan),
+      },
+      gemm: { binary: plan.gemm.argv[0] ?? "", args: plan.gemm.argv.slice(1), output: plan.gemm.output },
+      bake: {
+        checkpointPath: repo.checkpointPath,
+        serverWorkdir: plan.launch.workingDir,
+        modelRepositoryPath: repo.root,
+        tokenizerPath: repo.tokenizerPath,
+        tokenizerSourceDir: tokenizer ? tokenizer.dir : c.work.source,
+        tokenizerFiles: files,
+        launchArgv: plan.launch.argv,
+        cudaVisibleDevices: plan.launch.env.CUDA_VISIBLE_DEVICES ?? "0",
+        modelRepository: Object.fromEntries(repo.files.map((f) => [f.path, f.content])),
+      },
+    },
+    extraFiles,
+  };
+}
+
+/** Repo-relative project scripts the conversion argv run (so editing one re-runs convert). */
+function convertHelpers(plan: Plan): string[] {
+  const used = new Set<string>();
+  for (const s of plan.conversion.steps) {
+    if (s.kind !== "exec") continue;
+    for (const a of s.argv) {
+      const m = /\/scripts\/(convert\/[\w.-]+\.py)$/.exec(a);
+      if (m?.[1]) used.add(`scripts/${m[1]}`);
+    }
+  }
+  return [...used].sort();
+}
+
+export interface BuildSteps {
+  steps: StepDefinition[];
+  hashes: Record<StepId, string>;
+}
+
+/** The step graph of a stack, with each step's input hash. */
+export function buildSteps(stack: ResolvedStack, hashPath: PathHasher = repoPathHasher(REPO_ROOT)): BuildSteps {
+  const { plans, extraFiles } = buildPlansFor(stack);
+  const steps = stepDefinitions(stack, plans).map((s) => (s.id === "convert" ? { ...s, files: [...s.files, ...extraFiles] } : s));
+  return { steps, hashes: stepInputHashes(steps, hashPath) };
+}
