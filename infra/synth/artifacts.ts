@@ -1,0 +1,116 @@
+/**
+ * What `synth` writes into its output folder. Each artifact writer owns
+ * top-level paths of the folder and may add a section to plan.json; new
+ * artifacts (Kubernetes manifests, Dockerfiles, step scripts) are new writers
+ * appended to the list, with no change to the CLI. Pure: file reads go through
+ * the context so writers run the same in tests.
+ */
+import type { Plan } from "../plan";
+import type { ResolvedStack } from "../validate";
+
+export interface SynthContext {
+  stackName: string;
+  stack: ResolvedStack;
+  plan: Plan;
+  /** Read a file of this repository (relative path), or undefined when it does not exist. */
+  readRepoFile(path: string): string | undefined;
+}
+
+export interface SynthFile {
+  /** Relative to the output folder. */
+  path: string;
+  content: string;
+}
+
+export interface WriterOutput {
+  files: SynthFile[];
+  directories?: string[];
+  /** Sections merged into plan.json under their own keys. */
+  plan?: Record<string, unknown>;
+  /** Lines for the human summary. */
+  summary?: string[];
+}
+
+export interface ArtifactWriter {
+  name: string;
+  /** Top-level entries of the output folder this writer owns; synth clears them before writing. */
+  owns: string[];
+  write(ctx: SynthContext): WriterOutput;
+}
+
+export const MODEL_REPOSITORY_OUT = "model-repository";
+/** Where the Python models' code lives in this repository (images/server, baked into the server image). */
+export const PYTHON_MODEL_SOURCES = "images/server/model_repository";
+
+export const modelRepositoryWriter: ArtifactWriter = {
+  name: "model-repository",
+  owns: [MODEL_REPOSITORY_OUT],
+  write(ctx) {
+    const repo = ctx.plan.modelRepository;
+    const files: SynthFile[] = repo.files.map((f) => ({ path: `${MODEL_REPOSITORY_OUT}/${f.path}`, content: f.content }));
+    const copied: string[] = [];
+    // Copying the Python models' code makes the folder a complete repository for a local tritonserver.
+    for (const model of ["preprocessing", "postprocessing"]) {
+      const rel = `${model}/1/model.py`;
+      const content = ctx.readRepoFile(`${PYTHON_MODEL_SOURCES}/${rel}`);
+      if (content !== undefined) {
+        files.push({ path: `${MODEL_REPOSITORY_OUT}/${rel}`, content });
+        copied.push(rel);
+      }
+    }
+    return {
+      files,
+      directories: repo.directories.map((d) => `${MODEL_REPOSITORY_OUT}/${d}`),
+      summary: [
+        `model repository: ${repo.files.length} config.pbtxt${copied.length ? ` + ${copied.length} Python model(s)` : ""} -> ${MODEL_REPOSITORY_OUT}/ (image path ${repo.root})`,
+      ],
+    };
+  },
+};
+
+/** The default writers, in order. Later issues append theirs. */
+export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [modelRepositoryWriter];
+
+export const PLAN_FILE = "plan.json";
+
+export interface SynthResult {
+  files: SynthFile[];
+  directories: string[];
+  /** Top-level output entries to clear before writing. */
+  owned: string[];
+  plan: Record<string, unknown>;
+  summary: string[];
+}
+
+/** Run every writer, merge their plan sections, and add plan.json. Throws on a path or key clash. */
+export function synthesize(ctx: SynthContext, writers: readonly ArtifactWriter[] = ARTIFACT_WRITERS): SynthResult {
+  const plan: Record<string, unknown> = { stack: ctx.stackName, ...ctx.plan };
+  const files: SynthFile[] = [];
+  const directories: string[] = [];
+  const owned: string[] = [PLAN_FILE];
+  const summary: string[] = [];
+  const seen = new Set<string>([PLAN_FILE]);
+  for (const w of writers) {
+    for (const o of w.owns) {
+      if (owned.includes(o)) throw new Error(`synth: ${w.name} claims ${o}, which another writer owns`);
+      owned.push(o);
+    }
+    const out = w.write(ctx);
+    for (const f of out.files) {
+      const top = f.path.split("/")[0];
+      if (!w.owns.includes(top)) throw new Error(`synth: ${w.name} wrote ${f.path} outside the paths it owns (${w.owns.join(", ")})`);
+      if (f.path.split("/").some((part) => part === ".." || part === "") || f.path.startsWith("/")) throw new Error(`synth: ${w.name} wrote an unsafe path ${f.path}`);
+      if (seen.has(f.path)) throw new Error(`synth: ${f.path} written twice`);
+      seen.add(f.path);
+      files.push(f);
+    }
+    directories.push(...(out.directories ?? []));
+    for (const [key, value] of Object.entries(out.plan ?? {})) {
+      if (key in plan) throw new Error(`synth: ${w.name} adds plan.json key ${key}, which already exists`);
+      plan[key] = value;
+    }
+    summary.push(...(out.summary ?? []));
+  }
+  files.push({ path: PLAN_FILE, content: JSON.stringify(plan, null, 2) + "\n" });
+  return { files, directories, owned, plan, summary };
+}

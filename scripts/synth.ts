@@ -1,0 +1,139 @@
+/**
+ * npm run synth -- --stack <name> [--out <dir>]
+ *
+ * Offline: reads Pulumi.<name>.yaml, validates it with the same rules as the
+ * Pulumi program, and writes the rendered model repository and plan.json to
+ * <out> (default out/<name>), plus a short summary on stdout. Secrets print as
+ * [secret]; their values are never read.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { PROJECT } from "../infra/config";
+import { buildPlan } from "../infra/plan";
+import { ARTIFACT_WRITERS, synthesize, type ArtifactWriter, type SynthContext } from "../infra/synth/artifacts";
+import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
+import { formatProblems, resolveStack } from "../infra/validate";
+
+export interface SynthIo {
+  /** Folder holding Pulumi.<stack>.yaml; relative --out paths resolve against it. */
+  cwd: string;
+  /** Repository root, for files writers copy (the Python models). */
+  repoRoot: string;
+  stdout(line: string): void;
+  stderr(line: string): void;
+}
+
+export interface SynthArgs {
+  stack: string;
+  out?: string;
+}
+
+const USAGE = "usage: npm run synth -- --stack <name> [--out <dir>]";
+
+export function parseArgs(argv: string[]): SynthArgs {
+  const values: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const m = /^--(stack|out)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
+    const value = m[2] ?? argv[++i];
+    if (value === undefined || value === "") throw new Error(`--${m[1]} needs a value\n${USAGE}`);
+    values[m[1]] = value;
+  }
+  if (!values.stack) throw new Error(`--stack is required\n${USAGE}`);
+  if (!/^[A-Za-z0-9_.-]+$/.test(values.stack)) throw new Error(`--stack ${JSON.stringify(values.stack)} is not a stack name`);
+  return { stack: values.stack, out: values.out };
+}
+
+function configLines(file: StackFileConfig): string[] {
+  const lines = Object.entries(file.raw).map(([k, v]) => `  ${PROJECT}:${k} = ${v === "[secret]" ? "[secret]" : JSON.stringify(v)}`);
+  for (const k of [...file.secureKeys, ...file.plaintextSecretKeys]) if (!(k in file.raw)) lines.push(`  ${PROJECT}:${k} = [secret]`);
+  return lines;
+}
+
+function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
+  const { plan, stack } = ctx;
+  const src = plan.model.source;
+  const source = src.kind === "huggingface" ? `huggingface ${src.repo}@${src.revision}` : `archive ${src.url} (sha256 ${src.sha256})`;
+  const a = plan.model.arch;
+  const convert = plan.conversion.steps.find((s) => s.id === "convert");
+  const mem = plan.serving.gpuMemoryGiB;
+  return [
+    `model: ${plan.model.name} (${plan.model.family} -> FT ${plan.model.ftModelType}), ${source}`,
+    `architecture: ${a.layers} layers, hidden ${a.hidden}, ${a.heads} heads, ffn ${a.ffn}, vocab ${a.vocab}, rotary ${a.rotaryDims}, positions ${a.maxPositions}, start/end ${a.startId}/${a.endId}`,
+    `serving: ${plan.serving.instanceType} (${plan.serving.gpuModel}), TP ${plan.serving.tensorParallel}, max batch ${plan.serving.maxBatchSize}, input/output ${plan.serving.maxInputLen}/${plan.serving.maxOutputLen}, custom all-reduce ${plan.serving.customAllReduce ? "on" : "off"}`,
+    `GPU memory per GPU: ${mem.total} GiB (weights ${mem.weights}, KV cache ${mem.kvCache}, headroom ${mem.headroom}) of ${stack.servingInstance.gpuMemoryGiB} GiB`,
+    `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk; triton_with_ft ${plan.build.tritonVersion}, SM ${plan.build.sm}`,
+    `convert: ${convert && convert.kind === "exec" ? convert.argv.join(" ") : plan.conversion.converter}`,
+    `expected weights: ${plan.expectedWeights.files.length} files + config.ini [${plan.expectedWeights.section}] -> image ${plan.conversion.serverCheckpointPath}`,
+    `gpt_gemm: ${plan.gemm.argv.join(" ")}`,
+    `launch: ${Object.entries(plan.launch.env).map(([k, v]) => `${k}=${v}`).join(" ")} ${plan.launch.argv.join(" ")}`,
+    ...extra,
+    `wrote ${outDir}`,
+  ];
+}
+
+export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWriter[] = ARTIFACT_WRITERS): number {
+  let args: SynthArgs;
+  try {
+    args = parseArgs(argv);
+  } catch (err) {
+    io.stderr((err as Error).message);
+    return 2;
+  }
+  const fileName = `Pulumi.${args.stack}.yaml`;
+  const stackPath = path.join(io.cwd, fileName);
+  if (!fs.existsSync(stackPath)) {
+    io.stderr(`${PROJECT}: no stack file ${stackPath} (create it with \`pulumi stack init ${args.stack}\` and set the config)`);
+    return 1;
+  }
+  let file: StackFileConfig;
+  try {
+    file = parseStackFile(fs.readFileSync(stackPath, "utf8"), fileName);
+  } catch (err) {
+    io.stderr(`${PROJECT}: ${(err as Error).message}`);
+    return 1;
+  }
+  io.stdout(`stack ${args.stack} (${fileName}):`);
+  for (const line of configLines(file)) io.stdout(line);
+  for (const k of file.plaintextSecretKeys) {
+    io.stderr(`${PROJECT}: warning: ${PROJECT}:${k} is stored in plain text; set it with \`pulumi config set --secret ${PROJECT}:${k}\``);
+  }
+
+  const { stack, problems } = resolveStack(file.raw, file.secrets);
+  if (!stack) {
+    io.stderr(formatProblems(args.stack, problems));
+    return 1;
+  }
+  const outDir = path.resolve(io.cwd, args.out ?? path.join("out", args.stack));
+  const ctx: SynthContext = {
+    stackName: args.stack,
+    stack,
+    plan: buildPlan(stack),
+    readRepoFile(rel) {
+      const p = path.join(io.repoRoot, rel);
+      return fs.existsSync(p) ? fs.readFileSync(p, "utf8") : undefined;
+    },
+  };
+  const result = synthesize(ctx, writers);
+  fs.mkdirSync(outDir, { recursive: true });
+  for (const entry of result.owned) fs.rmSync(path.join(outDir, entry), { recursive: true, force: true });
+  for (const dir of result.directories) fs.mkdirSync(path.join(outDir, dir), { recursive: true });
+  for (const f of result.files) {
+    const target = path.join(outDir, f.path);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, f.content);
+  }
+  for (const line of summary(ctx, outDir, result.summary)) io.stdout(line);
+  return 0;
+}
+
+if (require.main === module) {
+  const code = main(process.argv.slice(2), {
+    cwd: process.cwd(),
+    repoRoot: path.resolve(__dirname, ".."),
+    stdout: (line) => console.log(line),
+    stderr: (line) => console.error(line),
+  });
+  process.exitCode = code;
+}
