@@ -32,14 +32,15 @@ common_setup() {
   unset HF_TOKEN STUB_FAIL_ONCE STUB_FAIL_ALWAYS STUB_GPUS STUB_DF_AVAIL_KIB STUB_GIT_LFS
 }
 
-# calls <tool> [substring] : number of logged calls of tool (matching substring).
+# calls <tool> [substring] : number of logged calls of tool whose logged
+# (%q-quoted) argv contains substring literally.
 calls() {
   local n
-  n=$(grep -c -- "^$1 .*${2:-}" "$STUB_LOG" || true)
+  n=$(grep -- "^$1\( \|\$\)" "$STUB_LOG" | grep -cF -- "${2:-}" || true)
   echo "${n:-0}"
 }
 
-# assert_line_count <expected> <tool> [substring]
+# assert_calls <expected> <tool> [substring]
 assert_calls() {
   local want=$1 got
   shift
@@ -61,3 +62,12 @@ assert_output_has() {
 }
 
 marker_of() { cat "$WORK/state/$1.done"; }
+
+# refute <cmd...> : fails when cmd succeeds. (A bare `! cmd` does not fail a
+# bats test unless it is the last line.)
+refute() {
+  if "$@"; then
+    echo "unexpectedly succeeded: $*" >&2
+    return 1
+  fi
+}

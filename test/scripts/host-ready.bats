@@ -29,7 +29,7 @@ CONF
   [[ $output =~ [0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z\ \[host-ready\]\ ==\>\ phase:\ gpu ]]
   grep -q '^input_hash=' "$WORK/state/host-ready.done"
   # The ECR password travels on stdin, never as an argument.
-  ! grep -q 'stub-ecr-password' "$STUB_LOG"
+  refute grep -q 'stub-ecr-password' "$STUB_LOG"
 }
 
 @test "host-ready: second run with the same config is skipped and re-prints results" {
