@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# convert.sh under a stubbed docker that behaves like the FT converters
+# (refusing an existing output folder) and like the helper scripts.
+
+load helpers
+
+setup() {
+  common_setup
+  mkdir -p "$WORK/models/source"
+  echo '{}' >"$WORK/models/source/config.json"
+  echo 'input_hash=abc' >"$WORK/models/source/.triton-ft-fetch"
+  echo '{"files":[]}' >"$BATS_TEST_TMPDIR/expected-weights.json"
+  CFG=$BATS_TEST_TMPDIR/convert.env
+  cat >"$CFG" <<CONF
+WORK_ROOT='$WORK'
+IMAGE='$BASE_REF'
+AWS_REGION='us-east-1'
+SOURCE_DIR='$WORK/models/source'
+OUTPUT_DIR='$WORK/models/ft'
+TP='2'
+CONSOLIDATE_ARGV=(python3 '{{SCRIPTS}}/convert/consolidate_checkpoint.py' --input '{{SRC}}' --output '{{CONSOLIDATE_OUT}}' --layout single)
+CONVERT_ARGV=(python3 /workspace/FasterTransformer/examples/pytorch/gptneox/utils/huggingface_gptneox_convert.py -i '{{CONSOLIDATE_OUT}}' -o '{{OUT}}' -i_g 2 -m_n gptneox)
+FP16_ARGV=(python3 '{{SCRIPTS}}/convert/to_fp16.py' --expected '$BATS_TEST_TMPDIR/expected-weights.json' '{{OUT}}/2-gpu')
+EXPECTED_WEIGHTS_JSON='$BATS_TEST_TMPDIR/expected-weights.json'
+CONF
+}
+
+@test "convert: runs consolidate, converter, fp16 and verifier in the image, then installs" {
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  attempt_glob="$WORK/tmp/convert-"
+  assert_calls 1 docker "consolidate_checkpoint.py --input $WORK/models/source --output $attempt_glob"
+  assert_calls 1 docker "huggingface_gptneox_convert.py -i $attempt_glob"
+  assert_calls 1 docker "to_fp16.py"
+  assert_calls 1 docker "verify_weights.py --expected $BATS_TEST_TMPDIR/expected-weights.json $attempt_glob"
+  assert_calls 5 docker "$BASE_REF"
+  assert_calls 4 docker "run --rm --gpus all --shm-size 8g --user $(id -u):$(id -g)"
+  # Order: consolidate < convert < fp16 < verify.
+  grep -n '^docker run' "$STUB_LOG" | grep -E 'consolidate|gptneox_convert|to_fp16|verify_weights' \
+    | sed -E 's/.*(consolidate|gptneox_convert|to_fp16|verify_weights).*/\1/' | tr '\n' ' ' >"$BATS_TEST_TMPDIR/order"
+  [ "$(cat "$BATS_TEST_TMPDIR/order")" = "consolidate gptneox_convert to_fp16 verify_weights " ]
+  [ -f "$WORK/models/ft/2-gpu/config.ini" ]
+  [ -f "$WORK/models/ft/2-gpu/.fp16" ]
+  grep -q '^input_hash=' "$WORK/models/ft/.triton-ft-convert"
+  [ -z "$(ls -A "$WORK/tmp")" ]
+  assert_output_has "RESULT weights_dir=$WORK/models/ft/2-gpu"
+}
+
+@test "convert: same inputs skip" {
+  run bash "$S/convert.sh" "$CFG"
+  : >"$STUB_LOG"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "skipping"
+  assert_calls 0 docker
+}
+
+@test "convert: a new model revision (fetch stamp) re-runs the conversion" {
+  run bash "$S/convert.sh" "$CFG"
+  echo 'input_hash=def' >"$WORK/models/source/.triton-ft-fetch"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "inputs changed"
+  assert_calls 2 docker "gptneox_convert"
+}
+
+@test "convert: after a converter failure the re-run keeps the consolidate phase and re-converts into a clean folder" {
+  export STUB_FAIL_ONCE='docker:to_fp16.py'
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "failed in phase 'convert'"
+  [ ! -e "$WORK/models/ft" ]
+  [ ! -e "$WORK/state/convert.done" ]
+  : >"$STUB_LOG"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "phase consolidate already finished"
+  assert_calls 0 docker "consolidate_checkpoint.py"
+  # The stub converter refuses an existing <N>-gpu: it passing proves the
+  # staging folder was cleared before the second conversion.
+  assert_calls 1 docker "gptneox_convert"
+  [ -f "$WORK/models/ft/2-gpu/.fp16" ]
+}
+
+@test "convert: an existing OUTPUT_DIR from an older conversion is replaced only after verification" {
+  mkdir -p "$WORK/models/ft/2-gpu"
+  echo old >"$WORK/models/ft/2-gpu/model.old.bin"
+  export STUB_VERIFY_RC=1
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "incomplete or wrong (verify_weights.py); not installing it"
+  [ -f "$WORK/models/ft/2-gpu/model.old.bin" ]
+  export STUB_VERIFY_RC=0
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  [ ! -e "$WORK/models/ft/2-gpu/model.old.bin" ]
+  [ -f "$WORK/models/ft/2-gpu/config.ini" ]
+}
+
+@test "convert: a converter that writes no <TP>-gpu folder fails clearly" {
+  sed -i "s/-i_g 2/-i_g 4/" "$CFG"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "wrote no $WORK/tmp/convert-"
+}
+
+@test "convert: codegen re-layout runs between consolidate and convert" {
+  echo "RELAYOUT_ARGV=(python3 '{{SCRIPTS}}/convert/codegen_to_gptj.py' --input '{{CONSOLIDATE_OUT}}' --output '{{RELAYOUT_OUT}}')" >>"$CFG"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_calls 1 docker "codegen_to_gptj.py --input $WORK/tmp/convert-"
+  grep '^docker run' "$STUB_LOG" | grep -nE 'consolidate_checkpoint|codegen_to_gptj|gptneox_convert' | cut -d: -f1 | tr '\n' ' ' >"$BATS_TEST_TMPDIR/lines"
+  [ "$(cat "$BATS_TEST_TMPDIR/lines")" = "1 2 3 " ]
+}
+
+@test "convert: refuses an image without a digest and a missing source" {
+  sed -i "s|^IMAGE=.*|IMAGE='triton_with_ft:latest'|" "$CFG"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "IMAGE must be digest-pinned"
+  sed -i "s|^IMAGE=.*|IMAGE='$BASE_REF'|" "$CFG"
+  rm -rf "$WORK/models/source"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "run the fetch step first"
+}
+
+@test "convert: too little disk fails before converting" {
+  echo "REQUIRED_FREE_GIB='200'" >>"$CFG"
+  export STUB_DF_AVAIL_KIB=$((50 * 1024 * 1024))
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "50 GiB free, 200 GiB required"
+  assert_calls 0 docker run
+}
