@@ -36,9 +36,8 @@ CONF
   assert_calls 5 docker "$BASE_REF"
   assert_calls 4 docker "run --rm --gpus all --shm-size 8g --user $(id -u):$(id -g)"
   # Order: consolidate < convert < fp16 < verify.
-  grep -n '^docker run' "$STUB_LOG" | grep -E 'consolidate|gptneox_convert|to_fp16|verify_weights' \
-    | sed -E 's/.*(consolidate|gptneox_convert|to_fp16|verify_weights).*/\1/' | tr '\n' ' ' >"$BATS_TEST_TMPDIR/order"
-  [ "$(cat "$BATS_TEST_TMPDIR/order")" = "consolidate gptneox_convert to_fp16 verify_weights " ]
+  grep '^docker run' "$STUB_LOG" | grep -oE '[a-z0-9_]+\.py' | tr '\n' ' ' >"$BATS_TEST_TMPDIR/order"
+  [ "$(cat "$BATS_TEST_TMPDIR/order")" = "consolidate_checkpoint.py huggingface_gptneox_convert.py to_fp16.py verify_weights.py " ]
   [ -f "$WORK/models/ft/2-gpu/config.ini" ]
   [ -f "$WORK/models/ft/2-gpu/.fp16" ]
   grep -q '^input_hash=' "$WORK/models/ft/.triton-ft-convert"
