@@ -262,7 +262,9 @@ function resolveModel(config: StackConfig, add: Add): ResolvedModel | undefined 
   const arch = m.arch ?? preset?.arch;
   if (!family || !source || !arch) return undefined;
   const repoName = source.kind === "huggingface" ? source.repo.split("/").pop() ?? "" : "model";
-  const name = m.name ?? preset?.name ?? repoName.toLowerCase().replace(/[^a-z0-9-]+/g, "-").slice(0, 39);
+  // Defaults must satisfy model.name's own rule (it names AWS and Kubernetes resources):
+  // preset names such as h2ogpt-oig-oasst1-512-6_9b carry an underscore.
+  const name = m.name ?? (preset?.name ?? repoName).toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+/, "").slice(0, 39);
   const tokenizerSource =
     m.source && "archive" in m.source && preset ? { repo: preset.repo, revision: m.source.archive.tokenizerRevision } : undefined;
   return { name, preset: preset?.name, family, source, tokenizerSource, arch };
