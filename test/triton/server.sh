@@ -16,13 +16,17 @@
 #                         written once the server is ready
 #   --log FILE            server log (default: a temp file, kept on failure)
 #   --ready-timeout SECS  readiness budget (default 180)
+#   --watch-pid PID       (serve mode) stop when process PID is gone, so a
+#                         test runner that dies cannot leave a server behind
 #   --http-port/--grpc-port/--metrics-port N   fixed ports (default: free ones)
 #
 # The Python backend's stub embeds a Python interpreter. It finds the cached
 # venv's packages because the venv's bin/ is first on PATH (the embedded
 # interpreter locates its prefix through `python3` on PATH, the same trick
-# pytriton itself uses), and PYTHONPATH adds the project's shared package
-# images/server/python.
+# pytriton itself uses). The stub starts that interpreter in isolated mode
+# (sys.flags.isolated=1, ignore_environment=1), so PYTHONPATH is ignored:
+# shared packages must sit in site-packages or next to model.py, whose folder
+# is on sys.path (test/triton/assemble.sh copies `tritonft` there).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,6 +42,7 @@ ready_timeout=180
 http_port=""
 grpc_port=""
 metrics_port=""
+watch_pid=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --model-repository) repo=${2:?}; shift 2 ;;
@@ -47,6 +52,7 @@ while [[ $# -gt 0 ]]; do
     --http-port) http_port=${2:?}; shift 2 ;;
     --grpc-port) grpc_port=${2:?}; shift 2 ;;
     --metrics-port) metrics_port=${2:?}; shift 2 ;;
+    --watch-pid) watch_pid=${2:?}; shift 2 ;;
     --) shift; break ;;
     *) die "unknown argument: $1 (see the usage at the top of $0)" ;;
   esac
@@ -145,7 +151,6 @@ log "phase: starting tritonserver (http 127.0.0.1:$http_port, grpc 127.0.0.1:$gr
 env \
   PATH="$venv/bin:$PATH" \
   LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  PYTHONPATH="$root/images/server/python${PYTHONPATH:+:$PYTHONPATH}" \
   PYTHONDONTWRITEBYTECODE=1 \
   "$binary" \
   --model-repository="$repo" \
@@ -204,8 +209,18 @@ if [[ $# -gt 0 ]]; then
   exit "$rc"
 fi
 
-# Serve until told to stop. `wait` returns early on a trapped signal, which
-# then runs the EXIT trap.
+# Serve until told to stop (a trapped signal interrupts `wait`/`sleep` and
+# runs the EXIT trap) or until the watched process is gone.
+if [[ -n $watch_pid ]]; then
+  while kill -0 "$server_pid" 2>/dev/null; do
+    if ! kill -0 "$watch_pid" 2>/dev/null; then
+      log "watched process $watch_pid is gone; shutting down"
+      exit 0
+    fi
+    sleep 1 &
+    wait $! || true
+  done
+fi
 rc=0
 wait "$server_pid" || rc=$?
 server_pid=""

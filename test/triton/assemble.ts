@@ -1,0 +1,166 @@
+/**
+ * Builds the model repository the real-server tests serve, from what `synth`
+ * renders for the test stack (test/triton/Pulumi.triton-test.yaml):
+ *
+ * - ensemble, preprocessing, postprocessing: synth's config.pbtxt, re-rendered
+ *   with one substitution, `tokenizer_path` pointing at a tokenizer the fixture
+ *   trains locally (the image path does not exist here; the Hub is never used);
+ * - fastertransformer: the same renderer with `backend: "python"`, serving the
+ *   CPU stand-in test/triton/ft_standin/1/model.py;
+ * - the project's Python models (images/server/model_repository) with the
+ *   shared `tritonft` package beside each model.py (the Python-backend stub
+ *   runs an isolated interpreter that ignores PYTHONPATH; the model folder is
+ *   on its sys.path).
+ *
+ * Before writing, it re-renders with the image's own tokenizer path and the
+ * real backend and requires the result to equal synth's files byte for byte,
+ * so the served configs differ from synth's only by those two substitutions.
+ */
+import { execFileSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { Plan } from "../../infra/plan";
+import { MODEL_NAMES, renderModelRepository, type RepositoryOptions } from "../../infra/render/modelRepository";
+
+export const ROOT = path.resolve(__dirname, "../..");
+/** synth reads Pulumi.<stack>.yaml from its working directory: this folder. */
+export const TEST_STACK_DIR = path.join(ROOT, "test/triton");
+export const TEST_STACK = "triton-test";
+
+/** What the tests need to know about the served repository. */
+export interface HarnessInfo {
+  repository: string;
+  maxBatchSize: number;
+  maxInputLen: number;
+  maxOutputLen: number;
+  startId: number;
+  endId: number;
+  padId: number;
+  /** Text of the tokenizer's end token, so a test can put end_id inside a prompt. */
+  endToken: string;
+}
+
+interface TokenizerInfo {
+  path: string;
+  start_id: number;
+  end_id: number;
+  pad_id: number;
+  vocab_size: number;
+}
+
+function log(message: string): void {
+  process.stderr.write(`${new Date().toISOString().slice(11, 19)} [assemble] ${message}\n`);
+}
+
+/** Runs synth for the test stack into `<work>/synth` and returns its plan. */
+export function runSynth(work: string, stack = TEST_STACK, stackDir = TEST_STACK_DIR): { plan: Plan; repository: string } {
+  const out = path.join(work, "synth");
+  rmSync(out, { recursive: true, force: true });
+  log(`synth --stack ${stack} --out ${out} (in ${path.relative(ROOT, stackDir) || "."})`);
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/tsx/dist/cli.mjs"), path.join(ROOT, "scripts/synth.ts"), "--stack", stack, "--out", out], {
+    cwd: stackDir,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const plan = JSON.parse(readFileSync(path.join(out, "plan.json"), "utf8")) as Plan;
+  return { plan, repository: path.join(out, "model-repository") };
+}
+
+export function optionsFromPlan(plan: Plan): RepositoryOptions {
+  return {
+    family: plan.model.family,
+    tensorParallel: plan.serving.tensorParallel,
+    maxBatchSize: plan.serving.maxBatchSize,
+    maxInputLen: plan.serving.maxInputLen,
+    maxOutputLen: plan.serving.maxOutputLen,
+    checkpointPath: plan.modelRepository.checkpointPath,
+    tokenizerPath: plan.modelRepository.tokenizerPath,
+    startId: plan.model.tokens.startId,
+    endId: plan.model.tokens.endId,
+    padId: plan.model.tokens.padId,
+    customAllReduce: plan.serving.customAllReduce,
+  };
+}
+
+/** The re-rendered repository must be synth's, or the tests would prove something else. */
+export function checkMatchesSynth(options: RepositoryOptions, synthRepository: string): void {
+  for (const file of renderModelRepository(options).files) {
+    const synthFile = path.join(synthRepository, file.path);
+    if (!existsSync(synthFile)) throw new Error(`synth did not write ${file.path}`);
+    if (readFileSync(synthFile, "utf8") !== file.content) {
+      throw new Error(`${file.path}: synth's output differs from the renderer fed with synth's own plan.json`);
+    }
+  }
+}
+
+function makeTokenizer(python: string, dir: string): TokenizerInfo {
+  const script = path.join(ROOT, "test/python/fixtures/make_tokenizer.py");
+  const stdout = execFileSync(python, [script, dir], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const lastLine = stdout.trim().split("\n").pop() ?? "";
+  return JSON.parse(lastLine) as TokenizerInfo;
+}
+
+function tokenText(tokenizerDir: string, id: number): string {
+  const parsed = JSON.parse(readFileSync(path.join(tokenizerDir, "tokenizer.json"), "utf8")) as {
+    added_tokens?: { id: number; content: string }[];
+  };
+  const token = parsed.added_tokens?.find((t) => t.id === id);
+  if (token === undefined) throw new Error(`tokenizer in ${tokenizerDir} has no added token with id ${id}`);
+  return token.content;
+}
+
+function copyPythonModel(name: "preprocessing" | "postprocessing", versionDir: string): void {
+  const source = path.join(ROOT, "images/server/model_repository", name, "1");
+  for (const entry of readdirSync(source)) {
+    if (entry === "__pycache__") continue;
+    cpSync(path.join(source, entry), path.join(versionDir, entry), { recursive: true });
+  }
+  cpSync(path.join(ROOT, "images/server/python/tritonft"), path.join(versionDir, "tritonft"), {
+    recursive: true,
+    filter: (src) => !src.includes("__pycache__"),
+  });
+}
+
+/**
+ * Assemble `<work>/repository` (and `<work>/tokenizer`) for a plan rendered by
+ * synth. `python` must have the pinned tokenizers package (the triton venv).
+ */
+export function assembleRepository(work: string, python: string, plan: Plan, synthRepository: string): HarnessInfo {
+  const imageOptions = optionsFromPlan(plan);
+  checkMatchesSynth(imageOptions, synthRepository);
+
+  const tokenizerDir = path.join(work, "tokenizer");
+  rmSync(tokenizerDir, { recursive: true, force: true });
+  const tokenizer = makeTokenizer(python, tokenizerDir);
+  const ids = plan.model.tokens;
+  if (tokenizer.start_id !== ids.startId || tokenizer.end_id !== ids.endId) {
+    throw new Error(
+      `test stack token ids (start ${ids.startId}, end ${ids.endId}) do not match the fixture tokenizer ` +
+        `(start ${tokenizer.start_id}, end ${tokenizer.end_id}); fix test/triton/Pulumi.${TEST_STACK}.yaml`,
+    );
+  }
+  if (plan.model.arch.vocab !== tokenizer.vocab_size) {
+    throw new Error(`test stack vocab ${plan.model.arch.vocab} != fixture tokenizer vocab ${tokenizer.vocab_size}`);
+  }
+
+  const repository = path.join(work, "repository");
+  rmSync(repository, { recursive: true, force: true });
+  const rendered = renderModelRepository({ ...imageOptions, tokenizerPath: tokenizer.path }, { backend: "python" });
+  for (const dir of rendered.directories) mkdirSync(path.join(repository, dir), { recursive: true });
+  for (const file of rendered.files) writeFileSync(path.join(repository, file.path), file.content);
+  for (const name of MODEL_NAMES) {
+    const versionDir = path.join(repository, name, "1");
+    if (name === "preprocessing" || name === "postprocessing") copyPythonModel(name, versionDir);
+    if (name === "fastertransformer") cpSync(path.join(ROOT, "test/triton/ft_standin/1/model.py"), path.join(versionDir, "model.py"));
+  }
+  log(`repository ready: ${repository}`);
+  return {
+    repository,
+    maxBatchSize: imageOptions.maxBatchSize,
+    maxInputLen: imageOptions.maxInputLen,
+    maxOutputLen: imageOptions.maxOutputLen,
+    startId: imageOptions.startId,
+    endId: imageOptions.endId,
+    padId: imageOptions.padId,
+    endToken: tokenText(tokenizer.path, imageOptions.endId),
+  };
+}
