@@ -142,6 +142,10 @@ ensure_dir() {
 # an error, since a silently skipped input would make the hash lie.
 hash_files() {
   local p
+  # Checked up front: a die inside the pipeline below would only end a subshell.
+  for p in "$@"; do
+    [[ -e $p ]] || die "input to hash does not exist: $p"
+  done
   {
     for p in "$@"; do
       if [[ -d $p ]]; then
@@ -149,8 +153,6 @@ hash_files() {
         (cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
       elif [[ -f $p ]]; then
         printf 'file %s %s\n' "$p" "$(sha256sum <"$p" | cut -d' ' -f1)"
-      else
-        die "input to hash does not exist: $p"
       fi
     done
   } | sha256sum | cut -d' ' -f1
@@ -229,17 +231,19 @@ step_done() {
 # retry <attempts> <delay-seconds> <cmd...> : runs cmd until it succeeds,
 # doubling the delay after each failure.
 retry() {
-  local attempts=$1 delay=$2 n=1
+  # Prefixed locals: bash scoping is dynamic, so plain names like `n` would
+  # be visible to (and clobbered by) the command being retried.
+  local _r_attempts=$1 _r_delay=$2 _r_n=1
   shift 2
   until "$@"; do
-    if ((n >= attempts)); then
-      log "command failed after $n attempts: $1"
+    if ((_r_n >= _r_attempts)); then
+      log "command failed after $_r_n attempts: $1"
       return 1
     fi
-    warn "attempt $n/$attempts of '$1' failed; retrying in ${delay}s"
-    sleep "$delay"
-    n=$((n + 1))
-    delay=$((delay * 2))
+    warn "attempt $_r_n/$_r_attempts of '$1' failed; retrying in ${_r_delay}s"
+    sleep "$_r_delay"
+    _r_n=$((_r_n + 1))
+    _r_delay=$((_r_delay * 2))
   done
 }
 

@@ -23,6 +23,7 @@ common_setup() {
   mkdir -p "$T/scripts"
   cp -a "$REPO_ROOT/scripts/remote" "$T/scripts/remote"
   cp -a "$REPO_ROOT/scripts/convert" "$T/scripts/convert"
+  # shellcheck disable=SC2034 # read by the .bats files
   S=$T/scripts/remote
   local t
   for t in "${STUB_TOOLS[@]}"; do
@@ -54,6 +55,7 @@ assert_calls() {
 
 # assert_output_has <substring> : checks bats' $output.
 assert_output_has() {
+  # shellcheck disable=SC2154 # $output is set by bats' run
   if [[ $output != *"$1"* ]]; then
     echo "output lacks '$1':" >&2
     echo "$output" >&2

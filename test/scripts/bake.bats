@@ -1,0 +1,153 @@
+#!/usr/bin/env bats
+# bake.sh under stubbed docker/aws: context layout, launcher, tags, refusals.
+
+load helpers
+
+SERVER_REPO=123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test-server
+
+setup() {
+  common_setup
+  local B=$BATS_TEST_TMPDIR
+  mkdir -p "$WORK/models/ft/1-gpu" "$WORK/build" "$B/repo" "$WORK/models/source"
+  printf '[gptneox]\nhead_num = 32\n' >"$WORK/models/ft/1-gpu/config.ini"
+  printf 'w' >"$WORK/models/ft/1-gpu/model.wte.bin"
+  echo 'input_hash=conv1' >"$WORK/models/ft/.triton-ft-convert"
+  printf '1 2 3\n' >"$WORK/build/gemm_config.in"
+  for m in ensemble preprocessing fastertransformer postprocessing; do
+    mkdir -p "$B/repo/$m/1"
+    echo "name: \"$m\"" >"$B/repo/$m/config.pbtxt"
+  done
+  echo '{"tokenizer":true}' >"$WORK/models/source/tokenizer.json"
+  echo '{}' >"$WORK/models/source/tokenizer_config.json"
+  echo '{"files":[]}' >"$B/expected-weights.json"
+  CFG=$B/bake.env
+  cat >"$CFG" <<CONF
+WORK_ROOT='$WORK'
+AWS_REGION='us-east-1'
+BASE_IMAGE='$BASE_REF'
+ECR_REPOSITORY_URL='$SERVER_REPO'
+DOCKERFILE_DIR='$REPO_ROOT/images/server'
+WEIGHTS_DIR='$WORK/models/ft/1-gpu'
+EXPECTED_WEIGHTS_JSON='$B/expected-weights.json'
+CHECKPOINT_PATH='/models/fastertransformer/1/1-gpu'
+GEMM_CONFIG='$WORK/build/gemm_config.in'
+MODEL_REPOSITORY_DIR='$B/repo'
+MODEL_REPOSITORY_PATH='/models'
+PYTHON_PACKAGE_DIR='$REPO_ROOT/images/server/python'
+PYTHON_MODELS_DIR='$REPO_ROOT/images/server/model_repository'
+TOKENIZER_SOURCE_DIR='$WORK/models/source'
+TOKENIZER_FILES=('tokenizer.json' 'tokenizer_config.json')
+TOKENIZER_PATH='/models/tokenizer'
+LAUNCH_ARGV=(mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver '--model-repository=/models' '--log-info=true')
+LAUNCH_CUDA_VISIBLE_DEVICES='0'
+CONF
+}
+
+@test "bake: verifies, assembles the context, builds FROM the digest, pushes and prints the ref" {
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_calls 1 docker "verify_weights.py --expected $BATS_TEST_TMPDIR/expected-weights.json $WORK/models/ft/1-gpu"
+  assert_calls 1 docker "--build-arg BASE_IMAGE=$BASE_REF"
+  assert_calls 1 docker "--build-arg CHECKPOINT_PATH=/models/fastertransformer/1/1-gpu"
+  assert_calls 1 docker "--build-arg CUDA_VISIBLE_DEVICES=0"
+  assert_calls 1 docker "push $SERVER_REPO:bake-"
+  [[ $output =~ RESULT\ image=$SERVER_REPO@sha256:[0-9a-f]{64} ]]
+  ctx=$STUB_STATE/last-build-context
+  for f in ./Dockerfile ./weights/config.ini ./weights/model.wte.bin ./gemm_config.in \
+    ./model-repository/ensemble/config.pbtxt ./python-models/preprocessing/1/model.py \
+    ./python-models/postprocessing/1/model.py ./python/tritonft/__init__.py \
+    ./tokenizer/tokenizer.json ./tokenizer/tokenizer_config.json ./serve; do
+    grep -qx -- "$f" "$ctx" || { echo "context lacks $f" >&2; cat "$ctx" >&2; return 1; }
+  done
+  # The launcher runs the plan's command from the WORKDIR holding gemm_config.in.
+  grep -qx 'cd /workspace' "$STUB_STATE/last-serve"
+  grep -q 'exec mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/models --log-info=true "\$@"' "$STUB_STATE/last-serve"
+  grep -q 'CUDA_VISIBLE_DEVICES:-0' "$STUB_STATE/last-serve"
+  bash -n "$STUB_STATE/last-serve"
+  grep -q "^image=$SERVER_REPO@sha256:" "$WORK/results/server-image.env"
+}
+
+@test "bake: same inputs skip; a changed tokenizer re-bakes with a new tag" {
+  run bash "$S/bake.sh" "$CFG"
+  tag1=$(sed -n 's/^RESULT tag=//p' <<<"$output")
+  run bash "$S/bake.sh" "$CFG"
+  assert_output_has "skipping"
+  assert_output_has "RESULT tag=$tag1"
+  assert_calls 1 docker build
+  echo '{"tokenizer":2}' >"$WORK/models/source/tokenizer.json"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  tag2=$(sed -n 's/^RESULT tag=//p' <<<"$output")
+  [ "$tag1" != "$tag2" ]
+  assert_calls 2 docker build
+}
+
+@test "bake: an image already in ECR is reused without building" {
+  run bash "$S/bake.sh" "$CFG"
+  rm -rf "$WORK/state"
+  : >"$STUB_LOG"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "already in ECR"
+  assert_calls 0 docker build
+}
+
+@test "bake: refuses to bake when the weight verifier fails" {
+  export STUB_VERIFY_RC=1
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "weight verifier failed"
+  assert_calls 0 docker build
+  [ ! -e "$WORK/state/bake.done" ]
+}
+
+@test "bake: refuses a missing config.ini, gemm_config.in, model or tokenizer file" {
+  rm "$WORK/models/ft/1-gpu/config.ini"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "has no config.ini; refusing to bake"
+  printf '[gptneox]\n' >"$WORK/models/ft/1-gpu/config.ini"
+  rm "$WORK/build/gemm_config.in"
+  run bash "$S/bake.sh" "$CFG"
+  assert_output_has "run the gemm step first"
+  printf '1\n' >"$WORK/build/gemm_config.in"
+  rm "$BATS_TEST_TMPDIR/repo/ensemble/config.pbtxt"
+  run bash "$S/bake.sh" "$CFG"
+  assert_output_has "model repository lacks ensemble/config.pbtxt"
+  echo 'name: "ensemble"' >"$BATS_TEST_TMPDIR/repo/ensemble/config.pbtxt"
+  rm "$WORK/models/source/tokenizer_config.json"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "tokenizer file missing"
+  assert_calls 0 docker
+}
+
+@test "bake: resumes after a failed push" {
+  export STUB_FAIL_ALWAYS='docker:push'
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "failed in phase 'push'"
+  [ ! -e "$WORK/state/bake.done" ]
+  unset STUB_FAIL_ALWAYS
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  [ -e "$WORK/state/bake.done" ]
+  [ ! -e "$WORK/tmp/bake-context" ]
+}
+
+@test "bake: refuses a tag-only base image and a bad GPU list" {
+  sed -i "s|^BASE_IMAGE=.*|BASE_IMAGE='triton_with_ft:23.05'|" "$CFG"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "BASE_IMAGE must be digest-pinned"
+  sed -i "s|^BASE_IMAGE=.*|BASE_IMAGE='$BASE_REF'|; s|^LAUNCH_CUDA_VISIBLE_DEVICES=.*|LAUNCH_CUDA_VISIBLE_DEVICES='all'|" "$CFG"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "LAUNCH_CUDA_VISIBLE_DEVICES must be a GPU index list"
+}
+
+@test "server Dockerfile orders layers weights -> gemm -> repository -> python -> models -> tokenizer" {
+  order=$(grep -E '^COPY ' "$REPO_ROOT/images/server/Dockerfile" | awk '{print $2}' | tr '\n' ' ')
+  [ "$order" = "weights/ gemm_config.in model-repository/ python/ python-models/ tokenizer/ serve " ]
+  grep -qx 'FROM ${BASE_IMAGE}' "$REPO_ROOT/images/server/Dockerfile"
+}

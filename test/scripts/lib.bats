@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# Unit tests of scripts/remote/lib.sh helpers.
+
+load helpers
+
+setup() {
+  common_setup
+  # shellcheck source=scripts/remote/lib.sh
+  source "$S/lib.sh"
+}
+
+@test "lib: retry stops at the first success and gives up after N attempts" {
+  n=0
+  flaky() { n=$((n + 1)); ((n >= 3)); }
+  retry 5 1 flaky
+  [ "$n" -eq 3 ]
+  n=0
+  run retry 2 1 false
+  [ "$status" -ne 0 ]
+  assert_output_has "command failed after 2 attempts"
+}
+
+@test "lib: hash_files depends on content and names, and fails on a missing input" {
+  mkdir -p "$BATS_TEST_TMPDIR/d"
+  echo a >"$BATS_TEST_TMPDIR/d/x"
+  h1=$(hash_files "$BATS_TEST_TMPDIR/d")
+  echo b >"$BATS_TEST_TMPDIR/d/x"
+  h2=$(hash_files "$BATS_TEST_TMPDIR/d")
+  mv "$BATS_TEST_TMPDIR/d/x" "$BATS_TEST_TMPDIR/d/y"
+  h3=$(hash_files "$BATS_TEST_TMPDIR/d")
+  [ "$h1" != "$h2" ] && [ "$h2" != "$h3" ]
+  [[ $h1 =~ ^[0-9a-f]{64}$ ]]
+  run hash_files "$BATS_TEST_TMPDIR/missing"
+  [ "$status" -ne 0 ]
+  assert_output_has "input to hash does not exist"
+}
+
+@test "lib: placeholders are replaced in every element, other text untouched" {
+  argv=(python3 '{{SRC}}/x' '--out={{OUT}}' plain '{{SRC}}{{OUT}}')
+  substitute_placeholders argv "SRC=/a b" "OUT=/o"
+  [ "${argv[1]}" = "/a b/x" ]
+  [ "${argv[2]}" = "--out=/o" ]
+  [ "${argv[3]}" = "plain" ]
+  [ "${argv[4]}" = "/a b/o" ]
+}
+
+@test "lib: commit pins accept 40 hex only" {
+  GOOD=0123456789abcdef0123456789abcdef01234567
+  require_commit_pin GOOD
+  for bad in main v1.0 0123456 "0123456789abcdef0123456789abcdef0123456g"; do
+    BAD=$bad
+    run require_commit_pin BAD
+    [ "$status" -ne 0 ]
+    assert_output_has "missing pin"
+  done
+}
+
+@test "lib: replace_dir swaps a staged folder in and drops the old one" {
+  mkdir -p "$BATS_TEST_TMPDIR/final" "$BATS_TEST_TMPDIR/staged"
+  echo old >"$BATS_TEST_TMPDIR/final/f"
+  echo new >"$BATS_TEST_TMPDIR/staged/f"
+  replace_dir "$BATS_TEST_TMPDIR/staged" "$BATS_TEST_TMPDIR/final"
+  [ "$(cat "$BATS_TEST_TMPDIR/final/f")" = new ]
+  [ ! -e "$BATS_TEST_TMPDIR/staged" ]
+  [ -z "$(find "$BATS_TEST_TMPDIR" -maxdepth 1 -name 'final.old*')" ]
+}
+
+@test "lib: describe-images errors other than a missing tag are fatal" {
+  export STUB_FAIL_ALWAYS='aws:describe-images'
+  run ecr_tag_digest us-east-1 repo tag
+  [ "$status" -ne 0 ]
+  assert_output_has "cannot query ECR repository repo"
+  unset STUB_FAIL_ALWAYS
+  run ecr_tag_digest us-east-1 repo tag
+  [ "$status" -eq 0 ]
+  [ -z "$output" ]
+}
