@@ -9,7 +9,19 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildPlan, type Plan } from "../../infra/plan";
 import type { ConversionStep } from "../../infra/plan/conversion";
-import { renderFastertransformer } from "../../infra/render/modelRepository";
+import {
+  ENSEMBLE_INPUTS,
+  ENSEMBLE_OUTPUTS,
+  ENSEMBLE_STEPS,
+  FASTERTRANSFORMER_INPUTS,
+  FASTERTRANSFORMER_OUTPUTS,
+  POSTPROCESSING_INPUTS,
+  POSTPROCESSING_OUTPUTS,
+  PREPROCESSING_INPUTS,
+  PREPROCESSING_OUTPUTS,
+  renderFastertransformer,
+  type TensorSpec,
+} from "../../infra/render/modelRepository";
 import { formatProblems, resolveStack, type ResolvedStack } from "../../infra/validate";
 import { withOverrides, type RawConfig } from "../lib/fixtures";
 import { SEED_CASES } from "./seedCases";
@@ -233,5 +245,37 @@ describe("fastertransformer stand-in", () => {
     const standIn = renderFastertransformer(opts, { backend: "python" });
     expect(renderFastertransformer(opts)).toBe(real);
     expect(standIn).toBe(real.replace('backend: "fastertransformer"', 'backend: "python"'));
+  });
+});
+
+describe("ensemble wiring", () => {
+  const models: Record<string, { inputs: readonly TensorSpec[]; outputs: readonly TensorSpec[] }> = {
+    preprocessing: { inputs: PREPROCESSING_INPUTS, outputs: PREPROCESSING_OUTPUTS },
+    fastertransformer: { inputs: FASTERTRANSFORMER_INPUTS, outputs: FASTERTRANSFORMER_OUTPUTS },
+    postprocessing: { inputs: POSTPROCESSING_INPUTS, outputs: POSTPROCESSING_OUTPUTS },
+  };
+
+  it("connects every step input to an ensemble input or an earlier output, with matching types", () => {
+    const available = new Map<string, { spec: TensorSpec; optional: boolean }>(ENSEMBLE_INPUTS.map((s) => [s.name, { spec: s, optional: !!s.optional }]));
+    for (const step of ENSEMBLE_STEPS) {
+      const m = models[step.model];
+      for (const input of m.inputs) {
+        const source = step.inputMap[input.name];
+        if (!input.optional) expect(source, `${step.model}.${input.name} is required`).toBeDefined();
+        if (source === undefined) continue;
+        const from = available.get(source);
+        expect(from, `${step.model}.${input.name} <- ${source}`).toBeDefined();
+        expect(from?.spec.dataType, `${step.model}.${input.name} type`).toBe(input.dataType);
+        // An optional ensemble input may only feed an optional model input.
+        if (from?.optional) expect(input.optional, `${step.model}.${input.name} must be optional`).toBe(true);
+      }
+      for (const key of Object.keys(step.inputMap)) expect(m.inputs.map((i) => i.name)).toContain(key);
+      for (const [key, target] of Object.entries(step.outputMap)) {
+        const spec = m.outputs.find((o) => o.name === key);
+        expect(spec, `${step.model} has output ${key}`).toBeDefined();
+        if (spec) available.set(target, { spec, optional: false });
+      }
+    }
+    for (const out of ENSEMBLE_OUTPUTS) expect(available.get(out.name)?.spec.dataType, `ensemble output ${out.name}`).toBe(out.dataType);
   });
 });
