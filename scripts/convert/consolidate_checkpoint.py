@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hf_checkpoint import BIN_INDEX, CheckpointError, copy_side_files, load_state_dict, prepare_output, publish
+from hf_checkpoint import BIN_INDEX, CheckpointError, copy_side_files, discard, load_state_dict, prepare_output, publish
 
 
 def parse_size(text: str) -> int:
@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         publish(tmp, args.output)
     except (CheckpointError, OSError) as err:
         print(f"consolidate_checkpoint: {err}", file=sys.stderr)
+        discard(tmp)
         return 1
     print(
         f"consolidate_checkpoint: wrote {len(state)} tensors to {args.output} as {', '.join(files)}"

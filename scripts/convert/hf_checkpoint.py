@@ -142,3 +142,9 @@ def publish(tmp: Path, output: Path) -> None:
     if output.exists():
         output.rmdir()  # prepare_output guaranteed it is empty
     tmp.rename(output)
+
+
+def discard(tmp: Path | None) -> None:
+    """Remove an unfinished temp output after a failure."""
+    if tmp is not None and tmp.exists():
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs the Python test suites, each in its cached venv (test/lib/pyenv.sh):
+#   light: everything under test/python except torch_tests/ (requirements.lock, no torch)
+#   torch: test/python/torch_tests (requirements-torch.lock; the PyPI torch wheel pulls
+#          GBs of CUDA libraries, so that venv is built once and reused by its lock hash)
+# usage: test/python/run.sh [all|light|torch] [extra pytest args...]
+# With TEST_REPORT_DIR set, writes $TEST_REPORT_DIR/python-<suite>.xml (JUnit).
+# Exits non-zero if any test failed or a suite could not run.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+suite=${1:-all}
+[[ $# -gt 0 ]] && shift
+
+log() { printf '%s [test/python] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
+
+case $suite in
+  all | light | torch) ;;
+  *) echo "usage: $0 [all|light|torch] [pytest args...]" >&2; exit 2 ;;
+esac
+
+# Keep the work tree free of __pycache__ and make sure nothing reaches the Hub.
+export PYTHONDONTWRITEBYTECODE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
+
+run_suite() {
+  local name=$1 lock=$2
+  shift 2
+  local started venv rc=0
+  started=$(date +%s)
+  log "$name: preparing venv from ${lock#"$repo"/}"
+  venv=$("$repo/test/lib/pyenv.sh" "$lock")
+  log "$name: venv ready in $(($(date +%s) - started))s: $venv"
+  local report=()
+  if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+    mkdir -p "$TEST_REPORT_DIR"
+    report=(--junitxml="$TEST_REPORT_DIR/python-$name.xml")
+  fi
+  log "$name: running pytest"
+  (cd "$here" && "$venv/bin/python" -m pytest -p no:cacheprovider "${report[@]}" "$@") || rc=$?
+  log "$name: pytest exited $rc after $(($(date +%s) - started))s"
+  return "$rc"
+}
+
+status=0
+if [[ $suite == all || $suite == light ]]; then
+  run_suite light "$here/requirements.lock" "$here" --ignore="$here/torch_tests" "$@" || status=1
+fi
+if [[ $suite == all || $suite == torch ]]; then
+  run_suite torch "$here/requirements-torch.lock" "$here/torch_tests" "$@" || status=1
+fi
+if [[ $status -ne 0 ]]; then
+  log "FAILED: at least one Python suite failed"
+else
+  log "all Python suites passed"
+fi
+exit "$status"
