@@ -1,0 +1,131 @@
+/**
+ * Renders, through `synth` itself, the model repository of every catalog
+ * preset on every serving shape of a small matrix that the stack validation
+ * accepts (single GPU, TP 2/4 on g5.12xlarge, TP 8 on p4d with custom
+ * all-reduce), plus the test stack with the Python stand-in backend. The
+ * schema test (test_pbtxt_schema.py) parses every config.pbtxt written here.
+ *
+ *   npx tsx test/triton/render-presets.ts <out-dir>
+ *
+ * Prints one line per rendered variant; exits 1 if a preset validates on no
+ * serving shape at all (the catalog would hold a preset nobody can deploy).
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { stringify } from "yaml";
+import { PROJECT } from "../../infra/config";
+import { MODEL_PRESETS, type ModelPreset } from "../../infra/model/catalog";
+import { buildPlan } from "../../infra/plan";
+import { renderModelRepository } from "../../infra/render/modelRepository";
+import { resolveStack } from "../../infra/validate";
+import { main as synth } from "../../scripts/synth";
+import { optionsFromPlan } from "./assemble";
+
+interface Shape {
+  serving: string;
+  builder: string;
+  tensorParallel: number;
+}
+
+const SHAPES: readonly Shape[] = [
+  { serving: "g5.2xlarge", builder: "g5.48xlarge", tensorParallel: 1 },
+  { serving: "g5.12xlarge", builder: "g5.48xlarge", tensorParallel: 2 },
+  { serving: "g5.12xlarge", builder: "g5.48xlarge", tensorParallel: 4 },
+  { serving: "p4de.24xlarge", builder: "p4de.24xlarge", tensorParallel: 1 },
+  { serving: "p4d.24xlarge", builder: "p4d.24xlarge", tensorParallel: 8 },
+];
+
+// Rendering never fetches anything: any well-formed pin will do.
+const FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567";
+const FAKE_SHA256 = "0123456789abcdef".repeat(4);
+
+function stackConfig(preset: ModelPreset, shape: Shape): Record<string, unknown> {
+  const source = preset.archive
+    ? { archive: { url: preset.archive.url, sha256: FAKE_SHA256, tokenizerRevision: FAKE_COMMIT } }
+    : { huggingface: { repo: preset.repo, revision: FAKE_COMMIT } };
+  return {
+    model: { preset: preset.name, source },
+    build: {
+      backendCommit: FAKE_COMMIT,
+      ftCommit: FAKE_COMMIT,
+      builderInstanceType: shape.builder,
+      sshAllowedCidrs: ["198.51.100.7/32"],
+    },
+    serving: { instanceType: shape.serving, tensorParallel: shape.tensorParallel },
+    cluster: { mode: "create" },
+    network: { mode: "create" },
+  };
+}
+
+function main(argv: string[]): number {
+  const outRoot = argv[0];
+  if (!outRoot) {
+    console.error("usage: npx tsx test/triton/render-presets.ts <out-dir>");
+    return 2;
+  }
+  const stacks = mkdtempSync(path.join(os.tmpdir(), "triton-ft-presets-"));
+  let failed = false;
+  // variant folder -> preset, so the schema test can tell that every preset was rendered.
+  const index: Record<string, string> = {};
+  try {
+    for (const preset of MODEL_PRESETS) {
+      let rendered = 0;
+      const refusals: string[] = [];
+      for (const shape of SHAPES) {
+        const raw = stackConfig(preset, shape);
+        const resolved = resolveStack(raw, { hfToken: false, kubeconfig: false });
+        if (!resolved.stack) {
+          refusals.push(`  ${shape.serving} TP ${shape.tensorParallel}: ${resolved.problems.map((p) => `${p.key} ${p.message}`).join("; ")}`);
+          continue;
+        }
+        const name = `${preset.name}-${shape.serving.replace(/\./g, "-")}-tp${shape.tensorParallel}`;
+        const config = Object.fromEntries(Object.entries(raw).map(([k, v]) => [`${PROJECT}:${k}`, v]));
+        writeFileSync(path.join(stacks, `Pulumi.${name}.yaml`), stringify({ config: { "aws:region": "us-east-1", ...config } }));
+        const errors: string[] = [];
+        const code = synth(["--stack", name, "--out", path.join(outRoot, name)], {
+          cwd: stacks,
+          repoRoot: path.resolve(__dirname, "../.."),
+          stdout: () => undefined,
+          stderr: (line) => errors.push(line),
+        });
+        if (code !== 0) {
+          console.error(`${name}: synth failed:\n${errors.join("\n")}`);
+          failed = true;
+          continue;
+        }
+        console.log(`rendered ${name}`);
+        index[name] = preset.name;
+        rendered++;
+      }
+      if (rendered === 0) {
+        console.error(`${preset.name}: no serving shape of the matrix validates:\n${refusals.join("\n")}`);
+        failed = true;
+      }
+    }
+    // The stand-in variant the real-server suite serves: same renderer, python backend.
+    const testStack = resolveStack(stackConfig(MODEL_PRESETS.find((p) => p.name === "gpt2") ?? MODEL_PRESETS[0], SHAPES[0]), {
+      hfToken: false,
+      kubeconfig: false,
+    }).stack;
+    if (!testStack) throw new Error("gpt2 stand-in variant does not validate");
+    const standin = renderModelRepository(optionsFromPlan(buildPlan(testStack)), { backend: "python" });
+    for (const file of standin.files) {
+      const target = path.join(outRoot, "standin-python-backend", "model-repository", file.path);
+      mkdirSync(path.dirname(target), { recursive: true });
+      writeFileSync(target, file.content);
+    }
+    console.log("rendered standin-python-backend");
+    writeFileSync(
+      path.join(outRoot, "variants.json"),
+      JSON.stringify({ presets: MODEL_PRESETS.map((p) => p.name), variants: index }, null, 2),
+    );
+  } finally {
+    rmSync(stacks, { recursive: true, force: true });
+  }
+  return failed ? 1 : 0;
+}
+
+if (require.main === module) {
+  process.exitCode = main(process.argv.slice(2));
+}
