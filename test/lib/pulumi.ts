@@ -33,6 +33,12 @@ export interface RunOptions {
 
 const SECRET_SIG = "4dabf18193072939515e22adb298388d";
 
+/** `waitForRPCs` is exported by the runtime but not typed: it settles every pending registration. */
+async function waitForRPCs(runtime: object): Promise<void> {
+  const fn = (runtime as { waitForRPCs?: () => Promise<void> }).waitForRPCs;
+  if (fn) await fn();
+}
+
 /** Secrets reach the mock wrapped in a signature object; give tests plain values. */
 export function unwrapSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(unwrapSecrets);
@@ -55,8 +61,8 @@ export async function runProgram(config: Record<string, unknown>, opts: RunOptio
       newResource(args) {
         const inputs = unwrapSecrets(args.inputs) as Record<string, unknown>;
         const { id, state } = resourceState(args.type, args.name, inputs);
-        resources.push({ type: args.type, name: args.name, inputs, state, id: args.id ?? id, provider: args.provider });
-        return { id: args.id ?? id, state };
+        resources.push({ type: args.type, name: args.name, inputs, state, id: args.id || id, provider: args.provider });
+        return { id: args.id || id, state };
       },
       call(args) {
         const fn = CALL_RESULTS[args.token];
@@ -77,18 +83,25 @@ export async function runProgram(config: Record<string, unknown>, opts: RunOptio
   pulumi.runtime.setAllConfig(all, secretKeys);
 
   const { program } = await import("../../infra/program");
-  const result = program() as Record<string, unknown>;
   const outputs: Record<string, unknown> = {};
   const secretOutputs: string[] = [];
-  for (const [k, v] of Object.entries(result)) {
-    if (pulumi.Output.isInstance(v)) {
-      if (await v.isSecret) secretOutputs.push(k);
-      outputs[k] = await new Promise((resolve) => pulumi.unsecret(v).apply(resolve));
-    } else {
-      outputs[k] = v;
+  try {
+    const result = program() as Record<string, unknown>;
+    for (const [k, v] of Object.entries(result)) {
+      if (pulumi.Output.isInstance(v)) {
+        if (await pulumi.isSecret(v)) secretOutputs.push(k);
+        outputs[k] = await new Promise((resolve) => pulumi.unsecret(v).apply(resolve));
+      } else {
+        outputs[k] = v;
+      }
     }
+    await waitForRPCs(pulumi.runtime);
+  } catch (err) {
+    // A program that fails after registering resources leaves RPCs in flight;
+    // let them settle against this run's mocks, not the next test's.
+    await waitForRPCs(pulumi.runtime).catch(() => undefined);
+    throw err;
   }
-  await pulumi.runtime.waitForRPCs?.();
   return {
     resources,
     outputs,
