@@ -4,6 +4,7 @@
  * under mocks.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { createBuild } from "./components/build";
 import { PROJECT } from "./config";
 import { loadStack } from "./stackConfig";
 import { stackTags } from "./tags";
@@ -18,9 +19,9 @@ export interface StackOutputs {
 }
 
 export function program(): StackOutputs {
-  const { stack } = loadStack();
+  const { stack, secrets } = loadStack();
   const tags = stackTags(PROJECT, pulumi.getStack(), stack);
-  void tags;
+  const build = createBuild(stack, secrets, tags);
   const m = stack.model;
   const modelSource = m.source.kind === "huggingface" ? `hf://${m.source.repo}@${m.source.revision}` : `${m.source.url}#sha256=${m.source.sha256}`;
   return {
@@ -28,5 +29,6 @@ export function program(): StackOutputs {
     modelFamily: m.family,
     modelSource,
     tensorParallel: stack.config.serving.tensorParallel,
+    ...build.outputs,
   };
 }

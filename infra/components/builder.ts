@@ -187,7 +187,10 @@ export class Builder extends pulumi.ComponentResource {
         ignoreChanges: pinnedAmi ? [] : ["ami"],
       },
     );
-    this.publicIp = this.instance.publicIp;
+    // A stable address: a stopped and restarted builder (build.stopBuilderWhenDone)
+    // would otherwise come back on a new public IP the SSH connection does not know.
+    const eip = new aws.ec2.Eip(`${name}`, { domain: "vpc", instance: this.instance.id, tags }, parent);
+    this.publicIp = eip.publicIp;
     this.registerOutputs({ instanceId: this.instance.id, publicIp: this.publicIp, amiId: this.amiId });
   }
 }

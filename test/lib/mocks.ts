@@ -58,6 +58,15 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
     stdout: `done\nRESULT image=${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/${name}@sha256:${hex(name + JSON.stringify(i.triggers ?? []), 64)}\n`,
     stderr: "",
   }),
+  // awsx's VPC is a remote component: the mock stands in for everything it creates.
+  "awsx:ec2:Vpc": (name, i) => {
+    const azs = Number(i.numberOfAvailabilityZones ?? 3);
+    const ids = (kind: string) => Array.from({ length: azs }, (_, k) => `subnet-${hex(`${name}-${kind}-${k}`, 17)}`);
+    return { vpcId: `vpc-${hex(name, 17)}`, publicSubnetIds: ids("public"), privateSubnetIds: ids("private"), isolatedSubnetIds: [] };
+  },
+  "aws:ec2/eip:Eip": (name) => ({ publicIp: `203.0.113.${(parseInt(hex(name, 2), 16) % 200) + 20}`, allocationId: `eipalloc-${hex(name, 17)}` }),
+  "command:remote:CopyToRemote": () => ({}),
+  "aws:ec2transitgateway/instanceState:InstanceState": (_name, i) => ({ state: i.state }),
   "kubernetes:core/v1:Service": (name, i) => ({
     ...i,
     status: {
@@ -77,7 +86,13 @@ export const CALL_RESULTS: Record<string, (args: State) => State> = {
   }),
   "aws:ec2/getAmi:getAmi": () => ({ id: "ami-0a1b2c3d4e5f60718", imageId: "ami-0a1b2c3d4e5f60718", name: "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) 20261101" }),
   "aws:ec2/getVpc:getVpc": (a) => ({ id: a.id, cidrBlock: "10.0.0.0/16", arn: arn("ec2", `vpc/${String(a.id)}`) }),
-  "aws:ec2/getSubnet:getSubnet": (a) => ({ id: a.id, vpcId: "vpc-0123456789abcdef0", availabilityZone: `${REGION}a`, mapPublicIpOnLaunch: true }),
+  // The AZ follows the id's last hex digit, so tests pick subnets in one or several AZs.
+  "aws:ec2/getSubnet:getSubnet": (a) => ({
+    id: a.id,
+    vpcId: "vpc-0123456789abcdef0",
+    availabilityZone: `${REGION}${"abc"[parseInt(String(a.id).slice(-1), 16) % 3] ?? "a"}`,
+    mapPublicIpOnLaunch: true,
+  }),
 };
 
 export function resourceState(type: string, name: string, inputs: State): { id: string; state: State } {
