@@ -124,6 +124,20 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
     description: "the verifier's expected files, element counts and config.ini values",
   });
 
+  // to_fp16.py verifies its fp32 input and its fp16 result against one list, so it
+  // gets the list without weight_data_type; the final verify checks fp16 itself.
+  const fp16Step = () => {
+    const anyType = Object.fromEntries(Object.entries(expected.config).filter(([key]) => key !== "weight_data_type"));
+    steps.push({
+      id: "expected-weights-any-type",
+      kind: "write-file",
+      path: work.expectedWeightsAnyType,
+      content: JSON.stringify({ ...expected, config: anyType }, null, 2) + "\n",
+      description: "the expected list without weight_data_type, for the fp16 rewrite's own checks",
+    });
+    exec("fp16", "triton_with_ft", ["python3", CONVERT_SCRIPTS.toFp16, converted, "--expected", work.expectedWeightsAnyType], "rewrite the fp32 weights as fp16 and set weight_data_type (verified before and after)");
+  };
+
   let converter: string;
   if (model.source.kind === "archive") {
     if (family !== "gptj") throw new Error(`archive sources are GPT-J JAX slim checkpoints, not ${family}`);
@@ -139,7 +153,7 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
       content: gptjConfigIni(model.name, arch),
       description: "the JAX slim converter writes no config.ini, and FT refuses to load without one",
     });
-    exec("fp16", "triton_with_ft", ["python3", CONVERT_SCRIPTS.toFp16, converted], "rewrite the fp32 weights as fp16 and set weight_data_type");
+    fp16Step();
   } else {
     switch (family) {
       case "gptneox":
@@ -167,7 +181,7 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
         }
         // --n-layers is always passed: the converter silently converts only 28 layers otherwise.
         exec("convert", "triton_with_ft", ["python3", converter, "--ckpt-dir", work.stage, "--output-dir", work.convertTmp, "--n-inference-gpus", tp, "--n-layers", String(arch.layers)], "convert to FT GPT-J weights (fp32 output)");
-        exec("fp16", "triton_with_ft", ["python3", CONVERT_SCRIPTS.toFp16, converted], "rewrite the fp32 weights as fp16 and set weight_data_type");
+        fp16Step();
         break;
       case "gpt":
         converter = FT_CONVERTERS.gpt;

@@ -49,6 +49,8 @@ export interface BuilderWorkTree {
   /** Previous ft/ during the swap. */
   ftOld: string;
   expectedWeights: string;
+  /** The same list without weight_data_type, for the fp16 rewrite, which checks its fp32 input against it. */
+  expectedWeightsAnyType: string;
   gemm: string;
   /** pip --target folder for converter-only Python packages (jax for the JAX slim converter). */
   pydeps: string;
@@ -65,6 +67,7 @@ export function builderWorkTree(modelName: string): BuilderWorkTree {
     ft: `${root}/ft`,
     ftOld: `${root}/ft.old`,
     expectedWeights: `${root}/expected-weights.json`,
+    expectedWeightsAnyType: `${root}/expected-weights.any-type.json`,
     gemm: `${root}/gemm`,
     pydeps: `${root}/pydeps`,
   };

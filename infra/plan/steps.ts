@@ -187,6 +187,9 @@ export function requiredFreeGiB(stack: ResolvedStack): number {
   return Math.ceil((builderDiskGiB(stack.model.family, stack.model.arch) - 40) / 1.5);
 }
 
+/** Free disk host-ready insists on: the triton_with_ft image plus as much again for its build layers. */
+export const HOST_READY_FREE_GIB = Math.ceil((2 * TRITON_WITH_FT_IMAGE_BYTES) / GiB);
+
 /** The six steps of the build graph, from the resolved stack and its plans. */
 export function stepDefinitions(stack: ResolvedStack, plans: BuildPlans): StepDefinition[] {
   const minutes = stepMinutes(stack);
@@ -240,7 +243,10 @@ export function stepDefinitions(stack: ResolvedStack, plans: BuildPlans): StepDe
         workRoot,
         ["AWS_REGION", region],
         ["ECR_REGISTRY", { deploy: "ecrRegistry" }],
-        ["REQUIRED_FREE_GIB", disk],
+        // Model-independent on purpose: host-ready precedes the triton_with_ft
+        // build, so a model-derived number here would rebuild the image on every
+        // model change. The model's own disk needs are checked by fetch.
+        ["REQUIRED_FREE_GIB", HOST_READY_FREE_GIB],
         ["EXPECTED_GPU_NAME", NVIDIA_SMI_NAME[stack.builderInstance.gpuModel]],
         ["EXPECTED_GPU_COUNT", stack.builderInstance.gpuCount],
       ],

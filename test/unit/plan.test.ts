@@ -85,7 +85,11 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
       "python3", `${FT}/gptj/utils/huggingface_gptj_ckpt_convert.py`,
       "--ckpt-dir", `${w}/stage`, "--output-dir", `${w}/convert.tmp`, "--n-inference-gpus", "1", "--n-layers", "28",
     ]);
-    expect(execArgv(p.conversion.steps, "fp16")).toEqual(["python3", `${SCRIPTS}/to_fp16.py`, `${w}/convert.tmp/1-gpu`]);
+    expect(execArgv(p.conversion.steps, "fp16")).toEqual(["python3", `${SCRIPTS}/to_fp16.py`, `${w}/convert.tmp/1-gpu`, "--expected", `${w}/expected-weights.any-type.json`]);
+    const anyType = p.conversion.steps.find((s) => s.id === "expected-weights-any-type");
+    const anyTypeJson = anyType && anyType.kind === "write-file" ? JSON.parse(anyType.content) : undefined;
+    expect(anyTypeJson.config).not.toHaveProperty("weight_data_type");
+    expect({ ...anyTypeJson, config: { ...anyTypeJson.config, weight_data_type: "fp16" } }).toEqual(p.expectedWeights);
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "16", "256", "16384", "64512", "1", "1"]);
     expect(p.gemm.args.vocabSize).not.toBe(50400);
   });
@@ -101,7 +105,7 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
     expect(ini && ini.kind === "write-file" ? ini.content : "").toBe(
       "[gptj]\nmodel_name = gpt-j-6b-jax\nhead_num = 16\nsize_per_head = 256\ninter_size = 16384\nnum_layer = 28\nrotary_embedding = 64\nvocab_size = 50400\nstart_id = 50256\nend_id = 50256\nweight_data_type = fp32\n\n",
     );
-    expect(p.conversion.steps.map((s) => s.id)).toEqual(["clean", "expected-weights", "convert", "config-ini", "fp16", "verify", "swap-prepare", "swap-ensure", "swap-aside", "swap-in", "swap-cleanup"]);
+    expect(p.conversion.steps.map((s) => s.id)).toEqual(["clean", "expected-weights", "convert", "config-ini", "expected-weights-any-type", "fp16", "verify", "swap-prepare", "swap-ensure", "swap-aside", "swap-in", "swap-cleanup"]);
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "16", "256", "16384", "50400", "1", "4"]);
     expect(p.launch.env).toEqual({ CUDA_VISIBLE_DEVICES: "0,1,2,3" });
     expect(p.model.tokenizerSource).toEqual({ repo: "EleutherAI/gpt-j-6b", revision: "47e169305d2e8376be1d31e765533382721b2cc1" });
