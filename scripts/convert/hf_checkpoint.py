@@ -82,6 +82,11 @@ def _torch_load(path: Path) -> dict[str, Any]:
         return torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
     except TypeError:  # an older torch without these keywords
         return torch.load(str(path), map_location="cpu")
+    except RuntimeError as err:
+        # Legacy (pre-zipfile) checkpoints cannot be memory-mapped.
+        if "mmap" not in str(err):
+            raise
+        return torch.load(str(path), map_location="cpu", weights_only=True)
 
 
 def load_state_dict(directory: Path) -> dict[str, Any]:

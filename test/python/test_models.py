@@ -6,6 +6,7 @@ files, tokenizers/transformers, numpy) is real.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -313,8 +314,10 @@ def test_dir_with_only_tokenizer_json_loads_through_tokenizers(raw_tokenizer_inf
     assert out["input_ids"][0].tolist() == tok.encode("Hello world")
 
 
-def test_full_tokenizer_dir_loads_through_transformers(tokenizer_info: dict[str, Any]) -> None:
+def test_full_tokenizer_dir_loads_through_transformers(tokenizer_info: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     assert load_tokenizer(tokenizer_info["path"]).backend == "transformers"
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
 
 
 def test_output_dtypes_follow_the_model_config(tokenizer_info: dict[str, Any]) -> None:

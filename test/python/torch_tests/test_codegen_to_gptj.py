@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch_helpers import randomise, run_script
-from transformers import CodeGenConfig, CodeGenForCausalLM, GPTJForCausalLM
+from transformers import CodeGenConfig, CodeGenForCausalLM, GPTJForCausalLM, PretrainedConfig
 
 from make_tokenizer import make_tokenizer
 
@@ -46,6 +46,16 @@ def test_converted_model_matches_codegen_logits(tmp_path: Path, safetensors: boo
                        ("bos_token_id", 1), ("eos_token_id", 2), ("model_type", "gptj")):
         assert config[key] == value, key
     assert (out / "tokenizer.json").is_file() and (out / "tokenizer_config.json").is_file()
+    # FT's GPT-J converter reads the raw JSON through PretrainedConfig (no GPT-J
+    # class defaults) and the state dict by these names.
+    raw = PretrainedConfig.from_json_file(str(out / "config.json")).to_dict()
+    for key in ("_name_or_path", "n_head", "n_embd", "n_layer", "rotary_dim", "vocab_size", "bos_token_id", "eos_token_id"):
+        assert key in raw, key
+    ft_reads = {"transformer.wte.weight", "transformer.ln_f.weight", "transformer.ln_f.bias", "lm_head.weight", "lm_head.bias"}
+    for layer in range(TINY["n_layer"]):
+        ft_reads |= {f"transformer.h.{layer}.{s}" for s in ("ln_1.bias", "ln_1.weight", "mlp.fc_in.weight", "mlp.fc_in.bias", "mlp.fc_out.weight",
+                                                           "mlp.fc_out.bias", "attn.out_proj.weight", "attn.q_proj.weight", "attn.k_proj.weight", "attn.v_proj.weight")}
+    assert ft_reads <= set(torch.load(out / "pytorch_model.bin", weights_only=True))
 
     gptj = GPTJForCausalLM.from_pretrained(out).eval()
     ids = torch.randint(0, TINY["vocab_size"], (2, 17), generator=torch.Generator().manual_seed(1))

@@ -15,13 +15,16 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-# Offline before any Hugging Face library is imported: huggingface_hub reads
-# these once at import time, and a model server must never reach the Hub.
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-# Tokenizers' Rust thread pool misbehaves after the Python backend forks its stub.
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+def _force_offline() -> None:
+    """Offline before the lazy Hugging Face imports below: huggingface_hub reads
+    these once, at its import, and a model server must never reach the Hub
+    (local_files_only=True is the second guard)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    # Tokenizers' Rust thread pool misbehaves after the Python backend forks its stub.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 class TokenizerLoadError(RuntimeError):
@@ -77,6 +80,7 @@ def _load_tokenizers(path: Path) -> TextTokenizer:
 
 def load_tokenizer(path: str) -> TextTokenizer:
     """Load the tokenizer in `path` (an absolute local directory) or raise TokenizerLoadError."""
+    _force_offline()
     directory = Path(path)
     if not directory.is_absolute():
         raise TokenizerLoadError(f"tokenizer path must be absolute, got {path!r}")
