@@ -272,15 +272,18 @@ export function renderManifests(input: RenderInput): TritonManifests {
   return out;
 }
 
+/** Shared label objects would otherwise come out as YAML anchors, which reviewers and some tools read poorly. */
+const YAML_OPTIONS = { aliasDuplicateObjects: false } as const;
+
 /** The manifests as YAML files, in apply order, for `synth` (`<out>/k8s/`). */
 export function manifestFiles(m: TritonManifests): Record<string, string> {
   const files: Record<string, string> = {
-    "00-namespace.yaml": stringify(m.namespace),
-    "10-deployment.yaml": stringify(m.deployment),
-    "20-service.yaml": stringify(m.service),
-    "21-metrics-service.yaml": stringify(m.metricsService),
-    "30-poddisruptionbudget.yaml": stringify(m.podDisruptionBudget),
+    "00-namespace.yaml": stringify(m.namespace, YAML_OPTIONS),
+    "10-deployment.yaml": stringify(m.deployment, YAML_OPTIONS),
+    "20-service.yaml": stringify(m.service, YAML_OPTIONS),
+    "21-metrics-service.yaml": stringify(m.metricsService, YAML_OPTIONS),
+    "30-poddisruptionbudget.yaml": stringify(m.podDisruptionBudget, YAML_OPTIONS),
   };
-  if (m.serviceMonitor) files["40-servicemonitor.yaml"] = stringify(m.serviceMonitor);
+  if (m.serviceMonitor) files["40-servicemonitor.yaml"] = stringify(m.serviceMonitor, YAML_OPTIONS);
   return files;
 }

@@ -72,11 +72,11 @@ describe("synth", () => {
     const out = path.join(dir, "custom");
     expect(run(["--stack", "t", "--out", "custom"]).code).toBe(0);
     fs.writeFileSync(path.join(out, "model-repository", "stale.txt"), "old");
-    fs.mkdirSync(path.join(out, "k8s"));
-    fs.writeFileSync(path.join(out, "k8s", "other-writer.yaml"), "kept");
+    fs.mkdirSync(path.join(out, "notes"));
+    fs.writeFileSync(path.join(out, "notes", "not-synth.txt"), "kept");
     expect(run(["--stack=t", "--out=custom"]).code).toBe(0);
     expect(fs.existsSync(path.join(out, "model-repository", "stale.txt"))).toBe(false);
-    expect(fs.readFileSync(path.join(out, "k8s", "other-writer.yaml"), "utf8")).toBe("kept");
+    expect(fs.readFileSync(path.join(out, "notes", "not-synth.txt"), "utf8")).toBe("kept");
   });
 
   it("explains usage errors and a missing stack file", () => {

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { buildPlan } from "../../infra/plan";
+import { ARTIFACT_WRITERS, synthesize, type SynthContext } from "../../infra/synth/artifacts";
+import { K8S_OUT, k8sManifestsWriter, synthImageRef } from "../../infra/synth/k8sArtifacts";
+import { resolveStack } from "../../infra/validate";
+import { gpt2Config } from "../lib/fixtures";
+
+function ctx(): SynthContext {
+  const { stack } = resolveStack(gpt2Config(), { hfToken: false, kubeconfig: false });
+  if (!stack) throw new Error("fixture does not resolve");
+  return { stackName: "dev", stack, plan: buildPlan(stack), readRepoFile: () => undefined };
+}
+
+describe("synth Kubernetes manifests", () => {
+  it("is one of synth's default writers", () => {
+    expect(ARTIFACT_WRITERS).toContain(k8sManifestsWriter);
+  });
+
+  it("writes the rendered manifests to k8s/ with a marked, digest-less image", () => {
+    const result = synthesize(ctx(), [k8sManifestsWriter]);
+    const paths = result.files.map((f) => f.path);
+    expect(paths).toEqual([
+      "k8s/00-namespace.yaml",
+      "k8s/10-deployment.yaml",
+      "k8s/20-service.yaml",
+      "k8s/21-metrics-service.yaml",
+      "k8s/30-poddisruptionbudget.yaml",
+      "plan.json",
+    ]);
+    expect(result.owned).toContain(K8S_OUT);
+    expect(synthImageRef("dev")).toBe("triton-ft-dev/server:synth");
+    const file = result.files.find((f) => f.path === "k8s/10-deployment.yaml")?.content ?? "";
+    expect(file.startsWith("# Rendered offline by `npm run synth`")).toBe(true);
+    expect(file).not.toContain("&a1");
+    const deployment = parse(file) as ConstructorParameters<typeof Deployment>[0];
+    new Deployment(deployment).validate();
+    expect(deployment?.spec?.template.spec?.containers[0]?.image).toBe("triton-ft-dev/server:synth");
+    expect(deployment?.spec?.template.spec?.containers[0]?.command).toEqual(ctx().plan.launch.argv);
+  });
+
+  it("adds the workload numbers to plan.json and a summary line", () => {
+    const result = synthesize(ctx(), [k8sManifestsWriter]);
+    const k = result.plan.kubernetes as Record<string, unknown>;
+    expect(k.image).toBe("triton-ft-dev/server:synth");
+    expect(k.podsPerNode).toBe(1);
+    expect(k.gpuNodes).toBe(2);
+    expect(result.summary[0]).toMatch(/^kubernetes: 1 pod\(s\) × 1 GPU on 2 node\(s\)/);
+  });
+});
