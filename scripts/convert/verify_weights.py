@@ -144,15 +144,15 @@ def verify(folder: Path, expected: Expected, data_type: str | None = None) -> Re
 
     for entry in expected.files:
         path = folder / entry.name
-        want = entry.elements * width
+        want_bytes = entry.elements * width
         if not path.is_file():
-            report.problems.append(f"missing: {entry.name} (expected {want} bytes)")
+            report.problems.append(f"missing: {entry.name} (expected {want_bytes} bytes)")
             continue
-        got = path.stat().st_size
-        report.total_bytes += got
-        if got != want:
+        size = path.stat().st_size
+        report.total_bytes += size
+        if size != want_bytes:
             report.problems.append(
-                f"wrong size: {entry.name} is {got} bytes, expected {want} ({entry.elements} elements x {width} bytes, {dtype})"
+                f"wrong size: {entry.name} is {size} bytes, expected {want_bytes} ({entry.elements} elements x {width} bytes, {dtype})"
             )
     known = {f.name for f in expected.files} | {"config.ini"}
     for path in sorted(folder.iterdir()):

@@ -235,7 +235,7 @@ def test_postprocessing_strips_prompt_padding_end_and_other_beams(post: Any, tok
     width = max(len(p) for p in prompts) + max(len(g) for g in gens) + 4
     output_ids = np.full((2, 2, width), pad, dtype=np.uint32)
     seq = np.zeros((2, 2), dtype=np.uint32)
-    for i, (p, g) in enumerate(zip(prompts, gens)):
+    for i, (p, g) in enumerate(zip(prompts, gens, strict=True)):
         output_ids[i, 0, : len(p) + len(g)] = p + g
         # FT keeps end_id after a finished sequence; sequence_length may include it.
         output_ids[i, 0, len(p) + len(g)] = end

@@ -98,6 +98,3 @@ class TritonPythonModel:
                 "output_token_count", np.array(out_counts).reshape(batch, 1).astype(self.dtypes["output_token_count"])
             ),
         ]
-
-    def finalize(self) -> None:
-        self.tokenizer = None

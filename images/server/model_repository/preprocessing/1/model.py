@@ -115,6 +115,3 @@ class TritonPythonModel:
             column([p.start_id] * batch, "start_id"),
             column([p.end_id] * batch, "end_id"),
         ]
-
-    def finalize(self) -> None:
-        self.tokenizer = None
