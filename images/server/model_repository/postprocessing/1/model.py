@@ -12,11 +12,20 @@ Parameters: tokenizer_path (absolute), end_id, pad_id.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
+
+# The Python-backend stub may run an isolated interpreter that ignores
+# PYTHONPATH, so add the image's install location of the shared package
+# explicitly. A `tritonft/` copied beside this file also works: the model's
+# version folder is on sys.path.
+_SHARED = os.environ.get("TRITONFT_PYTHON", "/opt/triton-ft/python")
+if os.path.isdir(_SHARED) and _SHARED not in sys.path:
+    sys.path.append(_SHARED)
 
 from tritonft.errors import ModelConfigError, RequestError
 from tritonft.params import PostprocessParams
