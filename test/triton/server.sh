@@ -116,6 +116,15 @@ else
   : >"$server_log"
 fi
 
+# Triton's errors (E-lines) come long before the shutdown noise at the end of
+# the log; show both. The CUDA-driver line is expected on a CPU-only machine.
+show_log() {
+  log "errors in the server log:"
+  grep -E '^E[0-9]{4} ' "$server_log" | grep -v 'CudaDriverHelper has not been initialized' | tail -n 20 | cut -c1-600 >&2 || true
+  log "last log lines:"
+  tail -n 15 "$server_log" >&2
+}
+
 server_pid=""
 # shellcheck disable=SC2317  # invoked through the EXIT trap
 stop_server() {
@@ -176,13 +185,13 @@ until curl -fsS -o /dev/null "$http_url/v2/health/ready" 2>/dev/null; do
   if ! kill -0 "$server_pid" 2>/dev/null; then
     wait "$server_pid" && rc=0 || rc=$?
     server_pid=""
-    log "tritonserver exited with status $rc before it became ready; last log lines:"
-    tail -n 40 "$server_log" >&2
+    log "tritonserver exited with status $rc before it became ready"
+    show_log
     exit 1
   fi
   if ((SECONDS >= deadline)); then
-    log "tritonserver not ready after ${ready_timeout}s; last log lines:"
-    tail -n 40 "$server_log" >&2
+    log "tritonserver not ready after ${ready_timeout}s"
+    show_log
     exit 1
   fi
   sleep 0.5
@@ -201,8 +210,8 @@ if [[ $# -gt 0 ]]; then
   rc=0
   TRITON_HTTP_URL=$http_url TRITON_GRPC_URL=$grpc_url TRITON_LOG=$server_log "$@" || rc=$?
   if ! kill -0 "$server_pid" 2>/dev/null; then
-    log "tritonserver died while the command ran; last log lines:"
-    tail -n 40 "$server_log" >&2
+    log "tritonserver died while the command ran"
+    show_log
     [[ $rc -ne 0 ]] || rc=1
   fi
   log "phase: command finished with status $rc"
@@ -224,6 +233,6 @@ fi
 rc=0
 wait "$server_pid" || rc=$?
 server_pid=""
-log "tritonserver exited on its own with status $rc; last log lines:"
-tail -n 40 "$server_log" >&2
+log "tritonserver exited on its own with status $rc"
+show_log
 exit 1
