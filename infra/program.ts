@@ -5,16 +5,17 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { createBuild } from "./components/build";
+import { createServing } from "./components/serving";
 import { PROJECT } from "./config";
+import type { ContractOutputs } from "./outputs";
 import { loadStack } from "./stackConfig";
 import { stackTags } from "./tags";
 
-/** The stack-output contract other teams consume (documented in README, pinned by a test). */
-export interface StackOutputs {
-  modelName: pulumi.Input<string>;
-  modelFamily: pulumi.Input<string>;
-  modelSource: pulumi.Input<string>;
-  tensorParallel: pulumi.Input<number>;
+/**
+ * The stack-output contract other teams consume (infra/outputs.ts: documented
+ * in README, pinned by test/unit/outputs.test.ts), plus the build side's extras.
+ */
+export interface StackOutputs extends ContractOutputs {
   [key: string]: unknown;
 }
 
@@ -22,13 +23,17 @@ export function program(): StackOutputs {
   const { stack, secrets } = loadStack();
   const tags = stackTags(PROJECT, pulumi.getStack(), stack);
   const build = createBuild(stack, secrets, tags);
+  const serving = createServing(stack, secrets, tags, { network: build.network, serverImage: build.pipeline.serverImage });
   const m = stack.model;
   const modelSource = m.source.kind === "huggingface" ? `hf://${m.source.repo}@${m.source.revision}` : `${m.source.url}#sha256=${m.source.sha256}`;
   return {
+    ...build.outputs,
     modelName: "ensemble",
     modelFamily: m.family,
     modelSource,
     tensorParallel: stack.config.serving.tensorParallel,
-    ...build.outputs,
+    serverImage: build.pipeline.serverImage,
+    tritonWithFtImage: build.pipeline.tritonWithFtImage,
+    ...serving.outputs,
   };
 }

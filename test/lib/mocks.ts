@@ -67,6 +67,40 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
   "aws:ec2/eip:Eip": (name) => ({ publicIp: `203.0.113.${(parseInt(hex(name, 2), 16) % 200) + 20}`, allocationId: `eipalloc-${hex(name, 17)}` }),
   "command:remote:CopyToRemote": () => ({}),
   "aws:ec2transitgateway/instanceState:InstanceState": (_name, i) => ({ state: i.state }),
+  // @pulumi/eks components are remote: the mock stands in for the control plane, OIDC provider and add-ons.
+  "eks:index:Cluster": (name) => {
+    const clusterName = `${name}-eksCluster-${hex(name, 7)}`;
+    const issuer = `oidc.eks.${REGION}.amazonaws.com/id/${hex(name + "oidc", 32).toUpperCase()}`;
+    return {
+      eksCluster: { name: clusterName, arn: arn("eks", `cluster/${clusterName}`), endpoint: `https://${hex(name, 32).toUpperCase()}.gr7.${REGION}.eks.amazonaws.com` },
+      kubeconfigJson: JSON.stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: clusterName, cluster: { server: `https://${hex(name, 32).toUpperCase()}.gr7.${REGION}.eks.amazonaws.com` } }],
+        contexts: [{ name: "aws", context: { cluster: clusterName, user: "aws" } }],
+        "current-context": "aws",
+        users: [{ name: "aws", user: { exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "aws", args: ["eks", "get-token", "--cluster-name", clusterName] } } }],
+      }),
+      oidcIssuer: issuer,
+      oidcProviderArn: `arn:aws:iam::${ACCOUNT}:oidc-provider/${issuer}`,
+      clusterSecurityGroupId: `sg-${hex(name + "cluster", 17)}`,
+    };
+  },
+  "eks:index:ManagedNodeGroup": (name) => ({ nodeGroup: { nodeGroupName: name, arn: arn("eks", `nodegroup/${name}`) } }),
+  // Another stack's outputs, as an existing-cluster stack (or @pulumi/eks) exports them.
+  "pulumi:pulumi:StackReference": (_name, i) => ({
+    name: i.name,
+    outputs: {
+      kubeconfig: {
+        apiVersion: "v1",
+        clusters: [{ name: "shared", cluster: { server: "https://shared.example" } }],
+        contexts: [{ name: "shared", context: { cluster: `arn:aws:eks:${REGION}:${ACCOUNT}:cluster/shared-gpu` } }],
+        "current-context": "shared",
+      },
+      clusterName: "shared-gpu",
+    },
+    secretOutputNames: ["kubeconfig"],
+  }),
   "kubernetes:core/v1:Service": (name, i) => ({
     ...i,
     status: {

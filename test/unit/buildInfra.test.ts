@@ -134,8 +134,8 @@ describe("builder host", () => {
     for (const s of doc.Statement) {
       if (s.Resource === "*" || (Array.isArray(s.Resource) && s.Resource.includes("*"))) expect(s.Action).toEqual(["ecr:GetAuthorizationToken"]);
     }
-    expect(run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment").inputs.policyArn).toBe("arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore");
-    const trust = JSON.parse(String(run.one("aws:iam/role:Role").inputs.assumeRolePolicy)) as { Statement: Array<{ Principal: unknown }> };
+    expect(run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "builder-ssm").inputs.policyArn).toBe("arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore");
+    const trust = JSON.parse(String(run.one("aws:iam/role:Role", "builder").inputs.assumeRolePolicy)) as { Statement: Array<{ Principal: unknown }> };
     expect(trust.Statement[0]?.Principal).toEqual({ Service: "ec2.amazonaws.com" });
   });
 

@@ -241,7 +241,7 @@ describe("the Pulumi program", () => {
   });
 
   it("passes secrets through without exposing them to validation", async () => {
-    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), { secrets: { kubeconfig: "apiVersion: v1" } });
+    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), { secrets: { kubeconfig: "apiVersion: v1\ncontexts: [{name: c, context: {cluster: team}}]\ncurrent-context: c\n" } });
     expect(run.outputs.modelFamily).toBe("gpt");
   });
 });

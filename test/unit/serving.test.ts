@@ -1,0 +1,266 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { runProgram, type ProgramRun } from "../lib/pulumi";
+import { ACCOUNT, REGION } from "../lib/mocks";
+import { gpt2Config, withOverrides } from "../lib/fixtures";
+import { STACK_OUTPUT_CONTRACT, outputsMarkdownTable } from "../../infra/outputs";
+import { kubeconfigClusterName } from "../../infra/components/cluster";
+import { lbControllerPolicy } from "../../infra/components/lbControllerPolicy";
+
+const DIGEST_REF = /^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com\/[^@\s]+@sha256:[0-9a-f]{64}$/;
+
+type Obj = Record<string, unknown>;
+const obj = (v: unknown): Obj => (v ?? {}) as Obj;
+
+describe("stack-output contract", () => {
+  // The snapshot: renaming, removing or retyping an output must fail here first.
+  const EXPECTED = {
+    httpEndpoint: "string",
+    grpcEndpoint: "string",
+    modelName: "string",
+    modelFamily: "string",
+    modelSource: "string",
+    tensorParallel: "number",
+    serverImage: "string",
+    tritonWithFtImage: "string",
+    clusterName: "string",
+    namespace: "string",
+    kubeconfig: "string (secret)",
+  };
+
+  it("declares exactly the documented names and types", () => {
+    const declared = Object.fromEntries(
+      Object.entries(STACK_OUTPUT_CONTRACT).map(([k, v]) => [k, `${v.type}${v.secret ? " (secret)" : ""}`]),
+    );
+    expect(declared).toEqual(EXPECTED);
+  });
+
+  let run: ProgramRun;
+  beforeAll(async () => {
+    run = await runProgram(gpt2Config());
+  });
+
+  it("exports every contract output with its type and secrecy", () => {
+    for (const [name, spec] of Object.entries(STACK_OUTPUT_CONTRACT)) {
+      expect(run.outputs, name).toHaveProperty(name);
+      expect(typeof run.outputs[name], name).toBe(spec.type);
+      expect(run.secretOutputs.includes(name), `${name} secret`).toBe(spec.secret);
+    }
+  });
+
+  it("has the documented value formats", () => {
+    const o = run.outputs;
+    expect(o.modelName).toBe("ensemble");
+    expect(o.modelFamily).toBe("gpt");
+    expect(o.modelSource).toBe("hf://openai-community/gpt2@607a30d783dfa663caf39e06633721c8d4cfcd7e");
+    expect(o.tensorParallel).toBe(1);
+    expect(o.httpEndpoint).toMatch(/^http:\/\/[a-z0-9.-]+\.elb\.us-east-1\.amazonaws\.com:8000$/);
+    expect(o.grpcEndpoint).toMatch(/^[a-z0-9.-]+\.elb\.us-east-1\.amazonaws\.com:8001$/);
+    expect(String(o.httpEndpoint).replace(/^http:\/\//, "").replace(/:8000$/, "")).toBe(String(o.grpcEndpoint).replace(/:8001$/, ""));
+    expect(o.serverImage).toMatch(DIGEST_REF);
+    expect(o.tritonWithFtImage).toMatch(DIGEST_REF);
+    expect(o.namespace).toBe("triton");
+    expect(o.clusterName).toMatch(/^cluster-eksCluster-/);
+    expect(kubeconfigClusterName(String(o.kubeconfig))).toBe(o.clusterName);
+  });
+
+  it("generates README's outputs table from the contract", () => {
+    const table = outputsMarkdownTable();
+    for (const name of Object.keys(EXPECTED)) expect(table).toContain(`| \`${name}\` |`);
+    expect(table).toContain("| `kubeconfig` | string (secret) |");
+  });
+
+  it("deploys the image the pipeline baked, by digest", () => {
+    const d = run.one("kubernetes:apps/v1:Deployment");
+    const containers = obj(obj(obj(obj(d.inputs.spec).template).spec)).containers as Obj[];
+    expect(containers[0]?.image).toBe(run.outputs.serverImage);
+  });
+});
+
+describe("create mode: EKS with a GPU node group", () => {
+  let run: ProgramRun;
+  beforeAll(async () => {
+    run = await runProgram(gpt2Config());
+  });
+
+  it("creates the cluster in the network's subnets, API auth, OIDC for IRSA", () => {
+    const c = run.one("eks:index:Cluster");
+    const vpc = run.one("awsx:ec2:Vpc");
+    expect(c.inputs.vpcId).toBe(vpc.state.vpcId);
+    expect(c.inputs.privateSubnetIds).toEqual(vpc.state.privateSubnetIds);
+    expect(c.inputs.publicSubnetIds).toEqual(vpc.state.publicSubnetIds);
+    expect(c.inputs).toMatchObject({
+      version: "1.31",
+      skipDefaultNodeGroup: true,
+      authenticationMode: "API",
+      createOidcProvider: true,
+      nodeAssociatePublicIpAddress: false,
+    });
+  });
+
+  it("runs GPU nodes of the serving type on the NVIDIA AMI, tainted, in private subnets, with the derived disk", () => {
+    const gpu = run.one("eks:index:ManagedNodeGroup", "cluster-gpu");
+    const vpc = run.one("awsx:ec2:Vpc");
+    expect(gpu.inputs).toMatchObject({
+      amiType: "AL2023_x86_64_NVIDIA",
+      instanceTypes: ["g5.xlarge"],
+      capacityType: "ON_DEMAND",
+      taints: [{ key: "nvidia.com/gpu", value: "true", effect: "NO_SCHEDULE" }],
+      // replicas 1 + the rolling update's surge pod, one GPU each.
+      scalingConfig: { minSize: 2, desiredSize: 2, maxSize: 2 },
+    });
+    expect(gpu.inputs.subnetIds).toEqual(vpc.state.privateSubnetIds);
+    // nodeDiskGiB: two server images (30 GiB base + GPT-2 fp16 weights) with 50 % headroom + 20 GiB.
+    expect(gpu.inputs.diskSize).toBe(111);
+    const system = run.one("eks:index:ManagedNodeGroup", "cluster-system");
+    expect(system.inputs.taints).toBeUndefined();
+    expect(system.inputs.amiType).toBe("AL2023_x86_64_STANDARD");
+  });
+
+  it("gives nodes only the worker, CNI and ECR read-only policies", () => {
+    const arns = run
+      .byType("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+      .filter((r) => r.name.startsWith("cluster-nodes-"))
+      .map((r) => r.inputs.policyArn);
+    expect(arns.sort()).toEqual([
+      "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+      "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+      "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    ]);
+  });
+
+  it("installs the NVIDIA device plugin on the GPU nodes, pinned", () => {
+    const r = run.one("kubernetes:helm.sh/v3:Release", "cluster-nvidia-device-plugin");
+    expect(r.inputs).toMatchObject({ chart: "nvidia-device-plugin", version: "0.17.0", namespace: "kube-system" });
+    const values = obj(r.inputs.values);
+    expect(values.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
+    expect(JSON.stringify(values.affinity)).toContain('"values":["g5.xlarge"]');
+  });
+
+  it("installs the AWS Load Balancer Controller with an IRSA role bound to its service account", () => {
+    const r = run.one("kubernetes:helm.sh/v3:Release", "cluster-aws-load-balancer-controller");
+    const c = run.one("eks:index:Cluster");
+    const clusterName = obj(c.state.eksCluster).name;
+    expect(r.inputs).toMatchObject({ chart: "aws-load-balancer-controller", version: "1.13.0", namespace: "kube-system" });
+    const values = obj(r.inputs.values);
+    expect(values).toMatchObject({ clusterName, region: REGION, enableServiceMutatorWebhook: false });
+    const role = run.one("aws:iam/role:Role", "cluster-lb-controller");
+    expect(obj(obj(values.serviceAccount).annotations)["eks.amazonaws.com/role-arn"]).toBe(role.state.arn);
+    const trust = JSON.parse(String(role.inputs.assumeRolePolicy)) as { Statement: Array<{ Principal: Obj; Condition: { StringEquals: Obj } }> };
+    const issuer = String(c.state.oidcIssuer);
+    expect(trust.Statement[0]?.Principal).toEqual({ Federated: c.state.oidcProviderArn });
+    expect(trust.Statement[0]?.Condition.StringEquals).toEqual({
+      [`${issuer}:sub`]: "system:serviceaccount:kube-system:aws-load-balancer-controller",
+      [`${issuer}:aud`]: "sts.amazonaws.com",
+    });
+  });
+
+  it("scopes the controller's policy to this cluster's tags and this VPC", () => {
+    const policy = run.one("aws:iam/policy:Policy", "cluster-lb-controller");
+    const c = run.one("eks:index:Cluster");
+    const vpcId = String(run.one("awsx:ec2:Vpc").state.vpcId);
+    const doc = JSON.parse(String(policy.inputs.policy));
+    const expected = lbControllerPolicy({ partition: "aws", region: REGION, accountId: ACCOUNT, clusterName: String(obj(c.state.eksCluster).name), vpcId });
+    expect(doc).toEqual(expected);
+    const text = JSON.stringify(doc);
+    expect(text).not.toMatch(/elasticloadbalancing:\*|ec2:\*/);
+    for (const s of expected.Statement) {
+      if (s.Resource === "*" && s.Sid !== "Discover") expect(s.Condition, s.Sid).toBeDefined();
+    }
+  });
+
+  it("applies the workload through the cluster's one Kubernetes provider", () => {
+    const d = run.one("kubernetes:apps/v1:Deployment");
+    const svc = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
+    expect(svc).toBeDefined();
+    // Every Kubernetes resource of the workload goes through the cluster's provider.
+    const provider = run.one("pulumi:providers:kubernetes");
+    expect(d.provider).toContain(provider.name);
+    expect(svc?.provider).toContain(provider.name);
+  });
+});
+
+describe("workload under mocks", () => {
+  let run: ProgramRun;
+  beforeAll(async () => {
+    run = await runProgram(
+      withOverrides(gpt2Config(), {
+        serving: { instanceType: "g5.xlarge", loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"], replicas: 2 },
+      }),
+    );
+  });
+
+  it("registers namespace, Deployment, both Services and the PDB in the configured namespace", () => {
+    expect(run.one("kubernetes:core/v1:Namespace").inputs.metadata).toMatchObject({ name: "triton" });
+    const d = run.one("kubernetes:apps/v1:Deployment");
+    expect(obj(d.inputs.metadata)).toMatchObject({ name: "triton-gpt2", namespace: "triton" });
+    expect(obj(d.inputs.spec).replicas).toBe(2);
+    expect(run.byType("kubernetes:core/v1:Service").map((r) => obj(r.inputs.spec).type).sort()).toEqual(["ClusterIP", "LoadBalancer"]);
+    expect(obj(run.one("kubernetes:policy/v1:PodDisruptionBudget").inputs.spec).minAvailable).toBe(1);
+  });
+
+  it("passes the scheme and source ranges to the NLB Service", () => {
+    const svc = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
+    expect(obj(obj(svc?.inputs.metadata).annotations)["service.beta.kubernetes.io/aws-load-balancer-scheme"]).toBe("internet-facing");
+    expect(obj(svc?.inputs.spec).loadBalancerSourceRanges).toEqual(["203.0.113.0/24"]);
+  });
+
+  it("applies GPU, probe and shm settings from the renderer", () => {
+    const d = run.one("kubernetes:apps/v1:Deployment");
+    const pod = obj(obj(obj(d.inputs.spec).template).spec);
+    const c = (pod.containers as Obj[])[0] ?? {};
+    expect(obj(obj(c.resources).limits)["nvidia.com/gpu"]).toBe("1");
+    expect(obj(obj(c.startupProbe).httpGet).path).toBe("/v2/health/ready");
+    expect(obj(obj(c.livenessProbe).httpGet).path).toBe("/v2/health/live");
+    expect(pod.volumes).toEqual([{ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "256Mi" } }]);
+  });
+});
+
+describe("existing clusters", () => {
+  it("kubeconfig mode: uses the secret, creates no EKS, exports the cluster named by the kubeconfig", async () => {
+    const kubeconfig = [
+      "apiVersion: v1",
+      "clusters:",
+      "- name: arn:aws:eks:us-east-1:123456789012:cluster/team-gpu",
+      "  cluster: {server: 'https://example'}",
+      "contexts:",
+      "- name: team",
+      "  context: {cluster: 'arn:aws:eks:us-east-1:123456789012:cluster/team-gpu', user: u}",
+      "current-context: team",
+      "users: [{name: u, user: {}}]",
+    ].join("\n");
+    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), { secrets: { kubeconfig } });
+    expect(run.byType("eks:index:Cluster")).toHaveLength(0);
+    expect(run.byType("kubernetes:helm.sh/v3:Release")).toHaveLength(0);
+    expect(run.one("pulumi:providers:kubernetes").inputs.kubeconfig).toBe(kubeconfig);
+    expect(run.outputs.clusterName).toBe("team-gpu");
+    expect(run.outputs.kubeconfig).toBe(kubeconfig);
+    expect(run.secretOutputs).toContain("kubeconfig");
+    expect(run.outputs.httpEndpoint).toMatch(/^http:\/\/.+:8000$/);
+  });
+
+  it("stackReference mode: reads the named outputs of the other stack", async () => {
+    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "stackReference", stackReference: "acme/platform/prod" } }));
+    expect(run.one("pulumi:pulumi:StackReference").inputs.name).toBe("acme/platform/prod");
+    expect(run.byType("eks:index:Cluster")).toHaveLength(0);
+    expect(run.outputs.clusterName).toBe("shared-gpu");
+    expect(kubeconfigClusterName(String(run.outputs.kubeconfig))).toBe("shared-gpu");
+    expect(run.secretOutputs).toContain("kubeconfig");
+  });
+});
+
+describe("kubeconfigClusterName", () => {
+  it("takes the current context's cluster and strips an EKS ARN", () => {
+    const k = JSON.stringify({
+      contexts: [
+        { name: "a", context: { cluster: "plain" } },
+        { name: "b", context: { cluster: "arn:aws:eks:eu-west-1:123456789012:cluster/x-y" } },
+      ],
+      "current-context": "b",
+    });
+    expect(kubeconfigClusterName(k)).toBe("x-y");
+  });
+
+  it("refuses a kubeconfig without a usable current context", () => {
+    expect(() => kubeconfigClusterName("contexts: []\n")).toThrow(/no current-context/);
+  });
+});
