@@ -9,6 +9,7 @@
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, inject, it } from "vitest";
@@ -283,8 +284,17 @@ describe("npm run smoke", () => {
   });
 
   it("fails clearly when nothing listens at the endpoint", async () => {
-    const r = await smoke(["--endpoint", "http://127.0.0.1:9", "--timeout", "5"]);
+    // A port that was free a moment ago: connection refused, not a fetch-blocked port.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer();
+      probe.listen(0, "127.0.0.1", () => {
+        const address = probe.address();
+        probe.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
+      });
+    });
+    const r = await smoke(["--endpoint", `127.0.0.1:${port}`, "--timeout", "5"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/smoke: FAILED: no HTTP response from http:\/\/127\.0\.0\.1:9\/v2\/health\/live: cannot reach server/);
+    expect(r.stderr).toContain(`smoke: FAILED: no HTTP response from http://127.0.0.1:${port}/v2/health/live: cannot reach server`);
+    expect(r.stderr).toMatch(/ECONNREFUSED/);
   });
 });
