@@ -1,0 +1,143 @@
+import { describe, expect, it } from "vitest";
+import { runProgram, type ProgramRun } from "../lib/pulumi";
+import { GPT2_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
+import { resolveStack, type ResolvedStack } from "../../infra/validate";
+import { buildSteps } from "../../infra/plan/buildSteps";
+import {
+  STEP_IDS,
+  bashQuote,
+  downstreamOf,
+  parseImageResult,
+  renderStepConfig,
+  requireImageResult,
+  stepInputHashes,
+  topologicalOrder,
+  type StepDefinition,
+  type StepId,
+} from "../../infra/plan/steps";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+function resolved(cfg: RawConfig): ResolvedStack {
+  const { stack, problems } = resolveStack(cfg, { hfToken: false, kubeconfig: false });
+  if (!stack) throw new Error(JSON.stringify(problems));
+  return stack;
+}
+
+const byId = (steps: StepDefinition[], id: StepId) => steps.find((s) => s.id === id) as StepDefinition;
+
+describe("step graph", () => {
+  const { steps } = buildSteps(resolved(gpt2Config()));
+
+  it("host-ready → (triton-with-ft ∥ fetch) → convert, gemm → bake", () => {
+    expect(topologicalOrder(steps).map((s) => s.id)).toEqual([...STEP_IDS]);
+    expect(byId(steps, "fetch").dependsOn).toEqual(["host-ready"]);
+    expect(downstreamOf(steps, "triton-with-ft")).not.toContain("fetch");
+    expect(downstreamOf(steps, "fetch")).not.toContain("triton-with-ft");
+    expect(byId(steps, "bake").dependsOn).toEqual(expect.arrayContaining(["convert", "gemm"]));
+    expect(byId(steps, "gemm").dependsOn).toEqual(["triton-with-ft"]);
+    // The verifier runs inside convert; bake needs its weights JSON too.
+    expect(byId(steps, "convert").files.map((f) => f.remotePath)).toContain("/opt/triton-ft/plan/expected-weights.json");
+  });
+
+  it("the image build may take hours; every step has its own budget", () => {
+    const minutes = (id: StepId) => parseInt(byId(steps, id).timeouts.create, 10);
+    expect(minutes("triton-with-ft")).toBeGreaterThan(60);
+    // g5.xlarge has 4 vCPUs: the FT compile alone is budgeted 960/4 = 240 min.
+    expect(minutes("triton-with-ft")).toBe(60 + 240 + 30);
+    expect(new Set(STEP_IDS.map(minutes)).size).toBeGreaterThan(3);
+  });
+
+  it("rejects cycles and unknown dependencies", () => {
+    const a = { ...byId(steps, "gemm"), dependsOn: ["bake"] as StepId[] };
+    expect(() => topologicalOrder([a, byId(steps, "bake")])).toThrow(/unknown step|cycle/);
+  });
+
+  it("renders a config file bash reads back value for value", () => {
+    const step: StepDefinition = {
+      ...byId(steps, "gemm"),
+      config: [
+        ["PLAIN", "it's a \"quoted\" $HOME `x`"],
+        ["ARR", ["a b", "c'd", ""]],
+        ["DEPLOYED", { deploy: "awsRegion" }],
+      ],
+    };
+    const dir = mkdtempSync(join(tmpdir(), "stepcfg-"));
+    const file = join(dir, "c.conf");
+    writeFileSync(file, renderStepConfig(step, () => "eu-west-1"));
+    const out = execFileSync("bash", ["-c", `set -euo pipefail; source "$1"; printf '%s\\n' "$PLAIN" "\${#ARR[@]}" "\${ARR[@]}" "$DEPLOYED"`, "_", file]).toString();
+    expect(out).toBe(`it's a "quoted" $HOME \`x\`\n3\na b\nc'd\n\neu-west-1\n`);
+    expect(bashQuote("'")).toBe(`''\\'''`);
+  });
+
+  it("parses RESULT image lines and insists on a digest", () => {
+    const ref = `1.dkr.ecr.us-east-1.amazonaws.com/p/server@sha256:${"a".repeat(64)}`;
+    expect(parseImageResult(`log\nRESULT tag=x\nRESULT image=${ref}\n`)).toBe(ref);
+    expect(() => requireImageResult("bake", "RESULT tag=x\n")).toThrow(/without printing "RESULT image=<ref>"/);
+    expect(() => requireImageResult("bake", "RESULT image=repo/server:latest\n")).toThrow(/not pinned by digest/);
+  });
+
+  it("a change to a step's script re-hashes that step and everything downstream only", () => {
+    const fake = (bump: string) => (p: string) => (p === bump ? "changed" : `h:${p}`);
+    const base = stepInputHashes(steps, fake("none"));
+    const after = stepInputHashes(steps, fake("scripts/remote/gemm.sh"));
+    const changed = STEP_IDS.filter((id) => base[id] !== after[id]);
+    expect(changed).toEqual(["gemm", "bake"]);
+  });
+});
+
+/** Triggers of each step command, from one mock run. */
+function triggers(run: ProgramRun): Record<StepId, string> {
+  return Object.fromEntries(STEP_IDS.map((id) => [id, JSON.stringify(run.one("command:remote:Command", `build-${id}`).inputs.triggers)])) as Record<
+    StepId,
+    string
+  >;
+}
+
+describe("invalidation matrix (two mock runs per change)", () => {
+  const cases: Array<[string, Record<string, Record<string, unknown>>, StepId[]]> = [
+    ["serving replicas", { serving: { replicas: 3 } }, []],
+    ["load balancer scheme", { serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] } }, []],
+    ["stopBuilderWhenDone", { build: { stopBuilderWhenDone: true } }, []],
+    [
+      "model revision",
+      { model: { preset: "gpt2", source: { huggingface: { repo: "openai-community/gpt2", revision: "1".repeat(40) } } } },
+      ["fetch", "convert", "bake"],
+    ],
+    [
+      "model preset",
+      { model: { preset: "gpt2-medium", source: { huggingface: { repo: "openai-community/gpt2-medium", revision: GPT2_REVISION } } } },
+      ["fetch", "convert", "gemm", "bake"],
+    ],
+    ["max batch size (gemm tuning and model configs)", { serving: { maxBatchSize: 4 } }, ["gemm", "bake"]],
+    ["Triton version", { build: { tritonVersion: "23.04" } }, ["triton-with-ft", "convert", "gemm", "bake"]],
+  ];
+
+  // Each program run registers the whole stack (cluster included): allow for it.
+  const RUN_BUDGET = 180_000;
+  let baseline: Promise<Record<StepId, string>> | undefined;
+  const base = () => (baseline ??= runProgram(gpt2Config()).then(triggers));
+
+  it.each(cases)(
+    "%s",
+    async (_label, overrides, expected) => {
+      const before = await base();
+      const after = triggers(await runProgram(withOverrides(gpt2Config(), overrides)));
+      const changed = STEP_IDS.filter((id) => before[id] !== after[id]);
+      expect(changed).toEqual(expected);
+    },
+    RUN_BUDGET,
+  );
+
+  it("a model change leaves the triton_with_ft build alone, a Triton change reaches every step after host-ready", async () => {
+    // Stated separately from the table: the issue's two headline rules.
+    const before = await base();
+    const model = triggers(await runProgram(withOverrides(gpt2Config(), { model: { preset: "gpt2-large", source: { huggingface: { repo: "openai-community/gpt2-large", revision: GPT2_REVISION } } } })));
+    expect(model["triton-with-ft"]).toBe(before["triton-with-ft"]);
+    expect(model.fetch).not.toBe(before.fetch);
+    const triton = triggers(await runProgram(withOverrides(gpt2Config(), { build: { tritonVersion: "23.04" } })));
+    for (const id of STEP_IDS.filter((s) => s !== "host-ready" && s !== "fetch")) expect(triton[id]).not.toBe(before[id]);
+  }, RUN_BUDGET);
+});
