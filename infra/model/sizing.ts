@@ -58,14 +58,21 @@ export function fp16WeightBytes(family: Family, arch: ModelArch): number {
 export const TRITON_WITH_FT_IMAGE_BYTES = 30 * GiB;
 
 /**
- * Builder root volume: the downloaded checkpoint (up to fp32), the fp32 conversion
- * output, its fp16 rewrite, the triton_with_ft image, and the server image (base +
+ * Builder root volume: the downloaded checkpoint (up to fp32), its staged copy
+ * (consolidated or re-laid out), the fp32 conversion output, its fp16 rewrite, the triton_with_ft image, and the server image (base +
  * fp16 weights), doubled for Docker's build context copy of the weights, plus 50 %
  * headroom and 40 GiB for the OS and the Deep Learning AMI.
  */
 export function builderDiskGiB(family: Family, arch: ModelArch): number {
   const p = parameterCount(family, arch);
-  const bytes = p * 4 /* checkpoint */ + p * 4 /* fp32 convert */ + p * 2 /* fp16 */ + TRITON_WITH_FT_IMAGE_BYTES + (TRITON_WITH_FT_IMAGE_BYTES + p * 2) + p * 2; /* build context */
+  const bytes =
+    p * 4 /* checkpoint */ +
+    p * 4 /* staged copy: consolidated checkpoint or CodeGen re-layout */ +
+    p * 4 /* fp32 conversion output */ +
+    p * 2 /* fp16 rewrite */ +
+    TRITON_WITH_FT_IMAGE_BYTES +
+    (TRITON_WITH_FT_IMAGE_BYTES + p * 2) /* server image */ +
+    p * 2; /* build context */
   return Math.ceil((bytes * 1.5) / GiB + 40);
 }
 
