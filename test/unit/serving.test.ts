@@ -5,6 +5,8 @@ import { gpt2Config, withOverrides } from "../lib/fixtures";
 import { STACK_OUTPUT_CONTRACT, outputsMarkdownTable } from "../../infra/outputs";
 import { kubeconfigClusterName } from "../../infra/components/cluster";
 import { lbControllerPolicy } from "../../infra/components/lbControllerPolicy";
+import { findPreset } from "../../infra/model/catalog";
+import { nodeDiskGiB } from "../../infra/model/sizing";
 
 const DIGEST_REF = /^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com\/[^@\s]+@sha256:[0-9a-f]{64}$/;
 
@@ -109,8 +111,11 @@ describe("create mode: EKS with a GPU node group", () => {
       scalingConfig: { minSize: 2, desiredSize: 2, maxSize: 2 },
     });
     expect(gpu.inputs.subnetIds).toEqual(vpc.state.privateSubnetIds);
-    // nodeDiskGiB: two server images (30 GiB base + GPT-2 fp16 weights) with 50 % headroom + 20 GiB.
-    expect(gpu.inputs.diskSize).toBe(111);
+    // nodeDiskGiB: two server images (triton_with_ft base + fp16 weights) with headroom.
+    const preset = findPreset("gpt2");
+    if (!preset) throw new Error("gpt2 preset missing");
+    expect(gpu.inputs.diskSize).toBe(nodeDiskGiB(preset.family, preset.arch));
+    expect(gpu.inputs.diskSize).toBeGreaterThan(60);
     const system = run.one("eks:index:ManagedNodeGroup", "cluster-system");
     expect(system.inputs.taints).toBeUndefined();
     expect(system.inputs.amiType).toBe("AL2023_x86_64_STANDARD");
