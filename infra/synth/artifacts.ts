@@ -7,6 +7,7 @@
  */
 import type { Plan } from "../plan";
 import type { ResolvedStack } from "../validate";
+import { buildStepsWriter } from "./buildArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
 
 export interface SynthContext {
@@ -70,7 +71,7 @@ export const modelRepositoryWriter: ArtifactWriter = {
 };
 
 /** The default writers, in order. Later issues append theirs. */
-export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [modelRepositoryWriter, k8sManifestsWriter];
+export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [modelRepositoryWriter, k8sManifestsWriter, buildStepsWriter()];
 
 export const PLAN_FILE = "plan.json";
 
