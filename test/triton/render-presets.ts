@@ -83,12 +83,19 @@ function main(argv: string[]): number {
         const config = Object.fromEntries(Object.entries(raw).map(([k, v]) => [`${PROJECT}:${k}`, v]));
         writeFileSync(path.join(stacks, `Pulumi.${name}.yaml`), stringify({ config: { "aws:region": "us-east-1", ...config } }));
         const errors: string[] = [];
-        const code = synth(["--stack", name, "--out", path.join(outRoot, name)], {
-          cwd: stacks,
-          repoRoot: path.resolve(__dirname, "../.."),
-          stdout: () => undefined,
-          stderr: (line) => errors.push(line),
-        });
+        let code: number;
+        try {
+          code = synth(["--stack", name, "--out", path.join(outRoot, name)], {
+            cwd: stacks,
+            repoRoot: path.resolve(__dirname, "../.."),
+            stdout: () => undefined,
+            stderr: (line) => errors.push(line),
+          });
+        } catch (error) {
+          // A crash for one preset must not hide the others: name it and go on.
+          errors.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
+          code = 1;
+        }
         if (code !== 0) {
           console.error(`${name}: synth failed:\n${errors.join("\n")}`);
           failed = true;
