@@ -81,6 +81,9 @@ export const POSTPROCESSING_INPUTS: readonly TensorSpec[] = [
   t("output_ids", "TYPE_UINT32", [-1, -1]),
   t("sequence_length", "TYPE_UINT32", [-1]),
   t("input_lengths", "TYPE_UINT32", [1]),
+  // Caps the returned tokens at what the request asked for: a dynamically
+  // batched FT run may generate up to the batch's largest request_output_len.
+  t("request_output_len", "TYPE_UINT32", [-1]),
 ];
 
 export const POSTPROCESSING_OUTPUTS: readonly TensorSpec[] = ENSEMBLE_OUTPUTS;
@@ -127,7 +130,12 @@ export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
   },
   {
     model: "postprocessing",
-    inputMap: { output_ids: "_output_ids", sequence_length: "_sequence_length", input_lengths: "_input_lengths" },
+    inputMap: {
+      output_ids: "_output_ids",
+      sequence_length: "_sequence_length",
+      input_lengths: "_input_lengths",
+      request_output_len: "_request_output_len",
+    },
     outputMap: { text_output: "text_output", input_token_count: "input_token_count", output_token_count: "output_token_count" },
   },
 ];

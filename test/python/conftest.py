@@ -95,6 +95,7 @@ def postprocessing_config(tokenizer: dict[str, Any]) -> dict[str, Any]:
             _io("output_ids", "TYPE_UINT32", [-1, -1]),
             _io("sequence_length", "TYPE_UINT32", [-1]),
             _io("input_lengths", "TYPE_UINT32", [1]),
+            _io("request_output_len", "TYPE_UINT32", [-1]),
         ],
         "output": [
             _io("text_output", "TYPE_STRING", [1]),

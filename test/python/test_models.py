@@ -82,14 +82,32 @@ def fake_ft(pre_out: dict[str, np.ndarray], generated: list[list[int]], end_id: 
     return out, seq
 
 
-def post_request(output_ids: np.ndarray, seq: np.ndarray, input_lengths: np.ndarray) -> pb_utils.InferenceRequest:
-    return pb_utils.InferenceRequest(
-        inputs=[
-            pb_utils.Tensor("output_ids", output_ids),
-            pb_utils.Tensor("sequence_length", seq),
-            pb_utils.Tensor("input_lengths", input_lengths.reshape(-1, 1).astype(np.uint32)),
-        ]
-    )
+def post_request(
+    output_ids: np.ndarray, seq: np.ndarray, input_lengths: np.ndarray, request_output_len: np.ndarray | None = None
+) -> pb_utils.InferenceRequest:
+    inputs = [
+        pb_utils.Tensor("output_ids", output_ids),
+        pb_utils.Tensor("sequence_length", seq),
+        pb_utils.Tensor("input_lengths", input_lengths.reshape(-1, 1).astype(np.uint32)),
+    ]
+    if request_output_len is not None:
+        inputs.append(pb_utils.Tensor("request_output_len", request_output_len.reshape(-1, 1).astype(np.uint32)))
+    return pb_utils.InferenceRequest(inputs=inputs)
+
+
+def test_generation_is_capped_at_the_requests_own_output_len(
+    pre: Any, post: Any, tok: Any, tokenizer_info: dict[str, Any]
+) -> None:
+    # Dynamic batching can merge a max_tokens=2 request with a longer one; FT then
+    # generates the longer length for both. Each text must stop at its own limit.
+    out = outputs(pre.execute([pre_request(["hello world"], [2])])[0])
+    assert out["request_output_len"].reshape(-1).tolist() == [2]
+    gen = tok.encode(" one two three four", add_special_tokens=False)
+    assert len(gen) > 2
+    output_ids, seq = fake_ft(out, [gen], tokenizer_info["end_id"], tokenizer_info["pad_id"])
+    result = outputs(post.execute([post_request(output_ids, seq, out["input_lengths"], out["request_output_len"])])[0])
+    assert int(result["output_token_count"][0, 0]) == 2
+    assert result["text_output"][0, 0].decode("utf-8") == tok.decode(gen[:2])
 
 
 # --- round trip and batching -------------------------------------------------

@@ -104,13 +104,20 @@ def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np
 
 
 def generated_ids(
-    output_ids: np.ndarray, sequence_length: int, input_length: int, end_id: int, pad_id: int
+    output_ids: np.ndarray,
+    sequence_length: int,
+    input_length: int,
+    end_id: int,
+    pad_id: int,
+    max_new_tokens: int | None = None,
 ) -> list[int]:
     """Tokens generated for one beam: [input_length, sequence_length), cut at end_id.
 
     FT returns the prompt and the generation in one padded row, and keeps
     writing end_id after a sequence finished; everything from the first end_id
-    on is not generation. Trailing pad ids are dropped too.
+    on is not generation. Trailing pad ids are dropped too. `max_new_tokens`
+    (the request's own request_output_len) caps the result, because a
+    dynamically batched FT run may generate up to the batch's largest request.
     """
     total = int(output_ids.shape[-1])
     if input_length < 0 or sequence_length < 0:
@@ -124,6 +131,8 @@ def generated_ids(
             f"input_lengths {input_length} is larger than sequence_length {sequence_length}"
         )
     tokens = [int(t) for t in output_ids[input_length:sequence_length]]
+    if max_new_tokens is not None:
+        tokens = tokens[:max_new_tokens]
     if end_id in tokens:
         tokens = tokens[: tokens.index(end_id)]
     while tokens and tokens[-1] == pad_id:

@@ -3,7 +3,8 @@
 Contract (per batch item, the model has max_batch_size > 0):
   inputs  output_ids UINT32 [-1,-1] (beam x tokens, prompt included, padded),
           sequence_length UINT32 [-1] (per beam, prompt included),
-          input_lengths UINT32 [1]
+          input_lengths UINT32 [1], request_output_len UINT32 [-1] (caps the
+          returned tokens; optional here so the model also works on its own)
   outputs text_output STRING [1] (generated text of beam 0 only),
           input_token_count UINT32 [1], output_token_count UINT32 [1]
 Parameters: tokenizer_path (absolute), end_id, pad_id.
@@ -82,6 +83,8 @@ class TritonPythonModel:
         batch = output_ids.shape[0]
         seq = sequence_length.reshape(batch, -1)
         inp = input_lengths.reshape(batch, -1)
+        limit_tensor = pb_utils.get_input_tensor_by_name(request, "request_output_len")
+        limits = None if limit_tensor is None else limit_tensor.as_numpy().reshape(batch, -1)
 
         texts: list[bytes] = []
         in_counts: list[int] = []
@@ -89,7 +92,12 @@ class TritonPythonModel:
         for i in range(batch):
             # Beam 0 only: the contract returns one text per prompt.
             tokens = generated_ids(
-                output_ids[i, 0], int(seq[i, 0]), int(inp[i, 0]), self.params.end_id, self.params.pad_id
+                output_ids[i, 0],
+                int(seq[i, 0]),
+                int(inp[i, 0]),
+                self.params.end_id,
+                self.params.pad_id,
+                None if limits is None else int(limits[i, 0]),
             )
             texts.append(self.tokenizer.decode(tokens).encode("utf-8"))
             in_counts.append(int(inp[i, 0]))
