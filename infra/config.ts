@@ -155,6 +155,10 @@ export const servingSchema = z
       .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS-1123 label")
       .default("triton")
       .describe("Kubernetes namespace of the Triton workload."),
+    serviceMonitor: z
+      .boolean()
+      .default(false)
+      .describe("Create a Prometheus Operator ServiceMonitor for the metrics port 8002 (the cluster needs its CRD)."),
   })
   .strict();
 
@@ -189,7 +193,9 @@ export const clusterSchema = z
 export const networkSchema = z
   .object({
     mode: z.enum(["create", "existing"]).default("create").describe("create a VPC, or use existing VPC and subnet ids."),
-    vpcCidr: cidr.default("10.42.0.0/16").describe("CIDR of the created VPC."),
+    vpcCidr: cidr
+      .default("10.42.0.0/16")
+      .describe("CIDR of the created VPC, /16 to /20: private subnets get prefix+3, public ones prefix+8 per AZ."),
     availabilityZones: z.number().int().min(2).max(6).default(2).describe("AZs of the created VPC."),
     vpcId: z.string().optional().describe("Existing VPC id (mode existing)."),
     publicSubnetIds: z.array(z.string()).default([]).describe("Existing public subnets for the builder (mode existing)."),
@@ -216,11 +222,12 @@ export type StackConfig = z.infer<typeof configSchema>;
 export const SECRET_KEYS = {
   hfToken: "Hugging Face token for gated or private repos (Pulumi secret).",
   kubeconfig: "Kubeconfig of an existing cluster (Pulumi secret, cluster.mode kubeconfig).",
+  sshPrivateKey: "Private key matching build.sshPublicKey (Pulumi secret); pulumi up runs the build steps with it.",
 } as const;
 export type SecretKey = keyof typeof SECRET_KEYS;
 
-/** The subset of facts about secrets that validation may see: presence only. */
-export type SecretPresence = Record<SecretKey, boolean>;
+/** The subset of facts about secrets that validation may see: presence only (absent = not set). */
+export type SecretPresence = Partial<Record<SecretKey, boolean>>;
 
 /** One configuration mistake, phrased for a person: which key, what value, how to fix it. */
 export interface ConfigProblem {

@@ -7,10 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./config";
 import { ConfigError, resolveStack, type ResolvedStack } from "./validate";
 
-export interface StackSecrets {
-  hfToken?: pulumi.Output<string>;
-  kubeconfig?: pulumi.Output<string>;
-}
+export type StackSecrets = Partial<Record<SecretKey, pulumi.Output<string>>>;
 
 export interface LoadedStack {
   stack: ResolvedStack;
@@ -30,10 +27,8 @@ export function loadStack(): LoadedStack {
     const value = cfg.getSecret(key);
     if (value !== undefined) secrets[key] = value;
   }
-  const { stack, problems } = resolveStack(raw, {
-    hfToken: secrets.hfToken !== undefined,
-    kubeconfig: secrets.kubeconfig !== undefined,
-  });
+  const presence = Object.fromEntries(Object.keys(secrets).map((k) => [k, true]));
+  const { stack, problems } = resolveStack(raw, presence);
   if (!stack) throw new ConfigError(pulumi.getStack(), problems);
   return { stack, secrets };
 }

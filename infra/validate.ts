@@ -122,6 +122,15 @@ export function resolveStack(
     add("build.sshAllowedCidrs", ssh, "opens SSH on a GPU host to the whole internet", "replace 0.0.0.0/0 with the CIDR of the machine that runs pulumi up");
   }
 
+  if (config.build.sshPublicKey !== undefined && !secrets.sshPrivateKey) {
+    add(
+      "sshPrivateKey",
+      undefined,
+      "is required with build.sshPublicKey: pulumi up runs the build steps over SSH with it",
+      `pulumi config set --secret ${PROJECT}:sshPrivateKey < <private key file>, or unset build.sshPublicKey to generate a key pair`,
+    );
+  }
+
   checkCluster(config, secrets, add);
   checkNetwork(config, add);
 
@@ -338,7 +347,18 @@ function checkNetwork(config: StackConfig, add: Add): void {
     if (n.privateSubnetIds.length < 2) {
       add("network.privateSubnetIds", n.privateSubnetIds, "needs private subnets in at least two AZs for EKS", "list at least two private subnet ids in different AZs");
     }
-  } else if (n.vpcId || n.publicSubnetIds.length > 0 || n.privateSubnetIds.length > 0) {
-    add("network.mode", n.mode, "is create but VPC or subnet ids are set", "set network.mode existing to use them, or remove the ids");
+  } else {
+    if (n.vpcId || n.publicSubnetIds.length > 0 || n.privateSubnetIds.length > 0) {
+      add("network.mode", n.mode, "is create but VPC or subnet ids are set", "set network.mode existing to use them, or remove the ids");
+    }
+    const prefix = Number(n.vpcCidr.split("/")[1]);
+    if (prefix < 16 || prefix > 20) {
+      add(
+        "network.vpcCidr",
+        n.vpcCidr,
+        `has a /${prefix} prefix; private (prefix+3) and public (prefix+8) subnets for every AZ need /16 to /20`,
+        "use a /16 to /20 CIDR such as 10.42.0.0/16",
+      );
+    }
   }
 }

@@ -3,7 +3,7 @@
  * client: one request carries a batch of prompts; the answer is the generated
  * text of each with token counts, plus the round-trip latency.
  */
-import { type InferResponse, type TritonHttpClient, outputNumbers, outputStrings } from "./http";
+import { type InferResponse, type TritonClient, outputNumbers, outputStrings } from "./api";
 import type { Tensor } from "./tensors";
 
 export const ENSEMBLE_MODEL = "ensemble";
@@ -103,13 +103,13 @@ export function completions(response: InferResponse, batch: number): Completion[
 }
 
 /** Send prompts through the ensemble in one request. Errors carry Triton's message and HTTP status. */
-export async function generate(client: TritonHttpClient, prompts: Prompt[], options: GenerateOptions): Promise<GenerateResult> {
+export async function generate(client: TritonClient, prompts: Prompt[], options: GenerateOptions): Promise<GenerateResult> {
   const inputs = ensembleInputs(prompts, options);
   const started = performance.now();
   const response = await client.infer(options.model ?? ENSEMBLE_MODEL, {
     inputs,
     outputs: ["text_output", "input_token_count", "output_token_count"],
-    // Binary outputs are exact for any bytes the tokenizer decodes to.
+    // Binary outputs (HTTP) are exact for any bytes the tokenizer decodes to; gRPC is always raw.
     binaryOutputs: true,
   });
   const latencyMs = performance.now() - started;
@@ -123,7 +123,7 @@ export interface ReadinessReport {
 }
 
 /** Server liveness/readiness and readiness of each model of the repository. */
-export async function readiness(client: TritonHttpClient, models: readonly string[] = REPOSITORY_MODELS): Promise<ReadinessReport> {
+export async function readiness(client: TritonClient, models: readonly string[] = REPOSITORY_MODELS): Promise<ReadinessReport> {
   const [live, ready] = await Promise.all([client.isLive(), client.isReady()]);
   const states = await Promise.all(models.map((m) => client.isModelReady(m)));
   return { live, ready, models: Object.fromEntries(models.map((m, i) => [m, states[i]])) };

@@ -3,6 +3,15 @@
  * inference with JSON or binary tensors. Uses Node's global fetch only.
  */
 import {
+  type ClientOptions,
+  type InferRequest,
+  type InferResponse,
+  type ModelMetadata,
+  type TensorMetadata,
+  type TritonClient,
+  TritonClientError,
+} from "./api";
+import {
   type Datatype,
   type Tensor,
   type TensorValue,
@@ -14,59 +23,8 @@ import {
   needsBinary,
 } from "./tensors";
 
-/** A failed call: the HTTP status (absent when the server was unreachable) and Triton's own message. */
-export class TritonClientError extends Error {
-  readonly status: number | undefined;
-  readonly url: string;
-  readonly tritonMessage: string;
-
-  constructor(url: string, status: number | undefined, tritonMessage: string) {
-    super(
-      status === undefined
-        ? `${url}: ${tritonMessage}`
-        : `${url}: HTTP ${status}${tritonMessage ? `: ${tritonMessage}` : ""}`,
-    );
-    this.name = "TritonClientError";
-    this.url = url;
-    this.status = status;
-    this.tritonMessage = tritonMessage;
-  }
-}
-
-export interface TensorMetadata {
-  name: string;
-  datatype: string;
-  shape: number[];
-}
-
-export interface ModelMetadata {
-  name: string;
-  versions: string[];
-  platform: string;
-  inputs: TensorMetadata[];
-  outputs: TensorMetadata[];
-}
-
-export interface InferRequest {
-  inputs: Tensor[];
-  /** Outputs to return; all of the model's outputs when omitted. */
-  outputs?: string[];
-  /** Ask for outputs in the binary encoding (exact for every type). */
-  binaryOutputs?: boolean;
-  id?: string;
-}
-
-export interface InferResponse {
-  modelName: string;
-  modelVersion: string;
-  id: string | undefined;
-  outputs: Map<string, Tensor>;
-}
-
-export interface ClientOptions {
-  /** Per-call timeout in milliseconds (default 60 s). */
-  timeoutMs?: number;
-}
+export { TritonClientError, outputNumbers, outputStrings } from "./api";
+export type { ClientOptions, InferRequest, InferResponse, ModelMetadata, TensorMetadata, TritonClient } from "./api";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -115,7 +73,8 @@ export function normaliseEndpoint(endpoint: string): string {
   return withScheme;
 }
 
-export class TritonHttpClient {
+export class TritonHttpClient implements TritonClient {
+  readonly protocol = "http" as const;
   readonly baseUrl: string;
   private readonly timeoutMs: number;
 
@@ -160,6 +119,9 @@ export class TritonHttpClient {
     await response.arrayBuffer();
     return response.status === 200;
   }
+
+  /** Nothing to release: fetch pools its own connections. */
+  close(): void {}
 
   /** GET /v2/health/live: the server process is up. */
   isLive(): Promise<boolean> {
@@ -309,32 +271,4 @@ function jsonValues(data: Json, datatype: Datatype, where: string): TensorValue[
     if (typeof value !== "number") throw new TypeError(`${where}: ${datatype} element is not a number`);
     return value;
   });
-}
-
-/** Elements of one output as numbers (UINT64/INT64 values above 2^53 lose precision). */
-export function outputNumbers(response: InferResponse, name: string): number[] {
-  return requireOutput(response, name).data.map((v) => {
-    if (typeof v === "number") return v;
-    if (typeof v === "bigint") return Number(v);
-    if (typeof v === "boolean") return v ? 1 : 0;
-    throw new TypeError(`output ${name} holds bytes, not numbers`);
-  });
-}
-
-/** Elements of one BYTES output decoded as UTF-8 text. */
-export function outputStrings(response: InferResponse, name: string): string[] {
-  const decoder = new TextDecoder("utf-8");
-  return requireOutput(response, name).data.map((v) => {
-    if (typeof v === "string") return v;
-    if (v instanceof Uint8Array) return decoder.decode(v);
-    throw new TypeError(`output ${name} holds numbers, not text`);
-  });
-}
-
-function requireOutput(response: InferResponse, name: string): Tensor {
-  const tensor = response.outputs.get(name);
-  if (tensor === undefined) {
-    throw new TypeError(`response of ${response.modelName} has no output ${name} (got: ${[...response.outputs.keys()].join(", ")})`);
-  }
-  return tensor;
 }

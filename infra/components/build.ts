@@ -11,7 +11,7 @@ import type { StackSecrets } from "../stackConfig";
 import type { ResolvedStack } from "../validate";
 import { Builder, BUILDER_SSH_USER } from "./builder";
 import { BuildPipeline } from "./buildPipeline";
-import { Network, subnetPrefixLengths } from "./network";
+import { Network } from "./network";
 import { Registry } from "./registry";
 
 /** `<project>-<stack>` as AWS names accept it (ECR wants lowercase). */
@@ -30,15 +30,8 @@ export interface BuildSide {
 
 export function createBuild(stack: ResolvedStack, secrets: StackSecrets, tags: Record<string, string>): BuildSide {
   const prefix = namePrefix(pulumi.getStack());
-  // Not yet one of the lead's SECRET_KEYS: read here until stackConfig carries it.
-  const providedPrivateKey = new pulumi.Config(PROJECT).getSecret("sshPrivateKey");
-  // Checks that need no AWS answer run before anything is registered.
-  if (stack.config.build.sshPublicKey !== undefined && providedPrivateKey === undefined) {
-    throw new Error(
-      "triton-ft: build.sshPublicKey is set but the secret sshPrivateKey is not; pulumi up needs the private key to run the build steps: pulumi config set --secret triton-ft:sshPrivateKey < key",
-    );
-  }
-  if (stack.config.network.mode === "create") subnetPrefixLengths(stack.config.network.vpcCidr);
+  // Validation already refused sshPublicKey without this secret, and a bad vpcCidr.
+  const providedPrivateKey = secrets.sshPrivateKey;
   const { steps, hashes } = buildSteps(stack);
   const network = new Network("network", { network: stack.config.network, tags });
   const registry = new Registry("registry", { namePrefix: prefix, tags });

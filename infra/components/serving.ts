@@ -34,7 +34,7 @@ export interface ServingSide {
  * the ServiceMonitor (which needs the Prometheus Operator's CRD) stays off.
  */
 export function serviceMonitorEnabled(s: ResolvedStack): boolean {
-  return (s.config.serving as Record<string, unknown>).serviceMonitor === true;
+  return s.config.serving.serviceMonitor;
 }
 
 export function createServing(stack: ResolvedStack, secrets: StackSecrets, tags: Record<string, string>, inputs: ServingInputs): ServingSide {

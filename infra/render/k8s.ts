@@ -180,7 +180,8 @@ export function renderManifests(input: RenderInput): TritonManifests {
             {
               name: "tritonserver",
               image,
-              command: launch.argv,
+              // Triton waits this long for in-flight requests after SIGTERM; it must fit in the grace period.
+              command: [...launch.argv, `--exit-timeout-secs=${plan.drainSeconds}`],
               workingDir: launch.workingDir,
               env: Object.entries(launch.env)
                 .sort(([a], [b]) => a.localeCompare(b))

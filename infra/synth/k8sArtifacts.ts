@@ -32,7 +32,7 @@ export const k8sManifestsWriter: ArtifactWriter = {
       stackName: ctx.stackName,
       image,
       launch: ctx.plan.launch,
-      serviceMonitor: (ctx.stack.config.serving as Record<string, unknown>).serviceMonitor === true,
+      serviceMonitor: ctx.stack.config.serving.serviceMonitor,
     });
     const header = `# Rendered offline by \`npm run synth\`: the image ${image} is a placeholder;\n# pulumi up deploys the server image by digest.\n`;
     const files = Object.entries(manifestFiles(m)).map(([name, content]) => ({ path: `${K8S_OUT}/${name}`, content: header + content }));

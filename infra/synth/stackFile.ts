@@ -46,7 +46,7 @@ export function parseStackFile(text: string, fileName: string): StackFileConfig 
   const raw: Record<string, unknown> = {};
   const secureKeys: string[] = [];
   const plaintextSecretKeys: string[] = [];
-  const secrets: SecretPresence = { hfToken: false, kubeconfig: false };
+  const secrets: SecretPresence = {};
   const prefix = `${PROJECT}:`;
   for (const [fullKey, value] of Object.entries((config ?? {}) as Record<string, unknown>)) {
     if (!fullKey.startsWith(prefix)) continue;

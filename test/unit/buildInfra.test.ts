@@ -38,7 +38,7 @@ describe("network", () => {
   });
 
   it("rejects a VPC CIDR too small for the subnet layout", async () => {
-    await expect(runProgram(withOverrides(gpt2Config(), { network: { vpcCidr: "10.8.0.0/24" } }))).rejects.toThrow(/prefix between \/16 and \/20/);
+    await expect(runProgram(withOverrides(gpt2Config(), { network: { vpcCidr: "10.8.0.0/24" } }))).rejects.toThrow(/triton-ft:network.vpcCidr = "10.8.0.0\/24": has a \/24 prefix/);
   });
 
   const existing = (priv: string[], pub = ["subnet-0aaaaaaaaaaaaaaa0"]) =>
@@ -148,7 +148,7 @@ describe("builder host", () => {
 
   it("a provided public key needs the sshPrivateKey secret, and then nothing is generated", async () => {
     const cfg = withOverrides(gpt2Config(), { build: { sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops" } });
-    await expect(runProgram(cfg)).rejects.toThrow(/build.sshPublicKey is set but the secret sshPrivateKey is not/);
+    await expect(runProgram(cfg)).rejects.toThrow(/triton-ft:sshPrivateKey = \(unset\): is required with build.sshPublicKey/);
     const run = await runProgram(cfg, { secrets: { sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n" } });
     expect(run.byType("tls:index/privateKey:PrivateKey")).toHaveLength(0);
     expect(run.one("aws:ec2/keyPair:KeyPair").inputs.publicKey).toBe("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops");

@@ -215,6 +215,23 @@ describe("validation rules (one test each, exact messages)", () => {
     expect(network.map((p) => p.key)).toEqual(["triton-ft:network.vpcId", "triton-ft:network.publicSubnetIds", "triton-ft:network.privateSubnetIds"]);
   });
 
+  it("a provided SSH public key without its private key secret", () => {
+    const cfg = withOverrides(gpt2Config(), { build: { sshPublicKey: "ssh-ed25519 AAAAC3Nza user@host" } });
+    expect(onlyProblem(cfg)).toMatchObject({
+      key: "triton-ft:sshPrivateKey",
+      message: "is required with build.sshPublicKey: pulumi up runs the build steps over SSH with it",
+    });
+    expect(problemsOf(cfg, { sshPrivateKey: true })).toEqual([]);
+  });
+
+  it("a VPC CIDR too small for the subnets", () => {
+    expect(onlyProblem(withOverrides(gpt2Config(), { network: { vpcCidr: "10.8.0.0/24" } }))).toMatchObject({
+      key: "triton-ft:network.vpcCidr",
+      value: "10.8.0.0/24",
+      message: "has a /24 prefix; private (prefix+3) and public (prefix+8) subnets for every AZ need /16 to /20",
+    });
+  });
+
   it("reports every problem at once, readably", () => {
     const cfg = withOverrides(gptjConfig(), {
       build: { ftCommit: "v5.3", sshAllowedCidrs: [] },

@@ -109,7 +109,10 @@ describe("rendered workload", () => {
   it("runs the server image by digest with the launch plan", () => {
     const c = container(render(gpt2Config()));
     expect(c.image).toBe(DIGEST);
-    expect(c.command).toEqual(LAUNCH.argv);
+    // Triton's own drain after SIGTERM is the derived drain time, inside the grace period.
+    const plan = planWorkload(resolved(gpt2Config()));
+    expect(c.command).toEqual([...LAUNCH.argv, `--exit-timeout-secs=${plan.drainSeconds}`]);
+    expect(plan.drainSeconds).toBeLessThan(plan.terminationGracePeriodSeconds);
     expect(c.workingDir).toBe("/workspace");
     expect(c.env).toEqual([{ name: "CUDA_VISIBLE_DEVICES", value: "0" }]);
     expect(c.ports?.map((p) => [p.name, p.containerPort])).toEqual([

@@ -37,7 +37,8 @@ describe("synth Kubernetes manifests", () => {
     const deployment = parse(file) as ConstructorParameters<typeof Deployment>[0];
     new Deployment(deployment).validate();
     expect(deployment?.spec?.template.spec?.containers[0]?.image).toBe("triton-ft-dev/server:synth");
-    expect(deployment?.spec?.template.spec?.containers[0]?.command).toEqual(ctx().plan.launch.argv);
+    expect(deployment?.spec?.template.spec?.containers[0]?.command?.slice(0, -1)).toEqual(ctx().plan.launch.argv);
+    expect(deployment?.spec?.template.spec?.containers[0]?.command?.at(-1)).toMatch(/^--exit-timeout-secs=\d+$/);
   });
 
   it("adds the workload numbers to plan.json and a summary line", () => {
