@@ -5,13 +5,17 @@
  *   npm run smoke -- --endpoint <url> [--prompt TEXT]... [--max-tokens N]
  *                    [--stop-word W]... [--wait SECS] [--timeout SECS] [--model NAME]
  *
+ * <url> is http(s)://host:port (KServe v2 HTTP, port 8000), grpc://host:port
+ * or grpcs://host:port (KServe v2 gRPC, port 8001), or a bare host:port (HTTP).
+ *
  * Checks liveness, readiness and the four models, sends all prompts as one
  * batch, prints each completion with token counts and the latency. Exits 1
  * with a message naming what failed.
  */
 import { parseArgs } from "node:util";
+import { type TritonClient, TritonClientError } from "../infra/client/api";
+import { createClient } from "../infra/client/connect";
 import { REPOSITORY_MODELS, generate, readiness } from "../infra/client/ensemble";
-import { TritonClientError, TritonHttpClient } from "../infra/client/http";
 
 const USAGE =
   "usage: npm run smoke -- --endpoint <url> [--prompt TEXT]... [--max-tokens N] [--stop-word W]... [--wait SECS] [--timeout SECS] [--model NAME]";
@@ -63,7 +67,7 @@ export function parseSmokeArgs(argv: string[]): SmokeArgs {
   };
 }
 
-async function waitForReady(client: TritonHttpClient, seconds: number): Promise<void> {
+async function waitForReady(client: TritonClient, seconds: number): Promise<void> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
     try {
@@ -78,19 +82,27 @@ async function waitForReady(client: TritonHttpClient, seconds: number): Promise<
 }
 
 async function smoke(args: SmokeArgs, log: (line: string) => void): Promise<void> {
-  const client = new TritonHttpClient(args.endpoint, { timeoutMs: args.timeoutSeconds * 1000 });
+  const client = createClient(args.endpoint, { timeoutMs: args.timeoutSeconds * 1000 });
+  try {
+    await smokeWith(client, args, log);
+  } finally {
+    client.close();
+  }
+}
+
+async function smokeWith(client: TritonClient, args: SmokeArgs, log: (line: string) => void): Promise<void> {
   if (args.waitSeconds > 0) {
-    log(`waiting up to ${args.waitSeconds}s for ${client.baseUrl}/v2/health/ready`);
+    log(`waiting up to ${args.waitSeconds}s for ${client.baseUrl} to be ready`);
     await waitForReady(client, args.waitSeconds);
   }
   const models = args.model === "ensemble" ? REPOSITORY_MODELS : [args.model];
   const state = await readiness(client, models);
-  log(`server ${client.baseUrl}: live=${state.live} ready=${state.ready}`);
+  log(`server ${client.baseUrl} (${client.protocol}): live=${state.live} ready=${state.ready}`);
   for (const [model, ready] of Object.entries(state.models)) log(`  model ${model}: ${ready ? "ready" : "NOT READY"}`);
-  if (!state.live) throw new Error("server is not live (GET /v2/health/live did not return 200)");
+  if (!state.live) throw new Error("server is not live (health/live)");
   const notReady = Object.entries(state.models).filter(([, ready]) => !ready).map(([m]) => m);
   if (notReady.length > 0) throw new Error(`models not ready: ${notReady.join(", ")}`);
-  if (!state.ready) throw new Error("server is not ready (GET /v2/health/ready did not return 200)");
+  if (!state.ready) throw new Error("server is not ready (health/ready)");
 
   const result = await generate(client, args.prompts, {
     maxTokens: args.maxTokens,
@@ -123,7 +135,7 @@ async function main(): Promise<number> {
   } catch (error) {
     const detail =
       error instanceof TritonClientError
-        ? `${error.status === undefined ? "no HTTP response" : `HTTP ${error.status}`} from ${error.url}: ${error.tritonMessage}`
+        ? `${error.statusText} from ${error.url}: ${error.tritonMessage}`
         : error instanceof Error
           ? error.message
           : String(error);

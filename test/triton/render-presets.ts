@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { stringify } from "yaml";
-import { PROJECT } from "../../infra/config";
+import { PROJECT, SECRET_KEYS, type SecretPresence } from "../../infra/config";
 import { MODEL_PRESETS, type ModelPreset } from "../../infra/model/catalog";
 import { buildPlan } from "../../infra/plan";
 import { renderModelRepository } from "../../infra/render/modelRepository";
@@ -35,6 +35,9 @@ const SHAPES: readonly Shape[] = [
   { serving: "p4de.24xlarge", builder: "p4de.24xlarge", tensorParallel: 1 },
   { serving: "p4d.24xlarge", builder: "p4d.24xlarge", tensorParallel: 8 },
 ];
+
+// No secret is set: rendering never needs one.
+const NO_SECRETS = Object.fromEntries(Object.keys(SECRET_KEYS).map((k) => [k, false])) as SecretPresence;
 
 // Rendering never fetches anything: any well-formed pin will do.
 const FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567";
@@ -74,7 +77,7 @@ function main(argv: string[]): number {
       const refusals: string[] = [];
       for (const shape of SHAPES) {
         const raw = stackConfig(preset, shape);
-        const resolved = resolveStack(raw, { hfToken: false, kubeconfig: false });
+        const resolved = resolveStack(raw, NO_SECRETS);
         if (!resolved.stack) {
           refusals.push(`  ${shape.serving} TP ${shape.tensorParallel}: ${resolved.problems.map((p) => `${p.key} ${p.message}`).join("; ")}`);
           continue;
@@ -111,10 +114,7 @@ function main(argv: string[]): number {
       }
     }
     // The stand-in variant the real-server suite serves: same renderer, python backend.
-    const testStack = resolveStack(stackConfig(MODEL_PRESETS.find((p) => p.name === "gpt2") ?? MODEL_PRESETS[0], SHAPES[0]), {
-      hfToken: false,
-      kubeconfig: false,
-    }).stack;
+    const testStack = resolveStack(stackConfig(MODEL_PRESETS.find((p) => p.name === "gpt2") ?? MODEL_PRESETS[0], SHAPES[0]), NO_SECRETS).stack;
     if (!testStack) throw new Error("gpt2 stand-in variant does not validate");
     const standin = renderModelRepository(optionsFromPlan(buildPlan(testStack)), { backend: "python" });
     for (const file of standin.files) {

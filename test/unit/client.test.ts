@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { completions, ensembleInputs } from "../../infra/client/ensemble";
 import { decodeInferResponse, encodeInferRequest, normaliseEndpoint } from "../../infra/client/http";
+import { createClient } from "../../infra/client/connect";
+import { decodeGrpcInferResponse, encodeGrpcInferRequest, grpcOrigin } from "../../infra/client/grpc";
+import { ProtoMessage, ProtoWriter } from "../../infra/client/protobuf";
 import { decodeBinary, encodeBinary } from "../../infra/client/tensors";
 
 const utf8 = new TextEncoder();
@@ -110,5 +113,62 @@ describe("endpoint", () => {
     expect(normaliseEndpoint("127.0.0.1:8000/")).toBe("http://127.0.0.1:8000");
     expect(normaliseEndpoint("https://x.example/triton/")).toBe("https://x.example/triton");
     expect(() => normaliseEndpoint("grpc://x:8001")).toThrow(/only http/);
+  });
+});
+
+describe("protobuf wire format", () => {
+  it("encodes varints, negative int64 as ten bytes, and packed repeated int64", () => {
+    const bytes = new ProtoWriter().string(1, "ab").int64(2, 300).packedInt64(3, [-1, 2]).bool(4, true).finish();
+    expect([...bytes.subarray(0, 7)]).toEqual([0x0a, 2, 0x61, 0x62, 0x10, 0xac, 0x02]);
+    const m = new ProtoMessage(bytes);
+    expect(m.string(1)).toBe("ab");
+    expect(m.int64List(2)).toEqual([300n]);
+    expect(m.int64List(3)).toEqual([-1n, 2n]);
+    expect(m.bool(4)).toBe(true);
+    expect(m.bool(5)).toBe(false);
+  });
+
+  it("refuses truncated input", () => {
+    expect(() => new ProtoMessage(Uint8Array.from([0x0a, 5, 0x61]))).toThrow(/truncated/);
+  });
+});
+
+describe("gRPC ModelInfer messages", () => {
+  it("puts every input in raw_input_contents and reads raw_output_contents back", () => {
+    const request = encodeGrpcInferRequest("ensemble", {
+      inputs: [
+        { name: "text_input", datatype: "BYTES", shape: [1, 1], data: ["hi"] },
+        { name: "max_tokens", datatype: "UINT32", shape: [1, 1], data: [4] },
+      ],
+      outputs: ["text_output"],
+    });
+    const m = new ProtoMessage(request);
+    expect(m.string(1)).toBe("ensemble");
+    const inputs = m.messages(5);
+    expect(inputs.map((i) => [i.string(1), i.string(2), i.int64List(3)])).toEqual([
+      ["text_input", "BYTES", [1n, 1n]],
+      ["max_tokens", "UINT32", [1n, 1n]],
+    ]);
+    expect(m.messages(6).map((o) => o.string(1))).toEqual(["text_output"]);
+    expect(m.bytesList(7).map((b) => [...b])).toEqual([[2, 0, 0, 0, 0x68, 0x69], [4, 0, 0, 0]]);
+
+    const response = new ProtoWriter()
+      .string(1, "ensemble")
+      .string(2, "1")
+      .message(5, new ProtoWriter().string(1, "output_token_count").string(2, "UINT32").packedInt64(3, [1, 1]))
+      .bytes(6, Uint8Array.from([7, 0, 0, 0]))
+      .finish();
+    const decoded = decodeGrpcInferResponse(new ProtoMessage(response));
+    expect(decoded.outputs.get("output_token_count")).toEqual({ name: "output_token_count", datatype: "UINT32", shape: [1, 1], data: [7] });
+  });
+
+  it("chooses the protocol from the endpoint scheme", () => {
+    expect(grpcOrigin("grpc://host:8001")).toBe("http://host:8001");
+    expect(grpcOrigin("grpcs://host:443")).toBe("https://host");
+    expect(grpcOrigin("host:8001")).toBe("http://host:8001");
+    expect(() => grpcOrigin("http://host:8001")).toThrow(/grpc:\/\//);
+    expect(createClient("grpc://h:8001").protocol).toBe("grpc");
+    expect(createClient("h:8000").protocol).toBe("http");
+    expect(createClient("https://h/triton").protocol).toBe("http");
   });
 });
