@@ -69,8 +69,10 @@ function main(argv: string[]): number {
   }
   const stacks = mkdtempSync(path.join(os.tmpdir(), "triton-ft-presets-"));
   let failed = false;
-  // variant folder -> preset, so the schema test can tell that every preset was rendered.
+  // variant folder -> preset, so the schema test can tell that every preset was rendered;
+  // variant -> synth's error for the ones that failed.
   const index: Record<string, string> = {};
+  const failures: Record<string, string> = {};
   try {
     for (const preset of MODEL_PRESETS) {
       let rendered = 0;
@@ -101,6 +103,7 @@ function main(argv: string[]): number {
         }
         if (code !== 0) {
           console.error(`${name}: synth failed:\n${errors.join("\n")}`);
+          failures[name] = errors.join("\n").split("\n")[0];
           failed = true;
           continue;
         }
@@ -108,8 +111,9 @@ function main(argv: string[]): number {
         index[name] = preset.name;
         rendered++;
       }
-      if (rendered === 0) {
+      if (rendered === 0 && refusals.length === SHAPES.length) {
         console.error(`${preset.name}: no serving shape of the matrix validates:\n${refusals.join("\n")}`);
+        failures[preset.name] = `no serving shape validates: ${refusals.join(" | ")}`;
         failed = true;
       }
     }
@@ -125,7 +129,7 @@ function main(argv: string[]): number {
     console.log("rendered standin-python-backend");
     writeFileSync(
       path.join(outRoot, "variants.json"),
-      JSON.stringify({ presets: MODEL_PRESETS.map((p) => p.name), variants: index }, null, 2),
+      JSON.stringify({ presets: MODEL_PRESETS.map((p) => p.name), variants: index, failures }, null, 2),
     );
   } finally {
     rmSync(stacks, { recursive: true, force: true });
