@@ -18,9 +18,12 @@ Generation is deterministic, so tests can predict the text:
   "echoes" the prompt cyclically;
 - a token that would complete a bad word is skipped (the next prompt token is
   tried instead); when every candidate is banned, generation ends;
-- generation ends after request_output_len tokens, when the next token is
-  end_id (end_id is not counted), or right after a stop word is completed
-  (the stop word is counted, as FT does);
+- generation ends after L tokens, when the next token is end_id (end_id is
+  not counted), or right after a stop word is completed (the stop word is
+  counted, as FT does). L is the LONGEST request_output_len among all
+  requests of one execute() call, for every item: FT sizes a batch's
+  generation by its longest request, so a short request batched with a long
+  one comes back over-generated and postprocessing must cap it;
 - sequence_length = prompt length + generated tokens.
 Every optional input it receives is logged once per request, so tests can
 check the ensemble's parameter wiring in the server log.
@@ -163,7 +166,7 @@ class TritonPythonModel:
         tensor = pb_utils.get_input_tensor_by_name(request, name)
         return None if tensor is None else tensor.as_numpy()
 
-    def _execute_one(self, request: Any) -> Any:
+    def _execute_one(self, request: Any, batch_output_len: int) -> Any:
         input_ids = self._optional(request, "input_ids")
         input_lengths = self._optional(request, "input_lengths")
         request_output_len = self._optional(request, "request_output_len")
@@ -214,7 +217,7 @@ class TritonPythonModel:
             shift = 0 if seeds is None else int(seeds[i]) % length
             generated = generate(
                 prompt,
-                int(request_output_len[i].reshape(-1)[0]),
+                batch_output_len,
                 end_id,
                 shift,
                 [] if stop_words is None else split_words(stop_words[i]),
@@ -222,7 +225,7 @@ class TritonPythonModel:
             )
             rows.append(prompt + generated)
             lengths.append(len(prompt) + len(generated))
-        width = max(int(input_ids.shape[1]) + int(request_output_len.max()), max(lengths))
+        width = max(int(input_ids.shape[1]) + batch_output_len, max(lengths))
         pad = 0 if end_ids is None else None
         output_ids = np.zeros((batch, 1, width), dtype=np.uint32)
         for i, row in enumerate(rows):
@@ -237,10 +240,12 @@ class TritonPythonModel:
         )
 
     def execute(self, requests: list[Any]) -> list[Any]:
+        lengths = [self._optional(r, "request_output_len") for r in requests]
+        batch_output_len = max((int(a.max()) for a in lengths if a is not None and a.size > 0), default=0)
         responses = []
         for request in requests:
             try:
-                responses.append(self._execute_one(request))
+                responses.append(self._execute_one(request, batch_output_len))
             except ValueError as error:
                 responses.append(
                     pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(f"{self.name}: {error}"))
