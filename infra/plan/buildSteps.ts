@@ -68,12 +68,14 @@ export function convertArgv(plan: Plan, configIniPath: string | undefined): Pick
     [c.work.source, "{{SRC}}"],
     [c.work.stage, c.family === "codegen" ? "{{RELAYOUT_OUT}}" : "{{CONSOLIDATE_OUT}}"],
     [c.work.convertTmp, "{{OUT}}"],
+    // The fp16 rewrite's input check reads a shipped copy (the plan folder is mounted read-only).
+    [c.work.expectedWeightsAnyType, EXPECTED_ANY_TYPE_REMOTE],
   ];
   const exec = (id: string): string[] => {
     const step = c.steps.find((s) => s.id === id);
     return step && step.kind === "exec" ? toPlaceholders(step.argv, map) : [];
   };
-  const known = new Set(["clean", "expected-weights", "consolidate", "codegen-to-gptj", "convert", "config-ini", "fp16", "verify", "swap-prepare", "swap-ensure", "swap-aside", "swap-in", "swap-cleanup"]);
+  const known = new Set(["clean", "expected-weights", "expected-weights-any-type", "consolidate", "codegen-to-gptj", "convert", "config-ini", "fp16", "verify", "swap-prepare", "swap-ensure", "swap-aside", "swap-in", "swap-cleanup"]);
   const unknown = c.steps.filter((s) => !known.has(s.id)).map((s) => s.id);
   if (unknown.length > 0) throw new Error(`conversion plan has steps the convert script cannot run: ${unknown.join(", ")}`);
   const converterArgv = exec("convert");
@@ -90,13 +92,19 @@ export function convertArgv(plan: Plan, configIniPath: string | undefined): Pick
 
 /** Where the JAX slim plan's config.ini is shipped on the builder. */
 export const CONFIG_INI_REMOTE = `${REMOTE.plan}/config.ini`;
+/** Where the dtype-agnostic expected-weights list (the fp16 rewrite's input check) is shipped. */
+export const EXPECTED_ANY_TYPE_REMOTE = `${REMOTE.plan}/expected-weights.any-type.json`;
 
 export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack)): { plans: BuildPlans; extraFiles: Array<{ remotePath: string; content: string }> } {
   const c = plan.conversion;
   const m = stack.model;
   const files = tokenizerFiles(m.preset);
-  const configIni = c.steps.find((s) => s.id === "config-ini");
-  const extraFiles = configIni && configIni.kind === "write-file" ? [{ remotePath: CONFIG_INI_REMOTE, content: configIni.content }] : [];
+  const shipped = (id: string, remotePath: string) => {
+    const step = c.steps.find((s) => s.id === id);
+    return step && step.kind === "write-file" ? [{ remotePath, content: step.content }] : [];
+  };
+  const configIniFile = shipped("config-ini", CONFIG_INI_REMOTE);
+  const extraFiles = [...configIniFile, ...shipped("expected-weights-any-type", EXPECTED_ANY_TYPE_REMOTE)];
   const tokenizerDir = `${c.work.root}/tokenizer`;
   const tokenizer = m.tokenizerSource ? { repo: m.tokenizerSource.repo, revision: m.tokenizerSource.revision, dir: tokenizerDir, files } : undefined;
   const expectedFiles =
@@ -116,7 +124,7 @@ export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack
       convert: {
         outputDir: c.work.ft,
         tensorParallel: c.tensorParallel,
-        ...convertArgv(plan, extraFiles[0]?.remotePath),
+        ...convertArgv(plan, configIniFile[0]?.remotePath),
         expectedWeights: plan.expectedWeights,
         helperScripts: convertHelpers(plan),
       },

@@ -227,6 +227,7 @@ def test_bad_request_fails_alone_and_others_are_served(pre: Any, tok: Any, label
     assert len(responses) == 3
     assert responses[1].has_error(), f"{label} was accepted"
     message = responses[1].error().message()
+    assert responses[1].error().code() == pb_utils.TritonError.INVALID_ARG, "a refused request is a client error"
     for fragment in fragments:
         assert fragment in message, f"{fragment!r} not in {message!r}"
     assert responses[1].output_tensors() == []

@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { ConfigProblem } from "../../infra/config";
+import type { ConfigProblem, SecretPresence } from "../../infra/config";
 import { withReference } from "../../infra/configReference";
 import { formatProblems, resolveStack } from "../../infra/validate";
 import { BACKEND_COMMIT, FT_COMMIT, GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { runProgram } from "../lib/pulumi";
 
-const noSecrets = { hfToken: false, kubeconfig: false };
+const noSecrets: SecretPresence = {};
 
 function problemsOf(cfg: RawConfig, secrets = noSecrets): ConfigProblem[] {
   return resolveStack(cfg, secrets).problems;

@@ -46,6 +46,16 @@ class TritonModelException(Exception):
 
 
 class TritonError:
+    # The real class's error-code constants (python_backend's TritonError enum).
+    UNKNOWN = 0
+    INTERNAL = 1
+    NOT_FOUND = 2
+    INVALID_ARG = 3
+    UNAVAILABLE = 4
+    UNSUPPORTED = 5
+    ALREADY_EXISTS = 6
+    CANCELLED = 7
+
     def __init__(self, msg: str, code: int | None = None) -> None:
         self._msg = msg
         self._code = code

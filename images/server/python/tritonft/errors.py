@@ -1,5 +1,7 @@
 """Error types shared by the models."""
 
+from typing import Any
+
 
 class RequestError(ValueError):
     """A client sent a request this model refuses.
@@ -16,3 +18,15 @@ class ModelConfigError(ValueError):
     Raised from `initialize`, so Triton fails the model load with this message
     instead of serving with a wrong setting.
     """
+
+
+def request_error(pb_utils: Any, message: str) -> Any:
+    """A Triton error for a refused request: a client error, not a server fault.
+
+    Python backends that know error codes (newer than the 23.05 base) map
+    INVALID_ARG to HTTP 400 / gRPC INVALID_ARGUMENT; older ones take only the
+    message and Triton reports it as an internal error (HTTP 500), with the
+    same text.
+    """
+    code = getattr(pb_utils.TritonError, "INVALID_ARG", None)
+    return pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)

@@ -30,7 +30,7 @@ _SHARED = os.environ.get("TRITONFT_PYTHON", "/opt/triton-ft/python")
 if os.path.isdir(_SHARED) and _SHARED not in sys.path:
     sys.path.append(_SHARED)
 
-from tritonft.errors import ModelConfigError, RequestError
+from tritonft.errors import ModelConfigError, RequestError, request_error
 from tritonft.params import PreprocessParams
 from tritonft.tokenizer import load_tokenizer
 from tritonft.validation import (
@@ -78,7 +78,7 @@ class TritonPythonModel:
                 responses.append(pb_utils.InferenceResponse(output_tensors=self._process(request)))
             except RequestError as err:
                 responses.append(
-                    pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(str(err)))
+                    pb_utils.InferenceResponse(output_tensors=[], error=request_error(pb_utils, str(err)))
                 )
             except Exception as err:  # a bug must fail this request only, not the whole batch
                 print(f"preprocessing: unexpected {type(err).__name__}: {err}", file=sys.stderr)
