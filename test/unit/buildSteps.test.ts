@@ -141,3 +141,28 @@ describe("invalidation matrix (two mock runs per change)", () => {
     for (const id of STEP_IDS.filter((s) => s !== "host-ready" && s !== "fetch")) expect(triton[id]).not.toBe(before[id]);
   }, RUN_BUDGET);
 });
+
+describe("every catalog preset maps onto the remote steps", () => {
+  it("renders every step for each preset, shipping every file its argv reads", async () => {
+    const { MODEL_PRESETS } = await import("../../infra/model/catalog");
+    const { BACKEND_COMMIT, FT_COMMIT } = await import("../lib/fixtures");
+    for (const preset of MODEL_PRESETS) {
+      const source = preset.archive
+        ? { archive: { sha256: "a".repeat(64), tokenizerRevision: "b".repeat(40) } }
+        : { huggingface: { repo: preset.repo, revision: "c".repeat(40) } };
+      const cfg: RawConfig = {
+        model: { preset: preset.name, source },
+        build: { backendCommit: BACKEND_COMMIT, ftCommit: FT_COMMIT, builderInstanceType: "g5.48xlarge", sshAllowedCidrs: ["198.51.100.7/32"] },
+        serving: { instanceType: "g5.48xlarge", tensorParallel: preset.arch.heads % 8 === 0 ? 8 : 1, maxBatchSize: 1, maxInputLen: 128, maxOutputLen: 128 },
+      };
+      const { steps } = buildSteps(resolved(cfg));
+      const convert = byId(steps, "convert");
+      const shipped = new Set(convert.files.map((f) => f.remotePath));
+      const config = renderStepConfig(convert, (v) => `<${v}>`);
+      // Any absolute path under the shipped plan folder that the convert argv names must be a shipped file.
+      for (const path of config.match(/\/opt\/triton-ft\/plan\/[\w.-]+/g) ?? []) {
+        expect(shipped.has(path), `${preset.name}: ${path} is read but not shipped`).toBe(true);
+      }
+    }
+  });
+});
