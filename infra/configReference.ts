@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { PROJECT, SECRET_KEYS, configSchema } from "./config";
+import { outputsMarkdownTable } from "./outputs";
 
 interface JsonSchema {
   type?: string | string[];
@@ -56,10 +57,18 @@ function fmtDefault(value: unknown): string {
   return `\`${JSON.stringify(value)}\``;
 }
 
-/** README with the generated block replaced; throws if the markers are missing. */
+export const OUTPUTS_START = "<!-- outputs-contract:start (generated from infra/outputs.ts; do not edit) -->";
+export const OUTPUTS_END = "<!-- outputs-contract:end -->";
+
+function replaceBlock(readme: string, startMarker: string, endMarker: string, content: string): string {
+  const start = readme.indexOf(startMarker);
+  const end = readme.indexOf(endMarker);
+  if (start < 0 || end < start) throw new Error(`README.md lacks the markers ${startMarker} ... ${endMarker}`);
+  return readme.slice(0, start + startMarker.length) + "\n" + content + "\n" + readme.slice(end);
+}
+
+/** README with every generated block (configuration reference, output contract) replaced. */
 export function withReference(readme: string): string {
-  const start = readme.indexOf(REFERENCE_START);
-  const end = readme.indexOf(REFERENCE_END);
-  if (start < 0 || end < start) throw new Error("README.md lacks the config-reference markers");
-  return readme.slice(0, start + REFERENCE_START.length) + "\n" + configReference() + "\n" + readme.slice(end);
+  const config = replaceBlock(readme, REFERENCE_START, REFERENCE_END, configReference());
+  return replaceBlock(config, OUTPUTS_START, OUTPUTS_END, outputsMarkdownTable());
 }

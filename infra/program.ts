@@ -13,7 +13,7 @@ import { stackTags } from "./tags";
 
 /**
  * The stack-output contract other teams consume (infra/outputs.ts: documented
- * in README, pinned by test/unit/outputs.test.ts), plus the build side's extras.
+ * in README, pinned by test/unit/serving.test.ts), plus the build side's extras.
  */
 export interface StackOutputs extends ContractOutputs {
   [key: string]: unknown;

@@ -8,8 +8,8 @@ const current = readFileSync(readmePath, "utf8");
 const next = withReference(current);
 if (process.argv.includes("--write")) {
   writeFileSync(readmePath, next);
-  console.log(next === current ? "README.md configuration reference is up to date" : "README.md configuration reference updated");
+  console.log(next === current ? "README.md generated blocks are up to date" : "README.md generated blocks updated");
 } else if (next !== current) {
-  console.error("README.md configuration reference is stale: run `npm run docs:config`");
+  console.error("README.md generated blocks are stale: run `npm run docs:config`");
   process.exit(1);
 }

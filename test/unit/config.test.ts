@@ -264,7 +264,7 @@ describe("the Pulumi program", () => {
 });
 
 describe("README", () => {
-  it("configuration reference matches the schema", () => {
+  it("configuration reference and output contract match the code", () => {
     const readme = readFileSync(join(__dirname, "..", "..", "README.md"), "utf8");
     expect(withReference(readme)).toBe(readme);
   });
