@@ -1,6 +1,7 @@
 """Error types shared by the models."""
 
-from typing import Any
+import sys
+from typing import Any, Callable
 
 
 class RequestError(ValueError):
@@ -30,3 +31,19 @@ def request_error(pb_utils: Any, message: str) -> Any:
     """
     code = getattr(pb_utils.TritonError, "INVALID_ARG", None)
     return pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)
+
+
+def respond_each(pb_utils: Any, model: str, requests: list[Any], process: Callable[[Any], list[Any]]) -> list[Any]:
+    """One response per request, in order: a refused or failing request gets its
+    own error response and never takes the rest of the batch down with it."""
+    responses = []
+    for request in requests:
+        try:
+            responses.append(pb_utils.InferenceResponse(output_tensors=process(request)))
+        except RequestError as err:
+            responses.append(pb_utils.InferenceResponse(output_tensors=[], error=request_error(pb_utils, str(err))))
+        except Exception as err:  # a bug fails this request only; the log keeps the details
+            print(f"{model}: unexpected {type(err).__name__}: {err}", file=sys.stderr)
+            failure = pb_utils.TritonError(f"{model} failed: {type(err).__name__}: {err}")
+            responses.append(pb_utils.InferenceResponse(output_tensors=[], error=failure))
+    return responses

@@ -30,7 +30,7 @@ _SHARED = os.environ.get("TRITONFT_PYTHON", "/opt/triton-ft/python")
 if os.path.isdir(_SHARED) and _SHARED not in sys.path:
     sys.path.append(_SHARED)
 
-from tritonft.errors import ModelConfigError, RequestError, request_error
+from tritonft.errors import ModelConfigError, RequestError, respond_each
 from tritonft.params import PreprocessParams
 from tritonft.tokenizer import load_tokenizer
 from tritonft.validation import (
@@ -72,23 +72,7 @@ class TritonPythonModel:
         self.tokenizer = load_tokenizer(self.params.tokenizer_path)
 
     def execute(self, requests: list[Any]) -> list[Any]:
-        responses = []
-        for request in requests:
-            try:
-                responses.append(pb_utils.InferenceResponse(output_tensors=self._process(request)))
-            except RequestError as err:
-                responses.append(
-                    pb_utils.InferenceResponse(output_tensors=[], error=request_error(pb_utils, str(err)))
-                )
-            except Exception as err:  # a bug must fail this request only, not the whole batch
-                print(f"preprocessing: unexpected {type(err).__name__}: {err}", file=sys.stderr)
-                responses.append(
-                    pb_utils.InferenceResponse(
-                        output_tensors=[],
-                        error=pb_utils.TritonError(f"preprocessing failed: {type(err).__name__}: {err}"),
-                    )
-                )
-        return responses
+        return respond_each(pb_utils, "preprocessing", requests, self._process)
 
     def _process(self, request: Any) -> list[Any]:
         p = self.params
