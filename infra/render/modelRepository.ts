@@ -223,41 +223,49 @@ export function renderFastertransformer(o: RepositoryOptions, r: Fastertransform
   return toPbtxt(root, HEADER);
 }
 
-export function renderPreprocessing(o: RepositoryOptions): string {
+/** A Python-backend model of the repository: CPU instances, string parameters. */
+function renderPythonModel(
+  name: "preprocessing" | "postprocessing",
+  o: RepositoryOptions,
+  io: { input: readonly TensorSpec[]; output: readonly TensorSpec[] },
+  params: Record<string, string>,
+): string {
   checkCommon(o);
   const root = msg(
-    ["name", str("preprocessing")],
+    ["name", str(name)],
     ["backend", str("python")],
     ["max_batch_size", int(o.maxBatchSize)],
-    ["input", PREPROCESSING_INPUTS.map(tensor)],
-    ["output", PREPROCESSING_OUTPUTS.map(tensor)],
+    ["input", io.input.map(tensor)],
+    ["output", io.output.map(tensor)],
     ["instance_group", cpuInstance()],
   );
-  root.fields.push(
-    parameters({
+  root.fields.push(parameters(params));
+  return toPbtxt(root, HEADER);
+}
+
+export function renderPreprocessing(o: RepositoryOptions): string {
+  return renderPythonModel(
+    "preprocessing",
+    o,
+    { input: PREPROCESSING_INPUTS, output: PREPROCESSING_OUTPUTS },
+    {
       tokenizer_path: o.tokenizerPath,
       start_id: String(o.startId),
       end_id: String(o.endId),
       pad_id: String(o.padId),
       max_input_len: String(o.maxInputLen),
       max_output_len: String(o.maxOutputLen),
-    }),
+    },
   );
-  return toPbtxt(root, HEADER);
 }
 
 export function renderPostprocessing(o: RepositoryOptions): string {
-  checkCommon(o);
-  const root = msg(
-    ["name", str("postprocessing")],
-    ["backend", str("python")],
-    ["max_batch_size", int(o.maxBatchSize)],
-    ["input", POSTPROCESSING_INPUTS.map(tensor)],
-    ["output", POSTPROCESSING_OUTPUTS.map(tensor)],
-    ["instance_group", cpuInstance()],
+  return renderPythonModel(
+    "postprocessing",
+    o,
+    { input: POSTPROCESSING_INPUTS, output: POSTPROCESSING_OUTPUTS },
+    { tokenizer_path: o.tokenizerPath, end_id: String(o.endId), pad_id: String(o.padId) },
   );
-  root.fields.push(parameters({ tokenizer_path: o.tokenizerPath, end_id: String(o.endId), pad_id: String(o.padId) }));
-  return toPbtxt(root, HEADER);
 }
 
 function mapEntries(map: Record<string, string>): PbMessage[] {
