@@ -138,9 +138,7 @@ else
     -t "$local_ref" "$ctx" >&2
 
   phase push
-  retry 3 30 docker push "$local_ref" >&2
-  digest=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$tag")
-  [[ -n $digest ]] || die "pushed $local_ref but ECR does not list tag $tag"
+  digest=$(push_image "$AWS_REGION" "$ECR_REPO_NAME" "$local_ref" "$tag")
   rm -rf "$ctx"
 fi
 

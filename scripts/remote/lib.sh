@@ -343,3 +343,14 @@ ecr_tag_digest() {
   rm -f "$err"
   die "cannot query ECR repository $2 in $1"
 }
+
+# push_image <region> <repository-name> <local-ref> <tag> : pushes the image
+# (with retries) and prints the digest ECR recorded for the tag, so the result
+# names exactly what was pushed.
+push_image() {
+  local digest
+  retry 3 30 docker push "$3" >&2
+  digest=$(ecr_tag_digest "$1" "$2" "$4")
+  [[ -n $digest ]] || die "pushed $3 but ECR does not list tag $4"
+  printf '%s\n' "$digest"
+}
