@@ -1,229 +1,154 @@
 /**
- * KServe v2 (Triton) gRPC client over Node's own HTTP/2: unary calls of
- * inference.GRPCInferenceService with hand-encoded protobuf messages, tensors
- * as raw_input_contents / raw_output_contents. One HTTP/2 session per client;
- * call close() when done or the process stays alive.
+ * KServe v2 (Triton) gRPC client on @grpc/grpc-js: unary calls of
+ * inference.GRPCInferenceService, tensors as raw_input_contents /
+ * raw_output_contents (the same bytes as the HTTP binary extension). The
+ * channel opens on the first call; call close() when done or the process
+ * stays alive.
  */
-import http2 from "node:http2";
+import { Client, Metadata, credentials } from "@grpc/grpc-js";
 import {
   type ClientOptions,
   type InferRequest,
   type InferResponse,
   type ModelMetadata,
-  type TensorMetadata,
   type TritonClient,
   TritonClientError,
 } from "./api";
-import { ProtoMessage, ProtoWriter } from "./protobuf";
+import {
+  type ModelInferRequestMessage,
+  type ModelInferResponseMessage,
+  type ModelRefMessage,
+  type TensorSpecMessage,
+  type UnaryMethod,
+  kserveMethods,
+} from "./kserveProto";
 import { type Tensor, checkShape, decodeBinary, encodeBinary, isDatatype } from "./tensors";
 
-const SERVICE = "inference.GRPCInferenceService";
-const GRPC_UNAVAILABLE = 14;
-const GRPC_DEADLINE_EXCEEDED = 4;
+export interface GrpcTarget {
+  /** host:port as grpc-js dials it. */
+  target: string;
+  tls: boolean;
+  /** grpc://host:port or grpcs://host:port, for messages. */
+  baseUrl: string;
+}
 
-/** "host:port", "grpc://host:port" or "grpcs://host:port" (TLS) to an HTTP/2 origin. */
-export function grpcOrigin(endpoint: string): string {
+/** "host:port", "grpc://host:port" or "grpcs://host:port" (TLS); without a port, 80 or 443 as for HTTP(S). */
+export function grpcTarget(endpoint: string): GrpcTarget {
   const trimmed = endpoint.trim().replace(/\/+$/, "");
   if (trimmed === "") throw new TypeError("endpoint is empty");
   const match = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/i.exec(trimmed);
   const scheme = match ? match[1].toLowerCase() : "grpc";
-  const rest = match ? match[2] : trimmed;
   if (scheme !== "grpc" && scheme !== "grpcs") throw new TypeError(`endpoint ${endpoint}: a gRPC endpoint is grpc://host:port or grpcs://host:port`);
-  const url = new URL(`${scheme === "grpcs" ? "https" : "http"}://${rest}`);
-  if (url.pathname !== "/" && url.pathname !== "") throw new TypeError(`endpoint ${endpoint}: a gRPC endpoint has no path`);
-  return url.origin;
+  // A non-special scheme keeps the port as written (https:// would drop :443).
+  const url = new URL(`${scheme}://${match ? match[2] : trimmed}`);
+  if (url.pathname !== "" && url.pathname !== "/") throw new TypeError(`endpoint ${endpoint}: a gRPC endpoint has no path`);
+  if (url.hostname === "") throw new TypeError(`endpoint ${endpoint}: no host`);
+  const tls = scheme === "grpcs";
+  const target = `${url.hostname}:${url.port || (tls ? "443" : "80")}`;
+  return { target, tls, baseUrl: `${scheme}://${target}` };
 }
 
-function frame(message: Uint8Array): Uint8Array {
-  const out = new Uint8Array(5 + message.length);
-  new DataView(out.buffer).setUint32(1, message.length, false);
-  out.set(message, 5);
-  return out;
+function modelRef(name: string, version: string | undefined): ModelRefMessage {
+  return version ? { name, version } : { name };
 }
 
-function unframe(body: Uint8Array, method: string): Uint8Array {
-  if (body.length < 5) throw new TypeError(`${method}: empty gRPC response`);
-  if (body[0] !== 0) throw new TypeError(`${method}: compressed gRPC responses are not supported`);
-  const length = new DataView(body.buffer, body.byteOffset, body.byteLength).getUint32(1, false);
-  if (5 + length > body.length) throw new TypeError(`${method}: truncated gRPC response`);
-  return body.subarray(5, 5 + length);
-}
-
-function grpcMessage(raw: string | string[] | undefined): string {
-  const text = Array.isArray(raw) ? raw.join(", ") : (raw ?? "");
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
-function tensorMetadata(m: ProtoMessage): TensorMetadata {
-  return { name: m.string(1), datatype: m.string(2), shape: m.int64List(3).map(Number) };
+function tensorSpec(spec: TensorSpecMessage): { name: string; datatype: string; shape: number[] } {
+  return { name: spec.name, datatype: spec.datatype, shape: spec.shape.map(Number) };
 }
 
 export class TritonGrpcClient implements TritonClient {
   readonly protocol = "grpc" as const;
-  /** grpc://host:port or grpcs://host:port, for messages. */
   readonly baseUrl: string;
-  private readonly origin: string;
+  private readonly target: GrpcTarget;
   private readonly timeoutMs: number;
-  private session: http2.ClientHttp2Session | undefined;
+  private channel: Client | undefined;
 
   constructor(endpoint: string, options: ClientOptions = {}) {
-    this.origin = grpcOrigin(endpoint);
-    this.baseUrl = this.origin.replace(/^http/, "grpc");
+    this.target = grpcTarget(endpoint);
+    this.baseUrl = this.target.baseUrl;
     this.timeoutMs = options.timeoutMs ?? 60_000;
   }
 
   close(): void {
-    this.session?.close();
-    this.session = undefined;
+    this.channel?.close();
+    this.channel = undefined;
   }
 
-  private connect(): http2.ClientHttp2Session {
-    if (this.session && !this.session.closed && !this.session.destroyed) return this.session;
-    const session = http2.connect(this.origin);
-    // Errors reach the pending streams; without a listener the session error would crash the process.
-    session.on("error", () => undefined);
-    session.on("close", () => {
-      if (this.session === session) this.session = undefined;
+  private client(): Client {
+    // Responses carry whole generated batches; grpc-js would cap them at 4 MiB.
+    this.channel ??= new Client(this.target.target, this.target.tls ? credentials.createSsl() : credentials.createInsecure(), {
+      "grpc.max_receive_message_length": -1,
     });
-    this.session = session;
-    return session;
+    return this.channel;
   }
 
-  private unary(method: string, request: Uint8Array): Promise<ProtoMessage> {
-    const url = `${this.baseUrl}/${SERVICE}/${method}`;
+  private unary<Request, Response>(method: UnaryMethod<Request, Response>, request: Request): Promise<Response> {
+    const url = `${this.baseUrl}${method.path}`;
     return new Promise((resolve, reject) => {
-      const fail = (status: number | undefined, message: string) => reject(new TritonClientError(url, status, message, "grpc"));
-      let stream: http2.ClientHttp2Stream;
-      try {
-        stream = this.connect().request({
-          ":method": "POST",
-          ":path": `/${SERVICE}/${method}`,
-          "content-type": "application/grpc",
-          te: "trailers",
-          "grpc-timeout": `${this.timeoutMs}m`,
-        });
-      } catch (error) {
-        fail(undefined, `cannot reach server (${error instanceof Error ? error.message : String(error)})`);
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let status: number | undefined;
-      let message = "";
-      let httpStatus = 0;
-      let settled = false;
-      const readStatus = (headers: http2.IncomingHttpHeaders) => {
-        const raw = headers["grpc-status"];
-        if (raw !== undefined) {
-          status = Number(Array.isArray(raw) ? raw[0] : raw);
-          message = grpcMessage(headers["grpc-message"]);
-        }
-      };
-      stream.setTimeout(this.timeoutMs, () => {
-        settled = true;
-        stream.close(http2.constants.NGHTTP2_CANCEL);
-        fail(GRPC_DEADLINE_EXCEEDED, `no response within ${this.timeoutMs} ms`);
-      });
-      stream.on("response", (headers) => {
-        httpStatus = Number(headers[":status"] ?? 0);
-        readStatus(headers);
-      });
-      stream.on("trailers", readStatus);
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("error", (error: Error) => {
-        if (settled) return;
-        settled = true;
-        const cause = error.message || error.name;
-        fail(httpStatus === 0 ? undefined : GRPC_UNAVAILABLE, `cannot reach server (${cause})`);
-      });
-      stream.on("close", () => {
-        if (settled) return;
-        settled = true;
-        if (httpStatus !== 200) {
-          const what = httpStatus === 0 ? "connection closed without a response" : `HTTP/2 status ${httpStatus}`;
-          fail(undefined, `${what} (is this Triton's gRPC port?)`);
-          return;
-        }
-        if (status === undefined) {
-          fail(undefined, "response ended without grpc-status");
-          return;
-        }
-        if (status !== 0) {
-          fail(status, message);
-          return;
-        }
-        try {
-          resolve(new ProtoMessage(unframe(new Uint8Array(Buffer.concat(chunks)), method)));
-        } catch (error) {
-          reject(error);
-        }
-      });
-      stream.end(frame(request));
+      this.client().makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        request,
+        new Metadata(),
+        { deadline: Date.now() + this.timeoutMs },
+        (error, response) => {
+          if (error) reject(new TritonClientError(url, error.code, error.details, "grpc"));
+          else if (response === undefined) reject(new TritonClientError(url, undefined, "call ended without a response message", "grpc"));
+          else resolve(response);
+        },
+      );
     });
   }
 
   async isLive(): Promise<boolean> {
-    return (await this.unary("ServerLive", new Uint8Array(0))).bool(1);
+    return (await this.unary(kserveMethods().ServerLive, {})).live;
   }
 
   async isReady(): Promise<boolean> {
-    return (await this.unary("ServerReady", new Uint8Array(0))).bool(1);
+    return (await this.unary(kserveMethods().ServerReady, {})).ready;
   }
 
   async isModelReady(model: string, version?: string): Promise<boolean> {
-    const request = new ProtoWriter().string(1, model).string(2, version ?? "");
-    return (await this.unary("ModelReady", request.finish())).bool(1);
+    return (await this.unary(kserveMethods().ModelReady, modelRef(model, version))).ready;
   }
 
   async modelMetadata(model: string, version?: string): Promise<ModelMetadata> {
-    const request = new ProtoWriter().string(1, model).string(2, version ?? "");
-    const m = await this.unary("ModelMetadata", request.finish());
-    return {
-      name: m.string(1),
-      versions: m.stringList(2),
-      platform: m.string(3),
-      inputs: m.messages(4).map(tensorMetadata),
-      outputs: m.messages(5).map(tensorMetadata),
-    };
+    const m = await this.unary(kserveMethods().ModelMetadata, modelRef(model, version));
+    return { name: m.name, versions: m.versions, platform: m.platform, inputs: m.inputs.map(tensorSpec), outputs: m.outputs.map(tensorSpec) };
   }
 
   async infer(model: string, request: InferRequest, version?: string): Promise<InferResponse> {
-    const m = await this.unary("ModelInfer", encodeGrpcInferRequest(model, request, version));
-    return decodeGrpcInferResponse(m);
+    const m = await this.unary(kserveMethods().ModelInfer, toModelInferRequest(model, request, version));
+    return fromModelInferResponse(m);
   }
 }
 
-/** ModelInferRequest with every input as raw_input_contents (same bytes as the HTTP binary extension). */
-export function encodeGrpcInferRequest(model: string, request: InferRequest, version?: string): Uint8Array {
-  const w = new ProtoWriter().string(1, model).string(2, version ?? "").string(3, request.id ?? "");
-  const raws: Uint8Array[] = [];
-  for (const tensor of request.inputs) {
-    checkShape(tensor);
-    w.message(5, new ProtoWriter().string(1, tensor.name).string(2, tensor.datatype).packedInt64(3, tensor.shape));
-    raws.push(encodeBinary(tensor));
-  }
-  for (const name of request.outputs ?? []) w.message(6, new ProtoWriter().string(1, name));
-  for (const raw of raws) w.bytes(7, raw);
-  return w.finish();
+/** ModelInferRequest with every input as raw_input_contents. */
+export function toModelInferRequest(model: string, request: InferRequest, version?: string): ModelInferRequestMessage {
+  for (const tensor of request.inputs) checkShape(tensor);
+  return {
+    model_name: model,
+    ...(version ? { model_version: version } : {}),
+    ...(request.id ? { id: request.id } : {}),
+    inputs: request.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+    outputs: (request.outputs ?? []).map((name) => ({ name })),
+    raw_input_contents: request.inputs.map(encodeBinary),
+  };
 }
 
-export function decodeGrpcInferResponse(m: ProtoMessage): InferResponse {
+export function fromModelInferResponse(m: ModelInferResponseMessage): InferResponse {
+  if (m.raw_output_contents.length !== m.outputs.length) {
+    throw new TypeError(`ModelInfer response: ${m.outputs.length} outputs but ${m.raw_output_contents.length} raw_output_contents`);
+  }
   const outputs = new Map<string, Tensor>();
-  const specs = m.messages(5);
-  const raws = m.bytesList(6);
-  if (raws.length !== specs.length) {
-    throw new TypeError(`ModelInfer response: ${specs.length} outputs but ${raws.length} raw_output_contents`);
-  }
-  specs.forEach((spec, i) => {
-    const name = spec.string(1);
-    const datatype = spec.string(2);
+  m.outputs.forEach((spec, i) => {
+    const { name, datatype, shape } = tensorSpec(spec);
     if (!isDatatype(datatype)) throw new TypeError(`ModelInfer response output ${name}: unsupported datatype ${datatype}`);
-    const shape = spec.int64List(3).map(Number);
-    outputs.set(name, { name, datatype, shape, data: decodeBinary(name, datatype, shape, raws[i]) });
+    // A plain view, so BYTES elements come out as copied Uint8Arrays (Buffer#slice would alias the message).
+    const raw = m.raw_output_contents[i];
+    const bytes = new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);
+    outputs.set(name, { name, datatype, shape, data: decodeBinary(name, datatype, shape, bytes) });
   });
-  const id = m.string(3);
-  return { modelName: m.string(1), modelVersion: m.string(2), id: id === "" ? undefined : id, outputs };
+  return { modelName: m.model_name, modelVersion: m.model_version, id: m.id === "" ? undefined : m.id, outputs };
 }

@@ -1,9 +1,11 @@
+import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { completions, ensembleInputs } from "../../infra/client/ensemble";
 import { decodeInferResponse, encodeInferRequest, normaliseEndpoint } from "../../infra/client/http";
 import { createClient } from "../../infra/client/connect";
-import { decodeGrpcInferResponse, encodeGrpcInferRequest, grpcOrigin } from "../../infra/client/grpc";
-import { ProtoMessage, ProtoWriter } from "../../infra/client/protobuf";
+import { TritonGrpcClient, fromModelInferResponse, grpcTarget, toModelInferRequest } from "../../infra/client/grpc";
+import { kserveMethods } from "../../infra/client/kserveProto";
+import { TritonClientError } from "../../infra/client/api";
 import { decodeBinary, encodeBinary } from "../../infra/client/tensors";
 
 const utf8 = new TextEncoder();
@@ -116,59 +118,140 @@ describe("endpoint", () => {
   });
 });
 
-describe("protobuf wire format", () => {
-  it("encodes varints, negative int64 as ten bytes, and packed repeated int64", () => {
-    const bytes = new ProtoWriter().string(1, "ab").int64(2, 300).packedInt64(3, [-1, 2]).bool(4, true).finish();
-    expect([...bytes.subarray(0, 7)]).toEqual([0x0a, 2, 0x61, 0x62, 0x10, 0xac, 0x02]);
-    const m = new ProtoMessage(bytes);
-    expect(m.string(1)).toBe("ab");
-    expect(m.int64List(2)).toEqual([300n]);
-    expect(m.int64List(3)).toEqual([-1n, 2n]);
-    expect(m.bool(4)).toBe(true);
-    expect(m.bool(5)).toBe(false);
+describe("gRPC messages (kserve_v2.proto via proto-loader)", () => {
+  const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString("hex");
+  const byte = (n: number) => n.toString(16).padStart(2, "0");
+  /** A length-delimited field (wire type 2) as hex; test payloads stay under 128 bytes, so the length is one byte. */
+  const field = (number: number, payloadHex: string) => {
+    const length = payloadHex.length / 2;
+    if (length >= 128) throw new RangeError("test payload needs a multi-byte length");
+    return byte((number << 3) | 2) + byte(length) + payloadHex;
+  };
+  const text = (number: number, value: string) => field(number, Buffer.from(value, "latin1").toString("hex"));
+  /** A tensor spec {name=1, datatype=2, shape=3 packed int64} with dims below 128. */
+  const spec = (name: string, datatype: string, dims: number[]) => text(1, name) + text(2, datatype) + field(3, dims.map(byte).join(""));
+
+  it("serialises ModelInferRequest with the spec's field numbers, every input in raw_input_contents", () => {
+    const bytes = kserveMethods().ModelInfer.requestSerialize(
+      toModelInferRequest("m", { inputs: [{ name: "a", datatype: "UINT32", shape: [1, 1], data: [7] }], outputs: ["o"] }),
+    );
+    // KServe v2: model_name=1, inputs=5, outputs=6 {name=1}, raw_input_contents=7; an absent version and id are not sent.
+    expect(hex(bytes)).toBe(text(1, "m") + field(5, spec("a", "UINT32", [1, 1])) + field(6, text(1, "o")) + field(7, "07000000"));
   });
 
-  it("refuses truncated input", () => {
-    expect(() => new ProtoMessage(Uint8Array.from([0x0a, 5, 0x61]))).toThrow(/truncated/);
+  it("sends the version and request id when given, and BYTES in the binary-extension layout", () => {
+    const message = toModelInferRequest(
+      "ensemble",
+      {
+        id: "r1",
+        inputs: [
+          { name: "text_input", datatype: "BYTES", shape: [1, 1], data: ["hi"] },
+          { name: "max_tokens", datatype: "UINT32", shape: [1, 1], data: [4] },
+        ],
+      },
+      "2",
+    );
+    expect(message.outputs).toEqual([]);
+    expect(message.raw_input_contents.map((b) => [...b])).toEqual([[2, 0, 0, 0, 0x68, 0x69], [4, 0, 0, 0]]);
+    // model_version=2, id=3.
+    expect(hex(kserveMethods().ModelInfer.requestSerialize(message))).toBe(
+      text(1, "ensemble") +
+        text(2, "2") +
+        text(3, "r1") +
+        field(5, spec("text_input", "BYTES", [1, 1])) +
+        field(5, spec("max_tokens", "UINT32", [1, 1])) +
+        field(7, "020000006869") +
+        field(7, "04000000"),
+    );
+  });
+
+  it("refuses an input whose data does not fill its shape before anything is sent", () => {
+    expect(() => toModelInferRequest("m", { inputs: [{ name: "x", datatype: "UINT32", shape: [2], data: [1] }] })).toThrow(/holds 2 elements, got 1/);
+  });
+
+  it("decodes ModelInferResponse wire bytes into tensors, UINT64 beyond 2^53 intact", () => {
+    const big = 2n ** 63n + 5n;
+    const seedRaw = Buffer.alloc(8);
+    seedRaw.writeBigUInt64LE(big);
+    // model_name=1, model_version=2, id=3, outputs=5, raw_output_contents=6 in the order of outputs.
+    const wire =
+      text(1, "ensemble") +
+      text(2, "1") +
+      text(3, "req-9") +
+      field(5, spec("output_token_count", "UINT32", [1, 1])) +
+      field(5, spec("seed", "UINT64", [1, 1])) +
+      field(6, "07000000") +
+      field(6, seedRaw.toString("hex"));
+    const response = fromModelInferResponse(kserveMethods().ModelInfer.responseDeserialize(Buffer.from(wire, "hex")));
+    expect(response.modelName).toBe("ensemble");
+    expect(response.modelVersion).toBe("1");
+    expect(response.id).toBe("req-9");
+    expect(response.outputs.get("output_token_count")).toEqual({ name: "output_token_count", datatype: "UINT32", shape: [1, 1], data: [7] });
+    expect(response.outputs.get("seed")?.data).toEqual([big]);
+  });
+
+  it("refuses a response whose raw_output_contents do not match its outputs", () => {
+    const message = kserveMethods().ModelInfer.responseDeserialize(Buffer.from(field(5, spec("o", "FP32", [1])), "hex"));
+    expect(message.id).toBe("");
+    expect(() => fromModelInferResponse(message)).toThrow(/1 outputs but 0 raw_output_contents/);
+  });
+
+  it("decodes ModelMetadataResponse, a variable dim as -1 without loss", () => {
+    // name=1, versions=2, platform=3, inputs=4, outputs=5; -1 is a ten-byte varint.
+    const variable = "ff".repeat(9) + "01";
+    const wire =
+      text(1, "p") +
+      text(2, "1") +
+      text(3, "python") +
+      field(4, text(1, "t") + text(2, "BYTES") + field(3, variable)) +
+      field(5, spec("n", "UINT32", [1]));
+    expect(kserveMethods().ModelMetadata.responseDeserialize(Buffer.from(wire, "hex"))).toEqual({
+      name: "p",
+      versions: ["1"],
+      platform: "python",
+      inputs: [{ name: "t", datatype: "BYTES", shape: ["-1"] }],
+      outputs: [{ name: "n", datatype: "UINT32", shape: ["1"] }],
+    });
   });
 });
 
-describe("gRPC ModelInfer messages", () => {
-  it("puts every input in raw_input_contents and reads raw_output_contents back", () => {
-    const request = encodeGrpcInferRequest("ensemble", {
-      inputs: [
-        { name: "text_input", datatype: "BYTES", shape: [1, 1], data: ["hi"] },
-        { name: "max_tokens", datatype: "UINT32", shape: [1, 1], data: [4] },
-      ],
-      outputs: ["text_output"],
-    });
-    const m = new ProtoMessage(request);
-    expect(m.string(1)).toBe("ensemble");
-    const inputs = m.messages(5);
-    expect(inputs.map((i) => [i.string(1), i.string(2), i.int64List(3)])).toEqual([
-      ["text_input", "BYTES", [1n, 1n]],
-      ["max_tokens", "UINT32", [1n, 1n]],
-    ]);
-    expect(m.messages(6).map((o) => o.string(1))).toEqual(["text_output"]);
-    expect(m.bytesList(7).map((b) => [...b])).toEqual([[2, 0, 0, 0, 0x68, 0x69], [4, 0, 0, 0]]);
-
-    const response = new ProtoWriter()
-      .string(1, "ensemble")
-      .string(2, "1")
-      .message(5, new ProtoWriter().string(1, "output_token_count").string(2, "UINT32").packedInt64(3, [1, 1]))
-      .bytes(6, Uint8Array.from([7, 0, 0, 0]))
-      .finish();
-    const decoded = decodeGrpcInferResponse(new ProtoMessage(response));
-    expect(decoded.outputs.get("output_token_count")).toEqual({ name: "output_token_count", datatype: "UINT32", shape: [1, 1], data: [7] });
+describe("gRPC client", () => {
+  it("parses grpc:// and grpcs:// endpoints into a dial target", () => {
+    expect(grpcTarget("grpc://host:8001")).toEqual({ target: "host:8001", tls: false, baseUrl: "grpc://host:8001" });
+    expect(grpcTarget("grpcs://host:443/")).toEqual({ target: "host:443", tls: true, baseUrl: "grpcs://host:443" });
+    expect(grpcTarget("grpcs://host").target).toBe("host:443");
+    expect(grpcTarget("host:8001").baseUrl).toBe("grpc://host:8001");
+    expect(grpcTarget("grpc://[::1]:8001").target).toBe("[::1]:8001");
+    expect(() => grpcTarget("http://host:8001")).toThrow(/grpc:\/\//);
+    expect(() => grpcTarget("grpc://host:8001/v2")).toThrow(/no path/);
   });
 
   it("chooses the protocol from the endpoint scheme", () => {
-    expect(grpcOrigin("grpc://host:8001")).toBe("http://host:8001");
-    expect(grpcOrigin("grpcs://host:443")).toBe("https://host");
-    expect(grpcOrigin("host:8001")).toBe("http://host:8001");
-    expect(() => grpcOrigin("http://host:8001")).toThrow(/grpc:\/\//);
     expect(createClient("grpc://h:8001").protocol).toBe("grpc");
     expect(createClient("h:8000").protocol).toBe("http");
     expect(createClient("https://h/triton").protocol).toBe("http");
+  });
+
+  it("reports a closed port as gRPC UNAVAILABLE with the method's URL", async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, "127.0.0.1", () => {
+        const address = server.address();
+        server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
+      });
+    });
+    const client = new TritonGrpcClient(`grpc://127.0.0.1:${port}`, { timeoutMs: 5_000 });
+    try {
+      const error: unknown = await client.isLive().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(TritonClientError);
+      const failure = error as TritonClientError;
+      expect(failure.status).toBe(14);
+      expect(failure.statusText).toBe("gRPC UNAVAILABLE (14)");
+      expect(failure.url).toBe(`grpc://127.0.0.1:${port}/inference.GRPCInferenceService/ServerLive`);
+    } finally {
+      client.close();
+    }
   });
 });
