@@ -15,18 +15,31 @@ import type { ResolvedStack } from "../validate";
  * model repos ship them; models without a preset use tokenizer.json (every
  * fast tokenizer has it) and tokenizer_config.json.
  */
+/**
+ * Tokenizer files the bake must find, per preset. config.json is always among
+ * them: it names the model type, which is how AutoTokenizer picks the tokenizer
+ * class for repos whose only vocabulary is vocab.json + merges.txt.
+ */
 const PRESET_TOKENIZER_FILES: Array<[RegExp, string[]]> = [
-  [/^gpt2/, ["vocab.json", "merges.txt", "tokenizer.json", "tokenizer_config.json"]],
-  [/^codegen-/, ["vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"]],
-  [/^gpt-j-6b/, ["vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json"]],
-  [/^kogpt/, ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]],
-  [/^h2ogpt/, ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]],
+  [/^(gpt2|codegen-|gpt-j-6b)/, ["config.json", "vocab.json", "merges.txt"]],
+  [/^(kogpt|h2ogpt)/, ["config.json", "tokenizer.json"]],
 ];
-export const DEFAULT_TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json"];
+/** Without a preset only config.json is certain; the bake still insists on tokenizer.json or vocab.json. */
+export const DEFAULT_TOKENIZER_FILES = ["config.json"];
+/** Auxiliary files repos ship or not; copied into the image when present. */
+export const OPTIONAL_TOKENIZER_FILES = [
+  "tokenizer.json",
+  "vocab.json",
+  "merges.txt",
+  "tokenizer_config.json",
+  "special_tokens_map.json",
+  "added_tokens.json",
+];
 
-export function tokenizerFiles(preset: string | undefined): string[] {
+export function tokenizerFiles(preset: string | undefined): { required: string[]; optional: string[] } {
   const hit = preset ? PRESET_TOKENIZER_FILES.find(([re]) => re.test(preset)) : undefined;
-  return hit ? hit[1] : DEFAULT_TOKENIZER_FILES;
+  const required = hit ? hit[1] : DEFAULT_TOKENIZER_FILES;
+  return { required, optional: OPTIONAL_TOKENIZER_FILES.filter((f) => !required.includes(f)) };
 }
 
 /** What a Hugging Face download keeps: weights in any format the converters accept, configs and tokenizer files. */
@@ -106,9 +119,11 @@ export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack
   const configIniFile = shipped("config-ini", CONFIG_INI_REMOTE);
   const extraFiles = [...configIniFile, ...shipped("expected-weights-any-type", EXPECTED_ANY_TYPE_REMOTE)];
   const tokenizerDir = `${c.work.root}/tokenizer`;
-  const tokenizer = m.tokenizerSource ? { repo: m.tokenizerSource.repo, revision: m.tokenizerSource.revision, dir: tokenizerDir, files } : undefined;
+  const tokenizer = m.tokenizerSource
+    ? { repo: m.tokenizerSource.repo, revision: m.tokenizerSource.revision, dir: tokenizerDir, files: [...files.required, ...files.optional], required: files.required }
+    : undefined;
   const expectedFiles =
-    m.source.kind === "archive" ? Array.from({ length: JAX_SLIM_SHARDS }, (_, i) => `shard_${i}/*`) : ["config.json", ...files];
+    m.source.kind === "archive" ? Array.from({ length: JAX_SLIM_SHARDS }, (_, i) => `shard_${i}/*`) : files.required;
   const repo = plan.modelRepository;
   return {
     plans: {
@@ -135,7 +150,8 @@ export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack
         modelRepositoryPath: repo.root,
         tokenizerPath: repo.tokenizerPath,
         tokenizerSourceDir: tokenizer ? tokenizer.dir : c.work.source,
-        tokenizerFiles: files,
+        tokenizerFiles: files.required,
+        tokenizerOptionalFiles: files.optional,
         launchArgv: plan.launch.argv,
         cudaVisibleDevices: plan.launch.env.CUDA_VISIBLE_DEVICES ?? "0",
         modelRepository: Object.fromEntries(repo.files.map((f) => [f.path, f.content])),

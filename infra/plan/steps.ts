@@ -91,7 +91,7 @@ export interface BuildPlans {
     hfExclude: string[];
     archiveSubdir?: string;
     /** Separate tokenizer source (archive checkpoints ship none). */
-    tokenizer?: { repo: string; revision: string; dir: string; files: string[] };
+    tokenizer?: { repo: string; revision: string; dir: string; files: string[]; required: string[] };
     /** Architecture the downloaded config.json must state (checked by check_model_config.py). */
     expectedArch: Record<string, unknown>;
   };
@@ -116,6 +116,7 @@ export interface BuildPlans {
     tokenizerPath: string;
     tokenizerSourceDir: string;
     tokenizerFiles: string[];
+    tokenizerOptionalFiles: string[];
     launchArgv: string[];
     cudaVisibleDevices: string;
     /** Rendered model repository: path relative to the repository root → content. */
@@ -230,6 +231,7 @@ export function stepDefinitions(stack: ResolvedStack, plans: BuildPlans): StepDe
         ["TOKENIZER_REVISION", tok.revision],
         ["TOKENIZER_DIR", tok.dir],
         ["TOKENIZER_INCLUDE", tok.files],
+        ["TOKENIZER_REQUIRED", tok.required],
       ]
     : [];
 
@@ -371,6 +373,7 @@ export function stepDefinitions(stack: ResolvedStack, plans: BuildPlans): StepDe
         ["PYTHON_MODELS_DIR", `${REMOTE.images}/server/model_repository`],
         ["TOKENIZER_SOURCE_DIR", plans.bake.tokenizerSourceDir],
         ["TOKENIZER_FILES", plans.bake.tokenizerFiles],
+        ["TOKENIZER_OPTIONAL_FILES", plans.bake.tokenizerOptionalFiles],
         ["TOKENIZER_PATH", plans.bake.tokenizerPath],
         ["LAUNCH_ARGV", plans.bake.launchArgv],
         ["LAUNCH_CUDA_VISIBLE_DEVICES", plans.bake.cudaVisibleDevices],

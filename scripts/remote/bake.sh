@@ -21,7 +21,8 @@
 #   PYTHON_PACKAGE_DIR     string  Host path of images/server/python (-> /opt/triton-ft/python).
 #   PYTHON_MODELS_DIR      string  Host folder laid out like the repository, holding preprocessing/1/model.py and postprocessing/1/model.py.
 #   TOKENIZER_SOURCE_DIR   string  Host folder holding the tokenizer files.    e.g. '/opt/triton-ft/models/source'
-#   TOKENIZER_FILES        array   Files to copy from it.                      e.g. ('tokenizer.json' 'tokenizer_config.json' 'special_tokens_map.json')
+#   TOKENIZER_FILES        array   Files to copy from it; each must exist.     e.g. ('config.json' 'tokenizer.json')
+#   TOKENIZER_OPTIONAL_FILES array Optional; files copied when present.       e.g. ('tokenizer_config.json' 'special_tokens_map.json')
 #   TOKENIZER_PATH         string  Absolute tokenizer folder in the image (= tokenizer_path parameter). e.g. '/models/tokenizer'
 #   LAUNCH_ARGV            array   Server command.                            e.g. (mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/models)
 #   LAUNCH_CUDA_VISIBLE_DEVICES string GPUs the model uses.                   e.g. '0,1'
@@ -55,6 +56,7 @@ done
 [[ $LAUNCH_CUDA_VISIBLE_DEVICES =~ ^[0-9]+(,[0-9]+)*$ ]] \
   || die "LAUNCH_CUDA_VISIBLE_DEVICES must be a GPU index list like '0' or '0,1', got '$LAUNCH_CUDA_VISIBLE_DEVICES'"
 declare -p TOKENIZER_FILES >/dev/null 2>&1 || TOKENIZER_FILES=()
+declare -p TOKENIZER_OPTIONAL_FILES >/dev/null 2>&1 || TOKENIZER_OPTIONAL_FILES=()
 declare -p LAUNCH_ARGV >/dev/null 2>&1 || LAUNCH_ARGV=()
 ((${#TOKENIZER_FILES[@]})) || die "TOKENIZER_FILES is empty; the pre/post-processing models need tokenizer files"
 ((${#LAUNCH_ARGV[@]})) || die "LAUNCH_ARGV is empty; the plan must give the server command"
@@ -72,11 +74,22 @@ for m in preprocessing postprocessing; do
 done
 [[ -d $PYTHON_PACKAGE_DIR ]] || die "PYTHON_PACKAGE_DIR $PYTHON_PACKAGE_DIR does not exist"
 tokenizer_inputs=()
+for f in "${TOKENIZER_FILES[@]}" "${TOKENIZER_OPTIONAL_FILES[@]}"; do
+  [[ $f != */* && $f != .* ]] || die "tokenizer file entries are plain file names, got '$f'"
+done
 for f in "${TOKENIZER_FILES[@]}"; do
-  [[ $f != */* && $f != .* ]] || die "TOKENIZER_FILES entries are plain file names, got '$f'"
   [[ -f $TOKENIZER_SOURCE_DIR/$f ]] || die "tokenizer file missing: $TOKENIZER_SOURCE_DIR/$f"
   tokenizer_inputs+=("$TOKENIZER_SOURCE_DIR/$f")
 done
+# Repos differ in which auxiliary tokenizer files they ship: take what is there.
+for f in "${TOKENIZER_OPTIONAL_FILES[@]}"; do
+  if [[ -f $TOKENIZER_SOURCE_DIR/$f ]]; then tokenizer_inputs+=("$TOKENIZER_SOURCE_DIR/$f"); fi
+done
+have_vocab=false
+for f in "${tokenizer_inputs[@]}"; do
+  case ${f##*/} in tokenizer.json | vocab.json) have_vocab=true ;; esac
+done
+$have_vocab || die "no tokenizer.json or vocab.json among the tokenizer files in $TOKENIZER_SOURCE_DIR; the Python models could not load a tokenizer"
 verifier=$TRITON_FT_SCRIPTS_ROOT/convert/verify_weights.py
 [[ -f $verifier ]] || die "weight-set verifier not found: $verifier"
 ecr_split "$ECR_REPOSITORY_URL"
@@ -124,7 +137,7 @@ cp "$GEMM_CONFIG" "$ctx/gemm_config.in"
 cp -a "$MODEL_REPOSITORY_DIR" "$ctx/model-repository"
 cp -a "$PYTHON_PACKAGE_DIR" "$ctx/python"
 cp -a "$PYTHON_MODELS_DIR" "$ctx/python-models"
-for f in "${TOKENIZER_FILES[@]}"; do cp "$TOKENIZER_SOURCE_DIR/$f" "$ctx/tokenizer/$f"; done
+for f in "${tokenizer_inputs[@]}"; do cp "$f" "$ctx/tokenizer/"; done
 {
   printf '#!/usr/bin/env bash\n'
   printf '# Rendered by bake.sh from the plan'"'"'s launch command.\n'

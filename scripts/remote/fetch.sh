@@ -22,6 +22,7 @@
 #   TOKENIZER_REVISION   string  Its revision.                                     e.g. a 40-hex commit
 #   TOKENIZER_DIR        string  Absolute folder for the tokenizer files.          e.g. '/opt/triton-ft/models/tokenizer'
 #   TOKENIZER_INCLUDE    array   Files to take.                                    e.g. ('vocab.json' 'merges.txt' 'tokenizer.json' 'tokenizer_config.json')
+#   TOKENIZER_REQUIRED   array   Optional; those that must exist. default: all of TOKENIZER_INCLUDE
 #   -- verification:
 #   EXPECTED_FILES       array   Paths or globs relative to MODEL_DIR; each must match a file. e.g. ('config.json' 'pytorch_model*.bin')
 #   CHECK_FAMILY         string  Optional; family for check_model_config.py (runs on the host, stdlib only). e.g. 'gptneox'
@@ -55,6 +56,7 @@ CHECK_PYTHON=${CHECK_PYTHON:-python3}
 declare -p HF_INCLUDE >/dev/null 2>&1 || HF_INCLUDE=()
 declare -p HF_EXCLUDE >/dev/null 2>&1 || HF_EXCLUDE=()
 declare -p TOKENIZER_INCLUDE >/dev/null 2>&1 || TOKENIZER_INCLUDE=()
+declare -p TOKENIZER_REQUIRED >/dev/null 2>&1 || TOKENIZER_REQUIRED=("${TOKENIZER_INCLUDE[@]}")
 declare -p EXPECTED_FILES >/dev/null 2>&1 || EXPECTED_FILES=()
 ((${#EXPECTED_FILES[@]})) || die "EXPECTED_FILES is empty; the step cannot verify the download without it"
 
@@ -196,7 +198,7 @@ if [[ -n ${TOKENIZER_REPO_ID:-} ]]; then
   no_excludes=()
   ensure_dir "$TOKENIZER_DIR.partial"
   hf_download "$TOKENIZER_REPO_ID" "$TOKENIZER_REVISION" "$TOKENIZER_DIR.partial" TOKENIZER_INCLUDE no_excludes
-  for f in "${TOKENIZER_INCLUDE[@]}"; do
+  for f in "${TOKENIZER_REQUIRED[@]}"; do
     compgen -G "$TOKENIZER_DIR.partial/$f" >/dev/null || die "tokenizer download lacks '$f' (repo $TOKENIZER_REPO_ID@$TOKENIZER_REVISION)"
   done
 fi

@@ -151,3 +151,21 @@ CONF
   [ "$order" = "weights/ gemm_config.in model-repository/ python/ python-models/ tokenizer/ serve " ]
   grep -qx 'FROM ${BASE_IMAGE}' "$REPO_ROOT/images/server/Dockerfile"
 }
+
+@test "bake: optional tokenizer files are taken when present and skipped when absent" {
+  sed -i "s/^TOKENIZER_FILES=.*/TOKENIZER_FILES=('tokenizer.json')\nTOKENIZER_OPTIONAL_FILES=('tokenizer_config.json' 'special_tokens_map.json')/" "$CFG"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  ctx=$STUB_STATE/last-build-context
+  grep -qx ./tokenizer/tokenizer_config.json "$ctx"
+  run grep -qx ./tokenizer/special_tokens_map.json "$ctx"
+  [ "$status" -ne 0 ]
+}
+
+@test "bake: refuses tokenizer files without any vocabulary" {
+  sed -i "s/^TOKENIZER_FILES=.*/TOKENIZER_FILES=('tokenizer_config.json')\nTOKENIZER_OPTIONAL_FILES=('vocab.json')/" "$CFG"
+  run bash "$S/bake.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "no tokenizer.json or vocab.json among the tokenizer files"
+  assert_calls 0 docker
+}

@@ -174,3 +174,17 @@ CONF
   [ "$status" -ne 0 ]
   assert_output_has "ARCHIVE_SHA256"
 }
+
+@test "fetch: tokenizer files outside TOKENIZER_REQUIRED may be absent; a missing required one fails" {
+  make_archive
+  sed -i "s/^TOKENIZER_INCLUDE=.*/TOKENIZER_INCLUDE=('config.json' 'tokenizer.json' 'special_tokens_map.json')\nTOKENIZER_REQUIRED=('config.json' 'tokenizer.json')/" "$CFG"
+  export STUB_HF_FILES='config.json tokenizer.json'
+  run bash "$S/fetch.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  [ -f "$WORK/models/tokenizer/tokenizer.json" ]
+  rm -rf "$WORK/state" "$WORK/models/tokenizer"
+  export STUB_HF_FILES='config.json'
+  run bash "$S/fetch.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "tokenizer download lacks 'tokenizer.json'"
+}

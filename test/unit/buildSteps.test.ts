@@ -166,3 +166,27 @@ describe("every catalog preset maps onto the remote steps", () => {
     }
   });
 });
+
+describe("tokenizer files", () => {
+  const configOf = (steps: StepDefinition[], id: StepId) => new Map(byId(steps, id).config.map(([k, v]) => [k, v]));
+
+  it("fetch insists only on the files a preset's tokenizer needs; bake takes the others when present", () => {
+    const { steps } = buildSteps(resolved(gpt2Config()));
+    expect(configOf(steps, "fetch").get("EXPECTED_FILES")).toEqual(["config.json", "vocab.json", "merges.txt"]);
+    const bake = configOf(steps, "bake");
+    expect(bake.get("TOKENIZER_FILES")).toEqual(["config.json", "vocab.json", "merges.txt"]);
+    expect(bake.get("TOKENIZER_OPTIONAL_FILES")).toEqual(["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"]);
+  });
+
+  it("a model without a preset requires only config.json and lets the bake look for a vocabulary", () => {
+    const cfg = gpt2Config();
+    cfg.model = {
+      family: "gptneox",
+      source: { huggingface: { repo: "EleutherAI/pythia-160m", revision: "50f5173d932e8e61f858120bcb800b97af589f46" } },
+      arch: { layers: 12, hidden: 768, heads: 12, ffn: 3072, vocab: 50304, rotaryDims: 16, maxPositions: 2048, startId: 0, endId: 0 },
+    };
+    const bake = configOf(buildSteps(resolved(cfg)).steps, "bake");
+    expect(bake.get("TOKENIZER_FILES")).toEqual(["config.json"]);
+    expect(bake.get("TOKENIZER_OPTIONAL_FILES")).toContain("tokenizer.json");
+  });
+});
