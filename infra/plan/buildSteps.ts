@@ -71,11 +71,11 @@ export function toPlaceholders(argv: string[], map: Array<[string, string]>): st
 /**
  * The convert script's phases from the conversion plan. The plan's own
  * clean/swap steps are the script's job (it stages and swaps itself), and the
- * plan's verify step is the script's built-in verifier. A plan that writes a
- * file into the converter output (config.ini for the JAX slim converter) gets
- * it as a shipped file copied in just before the fp16 rewrite.
+ * plan's verify step is the script's built-in verifier. A config.ini the plan
+ * writes into the converter output (the JAX slim converter writes none) is
+ * shipped and named in CONFIG_INI, which the script installs after converting.
  */
-export function convertArgv(plan: Plan, configIniPath: string | undefined): Pick<BuildPlans["convert"], "consolidateArgv" | "relayoutArgv" | "convertArgv" | "fp16Argv"> {
+export function convertArgv(plan: Plan): Pick<BuildPlans["convert"], "consolidateArgv" | "relayoutArgv" | "convertArgv" | "fp16Argv"> {
   const c = plan.conversion;
   const map: Array<[string, string]> = [
     [c.work.source, "{{SRC}}"],
@@ -93,14 +93,7 @@ export function convertArgv(plan: Plan, configIniPath: string | undefined): Pick
   if (unknown.length > 0) throw new Error(`conversion plan has steps the convert script cannot run: ${unknown.join(", ")}`);
   const converterArgv = exec("convert");
   if (converterArgv.length === 0) throw new Error("conversion plan has no convert step");
-  let fp16 = exec("fp16");
-  const configIni = c.steps.find((s) => s.id === "config-ini");
-  if (configIni && configIni.kind === "write-file") {
-    if (!configIniPath || fp16.length === 0) throw new Error("a conversion plan that writes config.ini must ship it and rewrite to fp16 after");
-    const [target] = toPlaceholders([configIni.path.replace(/\/config\.ini$/, "")], map);
-    fp16 = ["bash", "-c", 'install -m 0644 "$1" "$2/config.ini" && shift 2 && exec "$@"', "write-config-ini", configIniPath, target ?? "", ...fp16];
-  }
-  return { consolidateArgv: exec("consolidate"), relayoutArgv: exec("codegen-to-gptj"), convertArgv: converterArgv, fp16Argv: fp16 };
+  return { consolidateArgv: exec("consolidate"), relayoutArgv: exec("codegen-to-gptj"), convertArgv: converterArgv, fp16Argv: exec("fp16") };
 }
 
 /** Where the JAX slim plan's config.ini is shipped on the builder. */
@@ -139,7 +132,8 @@ export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack
       convert: {
         outputDir: c.work.ft,
         tensorParallel: c.tensorParallel,
-        ...convertArgv(plan, configIniFile[0]?.remotePath),
+        ...convertArgv(plan),
+        configIni: configIniFile[0]?.remotePath,
         expectedWeights: plan.expectedWeights,
         helperScripts: convertHelpers(plan),
       },

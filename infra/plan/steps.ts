@@ -103,6 +103,8 @@ export interface BuildPlans {
     relayoutArgv: string[];
     convertArgv: string[];
     fp16Argv: string[];
+    /** Shipped config.ini for converters that write none. */
+    configIni?: string;
     /** Verifier input (ExpectedWeights JSON). */
     expectedWeights: unknown;
     /** Repo-relative helper scripts the argv run (hashed into the step). */
@@ -323,6 +325,7 @@ export function stepDefinitions(stack: ResolvedStack, plans: BuildPlans): StepDe
         ["CONVERT_ARGV", plans.convert.convertArgv],
         ["FP16_ARGV", plans.convert.fp16Argv],
         ["EXPECTED_WEIGHTS_JSON", weightsFile.remotePath],
+        ...(plans.convert.configIni ? ([["CONFIG_INI", plans.convert.configIni]] as Array<[string, ConfigValue]>) : []),
       ],
       inputs: ["scripts/convert/verify_weights.py", ...plans.convert.helperScripts],
       files: [weightsFile],

@@ -16,6 +16,8 @@
 #   CONVERT_ARGV           array   The FT converter command.                 e.g. (python3 /workspace/FasterTransformer/examples/pytorch/gptneox/utils/huggingface_gptneox_convert.py -i '{{SRC}}' -o '{{OUT}}' -i_g 2 -m_n gptneox -weight_data_type fp16)
 #   FP16_ARGV              array   Optional; fp16 rewrite of the converter output. e.g. (python3 '{{SCRIPTS}}/convert/to_fp16.py' '{{OUT}}/2-gpu')
 #   EXPECTED_WEIGHTS_JSON  string  Absolute path of the expected weight-set JSON for verify_weights.py.
+#   CONFIG_INI             string  Optional; a planned config.ini installed into <TP>-gpu right after the
+#                                  converter, for converters that write none (GPT-J JAX slim). e.g. '/opt/triton-ft/plan/config.ini'
 #   DOCKER_GPUS            string  Optional; value of docker run --gpus.      default 'all'
 #   SHM_SIZE               string  Optional; docker run --shm-size.           default '8g'
 #   REQUIRED_FREE_GIB      int     Optional; free disk needed before converting. default '0'
@@ -66,6 +68,11 @@ verifier=$TRITON_FT_SCRIPTS_ROOT/convert/verify_weights.py
 # The model's identity comes from the fetch stamp; the helper scripts and the
 # expected weight list change what a conversion produces.
 hash_extra=("$EXPECTED_WEIGHTS_JSON" "$TRITON_FT_SCRIPTS_ROOT/convert")
+if [[ -n ${CONFIG_INI:-} ]]; then
+  require_abs_path CONFIG_INI
+  [[ -f $CONFIG_INI ]] || die "CONFIG_INI not found: $CONFIG_INI"
+  hash_extra+=("$CONFIG_INI")
+fi
 if [[ -f $SOURCE_DIR/.triton-ft-fetch ]]; then
   hash_extra+=("$SOURCE_DIR/.triton-ft-fetch")
 else
@@ -143,6 +150,10 @@ else
   convert_and_rewrite() {
     in_image "${CONVERT_ARGV[@]}"
     [[ -d $weights ]] || die "the converter finished but wrote no $weights (check -o / -i_g in CONVERT_ARGV)"
+    if [[ -n ${CONFIG_INI:-} ]]; then
+      log "installing the planned config.ini: $CONFIG_INI"
+      install -m 0644 "$CONFIG_INI" "$weights/config.ini"
+    fi
     if ((${#FP16_ARGV[@]})); then
       log "fp16 rewrite: ${FP16_ARGV[*]}"
       in_image "${FP16_ARGV[@]}"

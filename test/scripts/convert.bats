@@ -132,3 +132,17 @@ CONF
   assert_output_has "50 GiB free, 200 GiB required"
   assert_calls 0 docker run
 }
+
+@test "convert: CONFIG_INI is installed after the converter, before the fp16 rewrite, and is an input" {
+  printf '[gptj]\nhead_num = 16\n' >"$BATS_TEST_TMPDIR/planned.ini"
+  echo "CONFIG_INI='$BATS_TEST_TMPDIR/planned.ini'" >>"$CFG"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  grep -qx 'head_num = 16' "$WORK/models/ft/2-gpu/config.ini"
+  first=$(grep -o 'RESULT input_hash=.*' <<<"$output")
+  printf '[gptj]\nhead_num = 32\n' >"$BATS_TEST_TMPDIR/planned.ini"
+  run bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  [ "$(grep -o 'RESULT input_hash=.*' <<<"$output")" != "$first" ]
+  grep -qx 'head_num = 32' "$WORK/models/ft/2-gpu/config.ini"
+}

@@ -190,3 +190,20 @@ describe("tokenizer files", () => {
     expect(bake.get("TOKENIZER_OPTIONAL_FILES")).toContain("tokenizer.json");
   });
 });
+
+describe("the JAX slim checkpoint's planned config.ini", () => {
+  it("is shipped and named in CONFIG_INI, not spliced into another phase's argv", async () => {
+    const { BACKEND_COMMIT, FT_COMMIT } = await import("../lib/fixtures");
+    const cfg: RawConfig = {
+      model: { preset: "gpt-j-6b-jax", source: { archive: { sha256: "a".repeat(64), tokenizerRevision: "b".repeat(40) } } },
+      build: { backendCommit: BACKEND_COMMIT, ftCommit: FT_COMMIT, builderInstanceType: "g5.4xlarge", sshAllowedCidrs: ["198.51.100.7/32"] },
+      serving: { instanceType: "g5.12xlarge", tensorParallel: 4 },
+    };
+    const convert = byId(buildSteps(resolved(cfg)).steps, "convert");
+    const config = new Map(convert.config.map(([k, v]) => [k, v]));
+    const ini = config.get("CONFIG_INI");
+    expect(ini).toBe("/opt/triton-ft/plan/config.ini");
+    expect(convert.files.find((f) => f.remotePath === ini)?.content).toMatch(/^\[gptj\]/m);
+    expect((config.get("FP16_ARGV") as string[])[0]).toBe("python3");
+  });
+});
