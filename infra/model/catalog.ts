@@ -16,13 +16,19 @@ export interface ModelPreset {
   branchHint?: string;
   /** A preset whose weights come from a non-HF archive (GPT-J JAX slim). */
   archive?: { url: string; format: "gptj-jax-slim" };
+  /** The repo's vocabulary files: a fast `tokenizer.json`, or GPT-2 style `vocab.json` + `merges.txt`. */
+  vocabulary: readonly string[];
   arch: ModelArch;
 }
+
+const BPE_FILES = ["vocab.json", "merges.txt"] as const;
+const FAST_TOKENIZER = ["tokenizer.json"] as const;
 
 const gpt2 = (name: string, layers: number, hidden: number, heads: number): ModelPreset => ({
   name,
   family: "gpt",
   repo: `openai-community/${name}`,
+  vocabulary: BPE_FILES,
   // GPT-2 leaves n_inner null: FT and transformers both use 4 × n_embd.
   arch: { layers, hidden, heads, ffn: 4 * hidden, vocab: 50257, rotaryDims: 0, maxPositions: 1024, startId: 50256, endId: 50256 },
 });
@@ -31,6 +37,7 @@ const codegen = (size: string, flavour: "mono" | "multi", layers: number, hidden
   name: `codegen-${size}-${flavour}`.toLowerCase(),
   family: "codegen",
   repo: `Salesforce/codegen-${size}-${flavour}`,
+  vocabulary: BPE_FILES,
   // CodeGen configs leave n_inner null (4 × n_embd); bos_token_id 1, eos_token_id 50256.
   arch: { layers, hidden, heads, ffn: 4 * hidden, vocab: 51200, rotaryDims, maxPositions: 2048, startId: 1, endId: 50256 },
 });
@@ -52,6 +59,8 @@ export const MODEL_PRESETS: readonly ModelPreset[] = [
     name: "h2ogpt-oig-oasst1-512-6_9b",
     family: "gptneox",
     repo: "h2oai/h2ogpt-oig-oasst1-512-6_9b",
+    // GPT-NeoX tokenizers exist only as fast tokenizers.
+    vocabulary: FAST_TOKENIZER,
     // Pythia-6.9B base: rotary_pct 0.25 of a 128-wide head = 32 rotary dims.
     arch: { layers: 32, hidden: 4096, heads: 32, ffn: 16384, vocab: 50432, rotaryDims: 32, maxPositions: 2048, startId: 0, endId: 0 },
   },
@@ -60,13 +69,15 @@ export const MODEL_PRESETS: readonly ModelPreset[] = [
     family: "gptj",
     repo: "kakaobrain/kogpt",
     branchHint: "KoGPT6B-ryan1.5b-float16",
+    vocabulary: FAST_TOKENIZER,
     arch: { layers: 28, hidden: 4096, heads: 16, ffn: 16384, vocab: 64512, rotaryDims: 64, maxPositions: 2048, startId: 0, endId: 1 },
   },
-  { name: "gpt-j-6b", family: "gptj", repo: "EleutherAI/gpt-j-6b", arch: gptj6b },
+  { name: "gpt-j-6b", family: "gptj", repo: "EleutherAI/gpt-j-6b", vocabulary: BPE_FILES, arch: gptj6b },
   {
     name: "gpt-j-6b-jax",
     family: "gptj",
     repo: "EleutherAI/gpt-j-6b",
+    vocabulary: BPE_FILES,
     archive: { url: "https://mystic.the-eye.eu/public/AI/GPT-J-6B/step_383500_slim.tar.zstd", format: "gptj-jax-slim" },
     arch: gptj6b,
   },

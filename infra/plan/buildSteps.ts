@@ -5,6 +5,7 @@
  * folders it owns, so each path the plan names is mapped to its placeholder.
  * Pure: no Pulumi.
  */
+import { findPreset } from "../model/catalog";
 import { buildPlan, type Plan } from "./index";
 import { REPO_ROOT, repoPathHasher } from "./contentHash";
 import { REMOTE, stepDefinitions, stepInputHashes, type BuildPlans, type PathHasher, type StepDefinition, type StepId } from "./steps";
@@ -15,18 +16,7 @@ import type { ResolvedStack } from "../validate";
  * model repos ship them; models without a preset use tokenizer.json (every
  * fast tokenizer has it) and tokenizer_config.json.
  */
-/**
- * Tokenizer files the bake must find, per preset. config.json is always among
- * them: it names the model type, which is how AutoTokenizer picks the tokenizer
- * class for repos whose only vocabulary is vocab.json + merges.txt.
- */
-const PRESET_TOKENIZER_FILES: Array<[RegExp, string[]]> = [
-  [/^(gpt2|codegen-|gpt-j-6b)/, ["config.json", "vocab.json", "merges.txt"]],
-  [/^(kogpt|h2ogpt)/, ["config.json", "tokenizer.json"]],
-];
-/** Without a preset only config.json is certain; the bake still insists on tokenizer.json or vocab.json. */
-export const DEFAULT_TOKENIZER_FILES = ["config.json"];
-/** Auxiliary files repos ship or not; copied into the image when present. */
+/** Auxiliary files repos ship or not (a model without a preset still needs tokenizer.json or vocab.json: the bake checks). */
 export const OPTIONAL_TOKENIZER_FILES = [
   "tokenizer.json",
   "vocab.json",
@@ -36,9 +26,13 @@ export const OPTIONAL_TOKENIZER_FILES = [
   "added_tokens.json",
 ];
 
+/**
+ * Tokenizer files the bake must find: config.json (it names the model type,
+ * which is how AutoTokenizer picks the class for vocab.json + merges.txt repos)
+ * and the preset's vocabulary. Auxiliary files are taken when the repo has them.
+ */
 export function tokenizerFiles(preset: string | undefined): { required: string[]; optional: string[] } {
-  const hit = preset ? PRESET_TOKENIZER_FILES.find(([re]) => re.test(preset)) : undefined;
-  const required = hit ? hit[1] : DEFAULT_TOKENIZER_FILES;
+  const required = ["config.json", ...((preset && findPreset(preset)?.vocabulary) ?? [])];
   return { required, optional: OPTIONAL_TOKENIZER_FILES.filter((f) => !required.includes(f)) };
 }
 
