@@ -1,10 +1,16 @@
 /**
  * The stack-output contract other teams build on: names, types, secrecy and
  * meaning of the outputs every stack exports. Changing an entry is a breaking
- * change for consumers; test/unit/outputs.test.ts pins it, and README's
+ * change for consumers; test/unit/serving.test.ts pins it, and README's
  * "Stack outputs" table is generated from it (`outputsMarkdownTable`).
  */
 import type * as pulumi from "@pulumi/pulumi";
+import type { ModelSource } from "./model/types";
+
+/** The `modelSource` output: the pinned weights source in one string. */
+export function modelSourceUri(source: ModelSource): string {
+  return source.kind === "huggingface" ? `hf://${source.repo}@${source.revision}` : `${source.url}#sha256=${source.sha256}`;
+}
 
 interface OutputSpec {
   type: "string" | "number";

@@ -7,7 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { createBuild } from "./components/build";
 import { createServing } from "./components/serving";
 import { PROJECT } from "./config";
-import type { ContractOutputs } from "./outputs";
+import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { loadStack } from "./stackConfig";
 import { stackTags } from "./tags";
 
@@ -25,12 +25,11 @@ export function program(): StackOutputs {
   const build = createBuild(stack, secrets, tags);
   const serving = createServing(stack, secrets, tags, { network: build.network, serverImage: build.pipeline.serverImage });
   const m = stack.model;
-  const modelSource = m.source.kind === "huggingface" ? `hf://${m.source.repo}@${m.source.revision}` : `${m.source.url}#sha256=${m.source.sha256}`;
   return {
     ...build.outputs,
     modelName: "ensemble",
     modelFamily: m.family,
-    modelSource,
+    modelSource: modelSourceUri(m.source),
     tensorParallel: stack.config.serving.tensorParallel,
     serverImage: build.pipeline.serverImage,
     tritonWithFtImage: build.pipeline.tritonWithFtImage,

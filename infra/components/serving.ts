@@ -29,14 +29,6 @@ export interface ServingSide {
   };
 }
 
-/**
- * `serving.serviceMonitor` is read once the config schema carries it; until then
- * the ServiceMonitor (which needs the Prometheus Operator's CRD) stays off.
- */
-export function serviceMonitorEnabled(s: ResolvedStack): boolean {
-  return s.config.serving.serviceMonitor;
-}
-
 export function createServing(stack: ResolvedStack, secrets: StackSecrets, tags: Record<string, string>, inputs: ServingInputs): ServingSide {
   const cluster = new Cluster("cluster", { stack, secrets, network: inputs.network, tags });
   const triton = new TritonService("triton", {
@@ -44,7 +36,7 @@ export function createServing(stack: ResolvedStack, secrets: StackSecrets, tags:
     stackName: pulumi.getStack(),
     image: inputs.serverImage,
     launch: launchPlan(stack.config.serving.tensorParallel),
-    serviceMonitor: serviceMonitorEnabled(stack),
+    serviceMonitor: stack.config.serving.serviceMonitor,
     provider: cluster.provider,
     gpuReady: cluster.gpuReady,
     loadBalancerReady: cluster.loadBalancerReady,
