@@ -16,6 +16,7 @@ import {
   type GpuMemoryEstimate,
 } from "./model/sizing";
 import type { Family, ModelArch, ModelSource } from "./model/types";
+import { VPC_PREFIX_RANGE, vpcPrefix } from "./plan/network";
 
 export interface ResolvedModel {
   name: string;
@@ -351,8 +352,8 @@ function checkNetwork(config: StackConfig, add: Add): void {
     if (n.vpcId || n.publicSubnetIds.length > 0 || n.privateSubnetIds.length > 0) {
       add("network.mode", n.mode, "is create but VPC or subnet ids are set", "set network.mode existing to use them, or remove the ids");
     }
-    const prefix = Number(n.vpcCidr.split("/")[1]);
-    if (prefix < 16 || prefix > 20) {
+    const prefix = vpcPrefix(n.vpcCidr);
+    if (prefix < VPC_PREFIX_RANGE.min || prefix > VPC_PREFIX_RANGE.max) {
       add(
         "network.vpcCidr",
         n.vpcCidr,

@@ -4,7 +4,7 @@ import { gpt2Config, withOverrides } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
 import { findPreset } from "../../infra/model/catalog";
 import { builderDiskGiB } from "../../infra/model/sizing";
-import { existingNetworkProblems } from "../../infra/components/network";
+import { existingNetworkProblems } from "../../infra/plan/network";
 
 const COMMAND = "command:remote:Command";
 const stepCmd = (run: ProgramRun, id: string) => run.one(COMMAND, `build-${id}`);
