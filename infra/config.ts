@@ -12,9 +12,7 @@ import { FAMILIES } from "./model/types";
 
 export const PROJECT = "triton-ft";
 
-const cidr = z
-  .string()
-  .regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 203.0.113.0/24");
+const cidr = z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 203.0.113.0/24");
 
 const positiveInt = z.number().int().positive();
 
@@ -24,7 +22,10 @@ const modelSourceSchema = z.union([
       huggingface: z
         .object({
           repo: z.string().min(1).describe("Hugging Face repo id, e.g. EleutherAI/gpt-j-6b."),
-          revision: z.string().min(1).describe("Commit SHA (40 hex) of the repo to fetch. Branches and tags are refused."),
+          revision: z
+            .string()
+            .min(1)
+            .describe("Commit SHA (40 hex) of the repo to fetch. Branches and tags are refused."),
         })
         .strict(),
     })
@@ -74,7 +75,9 @@ export const modelSchema = z
       .describe("gptneox | gptj | gpt | codegen. Required without a preset; must match the preset's family with one."),
     source: modelSourceSchema
       .optional()
-      .describe("{huggingface: {repo, revision}} or {archive: {url, sha256}}. Defaults to the preset's repo; a revision is always required."),
+      .describe(
+        "{huggingface: {repo, revision}} or {archive: {url, sha256}}. Defaults to the preset's repo; a revision is always required.",
+      ),
     arch: archSchema
       .optional()
       .describe(
@@ -84,7 +87,9 @@ export const modelSchema = z
       .string()
       .regex(/^[a-z0-9][a-z0-9-]{0,38}$/, "lowercase letters, digits and '-', at most 39 characters")
       .optional()
-      .describe("Short name used in resource and image names. Defaults to the preset name or the repo's last path segment."),
+      .describe(
+        "Short name used in resource and image names. Defaults to the preset name or the repo's last path segment.",
+      ),
   })
   .strict();
 
@@ -94,12 +99,14 @@ export const buildSchema = z
       .string()
       .regex(/^\d{2}\.\d{2}$/, "a Triton container release such as 23.05")
       .default("23.05")
-      .describe("nvcr.io/nvidia/tritonserver:<version>-py3 base of triton_with_ft. The FT backend last built against 23.05."),
-    backendCommit: z
+      .describe(
+        "nvcr.io/nvidia/tritonserver:<version>-py3 base of triton_with_ft. The FT backend last built against 23.05.",
+      ),
+    backendCommit: z.string().optional().describe("Pinned fastertransformer_backend commit (40 hex). Required."),
+    ftCommit: z
       .string()
       .optional()
-      .describe("Pinned fastertransformer_backend commit (40 hex). Required."),
-    ftCommit: z.string().optional().describe("Pinned FasterTransformer commit (40 hex), passed to CMake as FT_DIR. Required."),
+      .describe("Pinned FasterTransformer commit (40 hex), passed to CMake as FT_DIR. Required."),
     builderInstanceType: z
       .string()
       .default("g5.4xlarge")
@@ -115,11 +122,15 @@ export const buildSchema = z
     sshAllowedCidrs: z
       .array(cidr)
       .default([])
-      .describe("CIDRs allowed to reach the builder on SSH (the machine running pulumi up). Required, never 0.0.0.0/0."),
+      .describe(
+        "CIDRs allowed to reach the builder on SSH (the machine running pulumi up). Required, never 0.0.0.0/0.",
+      ),
     sshPublicKey: z
       .string()
       .optional()
-      .describe("OpenSSH public key for the builder. Without it a key pair is generated with @pulumi/tls and kept secret."),
+      .describe(
+        "OpenSSH public key for the builder. Without it a key pair is generated with @pulumi/tls and kept secret.",
+      ),
     stopBuilderWhenDone: z
       .boolean()
       .default(false)
@@ -130,10 +141,14 @@ export const buildSchema = z
 export const servingSchema = z
   .object({
     instanceType: z.string().default("g5.2xlarge").describe("GPU instance type of the serving node group."),
-    tensorParallel: positiveInt.default(1).describe("Tensor-parallel size: GPUs per Triton pod. Must divide the head count."),
+    tensorParallel: positiveInt
+      .default(1)
+      .describe("Tensor-parallel size: GPUs per Triton pod. Must divide the head count."),
     replicas: positiveInt.default(1).describe("Triton pods."),
     maxBatchSize: positiveInt.default(8).describe("max_batch_size of every model in the repository."),
-    maxInputLen: positiveInt.default(512).describe("Longest prompt in tokens; longer prompts are rejected by preprocessing."),
+    maxInputLen: positiveInt
+      .default(512)
+      .describe("Longest prompt in tokens; longer prompts are rejected by preprocessing."),
     maxOutputLen: positiveInt.default(256).describe("Largest max_tokens a request may ask for."),
     loadBalancerScheme: z
       .enum(["internal", "internet-facing"])
@@ -184,7 +199,10 @@ export const clusterSchema = z
       .string()
       .default("kubeconfig")
       .describe("Output name of the kubeconfig in the referenced stack."),
-    clusterNameOutput: z.string().default("clusterName").describe("Output name of the cluster name in the referenced stack."),
+    clusterNameOutput: z
+      .string()
+      .default("clusterName")
+      .describe("Output name of the cluster name in the referenced stack."),
     kubernetesVersion: z.string().default("1.31").describe("EKS control-plane version (mode create)."),
     nodeRootVolumeGiB: positiveInt.optional().describe("GPU node root volume. Defaults to room for two server images."),
   })
@@ -192,14 +210,23 @@ export const clusterSchema = z
 
 export const networkSchema = z
   .object({
-    mode: z.enum(["create", "existing"]).default("create").describe("create a VPC, or use existing VPC and subnet ids."),
+    mode: z
+      .enum(["create", "existing"])
+      .default("create")
+      .describe("create a VPC, or use existing VPC and subnet ids."),
     vpcCidr: cidr
       .default("10.42.0.0/16")
       .describe("CIDR of the created VPC, /16 to /20: private subnets get prefix+3, public ones prefix+8 per AZ."),
     availabilityZones: z.number().int().min(2).max(6).default(2).describe("AZs of the created VPC."),
     vpcId: z.string().optional().describe("Existing VPC id (mode existing)."),
-    publicSubnetIds: z.array(z.string()).default([]).describe("Existing public subnets for the builder (mode existing)."),
-    privateSubnetIds: z.array(z.string()).default([]).describe("Existing private subnets for cluster nodes (mode existing)."),
+    publicSubnetIds: z
+      .array(z.string())
+      .default([])
+      .describe("Existing public subnets for the builder (mode existing)."),
+    privateSubnetIds: z
+      .array(z.string())
+      .default([])
+      .describe("Existing private subnets for cluster nodes (mode existing)."),
   })
   .strict();
 

@@ -39,15 +39,21 @@ export function configReference(): string {
   for (const [top, topSchema] of Object.entries(schema.properties ?? {})) {
     const props = topSchema.properties;
     if (!props) {
-      rows.push(`| \`${PROJECT}:${top}\` | ${typeOf(topSchema)} | ${fmtDefault(topSchema.default)} | ${cell(topSchema.description ?? "")} |`);
+      rows.push(
+        `| \`${PROJECT}:${top}\` | ${typeOf(topSchema)} | ${fmtDefault(topSchema.default)} | ${cell(topSchema.description ?? "")} |`,
+      );
       continue;
     }
     for (const [key, s] of Object.entries(props)) {
-      rows.push(`| \`${PROJECT}:${top}.${key}\` | ${typeOf(s)} | ${fmtDefault(s.default)} | ${cell(s.description ?? "")} |`);
+      rows.push(
+        `| \`${PROJECT}:${top}.${key}\` | ${typeOf(s)} | ${fmtDefault(s.default)} | ${cell(s.description ?? "")} |`,
+      );
     }
   }
   for (const [key, description] of Object.entries(SECRET_KEYS)) {
-    rows.push(`| \`${PROJECT}:${key}\` | secret string | - | ${cell(description)} Set with \`pulumi config set --secret\`. |`);
+    rows.push(
+      `| \`${PROJECT}:${key}\` | secret string | - | ${cell(description)} Set with \`pulumi config set --secret\`. |`,
+    );
   }
   return rows.join("\n");
 }

@@ -9,7 +9,9 @@ import type { ModelSource } from "./model/types";
 
 /** The `modelSource` output: the pinned weights source in one string. */
 export function modelSourceUri(source: ModelSource): string {
-  return source.kind === "huggingface" ? `hf://${source.repo}@${source.revision}` : `${source.url}#sha256=${source.sha256}`;
+  return source.kind === "huggingface"
+    ? `hf://${source.repo}@${source.revision}`
+    : `${source.url}#sha256=${source.sha256}`;
 }
 
 interface OutputSpec {
@@ -24,9 +26,21 @@ export const STACK_OUTPUT_CONTRACT = {
     secret: false,
     description: "KServe v2 HTTP base URL of the NLB, `http://<nlb-dns>:8000` (e.g. `<url>/v2/models/ensemble/infer`).",
   },
-  grpcEndpoint: { type: "string", secret: false, description: "KServe v2 gRPC target of the NLB, `<nlb-dns>:8001` (plaintext)." },
-  modelName: { type: "string", secret: false, description: "Triton model to call: always `ensemble` (text in, text out)." },
-  modelFamily: { type: "string", secret: false, description: "FT model family: `gptneox`, `gptj`, `gpt` or `codegen`." },
+  grpcEndpoint: {
+    type: "string",
+    secret: false,
+    description: "KServe v2 gRPC target of the NLB, `<nlb-dns>:8001` (plaintext).",
+  },
+  modelName: {
+    type: "string",
+    secret: false,
+    description: "Triton model to call: always `ensemble` (text in, text out).",
+  },
+  modelFamily: {
+    type: "string",
+    secret: false,
+    description: "FT model family: `gptneox`, `gptj`, `gpt` or `codegen`.",
+  },
   modelSource: {
     type: "string",
     secret: false,
@@ -34,13 +48,22 @@ export const STACK_OUTPUT_CONTRACT = {
   },
   tensorParallel: { type: "number", secret: false, description: "GPUs per Triton pod (FT tensor-parallel size)." },
   serverImage: { type: "string", secret: false, description: "Served image, `<ecr-repo>@sha256:<digest>`." },
-  tritonWithFtImage: { type: "string", secret: false, description: "Triton + FT backend base image, `<ecr-repo>@sha256:<digest>`." },
+  tritonWithFtImage: {
+    type: "string",
+    secret: false,
+    description: "Triton + FT backend base image, `<ecr-repo>@sha256:<digest>`.",
+  },
   clusterName: { type: "string", secret: false, description: "EKS cluster name (created, or the existing cluster's)." },
-  namespace: { type: "string", secret: false, description: "Kubernetes namespace of the Triton Deployment and Services." },
+  namespace: {
+    type: "string",
+    secret: false,
+    description: "Kubernetes namespace of the Triton Deployment and Services.",
+  },
   kubeconfig: {
     type: "string",
     secret: true,
-    description: "Kubeconfig (JSON or YAML) of the cluster; in create mode the new cluster's, using `aws eks get-token`.",
+    description:
+      "Kubeconfig (JSON or YAML) of the cluster; in create mode the new cluster's, using `aws eks get-token`.",
   },
 } as const satisfies Record<string, OutputSpec>;
 

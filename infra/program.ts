@@ -23,7 +23,10 @@ export function program(): StackOutputs {
   const { stack, secrets } = loadStack();
   const tags = stackTags(PROJECT, pulumi.getStack(), stack);
   const build = createBuild(stack, secrets, tags);
-  const serving = createServing(stack, secrets, tags, { network: build.network, serverImage: build.pipeline.serverImage });
+  const serving = createServing(stack, secrets, tags, {
+    network: build.network,
+    serverImage: build.pipeline.serverImage,
+  });
   const m = stack.model;
   return {
     ...build.outputs,

@@ -57,9 +57,7 @@ export class ConfigError extends Error {
 }
 
 export function formatProblems(stack: string, problems: ConfigProblem[]): string {
-  const lines = problems.map(
-    (p, i) => `  ${i + 1}. ${p.key} = ${display(p.value)}: ${p.message}.\n     fix: ${p.fix}`,
-  );
+  const lines = problems.map((p, i) => `  ${i + 1}. ${p.key} = ${display(p.value)}: ${p.message}.\n     fix: ${p.fix}`);
   const noun = problems.length === 1 ? "problem" : "problems";
   return `${PROJECT}: ${problems.length} configuration ${noun} in stack "${stack}" (nothing was created):\n${lines.join("\n")}`;
 }
@@ -91,7 +89,12 @@ export function resolveStack(
   for (const key of ["backendCommit", "ftCommit"] as const) {
     const value = config.build[key];
     if (value === undefined) {
-      add(`build.${key}`, value, "is required: the build must be reproducible", "set it to a full 40-hex commit SHA of the repository");
+      add(
+        `build.${key}`,
+        value,
+        "is required: the build must be reproducible",
+        "set it to a full 40-hex commit SHA of the repository",
+      );
     } else if (!COMMIT.test(value)) {
       add(
         `build.${key}`,
@@ -120,7 +123,12 @@ export function resolveStack(
       "add the CIDR of the machine that runs pulumi up (e.g. its public IP/32), or of a runner inside the VPC",
     );
   } else if (ssh.includes("0.0.0.0/0")) {
-    add("build.sshAllowedCidrs", ssh, "opens SSH on a GPU host to the whole internet", "replace 0.0.0.0/0 with the CIDR of the machine that runs pulumi up");
+    add(
+      "build.sshAllowedCidrs",
+      ssh,
+      "opens SSH on a GPU host to the whole internet",
+      "replace 0.0.0.0/0 with the CIDR of the machine that runs pulumi up",
+    );
   }
 
   if (config.build.sshPublicKey !== undefined && !secrets.sshPrivateKey) {
@@ -153,13 +161,28 @@ export function resolveStack(
       );
     }
     if (gemm.maxInputLen > a.maxPositions) {
-      add("gemm.maxInputLen", gemm.maxInputLen, `exceeds the model's ${a.maxPositions} positions`, `use at most ${a.maxPositions}`);
+      add(
+        "gemm.maxInputLen",
+        gemm.maxInputLen,
+        `exceeds the model's ${a.maxPositions} positions`,
+        `use at most ${a.maxPositions}`,
+      );
     }
     if (a.hidden % a.heads !== 0) {
-      add("model.arch.hidden", a.hidden, `is not a multiple of model.arch.heads (${a.heads})`, "copy hidden and heads from the model's config.json");
+      add(
+        "model.arch.hidden",
+        a.hidden,
+        `is not a multiple of model.arch.heads (${a.heads})`,
+        "copy hidden and heads from the model's config.json",
+      );
     }
     if (a.rotaryDims > a.hidden / a.heads) {
-      add("model.arch.rotaryDims", a.rotaryDims, `exceeds the head size ${a.hidden / a.heads}`, "use rotary_dim (or rotary_pct × head size) from config.json");
+      add(
+        "model.arch.rotaryDims",
+        a.rotaryDims,
+        `exceeds the head size ${a.hidden / a.heads}`,
+        "use rotary_dim (or rotary_pct × head size) from config.json",
+      );
     }
     const tp = s.tensorParallel;
     if (a.heads % tp !== 0) {
@@ -167,7 +190,9 @@ export function resolveStack(
         "serving.tensorParallel",
         tp,
         `does not divide the model's ${a.heads} attention heads`,
-        `use one of: ${divisors(a.heads).filter((d) => !servingInstance || d <= servingInstance.gpuCount).join(", ")}`,
+        `use one of: ${divisors(a.heads)
+          .filter((d) => !servingInstance || d <= servingInstance.gpuCount)
+          .join(", ")}`,
       );
     }
     if (servingInstance && tp > servingInstance.gpuCount) {
@@ -203,7 +228,12 @@ export function resolveStack(
       const disk = config.build.builderDiskGiB;
       const needDisk = builderDiskGiB(model.family, a);
       if (disk !== undefined && disk < needDisk) {
-        add("build.builderDiskGiB", disk, `is below the ${needDisk} GiB this model needs on the builder`, `use at least ${needDisk}, or unset it`);
+        add(
+          "build.builderDiskGiB",
+          disk,
+          `is below the ${needDisk} GiB this model needs on the builder`,
+          `use at least ${needDisk}, or unset it`,
+        );
       }
     }
   }
@@ -237,7 +267,8 @@ type Add = (key: string, value: unknown, message: string, fix: string) => void;
 
 function instance(type: string, key: string, add: Add): GpuInstance | undefined {
   const found = findGpuInstance(type);
-  if (!found) add(key, type, "is not a GPU instance type this stack knows", `use one of: ${gpuInstanceTypes().join(", ")}`);
+  if (!found)
+    add(key, type, "is not a GPU instance type this stack knows", `use one of: ${gpuInstanceTypes().join(", ")}`);
   return found;
 }
 
@@ -255,28 +286,58 @@ function resolveModel(config: StackConfig, add: Add): ResolvedModel | undefined 
   if (m.preset !== undefined) {
     preset = findPreset(m.preset);
     if (!preset) {
-      add("model.preset", m.preset, "is not in the model catalog", `use one of: ${MODEL_PRESETS.map((p) => p.name).join(", ")}, or set model.family and model.arch`);
+      add(
+        "model.preset",
+        m.preset,
+        "is not in the model catalog",
+        `use one of: ${MODEL_PRESETS.map((p) => p.name).join(", ")}, or set model.family and model.arch`,
+      );
       return undefined;
     }
-    if (m.arch) add("model.arch", m.arch, "is set together with model.preset", "remove model.arch (the preset supplies it) or remove model.preset");
+    if (m.arch)
+      add(
+        "model.arch",
+        m.arch,
+        "is set together with model.preset",
+        "remove model.arch (the preset supplies it) or remove model.preset",
+      );
   } else if (!m.arch) {
-    add("model.arch", m.arch, "is required without model.preset", "set all of layers, hidden, heads, ffn, vocab, rotaryDims, maxPositions, startId, endId from the model's config.json, or choose a model.preset");
+    add(
+      "model.arch",
+      m.arch,
+      "is required without model.preset",
+      "set all of layers, hidden, heads, ffn, vocab, rotaryDims, maxPositions, startId, endId from the model's config.json, or choose a model.preset",
+    );
   }
   const family = m.family ?? preset?.family;
-  if (!family) add("model.family", m.family, "is required without model.preset", "set one of gptneox, gptj, gpt, codegen");
+  if (!family)
+    add("model.family", m.family, "is required without model.preset", "set one of gptneox, gptj, gpt, codegen");
   if (preset && m.family && m.family !== preset.family) {
-    add("model.family", m.family, `contradicts preset ${preset.name}, which is ${preset.family}`, `remove model.family or set it to ${preset.family}`);
+    add(
+      "model.family",
+      m.family,
+      `contradicts preset ${preset.name}, which is ${preset.family}`,
+      `remove model.family or set it to ${preset.family}`,
+    );
   }
 
   const source = resolveSource(m.source, preset, family, add);
   const arch = m.arch ?? preset?.arch;
   if (!family || !source || !arch) return undefined;
-  const repoName = source.kind === "huggingface" ? source.repo.split("/").pop() ?? "" : "model";
+  const repoName = source.kind === "huggingface" ? (source.repo.split("/").pop() ?? "") : "model";
   // Defaults must satisfy model.name's own rule (it names AWS and Kubernetes resources):
   // preset names such as h2ogpt-oig-oasst1-512-6_9b carry an underscore.
-  const name = m.name ?? (preset?.name ?? repoName).toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^-+/, "").slice(0, 39);
+  const name =
+    m.name ??
+    (preset?.name ?? repoName)
+      .toLowerCase()
+      .replace(/[^a-z0-9-]+/g, "-")
+      .replace(/^-+/, "")
+      .slice(0, 39);
   const tokenizerSource =
-    m.source && "archive" in m.source && preset ? { repo: preset.repo, revision: m.source.archive.tokenizerRevision } : undefined;
+    m.source && "archive" in m.source && preset
+      ? { repo: preset.repo, revision: m.source.archive.tokenizerRevision }
+      : undefined;
   return { name, preset: preset?.name, family, source, tokenizerSource, arch };
 }
 
@@ -301,7 +362,12 @@ function resolveSource(
   if ("huggingface" in src) {
     const { repo, revision } = src.huggingface;
     if (preset?.archive) {
-      add("model.source", src, `is a Hugging Face source but preset ${preset.name} is an archive checkpoint`, "use {archive: {sha256, tokenizerRevision}}");
+      add(
+        "model.source",
+        src,
+        `is a Hugging Face source but preset ${preset.name} is an archive checkpoint`,
+        "use {archive: {sha256, tokenizerRevision}}",
+      );
     }
     if (!COMMIT.test(revision)) {
       const hint = preset?.branchHint ? `; the seeds used branch ${preset.branchHint}` : "";
@@ -316,13 +382,30 @@ function resolveSource(
   }
   const a = src.archive;
   if (!preset?.archive) {
-    add("model.source.archive", a, "needs an archive preset (gpt-j-6b-jax): only the GPT-J JAX slim checkpoint has a converter", "set model.preset to gpt-j-6b-jax, or use a huggingface source");
+    add(
+      "model.source.archive",
+      a,
+      "needs an archive preset (gpt-j-6b-jax): only the GPT-J JAX slim checkpoint has a converter",
+      "set model.preset to gpt-j-6b-jax, or use a huggingface source",
+    );
     return undefined;
   }
-  if (family && family !== "gptj") add("model.family", family, "cannot use an archive source", "archive sources are GPT-J JAX slim checkpoints: family gptj");
-  if (!SHA256.test(a.sha256)) add("model.source.archive.sha256", a.sha256, "is not a 64-hex SHA-256", "set the archive's sha256sum");
+  if (family && family !== "gptj")
+    add(
+      "model.family",
+      family,
+      "cannot use an archive source",
+      "archive sources are GPT-J JAX slim checkpoints: family gptj",
+    );
+  if (!SHA256.test(a.sha256))
+    add("model.source.archive.sha256", a.sha256, "is not a 64-hex SHA-256", "set the archive's sha256sum");
   if (!COMMIT.test(a.tokenizerRevision)) {
-    add("model.source.archive.tokenizerRevision", a.tokenizerRevision, "looks like a branch or tag where a pinned commit is required", `use the 40-hex commit of ${preset.repo} to take the tokenizer from`);
+    add(
+      "model.source.archive.tokenizerRevision",
+      a.tokenizerRevision,
+      "looks like a branch or tag where a pinned commit is required",
+      `use the 40-hex commit of ${preset.repo} to take the tokenizer from`,
+    );
   }
   return { kind: "archive", url: a.url ?? preset.archive.url, sha256: a.sha256, format: preset.archive.format };
 }
@@ -330,27 +413,59 @@ function resolveSource(
 function checkCluster(config: StackConfig, secrets: SecretPresence, add: Add): void {
   const c = config.cluster;
   if (c.mode === "kubeconfig" && !secrets.kubeconfig) {
-    add("kubeconfig", undefined, "is required when cluster.mode is kubeconfig", `pulumi config set --secret ${PROJECT}:kubeconfig "$(cat kubeconfig.yaml)"`);
+    add(
+      "kubeconfig",
+      undefined,
+      "is required when cluster.mode is kubeconfig",
+      `pulumi config set --secret ${PROJECT}:kubeconfig "$(cat kubeconfig.yaml)"`,
+    );
   }
   if (c.mode === "stackReference" && !c.stackReference) {
-    add("cluster.stackReference", c.stackReference, "is required when cluster.mode is stackReference", "set it to <org>/<project>/<stack> of the stack that owns the cluster");
+    add(
+      "cluster.stackReference",
+      c.stackReference,
+      "is required when cluster.mode is stackReference",
+      "set it to <org>/<project>/<stack> of the stack that owns the cluster",
+    );
   }
   if (c.mode !== "stackReference" && c.stackReference) {
-    add("cluster.stackReference", c.stackReference, `is set but cluster.mode is ${c.mode}`, "set cluster.mode stackReference, or remove it");
+    add(
+      "cluster.stackReference",
+      c.stackReference,
+      `is set but cluster.mode is ${c.mode}`,
+      "set cluster.mode stackReference, or remove it",
+    );
   }
 }
 
 function checkNetwork(config: StackConfig, add: Add): void {
   const n = config.network;
   if (n.mode === "existing") {
-    if (!n.vpcId) add("network.vpcId", n.vpcId, "is required when network.mode is existing", "set the id of the VPC (vpc-...)");
-    if (n.publicSubnetIds.length === 0) add("network.publicSubnetIds", n.publicSubnetIds, "needs at least one public subnet for the builder", "list public subnet ids of the VPC");
+    if (!n.vpcId)
+      add("network.vpcId", n.vpcId, "is required when network.mode is existing", "set the id of the VPC (vpc-...)");
+    if (n.publicSubnetIds.length === 0)
+      add(
+        "network.publicSubnetIds",
+        n.publicSubnetIds,
+        "needs at least one public subnet for the builder",
+        "list public subnet ids of the VPC",
+      );
     if (n.privateSubnetIds.length < 2) {
-      add("network.privateSubnetIds", n.privateSubnetIds, "needs private subnets in at least two AZs for EKS", "list at least two private subnet ids in different AZs");
+      add(
+        "network.privateSubnetIds",
+        n.privateSubnetIds,
+        "needs private subnets in at least two AZs for EKS",
+        "list at least two private subnet ids in different AZs",
+      );
     }
   } else {
     if (n.vpcId || n.publicSubnetIds.length > 0 || n.privateSubnetIds.length > 0) {
-      add("network.mode", n.mode, "is create but VPC or subnet ids are set", "set network.mode existing to use them, or remove the ids");
+      add(
+        "network.mode",
+        n.mode,
+        "is create but VPC or subnet ids are set",
+        "set network.mode existing to use them, or remove the ids",
+      );
     }
     const prefix = vpcPrefix(n.vpcCidr);
     if (prefix < VPC_PREFIX_RANGE.min || prefix > VPC_PREFIX_RANGE.max) {

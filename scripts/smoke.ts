@@ -34,7 +34,8 @@ interface SmokeArgs {
 
 function positiveInt(raw: string, flag: string, allowZero = false): number {
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < (allowZero ? 0 : 1)) throw new Error(`${flag} must be a ${allowZero ? "non-negative" : "positive"} integer, got "${raw}"`);
+  if (!Number.isInteger(n) || n < (allowZero ? 0 : 1))
+    throw new Error(`${flag} must be a ${allowZero ? "non-negative" : "positive"} integer, got "${raw}"`);
   return n;
 }
 
@@ -100,7 +101,9 @@ async function smokeWith(client: TritonClient, args: SmokeArgs, log: (line: stri
   log(`server ${client.baseUrl} (${client.protocol}): live=${state.live} ready=${state.ready}`);
   for (const [model, ready] of Object.entries(state.models)) log(`  model ${model}: ${ready ? "ready" : "NOT READY"}`);
   if (!state.live) throw new Error("server is not live (health/live)");
-  const notReady = Object.entries(state.models).filter(([, ready]) => !ready).map(([m]) => m);
+  const notReady = Object.entries(state.models)
+    .filter(([, ready]) => !ready)
+    .map(([m]) => m);
   if (notReady.length > 0) throw new Error(`models not ready: ${notReady.join(", ")}`);
   if (!state.ready) throw new Error("server is not ready (health/ready)");
 
@@ -115,7 +118,9 @@ async function smokeWith(client: TritonClient, args: SmokeArgs, log: (line: stri
     log(`    tokens: ${c.inputTokens} in, ${c.outputTokens} out`);
   });
   const generated = result.completions.reduce((n, c) => n + c.outputTokens, 0);
-  log(`latency: ${result.latencyMs.toFixed(1)} ms for ${args.prompts.length} prompt(s), ${generated} generated token(s)`);
+  log(
+    `latency: ${result.latencyMs.toFixed(1)} ms for ${args.prompts.length} prompt(s), ${generated} generated token(s)`,
+  );
   const empty = result.completions.findIndex((c) => c.outputTokens === 0);
   if (empty >= 0) throw new Error(`prompt ${empty + 1} generated no tokens`);
 }

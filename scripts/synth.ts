@@ -41,20 +41,27 @@ export function parseArgs(argv: string[]): SynthArgs {
     values[m[1]] = value;
   }
   if (!values.stack) throw new Error(`--stack is required\n${USAGE}`);
-  if (!/^[A-Za-z0-9_.-]+$/.test(values.stack)) throw new Error(`--stack ${JSON.stringify(values.stack)} is not a stack name`);
+  if (!/^[A-Za-z0-9_.-]+$/.test(values.stack))
+    throw new Error(`--stack ${JSON.stringify(values.stack)} is not a stack name`);
   return { stack: values.stack, out: values.out };
 }
 
 function configLines(file: StackFileConfig): string[] {
-  const lines = Object.entries(file.raw).map(([k, v]) => `  ${PROJECT}:${k} = ${v === "[secret]" ? "[secret]" : JSON.stringify(v)}`);
-  for (const k of [...file.secureKeys, ...file.plaintextSecretKeys]) if (!(k in file.raw)) lines.push(`  ${PROJECT}:${k} = [secret]`);
+  const lines = Object.entries(file.raw).map(
+    ([k, v]) => `  ${PROJECT}:${k} = ${v === "[secret]" ? "[secret]" : JSON.stringify(v)}`,
+  );
+  for (const k of [...file.secureKeys, ...file.plaintextSecretKeys])
+    if (!(k in file.raw)) lines.push(`  ${PROJECT}:${k} = [secret]`);
   return lines;
 }
 
 function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
   const { plan, stack } = ctx;
   const src = plan.model.source;
-  const source = src.kind === "huggingface" ? `huggingface ${src.repo}@${src.revision}` : `archive ${src.url} (sha256 ${src.sha256})`;
+  const source =
+    src.kind === "huggingface"
+      ? `huggingface ${src.repo}@${src.revision}`
+      : `archive ${src.url} (sha256 ${src.sha256})`;
   const a = plan.model.arch;
   const convert = plan.conversion.steps.find((s) => s.id === "convert");
   const mem = plan.serving.gpuMemoryGiB;
@@ -67,7 +74,9 @@ function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
     `convert: ${convert && convert.kind === "exec" ? convert.argv.join(" ") : plan.conversion.converter}`,
     `expected weights: ${plan.expectedWeights.files.length} files + config.ini [${plan.expectedWeights.section}] -> image ${plan.conversion.serverCheckpointPath}`,
     `gpt_gemm: ${plan.gemm.argv.join(" ")}`,
-    `launch: ${Object.entries(plan.launch.env).map(([k, v]) => `${k}=${v}`).join(" ")} ${plan.launch.argv.join(" ")}`,
+    `launch: ${Object.entries(plan.launch.env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(" ")} ${plan.launch.argv.join(" ")}`,
     ...extra,
     `wrote ${outDir}`,
   ];
@@ -84,7 +93,9 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   const fileName = `Pulumi.${args.stack}.yaml`;
   const stackPath = path.join(io.cwd, fileName);
   if (!fs.existsSync(stackPath)) {
-    io.stderr(`${PROJECT}: no stack file ${stackPath} (create it with \`pulumi stack init ${args.stack}\` and set the config)`);
+    io.stderr(
+      `${PROJECT}: no stack file ${stackPath} (create it with \`pulumi stack init ${args.stack}\` and set the config)`,
+    );
     return 1;
   }
   let file: StackFileConfig;
@@ -97,7 +108,9 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   io.stdout(`stack ${args.stack} (${fileName}):`);
   for (const line of configLines(file)) io.stdout(line);
   for (const k of file.plaintextSecretKeys) {
-    io.stderr(`${PROJECT}: warning: ${PROJECT}:${k} is stored in plain text; set it with \`pulumi config set --secret ${PROJECT}:${k}\``);
+    io.stderr(
+      `${PROJECT}: warning: ${PROJECT}:${k} is stored in plain text; set it with \`pulumi config set --secret ${PROJECT}:${k}\``,
+    );
   }
 
   const { stack, problems } = resolveStack(file.raw, file.secrets);

@@ -39,8 +39,26 @@ export const GPU_INSTANCES: readonly GpuInstance[] = [
   g5("12xlarge", 4, 48, 192),
   g5("24xlarge", 4, 96, 384),
   g5("48xlarge", 8, 192, 768),
-  { type: "p4d.24xlarge", gpuModel: "A100-40GB", gpuCount: 8, gpuMemoryGiB: 40, sm: 80, vcpus: 96, ramGiB: 1152, nvswitch: true },
-  { type: "p4de.24xlarge", gpuModel: "A100-80GB", gpuCount: 8, gpuMemoryGiB: 80, sm: 80, vcpus: 96, ramGiB: 1152, nvswitch: true },
+  {
+    type: "p4d.24xlarge",
+    gpuModel: "A100-40GB",
+    gpuCount: 8,
+    gpuMemoryGiB: 40,
+    sm: 80,
+    vcpus: 96,
+    ramGiB: 1152,
+    nvswitch: true,
+  },
+  {
+    type: "p4de.24xlarge",
+    gpuModel: "A100-80GB",
+    gpuCount: 8,
+    gpuMemoryGiB: 80,
+    sm: 80,
+    vcpus: 96,
+    ramGiB: 1152,
+    nvswitch: true,
+  },
 ];
 
 export function findGpuInstance(type: string): GpuInstance | undefined {

@@ -130,7 +130,9 @@ export function outputStrings(response: InferResponse, name: string): string[] {
 function requireOutput(response: InferResponse, name: string): Tensor {
   const tensor = response.outputs.get(name);
   if (tensor === undefined) {
-    throw new TypeError(`response of ${response.modelName} has no output ${name} (got: ${[...response.outputs.keys()].join(", ")})`);
+    throw new TypeError(
+      `response of ${response.modelName} has no output ${name} (got: ${[...response.outputs.keys()].join(", ")})`,
+    );
   }
   return tensor;
 }

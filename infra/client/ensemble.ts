@@ -50,7 +50,9 @@ function perItem<T>(value: T | T[], batch: number, name: string): T[] {
 
 function wordLists(value: string[] | string[][], batch: number, name: string): string[][] {
   const lists: string[][] =
-    value.length > 0 && Array.isArray(value[0]) ? (value as string[][]) : Array.from({ length: batch }, () => value as string[]);
+    value.length > 0 && Array.isArray(value[0])
+      ? (value as string[][])
+      : Array.from({ length: batch }, () => value as string[]);
   if (lists.length !== batch) throw new TypeError(`${name}: ${lists.length} word lists for ${batch} prompts`);
   return lists;
 }
@@ -63,7 +65,12 @@ function wordTensor(name: string, lists: string[][]): Tensor | undefined {
   return { name, datatype: "BYTES", shape: [lists.length, width], data };
 }
 
-function scalar(name: string, datatype: Tensor["datatype"], value: number | bigint | undefined, batch: number): Tensor | undefined {
+function scalar(
+  name: string,
+  datatype: Tensor["datatype"],
+  value: number | bigint | undefined,
+  batch: number,
+): Tensor | undefined {
   if (value === undefined) return undefined;
   return { name, datatype, shape: [batch, 1], data: Array.from({ length: batch }, () => value) };
 }
@@ -79,8 +86,12 @@ export function ensembleInputs(prompts: Prompt[], options: GenerateOptions): Ten
   const tensors: (Tensor | undefined)[] = [
     { name: "text_input", datatype: "BYTES", shape: [batch, 1], data: prompts },
     { name: "max_tokens", datatype: "UINT32", shape: [batch, 1], data: maxTokens },
-    options.badWords === undefined ? undefined : wordTensor("bad_words", wordLists(options.badWords, batch, "badWords")),
-    options.stopWords === undefined ? undefined : wordTensor("stop_words", wordLists(options.stopWords, batch, "stopWords")),
+    options.badWords === undefined
+      ? undefined
+      : wordTensor("bad_words", wordLists(options.badWords, batch, "badWords")),
+    options.stopWords === undefined
+      ? undefined
+      : wordTensor("stop_words", wordLists(options.stopWords, batch, "stopWords")),
     scalar("top_k", "UINT32", options.topK, batch),
     scalar("top_p", "FP32", options.topP, batch),
     scalar("temperature", "FP32", options.temperature, batch),
@@ -103,7 +114,11 @@ export function completions(response: InferResponse, batch: number): Completion[
 }
 
 /** Send prompts through the ensemble in one request. Errors carry Triton's message and HTTP status. */
-export async function generate(client: TritonClient, prompts: Prompt[], options: GenerateOptions): Promise<GenerateResult> {
+export async function generate(
+  client: TritonClient,
+  prompts: Prompt[],
+  options: GenerateOptions,
+): Promise<GenerateResult> {
   const inputs = ensembleInputs(prompts, options);
   const started = performance.now();
   const response = await client.infer(options.model ?? ENSEMBLE_MODEL, {
@@ -123,7 +138,10 @@ export interface ReadinessReport {
 }
 
 /** Server liveness/readiness and readiness of each model of the repository. */
-export async function readiness(client: TritonClient, models: readonly string[] = REPOSITORY_MODELS): Promise<ReadinessReport> {
+export async function readiness(
+  client: TritonClient,
+  models: readonly string[] = REPOSITORY_MODELS,
+): Promise<ReadinessReport> {
   const [live, ready] = await Promise.all([client.isLive(), client.isReady()]);
   const states = await Promise.all(models.map((m) => client.isModelReady(m)));
   return { live, ready, models: Object.fromEntries(models.map((m, i) => [m, states[i]])) };

@@ -38,10 +38,12 @@ export function grpcTarget(endpoint: string): GrpcTarget {
   if (trimmed === "") throw new TypeError("endpoint is empty");
   const match = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/i.exec(trimmed);
   const scheme = match ? match[1].toLowerCase() : "grpc";
-  if (scheme !== "grpc" && scheme !== "grpcs") throw new TypeError(`endpoint ${endpoint}: a gRPC endpoint is grpc://host:port or grpcs://host:port`);
+  if (scheme !== "grpc" && scheme !== "grpcs")
+    throw new TypeError(`endpoint ${endpoint}: a gRPC endpoint is grpc://host:port or grpcs://host:port`);
   // A non-special scheme keeps the port as written (https:// would drop :443).
   const url = new URL(`${scheme}://${match ? match[2] : trimmed}`);
-  if (url.pathname !== "" && url.pathname !== "/") throw new TypeError(`endpoint ${endpoint}: a gRPC endpoint has no path`);
+  if (url.pathname !== "" && url.pathname !== "/")
+    throw new TypeError(`endpoint ${endpoint}: a gRPC endpoint has no path`);
   if (url.hostname === "") throw new TypeError(`endpoint ${endpoint}: no host`);
   const tls = scheme === "grpcs";
   const target = `${url.hostname}:${url.port || (tls ? "443" : "80")}`;
@@ -76,9 +78,13 @@ export class TritonGrpcClient implements TritonClient {
 
   private client(): Client {
     // Responses carry whole generated batches; grpc-js would cap them at 4 MiB.
-    this.channel ??= new Client(this.target.target, this.target.tls ? credentials.createSsl() : credentials.createInsecure(), {
-      "grpc.max_receive_message_length": -1,
-    });
+    this.channel ??= new Client(
+      this.target.target,
+      this.target.tls ? credentials.createSsl() : credentials.createInsecure(),
+      {
+        "grpc.max_receive_message_length": -1,
+      },
+    );
     return this.channel;
   }
 
@@ -94,7 +100,8 @@ export class TritonGrpcClient implements TritonClient {
         { deadline: Date.now() + this.timeoutMs },
         (error, response) => {
           if (error) reject(new TritonClientError(url, error.code, error.details, "grpc"));
-          else if (response === undefined) reject(new TritonClientError(url, undefined, "call ended without a response message", "grpc"));
+          else if (response === undefined)
+            reject(new TritonClientError(url, undefined, "call ended without a response message", "grpc"));
           else resolve(response);
         },
       );
@@ -115,7 +122,13 @@ export class TritonGrpcClient implements TritonClient {
 
   async modelMetadata(model: string, version?: string): Promise<ModelMetadata> {
     const m = await this.unary(kserveMethods().ModelMetadata, modelRef(model, version));
-    return { name: m.name, versions: m.versions, platform: m.platform, inputs: m.inputs.map(tensorSpec), outputs: m.outputs.map(tensorSpec) };
+    return {
+      name: m.name,
+      versions: m.versions,
+      platform: m.platform,
+      inputs: m.inputs.map(tensorSpec),
+      outputs: m.outputs.map(tensorSpec),
+    };
   }
 
   async infer(model: string, request: InferRequest, version?: string): Promise<InferResponse> {
@@ -139,12 +152,15 @@ export function toModelInferRequest(model: string, request: InferRequest, versio
 
 export function fromModelInferResponse(m: ModelInferResponseMessage): InferResponse {
   if (m.raw_output_contents.length !== m.outputs.length) {
-    throw new TypeError(`ModelInfer response: ${m.outputs.length} outputs but ${m.raw_output_contents.length} raw_output_contents`);
+    throw new TypeError(
+      `ModelInfer response: ${m.outputs.length} outputs but ${m.raw_output_contents.length} raw_output_contents`,
+    );
   }
   const outputs = new Map<string, Tensor>();
   m.outputs.forEach((spec, i) => {
     const { name, datatype, shape } = tensorSpec(spec);
-    if (!isDatatype(datatype)) throw new TypeError(`ModelInfer response output ${name}: unsupported datatype ${datatype}`);
+    if (!isDatatype(datatype))
+      throw new TypeError(`ModelInfer response output ${name}: unsupported datatype ${datatype}`);
     // A plain view, so BYTES elements come out as copied Uint8Arrays (Buffer#slice would alias the message).
     const raw = m.raw_output_contents[i];
     const bytes = new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength);

@@ -83,7 +83,12 @@ export class TritonHttpClient implements TritonClient {
     this.timeoutMs = options.timeoutMs ?? 60_000;
   }
 
-  private async call(method: "GET" | "POST", path: string, body?: Uint8Array, headers?: Record<string, string>): Promise<Response> {
+  private async call(
+    method: "GET" | "POST",
+    path: string,
+    body?: Uint8Array,
+    headers?: Record<string, string>,
+  ): Promise<Response> {
     const url = `${this.baseUrl}${path}`;
     try {
       return await fetch(url, {

@@ -66,7 +66,13 @@ export interface KServeMethods {
   ModelInfer: UnaryMethod<ModelInferRequestMessage, ModelInferResponseMessage>;
 }
 
-const METHOD_NAMES: readonly (keyof KServeMethods)[] = ["ServerLive", "ServerReady", "ModelReady", "ModelMetadata", "ModelInfer"];
+const METHOD_NAMES: readonly (keyof KServeMethods)[] = [
+  "ServerLive",
+  "ServerReady",
+  "ModelReady",
+  "ModelMetadata",
+  "ModelInfer",
+];
 
 let definition: PackageDefinition | undefined;
 let methods: KServeMethods | undefined;

@@ -174,7 +174,9 @@ export function decodeBinary(
 /** True when JSON cannot carry the tensor's values faithfully. */
 export function needsBinary(tensor: Tensor): boolean {
   return tensor.data.some(
-    (v) => v instanceof Uint8Array || (typeof v === "bigint" && (v > BigInt(Number.MAX_SAFE_INTEGER) || v < -BigInt(Number.MAX_SAFE_INTEGER))),
+    (v) =>
+      v instanceof Uint8Array ||
+      (typeof v === "bigint" && (v > BigInt(Number.MAX_SAFE_INTEGER) || v < -BigInt(Number.MAX_SAFE_INTEGER))),
   );
 }
 

@@ -89,7 +89,12 @@ export class BuildPipeline extends pulumi.ComponentResource {
         t.local,
         new command.remote.CopyToRemote(
           `${name}-ship-${t.local.replace(/\//g, "-")}`,
-          { connection: conn, source: new pulumi.asset.FileArchive(t.local), remotePath: t.remoteParent, triggers: [args.instanceId] },
+          {
+            connection: conn,
+            source: new pulumi.asset.FileArchive(t.local),
+            remotePath: t.remoteParent,
+            triggers: [args.instanceId],
+          },
           { ...parent, dependsOn: [prepare] },
         ),
       );
@@ -102,7 +107,12 @@ export class BuildPipeline extends pulumi.ComponentResource {
       if (existing) return existing;
       const copy = new command.remote.CopyToRemote(
         `${name}-file-${f.remotePath.slice(REMOTE.root.length + 1).replace(/[^A-Za-z0-9]+/g, "-")}`,
-        { connection: conn, source: new pulumi.asset.StringAsset(f.content), remotePath: f.remotePath, triggers: [args.instanceId] },
+        {
+          connection: conn,
+          source: new pulumi.asset.StringAsset(f.content),
+          remotePath: f.remotePath,
+          triggers: [args.instanceId],
+        },
         { ...parent, dependsOn: [prepare] },
       );
       fileCopies.set(f.remotePath, copy);
@@ -181,7 +191,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
       }
     }
     this.commands = commands;
-    if (!images.tritonWithFtImage || !images.serverImage) throw new Error("the build steps must include triton-with-ft and bake");
+    if (!images.tritonWithFtImage || !images.serverImage)
+      throw new Error("the build steps must include triton-with-ft and bake");
     this.tritonWithFtImage = images.tritonWithFtImage;
     this.serverImage = images.serverImage;
 

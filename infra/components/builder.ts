@@ -119,12 +119,20 @@ export class Builder extends pulumi.ComponentResource {
       this.privateKey = pulumi.secret(args.providedPrivateKey);
       this.generatedKey = false;
     } else {
-      const key = new tls.PrivateKey(`${name}-ssh`, { algorithm: "ED25519" }, { ...parent, additionalSecretOutputs: ["privateKeyOpenssh", "privateKeyPem"] });
+      const key = new tls.PrivateKey(
+        `${name}-ssh`,
+        { algorithm: "ED25519" },
+        { ...parent, additionalSecretOutputs: ["privateKeyOpenssh", "privateKeyPem"] },
+      );
       publicKey = key.publicKeyOpenssh;
       this.privateKey = pulumi.secret(key.privateKeyOpenssh);
       this.generatedKey = true;
     }
-    const keyPair = new aws.ec2.KeyPair(`${name}`, { keyNamePrefix: `${args.namePrefix}-builder-`, publicKey, tags }, parent);
+    const keyPair = new aws.ec2.KeyPair(
+      `${name}`,
+      { keyNamePrefix: `${args.namePrefix}-builder-`, publicKey, tags },
+      parent,
+    );
 
     this.securityGroup = new aws.ec2.SecurityGroup(
       `${name}`,
@@ -134,25 +142,51 @@ export class Builder extends pulumi.ComponentResource {
     build.sshAllowedCidrs.forEach((cidr, i) => {
       new aws.vpc.SecurityGroupIngressRule(
         `${name}-ssh-${i}`,
-        { securityGroupId: this.securityGroup.id, ipProtocol: "tcp", fromPort: 22, toPort: 22, cidrIpv4: cidr, description: `SSH from ${cidr}`, tags },
+        {
+          securityGroupId: this.securityGroup.id,
+          ipProtocol: "tcp",
+          fromPort: 22,
+          toPort: 22,
+          cidrIpv4: cidr,
+          description: `SSH from ${cidr}`,
+          tags,
+        },
         parent,
       );
     });
     // Outbound to the world: GitHub, Hugging Face, NGC and ECR over HTTPS.
     new aws.vpc.SecurityGroupEgressRule(
       `${name}-egress`,
-      { securityGroupId: this.securityGroup.id, ipProtocol: "-1", cidrIpv4: "0.0.0.0/0", description: "outbound downloads and ECR pushes", tags },
+      {
+        securityGroupId: this.securityGroup.id,
+        ipProtocol: "-1",
+        cidrIpv4: "0.0.0.0/0",
+        description: "outbound downloads and ECR pushes",
+        tags,
+      },
       parent,
     );
 
-    this.role = new aws.iam.Role(`${name}`, { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), assumeRolePolicy: EC2_ASSUME_ROLE_POLICY, tags }, parent);
+    this.role = new aws.iam.Role(
+      `${name}`,
+      { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), assumeRolePolicy: EC2_ASSUME_ROLE_POLICY, tags },
+      parent,
+    );
     new aws.iam.RolePolicy(
       `${name}-ecr`,
       { role: this.role.id, policy: pulumi.all(args.repositoryArns).apply((arns) => builderEcrPolicy(arns)) },
       parent,
     );
-    new aws.iam.RolePolicyAttachment(`${name}-ssm`, { role: this.role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore }, parent);
-    const profile = new aws.iam.InstanceProfile(`${name}`, { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), role: this.role.name, tags }, parent);
+    new aws.iam.RolePolicyAttachment(
+      `${name}-ssm`,
+      { role: this.role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore },
+      parent,
+    );
+    const profile = new aws.iam.InstanceProfile(
+      `${name}`,
+      { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), role: this.role.name, tags },
+      parent,
+    );
 
     this.instance = new aws.ec2.Instance(
       `${name}`,

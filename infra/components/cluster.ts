@@ -27,7 +27,11 @@ import {
 /** Pinned Helm charts. Controller v2.10+ is needed for NLB listener attributes (the idle timeout). */
 export const CHARTS = {
   lbController: { chart: "aws-load-balancer-controller", repo: "https://aws.github.io/eks-charts", version: "1.13.0" },
-  devicePlugin: { chart: "nvidia-device-plugin", repo: "https://nvidia.github.io/k8s-device-plugin", version: "0.17.0" },
+  devicePlugin: {
+    chart: "nvidia-device-plugin",
+    repo: "https://nvidia.github.io/k8s-device-plugin",
+    version: "0.17.0",
+  },
 } as const;
 
 /** EKS AMI type with the NVIDIA driver; it does not advertise nvidia.com/gpu without the device plugin. */
@@ -41,7 +45,11 @@ export const SYSTEM_NODES = { instanceType: "t3.large", count: 2, amiType: "AL20
 /** Node label identifying the GPU pool (also set by NVIDIA's feature discovery, which this stack does not install). */
 export const GPU_NODE_LABEL = "nvidia.com/gpu.present";
 
-const NODE_POLICIES = ["AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly"] as const;
+const NODE_POLICIES = [
+  "AmazonEKSWorkerNodePolicy",
+  "AmazonEKS_CNI_Policy",
+  "AmazonEC2ContainerRegistryReadOnly",
+] as const;
 
 export interface ClusterNetwork {
   vpcId: pulumi.Input<string>;
@@ -66,7 +74,8 @@ export function kubeconfigClusterName(kubeconfig: string): string {
   if (doc === null || typeof doc !== "object") throw new Error("kubeconfig: not a YAML or JSON document");
   const k = doc as { "current-context"?: string; contexts?: Array<{ name: string; context?: { cluster?: string } }> };
   const contexts = k.contexts ?? [];
-  const current = contexts.find((c) => c.name === k["current-context"]) ?? (contexts.length === 1 ? contexts[0] : undefined);
+  const current =
+    contexts.find((c) => c.name === k["current-context"]) ?? (contexts.length === 1 ? contexts[0] : undefined);
   const cluster = current?.context?.cluster;
   if (!cluster) throw new Error("kubeconfig: no current-context naming a cluster; set current-context");
   const arn = /^arn:aws[\w-]*:eks:[^:]+:\d{12}:cluster\/(.+)$/.exec(cluster);
@@ -116,7 +125,11 @@ export class Cluster extends pulumi.ComponentResource {
   private createEks(
     name: string,
     args: ClusterArgs,
-  ): { clusterName: pulumi.Output<string>; kubeconfig: pulumi.Output<string>; installAddons: (provider: k8s.Provider) => void } {
+  ): {
+    clusterName: pulumi.Output<string>;
+    kubeconfig: pulumi.Output<string>;
+    installAddons: (provider: k8s.Provider) => void;
+  } {
     const s = args.stack;
     const net = args.network;
     if (!net) throw new Error("cluster.mode create needs the network (VPC and subnets)");
@@ -219,12 +232,18 @@ export class Cluster extends pulumi.ComponentResource {
         description: "AWS Load Balancer Controller: NLBs for Services of this cluster only",
         policy: pulumi
           .all([partition, region, accountId, clusterName, net.vpcId])
-          .apply(([p, r, a, cn, vpc]) => JSON.stringify(lbControllerPolicy({ partition: p, region: r, accountId: a, clusterName: cn, vpcId: vpc }))),
+          .apply(([p, r, a, cn, vpc]) =>
+            JSON.stringify(lbControllerPolicy({ partition: p, region: r, accountId: a, clusterName: cn, vpcId: vpc })),
+          ),
         tags: args.tags,
       },
       parent,
     );
-    const lbAttach = new aws.iam.RolePolicyAttachment(`${name}-lb-controller`, { role: lbRole.name, policyArn: lbPolicy.arn }, parent);
+    const lbAttach = new aws.iam.RolePolicyAttachment(
+      `${name}-lb-controller`,
+      { role: lbRole.name, policyArn: lbPolicy.arn },
+      parent,
+    );
 
     const installAddons = (provider: k8s.Provider): void => {
       const devicePlugin = new k8s.helm.v3.Release(
@@ -240,7 +259,13 @@ export class Cluster extends pulumi.ComponentResource {
             affinity: {
               nodeAffinity: {
                 requiredDuringSchedulingIgnoredDuringExecution: {
-                  nodeSelectorTerms: [{ matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [s.servingInstance.type] }] }],
+                  nodeSelectorTerms: [
+                    {
+                      matchExpressions: [
+                        { key: INSTANCE_TYPE_LABEL, operator: "In", values: [s.servingInstance.type] },
+                      ],
+                    },
+                  ],
                 },
               },
             },

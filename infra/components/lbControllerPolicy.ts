@@ -96,7 +96,9 @@ export function lbControllerPolicy(a: ControllerPolicyArgs): PolicyDocument {
         Effect: "Allow",
         Action: ["ec2:CreateTags"],
         Resource: sgArn,
-        Condition: { StringEquals: { "ec2:CreateAction": "CreateSecurityGroup", [`aws:RequestTag/${CLUSTER_TAG}`]: a.clusterName } },
+        Condition: {
+          StringEquals: { "ec2:CreateAction": "CreateSecurityGroup", [`aws:RequestTag/${CLUSTER_TAG}`]: a.clusterName },
+        },
       },
       {
         Sid: "OwnSecurityGroups",
@@ -117,7 +119,9 @@ export function lbControllerPolicy(a: ControllerPolicyArgs): PolicyDocument {
         Effect: "Allow",
         Action: ["elasticloadbalancing:AddTags"],
         Resource: lbArns,
-        Condition: { StringEquals: { "elasticloadbalancing:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"] } },
+        Condition: {
+          StringEquals: { "elasticloadbalancing:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"] },
+        },
       },
       {
         Sid: "ManageOwnLoadBalancers",

@@ -9,7 +9,13 @@ import * as aws from "@pulumi/aws";
 import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
-import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS, existingNetworkProblems, subnetPrefixLengths, type SubnetFacts } from "../plan/network";
+import {
+  PRIVATE_SUBNET_TAGS,
+  PUBLIC_SUBNET_TAGS,
+  existingNetworkProblems,
+  subnetPrefixLengths,
+  type SubnetFacts,
+} from "../plan/network";
 
 export interface NetworkArgs {
   network: StackConfig["network"];
@@ -58,20 +64,29 @@ export class Network extends pulumi.ComponentResource {
       const lookup = (ids: string[]) =>
         pulumi.all(
           ids.map((id) =>
-            aws.ec2.getSubnetOutput({ id }, { parent: this }).apply((s): SubnetFacts => ({ id: s.id, vpcId: s.vpcId, availabilityZone: s.availabilityZone })),
+            aws.ec2
+              .getSubnetOutput({ id }, { parent: this })
+              .apply((s): SubnetFacts => ({ id: s.id, vpcId: s.vpcId, availabilityZone: s.availabilityZone })),
           ),
         );
       // Every consumer reads the ids through this check, so a wrong id fails the
       // update before a builder or a cluster is created in the wrong place.
-      const checked = pulumi.all([vpc.id, lookup(n.publicSubnetIds), lookup(n.privateSubnetIds)]).apply(([id, pub, priv]) => {
-        const problems = existingNetworkProblems(id, pub, priv);
-        if (problems.length > 0) throw new Error(`triton-ft: the existing network is not usable:\n  - ${problems.join("\n  - ")}`);
-        return { vpcId: id, publicSubnetIds: pub.map((s) => s.id), privateSubnetIds: priv.map((s) => s.id) };
-      });
+      const checked = pulumi
+        .all([vpc.id, lookup(n.publicSubnetIds), lookup(n.privateSubnetIds)])
+        .apply(([id, pub, priv]) => {
+          const problems = existingNetworkProblems(id, pub, priv);
+          if (problems.length > 0)
+            throw new Error(`triton-ft: the existing network is not usable:\n  - ${problems.join("\n  - ")}`);
+          return { vpcId: id, publicSubnetIds: pub.map((s) => s.id), privateSubnetIds: priv.map((s) => s.id) };
+        });
       this.vpcId = checked.vpcId;
       this.publicSubnetIds = checked.publicSubnetIds;
       this.privateSubnetIds = checked.privateSubnetIds;
     }
-    this.registerOutputs({ vpcId: this.vpcId, publicSubnetIds: this.publicSubnetIds, privateSubnetIds: this.privateSubnetIds });
+    this.registerOutputs({
+      vpcId: this.vpcId,
+      publicSubnetIds: this.publicSubnetIds,
+      privateSubnetIds: this.privateSubnetIds,
+    });
   }
 }

@@ -28,7 +28,12 @@ export function lifecyclePolicy(keep: number): string {
       {
         rulePriority: 1,
         description: `expire untagged images after ${UNTAGGED_EXPIRY_DAYS} days`,
-        selection: { tagStatus: "untagged", countType: "sinceImagePushed", countUnit: "days", countNumber: UNTAGGED_EXPIRY_DAYS },
+        selection: {
+          tagStatus: "untagged",
+          countType: "sinceImagePushed",
+          countUnit: "days",
+          countNumber: UNTAGGED_EXPIRY_DAYS,
+        },
         action: { type: "expire" },
       },
       {
@@ -69,7 +74,11 @@ export class Registry extends pulumi.ComponentResource {
         },
         { parent: this },
       );
-      new aws.ecr.LifecyclePolicy(`${name}-${key}`, { repository: r.name, policy: lifecyclePolicy(KEEP_IMAGES[key]) }, { parent: this });
+      new aws.ecr.LifecyclePolicy(
+        `${name}-${key}`,
+        { repository: r.name, policy: lifecyclePolicy(KEEP_IMAGES[key]) },
+        { parent: this },
+      );
       return r;
     };
     this.tritonWithFt = repo("tritonWithFt");

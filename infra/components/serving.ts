@@ -29,7 +29,12 @@ export interface ServingSide {
   };
 }
 
-export function createServing(stack: ResolvedStack, secrets: StackSecrets, tags: Record<string, string>, inputs: ServingInputs): ServingSide {
+export function createServing(
+  stack: ResolvedStack,
+  secrets: StackSecrets,
+  tags: Record<string, string>,
+  inputs: ServingInputs,
+): ServingSide {
   const cluster = new Cluster("cluster", { stack, secrets, network: inputs.network, tags });
   const triton = new TritonService("triton", {
     stack,

@@ -30,7 +30,13 @@ function deploymentArgs(d: IDeployment, image: pulumi.Output<string>): k8s.apps.
   if (!spec || !podSpec) throw new Error("renderer produced a Deployment without a pod template");
   const patched = {
     metadata: d.metadata,
-    spec: { ...spec, template: { ...spec.template, spec: { ...podSpec, containers: podSpec.containers.map((c) => ({ ...c, image })) } } },
+    spec: {
+      ...spec,
+      template: {
+        ...spec.template,
+        spec: { ...podSpec, containers: podSpec.containers.map((c) => ({ ...c, image })) },
+      },
+    },
   };
   return patched as unknown as k8s.apps.v1.DeploymentArgs;
 }
@@ -72,19 +78,16 @@ export class TritonService extends pulumi.ComponentResource {
     const ns = new k8s.core.v1.Namespace(`${name}-ns`, m.namespace, opt);
 
     const image = pulumi.output(args.image).apply((ref) => {
-      if (!DIGEST_REF.test(ref)) throw new Error(`server image ${ref}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
+      if (!DIGEST_REF.test(ref))
+        throw new Error(`server image ${ref}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
       return ref;
     });
-    const deployment = new k8s.apps.v1.Deployment(
-      `${name}-deployment`,
-      deploymentArgs(m.deployment, image),
-      {
-        ...opt,
-        dependsOn: [ns, ...args.gpuReady],
-        // New pods start in parallel; an update replaces them one at a time (maxSurge 1).
-        customTimeouts: { create: minutes(t.deploymentCreateSeconds), update: minutes(t.deploymentUpdateSeconds) },
-      },
-    );
+    const deployment = new k8s.apps.v1.Deployment(`${name}-deployment`, deploymentArgs(m.deployment, image), {
+      ...opt,
+      dependsOn: [ns, ...args.gpuReady],
+      // New pods start in parallel; an update replaces them one at a time (maxSurge 1).
+      customTimeouts: { create: minutes(t.deploymentCreateSeconds), update: minutes(t.deploymentUpdateSeconds) },
+    });
 
     // Created once the pods serve, so its await (endpoints + NLB hostname) does not
     // run into the model load.
@@ -102,11 +105,16 @@ export class TritonService extends pulumi.ComponentResource {
     this.namespace = ns.metadata.name;
     this.hostname = service.status.loadBalancer.ingress.apply((ingress) => {
       const host = ingress?.[0]?.hostname ?? ingress?.[0]?.ip;
-      if (!host) throw new Error("the load balancer Service has no address; check the AWS Load Balancer Controller's logs");
+      if (!host)
+        throw new Error("the load balancer Service has no address; check the AWS Load Balancer Controller's logs");
       return host;
     });
     this.httpEndpoint = pulumi.interpolate`http://${this.hostname}:${PORTS.http}`;
     this.grpcEndpoint = pulumi.interpolate`${this.hostname}:${PORTS.grpc}`;
-    this.registerOutputs({ namespace: this.namespace, httpEndpoint: this.httpEndpoint, grpcEndpoint: this.grpcEndpoint });
+    this.registerOutputs({
+      namespace: this.namespace,
+      httpEndpoint: this.httpEndpoint,
+      grpcEndpoint: this.grpcEndpoint,
+    });
   }
 }

@@ -30,16 +30,43 @@ const gpt2 = (name: string, layers: number, hidden: number, heads: number): Mode
   repo: `openai-community/${name}`,
   vocabulary: BPE_FILES,
   // GPT-2 leaves n_inner null: FT and transformers both use 4 × n_embd.
-  arch: { layers, hidden, heads, ffn: 4 * hidden, vocab: 50257, rotaryDims: 0, maxPositions: 1024, startId: 50256, endId: 50256 },
+  arch: {
+    layers,
+    hidden,
+    heads,
+    ffn: 4 * hidden,
+    vocab: 50257,
+    rotaryDims: 0,
+    maxPositions: 1024,
+    startId: 50256,
+    endId: 50256,
+  },
 });
 
-const codegen = (size: string, flavour: "mono" | "multi", layers: number, hidden: number, heads: number, rotaryDims: number): ModelPreset => ({
+const codegen = (
+  size: string,
+  flavour: "mono" | "multi",
+  layers: number,
+  hidden: number,
+  heads: number,
+  rotaryDims: number,
+): ModelPreset => ({
   name: `codegen-${size}-${flavour}`.toLowerCase(),
   family: "codegen",
   repo: `Salesforce/codegen-${size}-${flavour}`,
   vocabulary: BPE_FILES,
   // CodeGen configs leave n_inner null (4 × n_embd); bos_token_id 1, eos_token_id 50256.
-  arch: { layers, hidden, heads, ffn: 4 * hidden, vocab: 51200, rotaryDims, maxPositions: 2048, startId: 1, endId: 50256 },
+  arch: {
+    layers,
+    hidden,
+    heads,
+    ffn: 4 * hidden,
+    vocab: 51200,
+    rotaryDims,
+    maxPositions: 2048,
+    startId: 1,
+    endId: 50256,
+  },
 });
 
 const gptj6b: ModelArch = {
@@ -62,7 +89,17 @@ export const MODEL_PRESETS: readonly ModelPreset[] = [
     // GPT-NeoX tokenizers exist only as fast tokenizers.
     vocabulary: FAST_TOKENIZER,
     // Pythia-6.9B base: rotary_pct 0.25 of a 128-wide head = 32 rotary dims.
-    arch: { layers: 32, hidden: 4096, heads: 32, ffn: 16384, vocab: 50432, rotaryDims: 32, maxPositions: 2048, startId: 0, endId: 0 },
+    arch: {
+      layers: 32,
+      hidden: 4096,
+      heads: 32,
+      ffn: 16384,
+      vocab: 50432,
+      rotaryDims: 32,
+      maxPositions: 2048,
+      startId: 0,
+      endId: 0,
+    },
   },
   {
     name: "kogpt-6b",
@@ -70,7 +107,17 @@ export const MODEL_PRESETS: readonly ModelPreset[] = [
     repo: "kakaobrain/kogpt",
     branchHint: "KoGPT6B-ryan1.5b-float16",
     vocabulary: FAST_TOKENIZER,
-    arch: { layers: 28, hidden: 4096, heads: 16, ffn: 16384, vocab: 64512, rotaryDims: 64, maxPositions: 2048, startId: 0, endId: 1 },
+    arch: {
+      layers: 28,
+      hidden: 4096,
+      heads: 16,
+      ffn: 16384,
+      vocab: 64512,
+      rotaryDims: 64,
+      maxPositions: 2048,
+      startId: 0,
+      endId: 1,
+    },
   },
   { name: "gpt-j-6b", family: "gptj", repo: "EleutherAI/gpt-j-6b", vocabulary: BPE_FILES, arch: gptj6b },
   {

@@ -8,7 +8,15 @@
 import { findPreset } from "../model/catalog";
 import { buildPlan, type Plan } from "./index";
 import { REPO_ROOT, repoPathHasher } from "./contentHash";
-import { REMOTE, stepDefinitions, stepInputHashes, type BuildPlans, type PathHasher, type StepDefinition, type StepId } from "./steps";
+import {
+  REMOTE,
+  stepDefinitions,
+  stepInputHashes,
+  type BuildPlans,
+  type PathHasher,
+  type StepDefinition,
+  type StepId,
+} from "./steps";
 import type { ResolvedStack } from "../validate";
 
 /**
@@ -45,7 +53,8 @@ export const HF_EXCLUDE = ["*.msgpack", "*.h5", "*.ot", "flax_model*", "tf_model
 export function archiveSubdir(url: string): string {
   const base = url.split("/").pop() ?? "";
   const m = /^(step_\d+)_slim\.tar\.zstd?$/.exec(base);
-  if (!m?.[1]) throw new Error(`cannot tell the folder inside archive ${url}; expected a name like step_383500_slim.tar.zstd`);
+  if (!m?.[1])
+    throw new Error(`cannot tell the folder inside archive ${url}; expected a name like step_383500_slim.tar.zstd`);
   return m[1];
 }
 /** mesh-transformer-jax slim checkpoints of GPT-J 6B are written by 8 model-parallel shards. */
@@ -69,7 +78,9 @@ export function toPlaceholders(argv: string[], map: Array<[string, string]>): st
  * writes into the converter output (the JAX slim converter writes none) is
  * shipped and named in CONFIG_INI, which the script installs after converting.
  */
-export function convertArgv(plan: Plan): Pick<BuildPlans["convert"], "consolidateArgv" | "relayoutArgv" | "convertArgv" | "fp16Argv"> {
+export function convertArgv(
+  plan: Plan,
+): Pick<BuildPlans["convert"], "consolidateArgv" | "relayoutArgv" | "convertArgv" | "fp16Argv"> {
   const c = plan.conversion;
   const map: Array<[string, string]> = [
     [c.work.source, "{{SRC}}"],
@@ -82,12 +93,33 @@ export function convertArgv(plan: Plan): Pick<BuildPlans["convert"], "consolidat
     const step = c.steps.find((s) => s.id === id);
     return step && step.kind === "exec" ? toPlaceholders(step.argv, map) : [];
   };
-  const known = new Set(["clean", "expected-weights", "expected-weights-any-type", "consolidate", "codegen-to-gptj", "convert", "config-ini", "fp16", "verify", "swap-prepare", "swap-ensure", "swap-aside", "swap-in", "swap-cleanup"]);
+  const known = new Set([
+    "clean",
+    "expected-weights",
+    "expected-weights-any-type",
+    "consolidate",
+    "codegen-to-gptj",
+    "convert",
+    "config-ini",
+    "fp16",
+    "verify",
+    "swap-prepare",
+    "swap-ensure",
+    "swap-aside",
+    "swap-in",
+    "swap-cleanup",
+  ]);
   const unknown = c.steps.filter((s) => !known.has(s.id)).map((s) => s.id);
-  if (unknown.length > 0) throw new Error(`conversion plan has steps the convert script cannot run: ${unknown.join(", ")}`);
+  if (unknown.length > 0)
+    throw new Error(`conversion plan has steps the convert script cannot run: ${unknown.join(", ")}`);
   const converterArgv = exec("convert");
   if (converterArgv.length === 0) throw new Error("conversion plan has no convert step");
-  return { consolidateArgv: exec("consolidate"), relayoutArgv: exec("codegen-to-gptj"), convertArgv: converterArgv, fp16Argv: exec("fp16") };
+  return {
+    consolidateArgv: exec("consolidate"),
+    relayoutArgv: exec("codegen-to-gptj"),
+    convertArgv: converterArgv,
+    fp16Argv: exec("fp16"),
+  };
 }
 
 /** Where the JAX slim plan's config.ini is shipped on the builder. */
@@ -95,7 +127,10 @@ export const CONFIG_INI_REMOTE = `${REMOTE.plan}/config.ini`;
 /** Where the dtype-agnostic expected-weights list (the fp16 rewrite's input check) is shipped. */
 export const EXPECTED_ANY_TYPE_REMOTE = `${REMOTE.plan}/expected-weights.any-type.json`;
 
-export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack)): { plans: BuildPlans; extraFiles: Array<{ remotePath: string; content: string }> } {
+export function buildPlansFor(
+  stack: ResolvedStack,
+  plan: Plan = buildPlan(stack),
+): { plans: BuildPlans; extraFiles: Array<{ remotePath: string; content: string }> } {
   const c = plan.conversion;
   const m = stack.model;
   const files = tokenizerFiles(m.preset);
@@ -107,7 +142,13 @@ export function buildPlansFor(stack: ResolvedStack, plan: Plan = buildPlan(stack
   const extraFiles = [...configIniFile, ...shipped("expected-weights-any-type", EXPECTED_ANY_TYPE_REMOTE)];
   const tokenizerDir = `${c.work.root}/tokenizer`;
   const tokenizer = m.tokenizerSource
-    ? { repo: m.tokenizerSource.repo, revision: m.tokenizerSource.revision, dir: tokenizerDir, files: [...files.required, ...files.optional], required: files.required }
+    ? {
+        repo: m.tokenizerSource.repo,
+        revision: m.tokenizerSource.revision,
+        dir: tokenizerDir,
+        files: [...files.required, ...files.optional],
+        required: files.required,
+      }
     : undefined;
   const expectedFiles =
     m.source.kind === "archive" ? Array.from({ length: JAX_SLIM_SHARDS }, (_, i) => `shard_${i}/*`) : files.required;
@@ -170,6 +211,8 @@ export interface BuildSteps {
 /** The step graph of a stack, with each step's input hash. */
 export function buildSteps(stack: ResolvedStack, hashPath: PathHasher = repoPathHasher(REPO_ROOT)): BuildSteps {
   const { plans, extraFiles } = buildPlansFor(stack);
-  const steps = stepDefinitions(stack, plans).map((s) => (s.id === "convert" ? { ...s, files: [...s.files, ...extraFiles] } : s));
+  const steps = stepDefinitions(stack, plans).map((s) =>
+    s.id === "convert" ? { ...s, files: [...s.files, ...extraFiles] } : s,
+  );
   return { steps, hashes: stepInputHashes(steps, hashPath) };
 }

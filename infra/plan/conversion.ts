@@ -115,7 +115,12 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
   const exec = (id: string, runIn: "host" | "triton_with_ft", argv: string[], description: string) =>
     steps.push({ id, kind: "exec", runIn, argv, description });
 
-  exec("clean", "host", ["rm", "-rf", work.convertTmp, work.stage], "start from an empty temp output: the FT converters refuse an existing <N>-gpu folder");
+  exec(
+    "clean",
+    "host",
+    ["rm", "-rf", work.convertTmp, work.stage],
+    "start from an empty temp output: the FT converters refuse an existing <N>-gpu folder",
+  );
   steps.push({
     id: "expected-weights",
     kind: "write-file",
@@ -135,7 +140,12 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
       content: JSON.stringify({ ...expected, config: anyType }, null, 2) + "\n",
       description: "the expected list without weight_data_type, for the fp16 rewrite's own checks",
     });
-    exec("fp16", "triton_with_ft", ["python3", CONVERT_SCRIPTS.toFp16, converted, "--expected", work.expectedWeightsAnyType], "rewrite the fp32 weights as fp16 and set weight_data_type (verified before and after)");
+    exec(
+      "fp16",
+      "triton_with_ft",
+      ["python3", CONVERT_SCRIPTS.toFp16, converted, "--expected", work.expectedWeightsAnyType],
+      "rewrite the fp32 weights as fp16 and set weight_data_type (verified before and after)",
+    );
   };
 
   let converter: string;
@@ -145,7 +155,21 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
     // The slim converter hard-codes GPT-J 6B (28 layers) and appends "shard_<i>/"
     // to --ckpt-dir verbatim, hence the trailing slash.
     if (arch.layers !== 28) throw new Error(`the JAX slim converter only handles 28 layers, not ${arch.layers}`);
-    exec("convert", "triton_with_ft", ["python3", converter, "--ckpt-dir", `${work.source}/`, "--output-dir", work.convertTmp, "--n-inference-gpus", tp], "convert the mesh-transformer-jax slim shards (fp32 output)");
+    exec(
+      "convert",
+      "triton_with_ft",
+      [
+        "python3",
+        converter,
+        "--ckpt-dir",
+        `${work.source}/`,
+        "--output-dir",
+        work.convertTmp,
+        "--n-inference-gpus",
+        tp,
+      ],
+      "convert the mesh-transformer-jax slim shards (fp32 output)",
+    );
     steps.push({
       id: "config-ini",
       kind: "write-file",
@@ -161,13 +185,39 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
         exec(
           "consolidate",
           "triton_with_ft",
-          ["python3", CONVERT_SCRIPTS.consolidate, "--input", work.source, "--output", work.stage, "--layout", "shards", "--min-shards", "2"],
+          [
+            "python3",
+            CONVERT_SCRIPTS.consolidate,
+            "--input",
+            work.source,
+            "--output",
+            work.stage,
+            "--layout",
+            "shards",
+            "--min-shards",
+            "2",
+          ],
           "give the GPT-NeoX converter >= 2 .bin shards (it crashes on safetensors-only or single-file checkpoints)",
         );
         exec(
           "convert",
           "triton_with_ft",
-          ["python3", converter, "-i", work.stage, "-o", work.convertTmp, "-i_g", tp, "-m_n", model.name, "-p", procs, "-weight_data_type", "fp16"],
+          [
+            "python3",
+            converter,
+            "-i",
+            work.stage,
+            "-o",
+            work.convertTmp,
+            "-i_g",
+            tp,
+            "-m_n",
+            model.name,
+            "-p",
+            procs,
+            "-weight_data_type",
+            "fp16",
+          ],
           "convert to FT GPT-NeoX weights in fp16",
         );
         break;
@@ -175,28 +225,93 @@ export function conversionPlan(model: ResolvedModel, tensorParallel: number, bui
       case "codegen":
         converter = FT_CONVERTERS.gptjHf;
         if (family === "codegen") {
-          exec("codegen-to-gptj", "triton_with_ft", ["python3", CONVERT_SCRIPTS.codegenToGptj, "--input", work.source, "--output", work.stage], "re-lay out CodeGen's fused qkv as a GPT-J checkpoint (one pytorch_model.bin)");
+          exec(
+            "codegen-to-gptj",
+            "triton_with_ft",
+            ["python3", CONVERT_SCRIPTS.codegenToGptj, "--input", work.source, "--output", work.stage],
+            "re-lay out CodeGen's fused qkv as a GPT-J checkpoint (one pytorch_model.bin)",
+          );
         } else {
-          exec("consolidate", "triton_with_ft", ["python3", CONVERT_SCRIPTS.consolidate, "--input", work.source, "--output", work.stage, "--layout", "single"], "give the GPT-J converter the single pytorch_model.bin it reads");
+          exec(
+            "consolidate",
+            "triton_with_ft",
+            [
+              "python3",
+              CONVERT_SCRIPTS.consolidate,
+              "--input",
+              work.source,
+              "--output",
+              work.stage,
+              "--layout",
+              "single",
+            ],
+            "give the GPT-J converter the single pytorch_model.bin it reads",
+          );
         }
         // --n-layers is always passed: the converter silently converts only 28 layers otherwise.
-        exec("convert", "triton_with_ft", ["python3", converter, "--ckpt-dir", work.stage, "--output-dir", work.convertTmp, "--n-inference-gpus", tp, "--n-layers", String(arch.layers)], "convert to FT GPT-J weights (fp32 output)");
+        exec(
+          "convert",
+          "triton_with_ft",
+          [
+            "python3",
+            converter,
+            "--ckpt-dir",
+            work.stage,
+            "--output-dir",
+            work.convertTmp,
+            "--n-inference-gpus",
+            tp,
+            "--n-layers",
+            String(arch.layers),
+          ],
+          "convert to FT GPT-J weights (fp32 output)",
+        );
         fp16Step();
         break;
       case "gpt":
         converter = FT_CONVERTERS.gpt;
-        exec("convert", "triton_with_ft", ["python3", converter, "-i", work.source, "-o", work.convertTmp, "-i_g", tp, "-t_g", "1", "-p", procs, "-weight_data_type", "fp16"], "convert to FT GPT weights in fp16");
+        exec(
+          "convert",
+          "triton_with_ft",
+          [
+            "python3",
+            converter,
+            "-i",
+            work.source,
+            "-o",
+            work.convertTmp,
+            "-i_g",
+            tp,
+            "-t_g",
+            "1",
+            "-p",
+            procs,
+            "-weight_data_type",
+            "fp16",
+          ],
+          "convert to FT GPT weights in fp16",
+        );
         break;
     }
   }
 
-  exec("verify", "triton_with_ft", ["python3", CONVERT_SCRIPTS.verify, converted, "--expected", work.expectedWeights], "refuse an incomplete weight set or a config.ini that does not match the planned architecture");
+  exec(
+    "verify",
+    "triton_with_ft",
+    ["python3", CONVERT_SCRIPTS.verify, converted, "--expected", work.expectedWeights],
+    "refuse an incomplete weight set or a config.ini that does not match the planned architecture",
+  );
   // Swap: the previous verified result stays in place until the new one is complete.
   exec("swap-prepare", "host", ["rm", "-rf", work.ftOld], "drop a leftover from an interrupted swap");
   exec("swap-ensure", "host", ["mkdir", "-p", work.ft], "make sure there is a previous result to move aside");
   exec("swap-aside", "host", ["mv", "-T", work.ft, work.ftOld], "move the previous result aside");
   exec("swap-in", "host", ["mv", "-T", work.convertTmp, work.ft], "put the verified conversion in place");
-  exec("swap-cleanup", "host", ["rm", "-rf", work.ftOld, work.stage], "free the disk held by the previous result and the staged checkpoint");
+  exec(
+    "swap-cleanup",
+    "host",
+    ["rm", "-rf", work.ftOld, work.stage],
+    "free the disk held by the previous result and the staged checkpoint",
+  );
 
   return {
     family,

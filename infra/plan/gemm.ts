@@ -41,7 +41,9 @@ export interface GemmPlan {
 export function gemmArgs(arch: ModelArch, shape: GemmShape, tensorParallel: number): GemmArgs {
   if (arch.hidden % arch.heads !== 0) throw new Error(`hidden ${arch.hidden} is not a multiple of ${arch.heads} heads`);
   if (arch.heads % tensorParallel !== 0) {
-    throw new Error(`gpt_gemm needs head_num % tp == 0, but ${arch.heads} heads do not split over ${tensorParallel} GPUs`);
+    throw new Error(
+      `gpt_gemm needs head_num % tp == 0, but ${arch.heads} heads do not split over ${tensorParallel} GPUs`,
+    );
   }
   return {
     batchSize: shape.batchSize,
@@ -57,7 +59,17 @@ export function gemmArgs(arch: ModelArch, shape: GemmShape, tensorParallel: numb
 }
 
 export function gemmArgv(a: GemmArgs): string[] {
-  const positional = [a.batchSize, a.beamWidth, a.maxInputLen, a.headNum, a.sizePerHead, a.interSize, a.vocabSize, a.dataType, a.tensorParallel];
+  const positional = [
+    a.batchSize,
+    a.beamWidth,
+    a.maxInputLen,
+    a.headNum,
+    a.sizePerHead,
+    a.interSize,
+    a.vocabSize,
+    a.dataType,
+    a.tensorParallel,
+  ];
   return [GPT_GEMM_BIN, ...positional.map(String)];
 }
 

@@ -110,7 +110,12 @@ export function buildPlan(stack: ResolvedStack): Plan {
       maxOutputLen: config.serving.maxOutputLen,
       customAllReduce: repo.customAllReduce,
       dynamicBatching: FAMILY_SERVING[model.family].dynamicBatching,
-      gpuMemoryGiB: { weights: gib(m.weightsBytes), kvCache: gib(m.kvCacheBytes), headroom: gib(m.headroomBytes), total: gib(m.totalBytes) },
+      gpuMemoryGiB: {
+        weights: gib(m.weightsBytes),
+        kvCache: gib(m.kvCacheBytes),
+        headroom: gib(m.headroomBytes),
+        total: gib(m.totalBytes),
+      },
     },
     build: {
       tritonVersion: config.build.tritonVersion,

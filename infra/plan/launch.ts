@@ -13,12 +13,14 @@ export interface LaunchPlan {
 }
 
 export function visibleDevices(tensorParallel: number): string {
-  if (!Number.isInteger(tensorParallel) || tensorParallel < 1) throw new Error(`tensor-parallel size must be a positive integer, got ${tensorParallel}`);
+  if (!Number.isInteger(tensorParallel) || tensorParallel < 1)
+    throw new Error(`tensor-parallel size must be a positive integer, got ${tensorParallel}`);
   return Array.from({ length: tensorParallel }, (_, i) => String(i)).join(",");
 }
 
 export function launchPlan(tensorParallel: number, modelRepository: string = MODEL_REPOSITORY_DIR): LaunchPlan {
-  if (!modelRepository.startsWith("/")) throw new Error(`the model repository path must be absolute, got ${modelRepository}`);
+  if (!modelRepository.startsWith("/"))
+    throw new Error(`the model repository path must be absolute, got ${modelRepository}`);
   return {
     argv: ["mpirun", "-n", "1", "--allow-run-as-root", TRITONSERVER_BIN, `--model-repository=${modelRepository}`],
     env: { CUDA_VISIBLE_DEVICES: visibleDevices(tensorParallel) },

@@ -41,14 +41,19 @@ export interface SubnetFacts {
  * Problems with an existing VPC's subnets, phrased like config problems. Pure so
  * that it can be unit-tested without the lookups.
  */
-export function existingNetworkProblems(vpcId: string, publicSubnets: SubnetFacts[], privateSubnets: SubnetFacts[]): string[] {
+export function existingNetworkProblems(
+  vpcId: string,
+  publicSubnets: SubnetFacts[],
+  privateSubnets: SubnetFacts[],
+): string[] {
   const problems: string[] = [];
   for (const [kind, list] of [
     ["publicSubnetIds", publicSubnets],
     ["privateSubnetIds", privateSubnets],
   ] as const) {
     for (const s of list) {
-      if (s.vpcId !== vpcId) problems.push(`network.${kind}: subnet ${s.id} is in ${s.vpcId}, not in network.vpcId ${vpcId}`);
+      if (s.vpcId !== vpcId)
+        problems.push(`network.${kind}: subnet ${s.id} is in ${s.vpcId}, not in network.vpcId ${vpcId}`);
     }
   }
   const privateAzs = new Set(privateSubnets.map((s) => s.availabilityZone));

@@ -57,7 +57,8 @@ export interface BuilderWorkTree {
 }
 
 export function builderWorkTree(modelName: string): BuilderWorkTree {
-  if (!/^[a-z0-9][a-z0-9-]*$/.test(modelName)) throw new Error(`model name ${JSON.stringify(modelName)} is not a safe folder name`);
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(modelName))
+    throw new Error(`model name ${JSON.stringify(modelName)} is not a safe folder name`);
   const root = `${BUILDER_WORK_ROOT}/${modelName}`;
   return {
     root,

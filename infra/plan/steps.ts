@@ -44,7 +44,13 @@ export const SECRET_ENV = ["HF_TOKEN"] as const;
 export type SecretEnv = (typeof SECRET_ENV)[number];
 
 /** Values known only once AWS resources exist; rendered as `@{name}` placeholders offline. */
-export const DEPLOY_VALUES = ["awsRegion", "ecrRegistry", "tritonWithFtRepositoryUrl", "serverRepositoryUrl", "tritonWithFtImage"] as const;
+export const DEPLOY_VALUES = [
+  "awsRegion",
+  "ecrRegistry",
+  "tritonWithFtRepositoryUrl",
+  "serverRepositoryUrl",
+  "tritonWithFtImage",
+] as const;
 export type DeployValue = (typeof DEPLOY_VALUES)[number];
 
 export type ConfigValue = string | number | readonly string[] | { deploy: DeployValue };
@@ -205,7 +211,10 @@ export function stepDefinitions(stack: ResolvedStack, plans: BuildPlans): StepDe
   const disk = requiredFreeGiB(stack);
 
   const archFile: GeneratedFile = { remotePath: plan("expected-arch.json"), content: json(plans.fetch.expectedArch) };
-  const weightsFile: GeneratedFile = { remotePath: plan("expected-weights.json"), content: json(plans.convert.expectedWeights) };
+  const weightsFile: GeneratedFile = {
+    remotePath: plan("expected-weights.json"),
+    content: json(plans.convert.expectedWeights),
+  };
   const modelRepoDir = plan("model-repository");
   const modelRepoFiles: GeneratedFile[] = Object.entries(plans.bake.modelRepository)
     .sort(([a], [c]) => a.localeCompare(c))
@@ -224,7 +233,9 @@ export function stepDefinitions(stack: ResolvedStack, plans: BuildPlans): StepDe
           ["SOURCE_KIND", "archive"],
           ["ARCHIVE_URL", m.source.url],
           ["ARCHIVE_SHA256", m.source.sha256],
-          ...(plans.fetch.archiveSubdir ? ([["ARCHIVE_SUBDIR", plans.fetch.archiveSubdir]] as Array<[string, ConfigValue]>) : []),
+          ...(plans.fetch.archiveSubdir
+            ? ([["ARCHIVE_SUBDIR", plans.fetch.archiveSubdir]] as Array<[string, ConfigValue]>)
+            : []),
         ];
   const tok = plans.fetch.tokenizer;
   const fetchTokenizer: Array<[string, ConfigValue]> = tok
@@ -426,7 +437,8 @@ export const placeholder = (v: DeployValue): string => `@{${v}}`;
 /** The deploy-time values a step's config uses, in a stable order. */
 export function deployValuesOf(step: StepDefinition): DeployValue[] {
   const used = new Set<DeployValue>();
-  for (const [, v] of step.config) if (typeof v === "object" && !Array.isArray(v)) used.add((v as { deploy: DeployValue }).deploy);
+  for (const [, v] of step.config)
+    if (typeof v === "object" && !Array.isArray(v)) used.add((v as { deploy: DeployValue }).deploy);
   return DEPLOY_VALUES.filter((v) => used.has(v));
 }
 
@@ -512,8 +524,10 @@ export const DIGEST_REF = /^[a-z0-9.-]+(:\d+)?\/[a-z0-9._/-]+@sha256:[0-9a-f]{64
 /** Parses and checks the image a step pushed; a missing or tag-only reference fails the update. */
 export function requireImageResult(step: StepId, stdout: string): string {
   const ref = parseImageResult(stdout);
-  if (!ref) throw new Error(`build step ${step} finished without printing "RESULT image=<ref>"; see its log on the builder`);
-  if (!DIGEST_REF.test(ref)) throw new Error(`build step ${step} printed image ${ref}, which is not pinned by digest (<repo>@sha256:<digest>)`);
+  if (!ref)
+    throw new Error(`build step ${step} finished without printing "RESULT image=<ref>"; see its log on the builder`);
+  if (!DIGEST_REF.test(ref))
+    throw new Error(`build step ${step} printed image ${ref}, which is not pinned by digest (<repo>@sha256:<digest>)`);
   return ref;
 }
 

@@ -89,7 +89,11 @@ export function selectorLabels(s: ResolvedStack, stackName: string): Record<stri
 }
 
 /** Kubernetes recommended labels (app.kubernetes.io/*). */
-export function recommendedLabels(s: ResolvedStack, stackName: string, component = "inference-server"): Record<string, string> {
+export function recommendedLabels(
+  s: ResolvedStack,
+  stackName: string,
+  component = "inference-server",
+): Record<string, string> {
   return {
     ...selectorLabels(s, stackName),
     "app.kubernetes.io/version": labelValue(s.config.build.tritonVersion),
@@ -168,13 +172,27 @@ export function renderManifests(input: RenderInput): TritonManifests {
           affinity: {
             nodeAffinity: {
               requiredDuringSchedulingIgnoredDuringExecution: {
-                nodeSelectorTerms: [{ matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [s.servingInstance.type] }] }],
+                nodeSelectorTerms: [
+                  {
+                    matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [s.servingInstance.type] }],
+                  },
+                ],
               },
             },
           },
           topologySpreadConstraints: [
-            { maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: selector } },
-            { maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: selector } },
+            {
+              maxSkew: 1,
+              topologyKey: "topology.kubernetes.io/zone",
+              whenUnsatisfiable: "ScheduleAnyway",
+              labelSelector: { matchLabels: selector },
+            },
+            {
+              maxSkew: 1,
+              topologyKey: "kubernetes.io/hostname",
+              whenUnsatisfiable: "ScheduleAnyway",
+              labelSelector: { matchLabels: selector },
+            },
           ],
           containers: [
             {
@@ -204,9 +222,19 @@ export function renderManifests(input: RenderInput): TritonManifests {
                 timeoutSeconds: 5,
                 failureThreshold: Math.ceil(plan.startupBudgetSeconds / 10),
               },
-              readinessProbe: { httpGet: { path: READY_PATH, port: "http" }, periodSeconds: 5, timeoutSeconds: 5, failureThreshold: 3 },
+              readinessProbe: {
+                httpGet: { path: READY_PATH, port: "http" },
+                periodSeconds: 5,
+                timeoutSeconds: 5,
+                failureThreshold: 3,
+              },
               // Lenient: the live endpoint answers from its own thread even under a full batch.
-              livenessProbe: { httpGet: { path: LIVE_PATH, port: "http" }, periodSeconds: 15, timeoutSeconds: 10, failureThreshold: 4 },
+              livenessProbe: {
+                httpGet: { path: LIVE_PATH, port: "http" },
+                periodSeconds: 15,
+                timeoutSeconds: 10,
+                failureThreshold: 4,
+              },
               // Keep serving while the NLB stops sending new flows; SIGTERM then lets Triton finish in-flight requests.
               lifecycle: { preStop: { exec: { command: ["sleep", String(plan.preStopSeconds)] } } },
             },

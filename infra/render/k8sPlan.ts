@@ -34,7 +34,12 @@ export const SERVER_FIXED_START_SECONDS = 60;
 export const STARTUP_SAFETY_FACTOR = 2;
 
 /** NLB target-group health check on /v2/health/ready (AWS limits: interval 5-300 s, thresholds 2-10). */
-export const NLB_HEALTH_CHECK = { intervalSeconds: 10, timeoutSeconds: 6, healthyThreshold: 2, unhealthyThreshold: 2 } as const;
+export const NLB_HEALTH_CHECK = {
+  intervalSeconds: 10,
+  timeoutSeconds: 6,
+  healthyThreshold: 2,
+  unhealthyThreshold: 2,
+} as const;
 /** Time for a new IP target to be registered with the NLB and pass its first checks (observed 1-3 min). */
 export const NLB_TARGET_REGISTRATION_SECONDS = 180;
 /** Time between the controller deregistering a target and the NLB no longer sending it new flows. */
@@ -127,7 +132,8 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
 
   const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - DAEMONSET_CPU_MILLIS;
   const cpuRequestMillis = Math.floor(cpuFree / podsPerNode / 100) * 100 - 100;
-  const memFree = (inst.ramGiB * GiB - eksReservedMemoryBytes(inst.vcpus) - DAEMONSET_MEMORY_BYTES) * ALLOCATABLE_MEMORY_FRACTION;
+  const memFree =
+    (inst.ramGiB * GiB - eksReservedMemoryBytes(inst.vcpus) - DAEMONSET_MEMORY_BYTES) * ALLOCATABLE_MEMORY_FRACTION;
   const memoryRequestBytes = Math.floor(memFree / podsPerNode / (256 * MiB)) * 256 * MiB;
 
   const shmBytes = shmSize(s);
@@ -145,7 +151,8 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   const podRolloutSeconds = pullSeconds + startupBudgetSeconds + NLB_TARGET_REGISTRATION_SECONDS;
 
   const drainSeconds = drainTime(s);
-  const preStopSeconds = NLB_HEALTH_CHECK.intervalSeconds * NLB_HEALTH_CHECK.unhealthyThreshold + NLB_DEREGISTRATION_PROPAGATION_SECONDS;
+  const preStopSeconds =
+    NLB_HEALTH_CHECK.intervalSeconds * NLB_HEALTH_CHECK.unhealthyThreshold + NLB_DEREGISTRATION_PROPAGATION_SECONDS;
   const terminationGracePeriodSeconds = preStopSeconds + drainSeconds + SHUTDOWN_SECONDS;
 
   return {

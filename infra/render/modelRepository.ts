@@ -18,7 +18,12 @@ export interface TensorSpec {
   reshape?: number[];
 }
 
-const t = (name: string, dataType: TritonType, dims: number[], extra: Partial<TensorSpec> = {}): TensorSpec => ({ name, dataType, dims, ...extra });
+const t = (name: string, dataType: TritonType, dims: number[], extra: Partial<TensorSpec> = {}): TensorSpec => ({
+  name,
+  dataType,
+  dims,
+  ...extra,
+});
 
 export const ENSEMBLE_INPUTS: readonly TensorSpec[] = [
   t("text_input", "TYPE_STRING", [1]),
@@ -55,7 +60,8 @@ export const PREPROCESSING_OUTPUTS: readonly TensorSpec[] = [
   t("end_id", "TYPE_UINT32", [1]),
 ];
 
-const scalarIn = (name: string, dataType: TritonType): TensorSpec => t(name, dataType, [1], { optional: true, reshape: [] });
+const scalarIn = (name: string, dataType: TritonType): TensorSpec =>
+  t(name, dataType, [1], { optional: true, reshape: [] });
 
 export const FASTERTRANSFORMER_INPUTS: readonly TensorSpec[] = [
   t("input_ids", "TYPE_UINT32", [-1]),
@@ -136,7 +142,11 @@ export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
       input_lengths: "_input_lengths",
       request_output_len: "_request_output_len",
     },
-    outputMap: { text_output: "text_output", input_token_count: "input_token_count", output_token_count: "output_token_count" },
+    outputMap: {
+      text_output: "text_output",
+      input_token_count: "input_token_count",
+      output_token_count: "output_token_count",
+    },
   },
 ];
 
@@ -175,7 +185,9 @@ function tensor(spec: TensorSpec): PbMessage {
 function parameters(values: Record<string, string>): PbField {
   return {
     name: "parameters",
-    value: Object.entries(values).map(([key, value]) => msg(["key", str(key)], ["value", msg(["string_value", str(value)])])),
+    value: Object.entries(values).map(([key, value]) =>
+      msg(["key", str(key)], ["value", msg(["string_value", str(value)])]),
+    ),
   };
 }
 
@@ -184,11 +196,17 @@ function cpuInstance(): PbMessage[] {
 }
 
 function checkCommon(o: RepositoryOptions): void {
-  for (const [k, v] of Object.entries({ tensorParallel: o.tensorParallel, maxBatchSize: o.maxBatchSize, maxInputLen: o.maxInputLen, maxOutputLen: o.maxOutputLen })) {
+  for (const [k, v] of Object.entries({
+    tensorParallel: o.tensorParallel,
+    maxBatchSize: o.maxBatchSize,
+    maxInputLen: o.maxInputLen,
+    maxOutputLen: o.maxOutputLen,
+  })) {
     if (!Number.isInteger(v) || v < 1) throw new Error(`${k} must be a positive integer, got ${v}`);
   }
   for (const [k, v] of Object.entries({ checkpointPath: o.checkpointPath, tokenizerPath: o.tokenizerPath })) {
-    if (!v.startsWith("/")) throw new Error(`${k} must be absolute (Triton resolves relative paths against its working directory), got ${v}`);
+    if (!v.startsWith("/"))
+      throw new Error(`${k} must be absolute (Triton resolves relative paths against its working directory), got ${v}`);
   }
 }
 
@@ -285,7 +303,12 @@ export function renderEnsemble(o: RepositoryOptions): string {
       msg([
         "step",
         ENSEMBLE_STEPS.map((s) =>
-          msg(["model_name", str(s.model)], ["model_version", int(-1)], ["input_map", mapEntries(s.inputMap)], ["output_map", mapEntries(s.outputMap)]),
+          msg(
+            ["model_name", str(s.model)],
+            ["model_version", int(-1)],
+            ["input_map", mapEntries(s.inputMap)],
+            ["output_map", mapEntries(s.outputMap)],
+          ),
         ),
       ]),
     ],
@@ -305,7 +328,10 @@ export interface RenderedRepository {
   directories: string[];
 }
 
-export function renderModelRepository(o: RepositoryOptions, r: FastertransformerRenderOptions = {}): RenderedRepository {
+export function renderModelRepository(
+  o: RepositoryOptions,
+  r: FastertransformerRenderOptions = {},
+): RenderedRepository {
   const configs: Record<ModelName, string> = {
     ensemble: renderEnsemble(o),
     preprocessing: renderPreprocessing(o),

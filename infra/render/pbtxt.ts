@@ -73,7 +73,8 @@ function scalar(s: PbScalar, path: string): string {
     case "bool":
       return s.value ? "true" : "false";
     case "enum":
-      if (!IDENT.test(s.value)) throw new Error(`pbtxt: ${path} enum value ${JSON.stringify(s.value)} is not an identifier`);
+      if (!IDENT.test(s.value))
+        throw new Error(`pbtxt: ${path} enum value ${JSON.stringify(s.value)} is not an identifier`);
       return s.value;
   }
 }
@@ -85,7 +86,8 @@ function isMessage(v: PbScalar | PbMessage): v is PbMessage {
 function body(m: PbMessage, indent: string, path: string): string[] {
   const lines: string[] = [];
   for (const f of m.fields) {
-    if (!IDENT.test(f.name)) throw new Error(`pbtxt: field name ${JSON.stringify(f.name)} at ${path} is not an identifier`);
+    if (!IDENT.test(f.name))
+      throw new Error(`pbtxt: field name ${JSON.stringify(f.name)} at ${path} is not an identifier`);
     const at = path ? `${path}.${f.name}` : f.name;
     const v = f.value;
     if (Array.isArray(v)) {

@@ -49,7 +49,10 @@ export const modelRepositoryWriter: ArtifactWriter = {
   owns: [MODEL_REPOSITORY_OUT],
   write(ctx) {
     const repo = ctx.plan.modelRepository;
-    const files: SynthFile[] = repo.files.map((f) => ({ path: `${MODEL_REPOSITORY_OUT}/${f.path}`, content: f.content }));
+    const files: SynthFile[] = repo.files.map((f) => ({
+      path: `${MODEL_REPOSITORY_OUT}/${f.path}`,
+      content: f.content,
+    }));
     const copied: string[] = [];
     // Copying the Python models' code makes the folder a complete repository for a local tritonserver.
     for (const model of ["preprocessing", "postprocessing"]) {
@@ -71,7 +74,11 @@ export const modelRepositoryWriter: ArtifactWriter = {
 };
 
 /** The default writers, in order. Later issues append theirs. */
-export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [modelRepositoryWriter, k8sManifestsWriter, buildStepsWriter()];
+export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [
+  modelRepositoryWriter,
+  k8sManifestsWriter,
+  buildStepsWriter(),
+];
 
 export const PLAN_FILE = "plan.json";
 
@@ -100,8 +107,10 @@ export function synthesize(ctx: SynthContext, writers: readonly ArtifactWriter[]
     const out = w.write(ctx);
     for (const f of out.files) {
       const top = f.path.split("/")[0];
-      if (!w.owns.includes(top)) throw new Error(`synth: ${w.name} wrote ${f.path} outside the paths it owns (${w.owns.join(", ")})`);
-      if (f.path.split("/").some((part) => part === ".." || part === "") || f.path.startsWith("/")) throw new Error(`synth: ${w.name} wrote an unsafe path ${f.path}`);
+      if (!w.owns.includes(top))
+        throw new Error(`synth: ${w.name} wrote ${f.path} outside the paths it owns (${w.owns.join(", ")})`);
+      if (f.path.split("/").some((part) => part === ".." || part === "") || f.path.startsWith("/"))
+        throw new Error(`synth: ${w.name} wrote an unsafe path ${f.path}`);
       if (seen.has(f.path)) throw new Error(`synth: ${f.path} written twice`);
       seen.add(f.path);
       files.push(f);

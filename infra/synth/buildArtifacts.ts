@@ -25,7 +25,8 @@ export function buildStepsWriter(hashPath: PathHasher = repoPathHasher(REPO_ROOT
       for (const rel of SERVER_IMAGE_FILES) {
         const content = ctx.readRepoFile(rel);
         if (content === undefined) {
-          if (rel.endsWith("Dockerfile")) throw new Error(`synth: ${rel} is missing; the bake step builds the server image from it`);
+          if (rel.endsWith("Dockerfile"))
+            throw new Error(`synth: ${rel} is missing; the bake step builds the server image from it`);
           continue;
         }
         files.push({ path: rel, content });

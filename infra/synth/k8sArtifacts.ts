@@ -35,7 +35,10 @@ export const k8sManifestsWriter: ArtifactWriter = {
       serviceMonitor: ctx.stack.config.serving.serviceMonitor,
     });
     const header = `# Rendered offline by \`npm run synth\`: the image ${image} is a placeholder;\n# pulumi up deploys the server image by digest.\n`;
-    const files = Object.entries(manifestFiles(m)).map(([name, content]) => ({ path: `${K8S_OUT}/${name}`, content: header + content }));
+    const files = Object.entries(manifestFiles(m)).map(([name, content]) => ({
+      path: `${K8S_OUT}/${name}`,
+      content: header + content,
+    }));
     const p = m.plan;
     return {
       files,

@@ -17,7 +17,13 @@ export interface StackFileConfig {
 }
 
 function isSecure(value: unknown): boolean {
-  return value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 1 && "secure" in value;
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    !Array.isArray(value) &&
+    Object.keys(value).length === 1 &&
+    "secure" in value
+  );
 }
 
 /** Pulumi's getObject parses a JSON string; structured YAML values arrive as they are. */

@@ -38,7 +38,10 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
     publicDns: "ec2-203-0-113-10.compute-1.amazonaws.com",
     instanceState: "running",
   }),
-  "aws:iam/role:Role": (name, i) => ({ arn: `arn:aws:iam::${ACCOUNT}:role/${String(i.name ?? name)}`, name: i.name ?? name }),
+  "aws:iam/role:Role": (name, i) => ({
+    arn: `arn:aws:iam::${ACCOUNT}:role/${String(i.name ?? name)}`,
+    name: i.name ?? name,
+  }),
   "aws:iam/instanceProfile:InstanceProfile": (name, i) => ({
     arn: `arn:aws:iam::${ACCOUNT}:instance-profile/${String(i.name ?? name)}`,
     name: i.name ?? name,
@@ -46,7 +49,10 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
   "aws:iam/policy:Policy": (name, i) => ({ arn: `arn:aws:iam::${ACCOUNT}:policy/${String(i.name ?? name)}` }),
   "aws:ec2/securityGroup:SecurityGroup": (name) => ({ arn: arn("ec2", `security-group/sg-${hex(name, 17)}`) }),
   "aws:ec2/keyPair:KeyPair": (name, i) => ({ keyName: i.keyName ?? name, arn: arn("ec2", `key-pair/${name}`) }),
-  "aws:s3/bucketV2:BucketV2": (name, i) => ({ bucket: i.bucket ?? name, arn: `arn:aws:s3:::${String(i.bucket ?? name)}` }),
+  "aws:s3/bucketV2:BucketV2": (name, i) => ({
+    bucket: i.bucket ?? name,
+    arn: `arn:aws:s3:::${String(i.bucket ?? name)}`,
+  }),
   "aws:s3/bucket:Bucket": (name, i) => ({ bucket: i.bucket ?? name, arn: `arn:aws:s3:::${String(i.bucket ?? name)}` }),
   "tls:index/privateKey:PrivateKey": (name) => ({
     publicKeyOpenssh: `ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI${hex(name, 40)} ${name}`,
@@ -62,9 +68,17 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
   "awsx:ec2:Vpc": (name, i) => {
     const azs = Number(i.numberOfAvailabilityZones ?? 3);
     const ids = (kind: string) => Array.from({ length: azs }, (_, k) => `subnet-${hex(`${name}-${kind}-${k}`, 17)}`);
-    return { vpcId: `vpc-${hex(name, 17)}`, publicSubnetIds: ids("public"), privateSubnetIds: ids("private"), isolatedSubnetIds: [] };
+    return {
+      vpcId: `vpc-${hex(name, 17)}`,
+      publicSubnetIds: ids("public"),
+      privateSubnetIds: ids("private"),
+      isolatedSubnetIds: [],
+    };
   },
-  "aws:ec2/eip:Eip": (name) => ({ publicIp: `203.0.113.${(parseInt(hex(name, 2), 16) % 200) + 20}`, allocationId: `eipalloc-${hex(name, 17)}` }),
+  "aws:ec2/eip:Eip": (name) => ({
+    publicIp: `203.0.113.${(parseInt(hex(name, 2), 16) % 200) + 20}`,
+    allocationId: `eipalloc-${hex(name, 17)}`,
+  }),
   "command:remote:CopyToRemote": () => ({}),
   "aws:ec2transitgateway/instanceState:InstanceState": (_name, i) => ({ state: i.state }),
   // @pulumi/eks components are remote: the mock stands in for the control plane, OIDC provider and add-ons.
@@ -72,21 +86,43 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
     const clusterName = `${name}-eksCluster-${hex(name, 7)}`;
     const issuer = `oidc.eks.${REGION}.amazonaws.com/id/${hex(name + "oidc", 32).toUpperCase()}`;
     return {
-      eksCluster: { name: clusterName, arn: arn("eks", `cluster/${clusterName}`), endpoint: `https://${hex(name, 32).toUpperCase()}.gr7.${REGION}.eks.amazonaws.com` },
+      eksCluster: {
+        name: clusterName,
+        arn: arn("eks", `cluster/${clusterName}`),
+        endpoint: `https://${hex(name, 32).toUpperCase()}.gr7.${REGION}.eks.amazonaws.com`,
+      },
       kubeconfigJson: JSON.stringify({
         apiVersion: "v1",
         kind: "Config",
-        clusters: [{ name: clusterName, cluster: { server: `https://${hex(name, 32).toUpperCase()}.gr7.${REGION}.eks.amazonaws.com` } }],
+        clusters: [
+          {
+            name: clusterName,
+            cluster: { server: `https://${hex(name, 32).toUpperCase()}.gr7.${REGION}.eks.amazonaws.com` },
+          },
+        ],
         contexts: [{ name: "aws", context: { cluster: clusterName, user: "aws" } }],
         "current-context": "aws",
-        users: [{ name: "aws", user: { exec: { apiVersion: "client.authentication.k8s.io/v1beta1", command: "aws", args: ["eks", "get-token", "--cluster-name", clusterName] } } }],
+        users: [
+          {
+            name: "aws",
+            user: {
+              exec: {
+                apiVersion: "client.authentication.k8s.io/v1beta1",
+                command: "aws",
+                args: ["eks", "get-token", "--cluster-name", clusterName],
+              },
+            },
+          },
+        ],
       }),
       oidcIssuer: issuer,
       oidcProviderArn: `arn:aws:iam::${ACCOUNT}:oidc-provider/${issuer}`,
       clusterSecurityGroupId: `sg-${hex(name + "cluster", 17)}`,
     };
   },
-  "eks:index:ManagedNodeGroup": (name) => ({ nodeGroup: { nodeGroupName: name, arn: arn("eks", `nodegroup/${name}`) } }),
+  "eks:index:ManagedNodeGroup": (name) => ({
+    nodeGroup: { nodeGroupName: name, arn: arn("eks", `nodegroup/${name}`) },
+  }),
   // Another stack's outputs, as an existing-cluster stack (or @pulumi/eks) exports them.
   "pulumi:pulumi:StackReference": (_name, i) => ({
     name: i.name,
@@ -111,14 +147,22 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
 
 /** Results of provider function calls (data sources). */
 export const CALL_RESULTS: Record<string, (args: State) => State> = {
-  "aws:index/getCallerIdentity:getCallerIdentity": () => ({ accountId: ACCOUNT, arn: `arn:aws:iam::${ACCOUNT}:user/ci`, userId: "AIDA" }),
+  "aws:index/getCallerIdentity:getCallerIdentity": () => ({
+    accountId: ACCOUNT,
+    arn: `arn:aws:iam::${ACCOUNT}:user/ci`,
+    userId: "AIDA",
+  }),
   "aws:index/getRegion:getRegion": () => ({ name: REGION, region: REGION, id: REGION }),
   "aws:index/getPartition:getPartition": () => ({ partition: "aws", dnsSuffix: "amazonaws.com" }),
   "aws:index/getAvailabilityZones:getAvailabilityZones": () => ({
     names: [`${REGION}a`, `${REGION}b`, `${REGION}c`],
     zoneIds: ["use1-az1", "use1-az2", "use1-az4"],
   }),
-  "aws:ec2/getAmi:getAmi": () => ({ id: "ami-0a1b2c3d4e5f60718", imageId: "ami-0a1b2c3d4e5f60718", name: "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) 20261101" }),
+  "aws:ec2/getAmi:getAmi": () => ({
+    id: "ami-0a1b2c3d4e5f60718",
+    imageId: "ami-0a1b2c3d4e5f60718",
+    name: "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04) 20261101",
+  }),
   "aws:ec2/getVpc:getVpc": (a) => ({ id: a.id, cidrBlock: "10.0.0.0/16", arn: arn("ec2", `vpc/${String(a.id)}`) }),
   // The AZ follows the id's last hex digit, so tests pick subnets in one or several AZs.
   "aws:ec2/getSubnet:getSubnet": (a) => ({

@@ -66,7 +66,9 @@ export async function runProgram(config: Record<string, unknown>, opts: RunOptio
       },
       call(args) {
         const fn = CALL_RESULTS[args.token];
-        return fn ? fn(unwrapSecrets(args.inputs) as Record<string, unknown>) : (unwrapSecrets(args.inputs) as Record<string, unknown>);
+        return fn
+          ? fn(unwrapSecrets(args.inputs) as Record<string, unknown>)
+          : (unwrapSecrets(args.inputs) as Record<string, unknown>);
       },
     },
     project,
@@ -110,7 +112,9 @@ export async function runProgram(config: Record<string, unknown>, opts: RunOptio
     one(type, name) {
       const found = resources.filter((r) => r.type === type && (name === undefined || r.name === name));
       if (found.length !== 1) {
-        throw new Error(`expected one ${type}${name ? ` named ${name}` : ""}, found ${found.length}: ${found.map((r) => r.name).join(", ")}`);
+        throw new Error(
+          `expected one ${type}${name ? ` named ${name}` : ""}, found ${found.length}: ${found.map((r) => r.name).join(", ")}`,
+        );
       }
       return found[0] as RecordedResource;
     },

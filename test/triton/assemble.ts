@@ -53,14 +53,29 @@ function log(message: string): void {
 }
 
 /** Runs synth for the test stack into `<work>/synth` and returns its plan. */
-export function runSynth(work: string, stack = TEST_STACK, stackDir = TEST_STACK_DIR): { plan: Plan; repository: string } {
+export function runSynth(
+  work: string,
+  stack = TEST_STACK,
+  stackDir = TEST_STACK_DIR,
+): { plan: Plan; repository: string } {
   const out = path.join(work, "synth");
   rmSync(out, { recursive: true, force: true });
   log(`synth --stack ${stack} --out ${out} (in ${path.relative(ROOT, stackDir) || "."})`);
-  execFileSync(process.execPath, [path.join(ROOT, "node_modules/tsx/dist/cli.mjs"), path.join(ROOT, "scripts/synth.ts"), "--stack", stack, "--out", out], {
-    cwd: stackDir,
-    stdio: ["ignore", "ignore", "inherit"],
-  });
+  execFileSync(
+    process.execPath,
+    [
+      path.join(ROOT, "node_modules/tsx/dist/cli.mjs"),
+      path.join(ROOT, "scripts/synth.ts"),
+      "--stack",
+      stack,
+      "--out",
+      out,
+    ],
+    {
+      cwd: stackDir,
+      stdio: ["ignore", "ignore", "inherit"],
+    },
+  );
   const plan = JSON.parse(readFileSync(path.join(out, "plan.json"), "utf8")) as Plan;
   return { plan, repository: path.join(out, "model-repository") };
 }
@@ -94,7 +109,11 @@ export function checkMatchesSynth(options: RepositoryOptions, synthRepository: s
 
 function makeTokenizer(python: string, dir: string): TokenizerInfo {
   const script = path.join(ROOT, "test/python/fixtures/make_tokenizer.py");
-  const stdout = execFileSync(python, [script, dir], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const stdout = execFileSync(python, [script, dir], {
+    cwd: ROOT,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const lastLine = stdout.trim().split("\n").pop() ?? "";
   return JSON.parse(lastLine) as TokenizerInfo;
 }
@@ -150,7 +169,8 @@ export function assembleRepository(work: string, python: string, plan: Plan, syn
   for (const name of MODEL_NAMES) {
     const versionDir = path.join(repository, name, "1");
     if (name === "preprocessing" || name === "postprocessing") copyPythonModel(name, versionDir);
-    if (name === "fastertransformer") cpSync(path.join(ROOT, "test/triton/ft_standin/1/model.py"), path.join(versionDir, "model.py"));
+    if (name === "fastertransformer")
+      cpSync(path.join(ROOT, "test/triton/ft_standin/1/model.py"), path.join(versionDir, "model.py"));
   }
   log(`repository ready: ${repository}`);
   return {

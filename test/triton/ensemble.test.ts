@@ -44,7 +44,12 @@ async function tokenCount(client: TritonClient, prompt: string): Promise<number>
   return result.completions[0].inputTokens;
 }
 
-async function expectRejected(client: TritonClient, prompts: Prompt[], options: GenerateOptions, message: RegExp): Promise<TritonClientError> {
+async function expectRejected(
+  client: TritonClient,
+  prompts: Prompt[],
+  options: GenerateOptions,
+  message: RegExp,
+): Promise<TritonClientError> {
   const error = await generate(client, prompts, options).then(
     () => undefined,
     (e: unknown) => e,
@@ -68,7 +73,11 @@ describe.each(PROTOCOLS)("over %s", (protocol) => {
   describe("server and models", () => {
     it("is live and ready, with all four models ready", async () => {
       const state = await readiness(client);
-      expect(state).toEqual({ live: true, ready: true, models: Object.fromEntries(REPOSITORY_MODELS.map((m) => [m, true])) });
+      expect(state).toEqual({
+        live: true,
+        ready: true,
+        models: Object.fromEntries(REPOSITORY_MODELS.map((m) => [m, true])),
+      });
     });
 
     it("exposes the ensemble contract in the model metadata", async () => {
@@ -170,7 +179,9 @@ describe.each(PROTOCOLS)("over %s", (protocol) => {
     it("keeps each prompt of a ragged batch separate, with its own lengths", async () => {
       const counts = await Promise.all(prompts.map(count));
       expect(new Set(counts).size).toBe(3);
-      const batched = await generate(client, prompts, { maxTokens: counts.map((c) => Math.min(c, triton.maxOutputLen)) });
+      const batched = await generate(client, prompts, {
+        maxTokens: counts.map((c) => Math.min(c, triton.maxOutputLen)),
+      });
       batched.completions.forEach((c, i) => {
         expect(c.inputTokens).toBe(counts[i]);
         expect(c.outputTokens).toBe(Math.min(counts[i], triton.maxOutputLen));
@@ -224,7 +235,9 @@ describe.each(PROTOCOLS)("over %s", (protocol) => {
 
     it("ends generation at the model's end token", async () => {
       const head = "one two three";
-      const result = await generate(client, [`${head}${triton.endToken} four five`], { maxTokens: triton.maxOutputLen });
+      const result = await generate(client, [`${head}${triton.endToken} four five`], {
+        maxTokens: triton.maxOutputLen,
+      });
       const [c] = result.completions;
       expect(c.text).toBe(head);
       expect(c.outputTokens).toBe(await count(head));
@@ -246,20 +259,35 @@ describe.each(PROTOCOLS)("over %s", (protocol) => {
 
     it("rejects max_tokens above max_output_len", async () => {
       const over = triton.maxOutputLen + 1;
-      const e = await expectRejected(client, ["hello"], { maxTokens: over }, new RegExp(`max_tokens\\[0\\] is ${over}.*max_output_len=${triton.maxOutputLen}`));
+      const e = await expectRejected(
+        client,
+        ["hello"],
+        { maxTokens: over },
+        new RegExp(`max_tokens\\[0\\] is ${over}.*max_output_len=${triton.maxOutputLen}`),
+      );
       expect(e.status).toBe(STATUS[protocol].invalid);
       await expectStillServing(client);
     });
 
     it("rejects a prompt longer than max_input_len tokens", async () => {
       const long = Array.from({ length: triton.maxInputLen + 1 }, (_, i) => `w${i}`).join(" ");
-      const e = await expectRejected(client, [long], { maxTokens: 4 }, new RegExp(`more than max_input_len=${triton.maxInputLen}`));
+      const e = await expectRejected(
+        client,
+        [long],
+        { maxTokens: 4 },
+        new RegExp(`more than max_input_len=${triton.maxInputLen}`),
+      );
       expect(e.status).toBe(STATUS[protocol].invalid);
       await expectStillServing(client);
     });
 
     it("rejects a prompt that is not valid UTF-8", async () => {
-      const e = await expectRejected(client, [new Uint8Array([0x68, 0x69, 0xff, 0xfe])], { maxTokens: 4 }, /not valid UTF-8/);
+      const e = await expectRejected(
+        client,
+        [new Uint8Array([0x68, 0x69, 0xff, 0xfe])],
+        { maxTokens: 4 },
+        /not valid UTF-8/,
+      );
       expect(e.status).toBe(STATUS[protocol].invalid);
       await expectStillServing(client);
     });
@@ -279,7 +307,11 @@ describe.each(PROTOCOLS)("over %s", (protocol) => {
 describe("npm run smoke", () => {
   const run = promisify(execFile);
   const smoke = (args: string[]) =>
-    run(process.execPath, [path.join(ROOT, "node_modules/tsx/dist/cli.mjs"), path.join(ROOT, "scripts/smoke.ts"), ...args], { cwd: ROOT }).then(
+    run(
+      process.execPath,
+      [path.join(ROOT, "node_modules/tsx/dist/cli.mjs"), path.join(ROOT, "scripts/smoke.ts"), ...args],
+      { cwd: ROOT },
+    ).then(
       (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
       (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
     );
@@ -288,7 +320,16 @@ describe("npm run smoke", () => {
     const prompts = ["first prompt", "second one"];
     const counts = await Promise.all(prompts.map((p) => tokenCount(clients.http, p)));
     const maxTokens = Math.max(...counts);
-    const r = await smoke(["--endpoint", triton.http, "--prompt", prompts[0], "--prompt", prompts[1], "--max-tokens", String(maxTokens)]);
+    const r = await smoke([
+      "--endpoint",
+      triton.http,
+      "--prompt",
+      prompts[0],
+      "--prompt",
+      prompts[1],
+      "--max-tokens",
+      String(maxTokens),
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/model fastertransformer: ready/);
@@ -296,7 +337,9 @@ describe("npm run smoke", () => {
     expect(r.stdout).toContain(`    tokens: ${counts[0]} in, ${maxTokens} out`);
     expect(r.stdout).toContain(`--- prompt 2: "second one"\n    text: "second one`);
     expect(r.stdout).toContain(`    tokens: ${counts[1]} in, ${maxTokens} out`);
-    expect(r.stdout).toMatch(new RegExp(`latency: [\\d.]+ ms for 2 prompt\\(s\\), ${2 * maxTokens} generated token\\(s\\)`));
+    expect(r.stdout).toMatch(
+      new RegExp(`latency: [\\d.]+ ms for 2 prompt\\(s\\), ${2 * maxTokens} generated token\\(s\\)`),
+    );
     expect(r.stdout.trim().endsWith("smoke: OK")).toBe(true);
   });
 
@@ -313,7 +356,9 @@ describe("npm run smoke", () => {
     expect(ok.stdout).toMatch(/tokens: \d+ in, 2 out/);
     const bad = await smoke(["--endpoint", `grpc://${triton.grpc}`, "--max-tokens", String(triton.maxOutputLen + 1)]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/smoke: FAILED: gRPC INVALID_ARGUMENT \(3\) from grpc:\/\/.*ModelInfer: .*max_output_len/);
+    expect(bad.stderr).toMatch(
+      /smoke: FAILED: gRPC INVALID_ARGUMENT \(3\) from grpc:\/\/.*ModelInfer: .*max_output_len/,
+    );
   });
 
   it("fails clearly when nothing listens at the endpoint", async () => {
@@ -327,7 +372,9 @@ describe("npm run smoke", () => {
     });
     const r = await smoke(["--endpoint", `127.0.0.1:${port}`, "--timeout", "5"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`smoke: FAILED: no HTTP response from http://127.0.0.1:${port}/v2/health/live: cannot reach server`);
+    expect(r.stderr).toContain(
+      `smoke: FAILED: no HTTP response from http://127.0.0.1:${port}/v2/health/live: cannot reach server`,
+    );
     expect(r.stderr).toMatch(/ECONNREFUSED/);
   });
 });

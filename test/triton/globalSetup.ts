@@ -27,12 +27,18 @@ function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [triton-setup] ${message}\n`);
 }
 
-function waitForState(server: ChildProcess, stateFile: string, timeoutMs: number): Promise<{ http: string; grpc: string; log: string }> {
+function waitForState(
+  server: ChildProcess,
+  stateFile: string,
+  timeoutMs: number,
+): Promise<{ http: string; grpc: string; log: string }> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + timeoutMs;
     const onExit = (code: number | null): void => {
       clearInterval(timer);
-      reject(new Error(`test/triton/server.sh exited (status ${code}) before the server was ready; see its output above`));
+      reject(
+        new Error(`test/triton/server.sh exited (status ${code}) before the server was ready; see its output above`),
+      );
     };
     server.once("exit", onExit);
     const timer = setInterval(() => {
@@ -61,10 +67,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const work = process.env.TRITON_TEST_WORK ?? mkdtempSync(path.join(os.tmpdir(), "triton-ft-it-"));
   const keepWork = process.env.TRITON_TEST_WORK !== undefined;
   log(`work dir ${work}`);
-  const venv = execFileSync("bash", [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  }).trim();
+  const venv = execFileSync(
+    "bash",
+    [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")],
+    {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  ).trim();
 
   const { plan, repository: synthRepository } = runSynth(work);
   const info = assembleRepository(work, path.join(venv, "bin/python"), plan, synthRepository);

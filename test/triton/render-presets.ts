@@ -81,12 +81,17 @@ function main(argv: string[]): number {
         const raw = stackConfig(preset, shape);
         const resolved = resolveStack(raw, NO_SECRETS);
         if (!resolved.stack) {
-          refusals.push(`  ${shape.serving} TP ${shape.tensorParallel}: ${resolved.problems.map((p) => `${p.key} ${p.message}`).join("; ")}`);
+          refusals.push(
+            `  ${shape.serving} TP ${shape.tensorParallel}: ${resolved.problems.map((p) => `${p.key} ${p.message}`).join("; ")}`,
+          );
           continue;
         }
         const name = `${preset.name}-${shape.serving.replace(/\./g, "-")}-tp${shape.tensorParallel}`;
         const config = Object.fromEntries(Object.entries(raw).map(([k, v]) => [`${PROJECT}:${k}`, v]));
-        writeFileSync(path.join(stacks, `Pulumi.${name}.yaml`), stringify({ config: { "aws:region": "us-east-1", ...config } }));
+        writeFileSync(
+          path.join(stacks, `Pulumi.${name}.yaml`),
+          stringify({ config: { "aws:region": "us-east-1", ...config } }),
+        );
         const errors: string[] = [];
         let code: number;
         try {
@@ -118,7 +123,10 @@ function main(argv: string[]): number {
       }
     }
     // The stand-in variant the real-server suite serves: same renderer, python backend.
-    const testStack = resolveStack(stackConfig(MODEL_PRESETS.find((p) => p.name === "gpt2") ?? MODEL_PRESETS[0], SHAPES[0]), NO_SECRETS).stack;
+    const testStack = resolveStack(
+      stackConfig(MODEL_PRESETS.find((p) => p.name === "gpt2") ?? MODEL_PRESETS[0], SHAPES[0]),
+      NO_SECRETS,
+    ).stack;
     if (!testStack) throw new Error("gpt2 stand-in variant does not validate");
     const standin = renderModelRepository(optionsFromPlan(buildPlan(testStack)), { backend: "python" });
     for (const file of standin.files) {

@@ -15,13 +15,21 @@ describe("synth build-steps artifacts", () => {
       plan: buildPlan(stack),
       readRepoFile: (p) => (p.endsWith("Dockerfile") ? readFileSync(p, "utf8") : undefined),
     });
-    const entries = (out.plan?.buildSteps ?? []) as Array<{ id: string; script: string; args: string[]; inputHash: string; config: string }>;
+    const entries = (out.plan?.buildSteps ?? []) as Array<{
+      id: string;
+      script: string;
+      args: string[];
+      inputHash: string;
+      config: string;
+    }>;
     expect(entries.map((e) => e.id)).toEqual(["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake"]);
     const bake = entries.find((e) => e.id === "bake");
     expect(bake).toMatchObject({ script: "scripts/remote/bake.sh", args: ["/opt/triton-ft/steps/bake.conf"] });
     expect(bake?.inputHash).toMatch(/^[0-9a-f]{64}$/);
     expect(bake?.config).toContain("BASE_IMAGE='@{tritonWithFtImage}'");
-    expect(out.files.map((f) => f.path)).toEqual(expect.arrayContaining(["steps/bake.conf", "images/server/Dockerfile"]));
+    expect(out.files.map((f) => f.path)).toEqual(
+      expect.arrayContaining(["steps/bake.conf", "images/server/Dockerfile"]),
+    );
     expect(out.files.find((f) => f.path === "images/server/Dockerfile")?.content).toMatch(/^FROM \$\{BASE_IMAGE\}/m);
   });
 });

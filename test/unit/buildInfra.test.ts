@@ -18,7 +18,9 @@ interface PolicyStatement {
 
 describe("network", () => {
   it("create mode: one awsx VPC with private and public subnets across the configured AZs, tagged for load balancers", async () => {
-    const run = await runProgram(withOverrides(gpt2Config(), { network: { availabilityZones: 3, vpcCidr: "10.8.0.0/16" } }));
+    const run = await runProgram(
+      withOverrides(gpt2Config(), { network: { availabilityZones: 3, vpcCidr: "10.8.0.0/16" } }),
+    );
     const vpc = run.one("awsx:ec2:Vpc");
     expect(vpc.inputs.cidrBlock).toBe("10.8.0.0/16");
     expect(vpc.inputs.numberOfAvailabilityZones).toBe(3);
@@ -38,11 +40,15 @@ describe("network", () => {
   });
 
   it("rejects a VPC CIDR too small for the subnet layout", async () => {
-    await expect(runProgram(withOverrides(gpt2Config(), { network: { vpcCidr: "10.8.0.0/24" } }))).rejects.toThrow(/triton-ft:network.vpcCidr = "10.8.0.0\/24": has a \/24 prefix/);
+    await expect(runProgram(withOverrides(gpt2Config(), { network: { vpcCidr: "10.8.0.0/24" } }))).rejects.toThrow(
+      /triton-ft:network.vpcCidr = "10.8.0.0\/24": has a \/24 prefix/,
+    );
   });
 
   const existing = (priv: string[], pub = ["subnet-0aaaaaaaaaaaaaaa0"]) =>
-    withOverrides(gpt2Config(), { network: { mode: "existing", vpcId: "vpc-0123456789abcdef0", publicSubnetIds: pub, privateSubnetIds: priv } });
+    withOverrides(gpt2Config(), {
+      network: { mode: "existing", vpcId: "vpc-0123456789abcdef0", publicSubnetIds: pub, privateSubnetIds: priv },
+    });
 
   it("existing mode: looks the ids up, creates no VPC, and passes them on", async () => {
     const run = await runProgram(existing(["subnet-0bbbbbbbbbbbbbbb1", "subnet-0bbbbbbbbbbbbbbb2"]));
@@ -57,8 +63,20 @@ describe("network", () => {
   // rejection, so the check itself is tested directly.
   it("existing mode: the lookup check names subnets in another VPC, one-AZ private subnets and overlaps", () => {
     const s = (id: string, vpcId: string, az: string) => ({ id, vpcId, availabilityZone: az });
-    expect(existingNetworkProblems("vpc-1", [s("subnet-p", "vpc-1", "a")], [s("subnet-a", "vpc-1", "a"), s("subnet-b", "vpc-1", "b")])).toEqual([]);
-    expect(existingNetworkProblems("vpc-1", [s("subnet-p", "vpc-2", "a")], [s("subnet-a", "vpc-1", "a"), s("subnet-p", "vpc-2", "a")])).toEqual([
+    expect(
+      existingNetworkProblems(
+        "vpc-1",
+        [s("subnet-p", "vpc-1", "a")],
+        [s("subnet-a", "vpc-1", "a"), s("subnet-b", "vpc-1", "b")],
+      ),
+    ).toEqual([]);
+    expect(
+      existingNetworkProblems(
+        "vpc-1",
+        [s("subnet-p", "vpc-2", "a")],
+        [s("subnet-a", "vpc-1", "a"), s("subnet-p", "vpc-2", "a")],
+      ),
+    ).toEqual([
       "network.publicSubnetIds: subnet subnet-p is in vpc-2, not in network.vpcId vpc-1",
       "network.privateSubnetIds: subnet subnet-p is in vpc-2, not in network.vpcId vpc-1",
       "network.privateSubnetIds: all private subnets are in a; EKS needs subnets in at least two AZs",
@@ -80,7 +98,9 @@ describe("ECR registry", () => {
     const policies = run.byType("aws:ecr/lifecyclePolicy:LifecyclePolicy");
     expect(policies).toHaveLength(2);
     for (const p of policies) {
-      const rules = (JSON.parse(String(p.inputs.policy)) as { rules: Array<{ selection: { tagStatus: string; countType: string } }> }).rules;
+      const rules = (
+        JSON.parse(String(p.inputs.policy)) as { rules: Array<{ selection: { tagStatus: string; countType: string } }> }
+      ).rules;
       expect(rules.map((r) => [r.selection.tagStatus, r.selection.countType])).toEqual([
         ["untagged", "sinceImagePushed"],
         ["any", "imageCountMoreThan"],
@@ -116,7 +136,9 @@ describe("builder host", () => {
   });
 
   it("SSH only from the configured CIDRs, never 0.0.0.0/0 inbound", async () => {
-    const run = await runProgram(withOverrides(gpt2Config(), { build: { sshAllowedCidrs: ["198.51.100.7/32", "192.0.2.0/28"] } }));
+    const run = await runProgram(
+      withOverrides(gpt2Config(), { build: { sshAllowedCidrs: ["198.51.100.7/32", "192.0.2.0/28"] } }),
+    );
     const ingress = run.byType("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule");
     expect(ingress.map((r) => r.inputs.cidrIpv4).sort()).toEqual(["192.0.2.0/28", "198.51.100.7/32"]);
     for (const r of ingress) expect(r.inputs).toMatchObject({ ipProtocol: "tcp", fromPort: 22, toPort: 22 });
@@ -127,15 +149,25 @@ describe("builder host", () => {
 
   it("IAM: ECR push/pull scoped to the two repository ARNs, token on *, SSM core, EC2 trust", async () => {
     const run = await runProgram(gpt2Config());
-    const arns = run.byType("aws:ecr/repository:Repository").map((r) => String(r.state.arn)).sort();
-    const doc = JSON.parse(String(run.one("aws:iam/rolePolicy:RolePolicy").inputs.policy)) as { Statement: PolicyStatement[] };
+    const arns = run
+      .byType("aws:ecr/repository:Repository")
+      .map((r) => String(r.state.arn))
+      .sort();
+    const doc = JSON.parse(String(run.one("aws:iam/rolePolicy:RolePolicy").inputs.policy)) as {
+      Statement: PolicyStatement[];
+    };
     const push = doc.Statement.find((s) => (s.Action as string[]).includes("ecr:PutImage"));
     expect([...(push?.Resource as string[])].sort()).toEqual(arns);
     for (const s of doc.Statement) {
-      if (s.Resource === "*" || (Array.isArray(s.Resource) && s.Resource.includes("*"))) expect(s.Action).toEqual(["ecr:GetAuthorizationToken"]);
+      if (s.Resource === "*" || (Array.isArray(s.Resource) && s.Resource.includes("*")))
+        expect(s.Action).toEqual(["ecr:GetAuthorizationToken"]);
     }
-    expect(run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "builder-ssm").inputs.policyArn).toBe("arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore");
-    const trust = JSON.parse(String(run.one("aws:iam/role:Role", "builder").inputs.assumeRolePolicy)) as { Statement: Array<{ Principal: unknown }> };
+    expect(run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "builder-ssm").inputs.policyArn).toBe(
+      "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+    );
+    const trust = JSON.parse(String(run.one("aws:iam/role:Role", "builder").inputs.assumeRolePolicy)) as {
+      Statement: Array<{ Principal: unknown }>;
+    };
     expect(trust.Statement[0]?.Principal).toEqual({ Service: "ec2.amazonaws.com" });
   });
 
@@ -147,11 +179,19 @@ describe("builder host", () => {
   });
 
   it("a provided public key needs the sshPrivateKey secret, and then nothing is generated", async () => {
-    const cfg = withOverrides(gpt2Config(), { build: { sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops" } });
-    await expect(runProgram(cfg)).rejects.toThrow(/triton-ft:sshPrivateKey = \(unset\): is required with build.sshPublicKey/);
-    const run = await runProgram(cfg, { secrets: { sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n" } });
+    const cfg = withOverrides(gpt2Config(), {
+      build: { sshPublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops" },
+    });
+    await expect(runProgram(cfg)).rejects.toThrow(
+      /triton-ft:sshPrivateKey = \(unset\): is required with build.sshPublicKey/,
+    );
+    const run = await runProgram(cfg, {
+      secrets: { sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n" },
+    });
     expect(run.byType("tls:index/privateKey:PrivateKey")).toHaveLength(0);
-    expect(run.one("aws:ec2/keyPair:KeyPair").inputs.publicKey).toBe("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops");
+    expect(run.one("aws:ec2/keyPair:KeyPair").inputs.publicKey).toBe(
+      "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops",
+    );
     expect(run.outputs.builderPrivateKey).toBeUndefined();
   });
 });
@@ -167,10 +207,14 @@ describe("remote build pipeline", () => {
       ["gemm", "gemm"],
       ["bake", "bake"],
     ] as const) {
-      expect(stepCmd(run, id).inputs.create).toBe(`bash /opt/triton-ft/scripts/remote/${script}.sh /opt/triton-ft/steps/${id}.conf`);
+      expect(stepCmd(run, id).inputs.create).toBe(
+        `bash /opt/triton-ft/scripts/remote/${script}.sh /opt/triton-ft/steps/${id}.conf`,
+      );
     }
     const ships = run.byType("command:remote:CopyToRemote").map((c) => c.name);
-    expect(ships).toEqual(expect.arrayContaining(["build-ship-scripts-remote", "build-ship-scripts-convert", "build-ship-images"]));
+    expect(ships).toEqual(
+      expect.arrayContaining(["build-ship-scripts-remote", "build-ship-scripts-convert", "build-ship-images"]),
+    );
     expect(ships.filter((n) => n.includes("model-repository"))).toHaveLength(4);
   });
 
@@ -179,19 +223,24 @@ describe("remote build pipeline", () => {
     const image = String(run.outputs.tritonWithFtImage);
     expect(image).toMatch(new RegExp(`^${ACCOUNT}\\.dkr\\.ecr\\.${REGION}\\.amazonaws\\.com/.+@sha256:[0-9a-f]{64}$`));
     const config = (id: string) => String(run.one(COMMAND, `build-config-${id}`).inputs.stdin);
-    expect(config("triton-with-ft")).toContain(`ECR_REPOSITORY_URL='${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/triton_with_ft'`);
+    expect(config("triton-with-ft")).toContain(
+      `ECR_REPOSITORY_URL='${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/triton_with_ft'`,
+    );
     for (const id of ["convert", "gemm"]) expect(config(id)).toContain(`IMAGE='${image}'`);
     expect(config("bake")).toContain(`BASE_IMAGE='${image}'`);
     for (const id of ["host-ready", "fetch", "triton-with-ft"]) expect(config(id)).not.toContain("@sha256:");
     expect(config("fetch")).not.toMatch(/@\{/);
-    expect(run.outputs.serverImage).toMatch(/triton-ft-test\/server@sha256:[0-9a-f]{64}$|build-bake@sha256:[0-9a-f]{64}$/);
+    expect(run.outputs.serverImage).toMatch(
+      /triton-ft-test\/server@sha256:[0-9a-f]{64}$|build-bake@sha256:[0-9a-f]{64}$/,
+    );
   });
 
   it("the HF token reaches only fetch, as a secret environment value, never in a command or config", async () => {
     const token = "hf_SeCrEtToKeN123";
     const run = await runProgram(gpt2Config(), { secrets: { hfToken: token } });
     expect(stepCmd(run, "fetch").inputs.environment).toEqual({ HF_TOKEN: token });
-    for (const r of run.resources.filter((x) => x.name !== "build-fetch")) expect(JSON.stringify(r.inputs)).not.toContain(token);
+    for (const r of run.resources.filter((x) => x.name !== "build-fetch"))
+      expect(JSON.stringify(r.inputs)).not.toContain(token);
     expect(JSON.stringify(stepCmd(run, "fetch").inputs.create)).not.toContain(token);
   });
 

@@ -39,7 +39,9 @@ describe("step graph", () => {
     expect(byId(steps, "bake").dependsOn).toEqual(expect.arrayContaining(["convert", "gemm"]));
     expect(byId(steps, "gemm").dependsOn).toEqual(["triton-with-ft"]);
     // The verifier runs inside convert; bake needs its weights JSON too.
-    expect(byId(steps, "convert").files.map((f) => f.remotePath)).toContain("/opt/triton-ft/plan/expected-weights.json");
+    expect(byId(steps, "convert").files.map((f) => f.remotePath)).toContain(
+      "/opt/triton-ft/plan/expected-weights.json",
+    );
   });
 
   it("the image build may take hours; every step has its own budget", () => {
@@ -59,15 +61,23 @@ describe("step graph", () => {
     const step: StepDefinition = {
       ...byId(steps, "gemm"),
       config: [
-        ["PLAIN", "it's a \"quoted\" $HOME `x`"],
+        ["PLAIN", 'it\'s a "quoted" $HOME `x`'],
         ["ARR", ["a b", "c'd", ""]],
         ["DEPLOYED", { deploy: "awsRegion" }],
       ],
     };
     const dir = mkdtempSync(join(tmpdir(), "stepcfg-"));
     const file = join(dir, "c.conf");
-    writeFileSync(file, renderStepConfig(step, () => "eu-west-1"));
-    const out = execFileSync("bash", ["-c", `set -euo pipefail; source "$1"; printf '%s\\n' "$PLAIN" "\${#ARR[@]}" "\${ARR[@]}" "$DEPLOYED"`, "_", file]).toString();
+    writeFileSync(
+      file,
+      renderStepConfig(step, () => "eu-west-1"),
+    );
+    const out = execFileSync("bash", [
+      "-c",
+      `set -euo pipefail; source "$1"; printf '%s\\n' "$PLAIN" "\${#ARR[@]}" "\${ARR[@]}" "$DEPLOYED"`,
+      "_",
+      file,
+    ]).toString();
     expect(out).toBe(`it's a "quoted" $HOME \`x\`\n3\na b\nc'd\n\neu-west-1\n`);
     expect(bashQuote("'")).toBe(`''\\'''`);
   });
@@ -90,25 +100,35 @@ describe("step graph", () => {
 
 /** Triggers of each step command, from one mock run. */
 function triggers(run: ProgramRun): Record<StepId, string> {
-  return Object.fromEntries(STEP_IDS.map((id) => [id, JSON.stringify(run.one("command:remote:Command", `build-${id}`).inputs.triggers)])) as Record<
-    StepId,
-    string
-  >;
+  return Object.fromEntries(
+    STEP_IDS.map((id) => [id, JSON.stringify(run.one("command:remote:Command", `build-${id}`).inputs.triggers)]),
+  ) as Record<StepId, string>;
 }
 
 describe("invalidation matrix (two mock runs per change)", () => {
   const cases: Array<[string, Record<string, Record<string, unknown>>, StepId[]]> = [
     ["serving replicas", { serving: { replicas: 3 } }, []],
-    ["load balancer scheme", { serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] } }, []],
+    [
+      "load balancer scheme",
+      { serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] } },
+      [],
+    ],
     ["stopBuilderWhenDone", { build: { stopBuilderWhenDone: true } }, []],
     [
       "model revision",
-      { model: { preset: "gpt2", source: { huggingface: { repo: "openai-community/gpt2", revision: "1".repeat(40) } } } },
+      {
+        model: { preset: "gpt2", source: { huggingface: { repo: "openai-community/gpt2", revision: "1".repeat(40) } } },
+      },
       ["fetch", "convert", "bake"],
     ],
     [
       "model preset",
-      { model: { preset: "gpt2-medium", source: { huggingface: { repo: "openai-community/gpt2-medium", revision: GPT2_REVISION } } } },
+      {
+        model: {
+          preset: "gpt2-medium",
+          source: { huggingface: { repo: "openai-community/gpt2-medium", revision: GPT2_REVISION } },
+        },
+      },
       ["fetch", "convert", "gemm", "bake"],
     ],
     ["max batch size (gemm tuning and model configs)", { serving: { maxBatchSize: 4 } }, ["gemm", "bake"]],
@@ -131,15 +151,29 @@ describe("invalidation matrix (two mock runs per change)", () => {
     RUN_BUDGET,
   );
 
-  it("a model change leaves the triton_with_ft build alone, a Triton change reaches every step after host-ready", async () => {
-    // Stated separately from the table: the issue's two headline rules.
-    const before = await base();
-    const model = triggers(await runProgram(withOverrides(gpt2Config(), { model: { preset: "gpt2-large", source: { huggingface: { repo: "openai-community/gpt2-large", revision: GPT2_REVISION } } } })));
-    expect(model["triton-with-ft"]).toBe(before["triton-with-ft"]);
-    expect(model.fetch).not.toBe(before.fetch);
-    const triton = triggers(await runProgram(withOverrides(gpt2Config(), { build: { tritonVersion: "23.04" } })));
-    for (const id of STEP_IDS.filter((s) => s !== "host-ready" && s !== "fetch")) expect(triton[id]).not.toBe(before[id]);
-  }, RUN_BUDGET);
+  it(
+    "a model change leaves the triton_with_ft build alone, a Triton change reaches every step after host-ready",
+    async () => {
+      // Stated separately from the table: the issue's two headline rules.
+      const before = await base();
+      const model = triggers(
+        await runProgram(
+          withOverrides(gpt2Config(), {
+            model: {
+              preset: "gpt2-large",
+              source: { huggingface: { repo: "openai-community/gpt2-large", revision: GPT2_REVISION } },
+            },
+          }),
+        ),
+      );
+      expect(model["triton-with-ft"]).toBe(before["triton-with-ft"]);
+      expect(model.fetch).not.toBe(before.fetch);
+      const triton = triggers(await runProgram(withOverrides(gpt2Config(), { build: { tritonVersion: "23.04" } })));
+      for (const id of STEP_IDS.filter((s) => s !== "host-ready" && s !== "fetch"))
+        expect(triton[id]).not.toBe(before[id]);
+    },
+    RUN_BUDGET,
+  );
 });
 
 describe("every catalog preset maps onto the remote steps", () => {
@@ -152,8 +186,19 @@ describe("every catalog preset maps onto the remote steps", () => {
         : { huggingface: { repo: preset.repo, revision: "c".repeat(40) } };
       const cfg: RawConfig = {
         model: { preset: preset.name, source },
-        build: { backendCommit: BACKEND_COMMIT, ftCommit: FT_COMMIT, builderInstanceType: "g5.48xlarge", sshAllowedCidrs: ["198.51.100.7/32"] },
-        serving: { instanceType: "g5.48xlarge", tensorParallel: preset.arch.heads % 8 === 0 ? 8 : 1, maxBatchSize: 1, maxInputLen: 128, maxOutputLen: 128 },
+        build: {
+          backendCommit: BACKEND_COMMIT,
+          ftCommit: FT_COMMIT,
+          builderInstanceType: "g5.48xlarge",
+          sshAllowedCidrs: ["198.51.100.7/32"],
+        },
+        serving: {
+          instanceType: "g5.48xlarge",
+          tensorParallel: preset.arch.heads % 8 === 0 ? 8 : 1,
+          maxBatchSize: 1,
+          maxInputLen: 128,
+          maxOutputLen: 128,
+        },
       };
       const { steps } = buildSteps(resolved(cfg));
       const convert = byId(steps, "convert");
@@ -175,7 +220,12 @@ describe("tokenizer files", () => {
     expect(configOf(steps, "fetch").get("EXPECTED_FILES")).toEqual(["config.json", "vocab.json", "merges.txt"]);
     const bake = configOf(steps, "bake");
     expect(bake.get("TOKENIZER_FILES")).toEqual(["config.json", "vocab.json", "merges.txt"]);
-    expect(bake.get("TOKENIZER_OPTIONAL_FILES")).toEqual(["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"]);
+    expect(bake.get("TOKENIZER_OPTIONAL_FILES")).toEqual([
+      "tokenizer.json",
+      "tokenizer_config.json",
+      "special_tokens_map.json",
+      "added_tokens.json",
+    ]);
   });
 
   it("a model without a preset requires only config.json and lets the bake look for a vocabulary", () => {
@@ -183,7 +233,17 @@ describe("tokenizer files", () => {
     cfg.model = {
       family: "gptneox",
       source: { huggingface: { repo: "EleutherAI/pythia-160m", revision: "50f5173d932e8e61f858120bcb800b97af589f46" } },
-      arch: { layers: 12, hidden: 768, heads: 12, ffn: 3072, vocab: 50304, rotaryDims: 16, maxPositions: 2048, startId: 0, endId: 0 },
+      arch: {
+        layers: 12,
+        hidden: 768,
+        heads: 12,
+        ffn: 3072,
+        vocab: 50304,
+        rotaryDims: 16,
+        maxPositions: 2048,
+        startId: 0,
+        endId: 0,
+      },
     };
     const bake = configOf(buildSteps(resolved(cfg)).steps, "bake");
     expect(bake.get("TOKENIZER_FILES")).toEqual(["config.json"]);
@@ -195,8 +255,16 @@ describe("the JAX slim checkpoint's planned config.ini", () => {
   it("is shipped and named in CONFIG_INI, not spliced into another phase's argv", async () => {
     const { BACKEND_COMMIT, FT_COMMIT } = await import("../lib/fixtures");
     const cfg: RawConfig = {
-      model: { preset: "gpt-j-6b-jax", source: { archive: { sha256: "a".repeat(64), tokenizerRevision: "b".repeat(40) } } },
-      build: { backendCommit: BACKEND_COMMIT, ftCommit: FT_COMMIT, builderInstanceType: "g5.4xlarge", sshAllowedCidrs: ["198.51.100.7/32"] },
+      model: {
+        preset: "gpt-j-6b-jax",
+        source: { archive: { sha256: "a".repeat(64), tokenizerRevision: "b".repeat(40) } },
+      },
+      build: {
+        backendCommit: BACKEND_COMMIT,
+        ftCommit: FT_COMMIT,
+        builderInstanceType: "g5.4xlarge",
+        sshAllowedCidrs: ["198.51.100.7/32"],
+      },
       serving: { instanceType: "g5.12xlarge", tensorParallel: 4 },
     };
     const convert = byId(buildSteps(resolved(cfg)).steps, "convert");

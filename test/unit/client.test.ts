@@ -15,7 +15,10 @@ describe("tensor binary encoding", () => {
     const raw = encodeBinary({ name: "t", datatype: "BYTES", shape: [2], data: ["hé", new Uint8Array([0xff, 0xfe])] });
     expect([...raw]).toEqual([3, 0, 0, 0, 0x68, 0xc3, 0xa9, 2, 0, 0, 0, 0xff, 0xfe]);
     const back = decodeBinary("t", "BYTES", [2], raw);
-    expect(back.map((b) => [...(b as Uint8Array)])).toEqual([[0x68, 0xc3, 0xa9], [0xff, 0xfe]]);
+    expect(back.map((b) => [...(b as Uint8Array)])).toEqual([
+      [0x68, 0xc3, 0xa9],
+      [0xff, 0xfe],
+    ]);
   });
 
   it("round-trips UINT64 beyond 2^53 and FP32", () => {
@@ -27,7 +30,9 @@ describe("tensor binary encoding", () => {
   });
 
   it("refuses data that does not fill the shape", () => {
-    expect(() => encodeBinary({ name: "x", datatype: "UINT32", shape: [2, 2], data: [1, 2, 3] })).toThrow(/holds 4 elements, got 3/);
+    expect(() => encodeBinary({ name: "x", datatype: "UINT32", shape: [2, 2], data: [1, 2, 3] })).toThrow(
+      /holds 4 elements, got 3/,
+    );
   });
 });
 
@@ -49,7 +54,12 @@ describe("infer request/response encoding", () => {
     });
     const headerLength = Number(mixed.headers["Inference-Header-Content-Length"]);
     const header = JSON.parse(new TextDecoder().decode(mixed.body.subarray(0, headerLength)));
-    expect(header.inputs[1]).toEqual({ name: "b", datatype: "BYTES", shape: [1, 1], parameters: { binary_data_size: 5 } });
+    expect(header.inputs[1]).toEqual({
+      name: "b",
+      datatype: "BYTES",
+      shape: [1, 1],
+      parameters: { binary_data_size: 5 },
+    });
     expect(header.outputs).toEqual([{ name: "o", parameters: { binary_data: true } }]);
     expect([...mixed.body.subarray(headerLength)]).toEqual([1, 0, 0, 0, 0xc3]);
   });
@@ -98,7 +108,12 @@ describe("ensemble inputs", () => {
     });
     const byName = Object.fromEntries(tensors.map((t) => [t.name, t]));
     expect(byName.max_tokens.data).toEqual([1, 2]);
-    expect(byName.stop_words).toEqual({ name: "stop_words", datatype: "BYTES", shape: [2, 2], data: ["x", "y", "z", ""] });
+    expect(byName.stop_words).toEqual({
+      name: "stop_words",
+      datatype: "BYTES",
+      shape: [2, 2],
+      data: ["x", "y", "z", ""],
+    });
     expect(byName.bad_words.shape).toEqual([2, 1]);
     expect(byName.top_k.datatype).toBe("UINT32");
     expect(byName.top_p.datatype).toBe("FP32");
@@ -129,14 +144,20 @@ describe("gRPC messages (kserve_v2.proto via proto-loader)", () => {
   };
   const text = (number: number, value: string) => field(number, Buffer.from(value, "latin1").toString("hex"));
   /** A tensor spec {name=1, datatype=2, shape=3 packed int64} with dims below 128. */
-  const spec = (name: string, datatype: string, dims: number[]) => text(1, name) + text(2, datatype) + field(3, dims.map(byte).join(""));
+  const spec = (name: string, datatype: string, dims: number[]) =>
+    text(1, name) + text(2, datatype) + field(3, dims.map(byte).join(""));
 
   it("serialises ModelInferRequest with the spec's field numbers, every input in raw_input_contents", () => {
     const bytes = kserveMethods().ModelInfer.requestSerialize(
-      toModelInferRequest("m", { inputs: [{ name: "a", datatype: "UINT32", shape: [1, 1], data: [7] }], outputs: ["o"] }),
+      toModelInferRequest("m", {
+        inputs: [{ name: "a", datatype: "UINT32", shape: [1, 1], data: [7] }],
+        outputs: ["o"],
+      }),
     );
     // KServe v2: model_name=1, inputs=5, outputs=6 {name=1}, raw_input_contents=7; an absent version and id are not sent.
-    expect(hex(bytes)).toBe(text(1, "m") + field(5, spec("a", "UINT32", [1, 1])) + field(6, text(1, "o")) + field(7, "07000000"));
+    expect(hex(bytes)).toBe(
+      text(1, "m") + field(5, spec("a", "UINT32", [1, 1])) + field(6, text(1, "o")) + field(7, "07000000"),
+    );
   });
 
   it("sends the version and request id when given, and BYTES in the binary-extension layout", () => {
@@ -152,7 +173,10 @@ describe("gRPC messages (kserve_v2.proto via proto-loader)", () => {
       "2",
     );
     expect(message.outputs).toEqual([]);
-    expect(message.raw_input_contents.map((b) => [...b])).toEqual([[2, 0, 0, 0, 0x68, 0x69], [4, 0, 0, 0]]);
+    expect(message.raw_input_contents.map((b) => [...b])).toEqual([
+      [2, 0, 0, 0, 0x68, 0x69],
+      [4, 0, 0, 0],
+    ]);
     // model_version=2, id=3.
     expect(hex(kserveMethods().ModelInfer.requestSerialize(message))).toBe(
       text(1, "ensemble") +
@@ -166,7 +190,9 @@ describe("gRPC messages (kserve_v2.proto via proto-loader)", () => {
   });
 
   it("refuses an input whose data does not fill its shape before anything is sent", () => {
-    expect(() => toModelInferRequest("m", { inputs: [{ name: "x", datatype: "UINT32", shape: [2], data: [1] }] })).toThrow(/holds 2 elements, got 1/);
+    expect(() =>
+      toModelInferRequest("m", { inputs: [{ name: "x", datatype: "UINT32", shape: [2], data: [1] }] }),
+    ).toThrow(/holds 2 elements, got 1/);
   });
 
   it("decodes ModelInferResponse wire bytes into tensors, UINT64 beyond 2^53 intact", () => {
@@ -186,12 +212,19 @@ describe("gRPC messages (kserve_v2.proto via proto-loader)", () => {
     expect(response.modelName).toBe("ensemble");
     expect(response.modelVersion).toBe("1");
     expect(response.id).toBe("req-9");
-    expect(response.outputs.get("output_token_count")).toEqual({ name: "output_token_count", datatype: "UINT32", shape: [1, 1], data: [7] });
+    expect(response.outputs.get("output_token_count")).toEqual({
+      name: "output_token_count",
+      datatype: "UINT32",
+      shape: [1, 1],
+      data: [7],
+    });
     expect(response.outputs.get("seed")?.data).toEqual([big]);
   });
 
   it("refuses a response whose raw_output_contents do not match its outputs", () => {
-    const message = kserveMethods().ModelInfer.responseDeserialize(Buffer.from(field(5, spec("o", "FP32", [1])), "hex"));
+    const message = kserveMethods().ModelInfer.responseDeserialize(
+      Buffer.from(field(5, spec("o", "FP32", [1])), "hex"),
+    );
     expect(message.id).toBe("");
     expect(() => fromModelInferResponse(message)).toThrow(/1 outputs but 0 raw_output_contents/);
   });

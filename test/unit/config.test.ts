@@ -23,7 +23,12 @@ function onlyProblem(cfg: RawConfig): ConfigProblem {
 function gptjConfig(): RawConfig {
   return {
     model: { preset: "gpt-j-6b", source: { huggingface: { repo: "EleutherAI/gpt-j-6b", revision: GPTJ_REVISION } } },
-    build: { backendCommit: BACKEND_COMMIT, ftCommit: FT_COMMIT, builderInstanceType: "g5.4xlarge", sshAllowedCidrs: ["198.51.100.7/32"] },
+    build: {
+      backendCommit: BACKEND_COMMIT,
+      ftCommit: FT_COMMIT,
+      builderInstanceType: "g5.4xlarge",
+      sshAllowedCidrs: ["198.51.100.7/32"],
+    },
     serving: { instanceType: "g5.12xlarge", tensorParallel: 2 },
   };
 }
@@ -52,7 +57,10 @@ describe("defaults and overrides", () => {
   });
 
   it("takes overrides, and gemm defaults follow serving", () => {
-    const cfg = withOverrides(gpt2Config(), { serving: { maxBatchSize: 4, maxInputLen: 256, replicas: 3 }, gemm: { beamWidth: 2 } });
+    const cfg = withOverrides(gpt2Config(), {
+      serving: { maxBatchSize: 4, maxInputLen: 256, replicas: 3 },
+      gemm: { beamWidth: 2 },
+    });
     const { stack } = resolveStack(cfg, noSecrets);
     expect(stack?.config.serving.replicas).toBe(3);
     expect(stack?.gemm).toEqual({ batchSize: 4, beamWidth: 2, maxInputLen: 256 });
@@ -63,7 +71,17 @@ describe("defaults and overrides", () => {
     cfg.model = {
       family: "gptneox",
       source: { huggingface: { repo: "EleutherAI/pythia-160m", revision: "50f5173d932e8e61f858120bcb800b97af589f46" } },
-      arch: { layers: 12, hidden: 768, heads: 12, ffn: 3072, vocab: 50304, rotaryDims: 16, maxPositions: 2048, startId: 0, endId: 0 },
+      arch: {
+        layers: 12,
+        hidden: 768,
+        heads: 12,
+        ffn: 3072,
+        vocab: 50304,
+        rotaryDims: 16,
+        maxPositions: 2048,
+        startId: 0,
+        endId: 0,
+      },
     };
     const { stack, problems } = resolveStack(cfg, noSecrets);
     expect(problems).toEqual([]);
@@ -114,20 +132,42 @@ describe("validation rules (one test each, exact messages)", () => {
   });
 
   it("weights that do not fit in GPU memory", () => {
-    const cfg = withOverrides(gptjConfig(), { serving: { instanceType: "g5.2xlarge", tensorParallel: 1, maxBatchSize: 64, maxInputLen: 1024, maxOutputLen: 1024 } });
+    const cfg = withOverrides(gptjConfig(), {
+      serving: {
+        instanceType: "g5.2xlarge",
+        tensorParallel: 1,
+        maxBatchSize: 64,
+        maxInputLen: 1024,
+        maxOutputLen: 1024,
+      },
+    });
     const p = onlyProblem(cfg);
     expect(p.key).toBe("triton-ft:serving.tensorParallel");
-    expect(p.message).toMatch(/^leaves \d+(\.\d)? GiB per GPU \(weights 11\.\d GiB \+ KV cache \d+(\.\d)? GiB \+ headroom \d+(\.\d)? GiB\) but g5\.2xlarge has 22\.1 GiB usable per GPU$/);
-    expect(p.fix).toBe("raise serving.tensorParallel, lower serving.maxBatchSize / maxInputLen / maxOutputLen, or pick a GPU with more memory");
+    expect(p.message).toMatch(
+      /^leaves \d+(\.\d)? GiB per GPU \(weights 11\.\d GiB \+ KV cache \d+(\.\d)? GiB \+ headroom \d+(\.\d)? GiB\) but g5\.2xlarge has 22\.1 GiB usable per GPU$/,
+    );
+    expect(p.fix).toBe(
+      "raise serving.tensorParallel, lower serving.maxBatchSize / maxInputLen / maxOutputLen, or pick a GPU with more memory",
+    );
   });
 
   it("the same model fits once split over more GPUs", () => {
-    const cfg = withOverrides(gptjConfig(), { serving: { instanceType: "g5.12xlarge", tensorParallel: 4, maxBatchSize: 16, maxInputLen: 1024, maxOutputLen: 1024 } });
+    const cfg = withOverrides(gptjConfig(), {
+      serving: {
+        instanceType: "g5.12xlarge",
+        tensorParallel: 4,
+        maxBatchSize: 16,
+        maxInputLen: 1024,
+        maxOutputLen: 1024,
+      },
+    });
     expect(problemsOf(cfg)).toEqual([]);
   });
 
   it("builder GPU model differs from the serving GPU model", () => {
-    const p = onlyProblem(withOverrides(gptjConfig(), { serving: { instanceType: "p4d.24xlarge", tensorParallel: 8 } }));
+    const p = onlyProblem(
+      withOverrides(gptjConfig(), { serving: { instanceType: "p4d.24xlarge", tensorParallel: 8 } }),
+    );
     expect(p).toMatchObject({
       key: "triton-ft:build.builderInstanceType",
       value: "g5.4xlarge",
@@ -157,12 +197,19 @@ describe("validation rules (one test each, exact messages)", () => {
     const cfg = gpt2Config();
     delete cfg.build?.backendCommit;
     const p = onlyProblem(cfg);
-    expect(p).toMatchObject({ key: "triton-ft:build.backendCommit", value: undefined, message: "is required: the build must be reproducible" });
+    expect(p).toMatchObject({
+      key: "triton-ft:build.backendCommit",
+      value: undefined,
+      message: "is required: the build must be reproducible",
+    });
   });
 
   it("a branch name where a pinned Hugging Face revision is required (KoGPT's branch)", () => {
     const cfg = gpt2Config();
-    cfg.model = { preset: "kogpt-6b", source: { huggingface: { repo: "kakaobrain/kogpt", revision: "KoGPT6B-ryan1.5b-float16" } } };
+    cfg.model = {
+      preset: "kogpt-6b",
+      source: { huggingface: { repo: "kakaobrain/kogpt", revision: "KoGPT6B-ryan1.5b-float16" } },
+    };
     cfg.build = { ...cfg.build, builderInstanceType: "g5.4xlarge" };
     cfg.serving = { instanceType: "g5.4xlarge" };
     const p = onlyProblem(cfg);
@@ -179,9 +226,16 @@ describe("validation rules (one test each, exact messages)", () => {
     expect(p).toMatchObject({
       key: "triton-ft:serving.allowedCidrs",
       value: [],
-      message: "is empty while serving.loadBalancerScheme is internet-facing, which would open the endpoint to the whole internet",
+      message:
+        "is empty while serving.loadBalancerScheme is internet-facing, which would open the endpoint to the whole internet",
     });
-    expect(problemsOf(withOverrides(gpt2Config(), { serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] } }))).toEqual([]);
+    expect(
+      problemsOf(
+        withOverrides(gpt2Config(), {
+          serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] },
+        }),
+      ),
+    ).toEqual([]);
   });
 
   it("SSH open to the world, or not reachable at all", () => {
@@ -195,24 +249,48 @@ describe("validation rules (one test each, exact messages)", () => {
 
   it("lengths beyond the model's positions", () => {
     const p = onlyProblem(withOverrides(gpt2Config(), { serving: { maxInputLen: 900, maxOutputLen: 200 } }));
-    expect(p).toMatchObject({ key: "triton-ft:serving.maxInputLen", value: 900, message: "plus serving.maxOutputLen (200) exceeds the model's 1024 positions" });
+    expect(p).toMatchObject({
+      key: "triton-ft:serving.maxInputLen",
+      value: 900,
+      message: "plus serving.maxOutputLen (200) exceeds the model's 1024 positions",
+    });
   });
 
   it("unknown preset, unknown key and schema errors", () => {
-    const cfg: RawConfig = { ...gpt2Config(), model: { preset: "llama-7b", source: { huggingface: { repo: "x/y", revision: "main" } } } };
+    const cfg: RawConfig = {
+      ...gpt2Config(),
+      model: { preset: "llama-7b", source: { huggingface: { repo: "x/y", revision: "main" } } },
+    };
     const problems = problemsOf(cfg);
     expect(problems.map((p) => p.key)).toContain("triton-ft:model.preset");
     const schema = problemsOf({ ...gpt2Config(), servng: {}, serving: { replicas: 0, loadBalancerScheme: "public" } });
-    expect(schema.map((p) => p.key).sort()).toEqual(["triton-ft:serving.loadBalancerScheme", "triton-ft:serving.replicas", "triton-ft:servng"]);
-    expect(schema.find((p) => p.key === "triton-ft:serving.loadBalancerScheme")?.fix).toBe("use one of: internal, internet-facing");
+    expect(schema.map((p) => p.key).sort()).toEqual([
+      "triton-ft:serving.loadBalancerScheme",
+      "triton-ft:serving.replicas",
+      "triton-ft:servng",
+    ]);
+    expect(schema.find((p) => p.key === "triton-ft:serving.loadBalancerScheme")?.fix).toBe(
+      "use one of: internal, internet-facing",
+    );
   });
 
   it("cluster and network mode prerequisites", () => {
     const cluster = problemsOf(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }));
     expect(cluster.map((p) => p.key)).toEqual(["triton-ft:kubeconfig"]);
-    expect(problemsOf(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), { hfToken: false, kubeconfig: true })).toEqual([]);
-    const network = problemsOf(withOverrides(gpt2Config(), { network: { mode: "existing", privateSubnetIds: ["subnet-1"] } }));
-    expect(network.map((p) => p.key)).toEqual(["triton-ft:network.vpcId", "triton-ft:network.publicSubnetIds", "triton-ft:network.privateSubnetIds"]);
+    expect(
+      problemsOf(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), {
+        hfToken: false,
+        kubeconfig: true,
+      }),
+    ).toEqual([]);
+    const network = problemsOf(
+      withOverrides(gpt2Config(), { network: { mode: "existing", privateSubnetIds: ["subnet-1"] } }),
+    );
+    expect(network.map((p) => p.key)).toEqual([
+      "triton-ft:network.vpcId",
+      "triton-ft:network.publicSubnetIds",
+      "triton-ft:network.privateSubnetIds",
+    ]);
   });
 
   it("a provided SSH public key without its private key secret", () => {
@@ -241,13 +319,18 @@ describe("validation rules (one test each, exact messages)", () => {
     expect(problems).toHaveLength(4);
     const text = formatProblems("prod", problems);
     expect(text.split("\n")[0]).toBe('triton-ft: 4 configuration problems in stack "prod" (nothing was created):');
-    expect(text).toContain('  1. triton-ft:build.ftCommit = "v5.3": looks like a branch, tag or short SHA where a pinned commit is required.\n     fix: use the full 40-hex commit SHA');
+    expect(text).toContain(
+      '  1. triton-ft:build.ftCommit = "v5.3": looks like a branch, tag or short SHA where a pinned commit is required.\n     fix: use the full 40-hex commit SHA',
+    );
   });
 });
 
 describe("the Pulumi program", () => {
   it("fails at preview with the aggregated report and registers nothing", async () => {
-    const cfg = withOverrides(gpt2Config(), { serving: { instanceType: "g5.bogus", tensorParallel: 5 }, build: { ftCommit: "main" } });
+    const cfg = withOverrides(gpt2Config(), {
+      serving: { instanceType: "g5.bogus", tensorParallel: 5 },
+      build: { ftCommit: "main" },
+    });
     let resources = -1;
     await expect(
       runProgram(cfg).then((r) => {
@@ -258,7 +341,9 @@ describe("the Pulumi program", () => {
   });
 
   it("passes secrets through without exposing them to validation", async () => {
-    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), { secrets: { kubeconfig: "apiVersion: v1\ncontexts: [{name: c, context: {cluster: team}}]\ncurrent-context: c\n" } });
+    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), {
+      secrets: { kubeconfig: "apiVersion: v1\ncontexts: [{name: c, context: {cluster: team}}]\ncurrent-context: c\n" },
+    });
     expect(run.outputs.modelFamily).toBe("gpt");
   });
 });

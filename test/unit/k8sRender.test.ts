@@ -20,7 +20,14 @@ import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib
 
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
 const LAUNCH = {
-  argv: ["mpirun", "-n", "1", "--allow-run-as-root", "/opt/tritonserver/bin/tritonserver", "--model-repository=/models"],
+  argv: [
+    "mpirun",
+    "-n",
+    "1",
+    "--allow-run-as-root",
+    "/opt/tritonserver/bin/tritonserver",
+    "--model-repository=/models",
+  ],
   env: { CUDA_VISIBLE_DEVICES: "0" },
   workingDir: "/workspace",
 };
@@ -43,7 +50,14 @@ function gptjConfig(): RawConfig {
 }
 
 function render(cfg: RawConfig, extra: Partial<RenderInput> = {}): TritonManifests {
-  return renderManifests({ stack: resolved(cfg), stackName: "test", image: DIGEST, launch: LAUNCH, serviceMonitor: false, ...extra });
+  return renderManifests({
+    stack: resolved(cfg),
+    stackName: "test",
+    image: DIGEST,
+    launch: LAUNCH,
+    serviceMonitor: false,
+    ...extra,
+  });
 }
 
 function container(m: TritonManifests) {
@@ -123,9 +137,9 @@ describe("rendered workload", () => {
   });
 
   it("refuses an image that is not pinned by digest", () => {
-    expect(() => render(gpt2Config(), { image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/x/server:latest" })).toThrow(
-      /must be pinned by digest/,
-    );
+    expect(() =>
+      render(gpt2Config(), { image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/x/server:latest" }),
+    ).toThrow(/must be pinned by digest/);
   });
 
   it("requests TP GPUs, CPU and memory from the plan, memory limit equal to request", () => {
@@ -142,7 +156,9 @@ describe("rendered workload", () => {
   it("mounts a sized memory-backed /dev/shm", () => {
     const m = render(gptjConfig());
     expect(container(m).volumeMounts).toEqual([{ name: "dshm", mountPath: "/dev/shm" }]);
-    expect(m.deployment.spec?.template.spec?.volumes).toEqual([{ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "768Mi" } }]);
+    expect(m.deployment.spec?.template.spec?.volumes).toEqual([
+      { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "768Mi" } },
+    ]);
   });
 
   it("probes startup and readiness on /v2/health/ready and liveness on /v2/health/live", () => {
@@ -196,20 +212,28 @@ describe("rendered workload", () => {
   it("puts only the metrics port on a ClusterIP Service", () => {
     const m = render(gpt2Config());
     expect(m.metricsService.spec?.type).toBe("ClusterIP");
-    expect(m.metricsService.spec?.ports).toEqual([{ name: "metrics", port: 8002, targetPort: "metrics", protocol: "TCP" }]);
+    expect(m.metricsService.spec?.ports).toEqual([
+      { name: "metrics", port: 8002, targetPort: "metrics", protocol: "TCP" },
+    ]);
   });
 
   it("protects capacity with a PodDisruptionBudget", () => {
-    expect(render(gptjConfig()).podDisruptionBudget.spec).toMatchObject({ minAvailable: 2, unhealthyPodEvictionPolicy: "AlwaysAllow" });
+    expect(render(gptjConfig()).podDisruptionBudget.spec).toMatchObject({
+      minAvailable: 2,
+      unhealthyPodEvictionPolicy: "AlwaysAllow",
+    });
     expect(render(gpt2Config()).podDisruptionBudget.spec?.minAvailable).toBe(1);
   });
 
   it("renders a ServiceMonitor for the metrics Service only when asked", () => {
     expect(render(gpt2Config()).serviceMonitor).toBeUndefined();
     const m = render(gpt2Config(), { serviceMonitor: true });
-    expect(m.serviceMonitor?.spec.endpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }]);
+    expect(m.serviceMonitor?.spec.endpoints).toEqual([
+      { port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" },
+    ]);
     const metricsLabels = m.metricsService.metadata?.labels ?? {};
-    for (const [k, v] of Object.entries(m.serviceMonitor?.spec.selector.matchLabels ?? {})) expect(metricsLabels[k]).toBe(v);
+    for (const [k, v] of Object.entries(m.serviceMonitor?.spec.selector.matchLabels ?? {}))
+      expect(metricsLabels[k]).toBe(v);
     // The NLB Service must not match: it carries no metrics port.
     expect(m.service.metadata?.labels?.["app.kubernetes.io/component"]).not.toBe("metrics");
   });
@@ -255,9 +279,9 @@ describe("load balancer Service", () => {
 
     const s = resolved(cfg);
     s.config.serving.allowedCidrs = [];
-    expect(() => renderManifests({ stack: s, stackName: "t", image: DIGEST, launch: LAUNCH, serviceMonitor: false })).toThrow(
-      /internet-facing load balancer needs serving.allowedCidrs/,
-    );
+    expect(() =>
+      renderManifests({ stack: s, stackName: "t", image: DIGEST, launch: LAUNCH, serviceMonitor: false }),
+    ).toThrow(/internet-facing load balancer needs serving.allowedCidrs/);
   });
 
   it("restricts an internal NLB to allowed CIDRs when they are given", () => {

@@ -66,10 +66,33 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
   it("h2oGPT 6.9B, TP1 on g5.2xlarge: GPT-NeoX converter in fp16 after sharding the checkpoint", () => {
     const p = planFor("h2ogpt-tp1-g5.2xlarge");
     const w = `${W}/h2ogpt-oig-oasst1-512-6-9b`;
-    expect(execArgv(p.conversion.steps, "consolidate")).toEqual(["python3", `${SCRIPTS}/consolidate_checkpoint.py`, "--input", `${w}/source`, "--output", `${w}/stage`, "--layout", "shards", "--min-shards", "2"]);
+    expect(execArgv(p.conversion.steps, "consolidate")).toEqual([
+      "python3",
+      `${SCRIPTS}/consolidate_checkpoint.py`,
+      "--input",
+      `${w}/source`,
+      "--output",
+      `${w}/stage`,
+      "--layout",
+      "shards",
+      "--min-shards",
+      "2",
+    ]);
     expect(execArgv(p.conversion.steps, "convert")).toEqual([
-      "python3", `${FT}/gptneox/utils/huggingface_gptneox_convert.py`,
-      "-i", `${w}/stage`, "-o", `${w}/convert.tmp`, "-i_g", "1", "-m_n", "h2ogpt-oig-oasst1-512-6-9b", "-p", "4", "-weight_data_type", "fp16",
+      "python3",
+      `${FT}/gptneox/utils/huggingface_gptneox_convert.py`,
+      "-i",
+      `${w}/stage`,
+      "-o",
+      `${w}/convert.tmp`,
+      "-i_g",
+      "1",
+      "-m_n",
+      "h2ogpt-oig-oasst1-512-6-9b",
+      "-p",
+      "4",
+      "-weight_data_type",
+      "fp16",
     ]);
     expect(p.conversion.steps.map((s) => s.id)).not.toContain("fp16");
     // batch beam max_input head_num size_per_head inter vocab dtype tp
@@ -80,12 +103,35 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
   it("KoGPT, TP1 on g5.4xlarge: GPT-J converter with --n-layers, fp16 rewrite, gemm with KoGPT's 64512 vocab", () => {
     const p = planFor("kogpt-tp1-g5.4xlarge");
     const w = `${W}/kogpt-6b`;
-    expect(execArgv(p.conversion.steps, "consolidate")).toEqual(["python3", `${SCRIPTS}/consolidate_checkpoint.py`, "--input", `${w}/source`, "--output", `${w}/stage`, "--layout", "single"]);
-    expect(execArgv(p.conversion.steps, "convert")).toEqual([
-      "python3", `${FT}/gptj/utils/huggingface_gptj_ckpt_convert.py`,
-      "--ckpt-dir", `${w}/stage`, "--output-dir", `${w}/convert.tmp`, "--n-inference-gpus", "1", "--n-layers", "28",
+    expect(execArgv(p.conversion.steps, "consolidate")).toEqual([
+      "python3",
+      `${SCRIPTS}/consolidate_checkpoint.py`,
+      "--input",
+      `${w}/source`,
+      "--output",
+      `${w}/stage`,
+      "--layout",
+      "single",
     ]);
-    expect(execArgv(p.conversion.steps, "fp16")).toEqual(["python3", `${SCRIPTS}/to_fp16.py`, `${w}/convert.tmp/1-gpu`, "--expected", `${w}/expected-weights.any-type.json`]);
+    expect(execArgv(p.conversion.steps, "convert")).toEqual([
+      "python3",
+      `${FT}/gptj/utils/huggingface_gptj_ckpt_convert.py`,
+      "--ckpt-dir",
+      `${w}/stage`,
+      "--output-dir",
+      `${w}/convert.tmp`,
+      "--n-inference-gpus",
+      "1",
+      "--n-layers",
+      "28",
+    ]);
+    expect(execArgv(p.conversion.steps, "fp16")).toEqual([
+      "python3",
+      `${SCRIPTS}/to_fp16.py`,
+      `${w}/convert.tmp/1-gpu`,
+      "--expected",
+      `${w}/expected-weights.any-type.json`,
+    ]);
     const anyType = p.conversion.steps.find((s) => s.id === "expected-weights-any-type");
     const anyTypeJson = anyType && anyType.kind === "write-file" ? JSON.parse(anyType.content) : undefined;
     expect(anyTypeJson.config).not.toHaveProperty("weight_data_type");
@@ -98,23 +144,59 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
     const p = planFor("gptj-jax-tp4-g5.12xlarge");
     const w = `${W}/gpt-j-6b-jax`;
     expect(execArgv(p.conversion.steps, "convert")).toEqual([
-      "python3", `${FT}/gptj/utils/gptj_ckpt_convert.py`, "--ckpt-dir", `${w}/source/`, "--output-dir", `${w}/convert.tmp`, "--n-inference-gpus", "4",
+      "python3",
+      `${FT}/gptj/utils/gptj_ckpt_convert.py`,
+      "--ckpt-dir",
+      `${w}/source/`,
+      "--output-dir",
+      `${w}/convert.tmp`,
+      "--n-inference-gpus",
+      "4",
     ]);
     const ini = p.conversion.steps.find((s) => s.id === "config-ini");
     expect(ini).toMatchObject({ kind: "write-file", path: `${w}/convert.tmp/4-gpu/config.ini` });
     expect(ini && ini.kind === "write-file" ? ini.content : "").toBe(
       "[gptj]\nmodel_name = gpt-j-6b-jax\nhead_num = 16\nsize_per_head = 256\ninter_size = 16384\nnum_layer = 28\nrotary_embedding = 64\nvocab_size = 50400\nstart_id = 50256\nend_id = 50256\nweight_data_type = fp32\n\n",
     );
-    expect(p.conversion.steps.map((s) => s.id)).toEqual(["clean", "expected-weights", "convert", "config-ini", "expected-weights-any-type", "fp16", "verify", "swap-prepare", "swap-ensure", "swap-aside", "swap-in", "swap-cleanup"]);
+    expect(p.conversion.steps.map((s) => s.id)).toEqual([
+      "clean",
+      "expected-weights",
+      "convert",
+      "config-ini",
+      "expected-weights-any-type",
+      "fp16",
+      "verify",
+      "swap-prepare",
+      "swap-ensure",
+      "swap-aside",
+      "swap-in",
+      "swap-cleanup",
+    ]);
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "16", "256", "16384", "50400", "1", "4"]);
     expect(p.launch.env).toEqual({ CUDA_VISIBLE_DEVICES: "0,1,2,3" });
-    expect(p.model.tokenizerSource).toEqual({ repo: "EleutherAI/gpt-j-6b", revision: "47e169305d2e8376be1d31e765533382721b2cc1" });
+    expect(p.model.tokenizerSource).toEqual({
+      repo: "EleutherAI/gpt-j-6b",
+      revision: "47e169305d2e8376be1d31e765533382721b2cc1",
+    });
   });
 
   it("GPT-2, TP1: GPT converter in fp16 straight from the snapshot", () => {
     const p = planFor("gpt2-tp1-g5.xlarge");
     expect(execArgv(p.conversion.steps, "convert")).toEqual([
-      "python3", `${FT}/gpt/utils/huggingface_gpt_convert.py`, "-i", `${W}/gpt2/source`, "-o", `${W}/gpt2/convert.tmp`, "-i_g", "1", "-t_g", "1", "-p", "1", "-weight_data_type", "fp16",
+      "python3",
+      `${FT}/gpt/utils/huggingface_gpt_convert.py`,
+      "-i",
+      `${W}/gpt2/source`,
+      "-o",
+      `${W}/gpt2/convert.tmp`,
+      "-i_g",
+      "1",
+      "-t_g",
+      "1",
+      "-p",
+      "1",
+      "-weight_data_type",
+      "fp16",
     ]);
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "12", "64", "3072", "50257", "1", "1"]);
   });
@@ -122,10 +204,25 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
   it("CodeGen-2B-mono, TP2 on g5.12xlarge: re-laid out as GPT-J, then the GPT-J converter with 32 layers", () => {
     const p = planFor("codegen-2b-mono-tp2-g5.12xlarge");
     const w = `${W}/codegen-2b-mono`;
-    expect(execArgv(p.conversion.steps, "codegen-to-gptj")).toEqual(["python3", `${SCRIPTS}/codegen_to_gptj.py`, "--input", `${w}/source`, "--output", `${w}/stage`]);
+    expect(execArgv(p.conversion.steps, "codegen-to-gptj")).toEqual([
+      "python3",
+      `${SCRIPTS}/codegen_to_gptj.py`,
+      "--input",
+      `${w}/source`,
+      "--output",
+      `${w}/stage`,
+    ]);
     expect(execArgv(p.conversion.steps, "convert")).toEqual([
-      "python3", `${FT}/gptj/utils/huggingface_gptj_ckpt_convert.py`,
-      "--ckpt-dir", `${w}/stage`, "--output-dir", `${w}/convert.tmp`, "--n-inference-gpus", "2", "--n-layers", "32",
+      "python3",
+      `${FT}/gptj/utils/huggingface_gptj_ckpt_convert.py`,
+      "--ckpt-dir",
+      `${w}/stage`,
+      "--output-dir",
+      `${w}/convert.tmp`,
+      "--n-inference-gpus",
+      "2",
+      "--n-layers",
+      "32",
     ]);
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "32", "80", "10240", "51200", "1", "2"]);
     expect(p.model.ftModelType).toBe("GPT-J");
@@ -138,7 +235,14 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "16", "256", "16384", "50400", "1", "8"]);
     expect(p.serving.customAllReduce).toBe(true);
     expect(p.launch).toEqual({
-      argv: ["mpirun", "-n", "1", "--allow-run-as-root", "/opt/tritonserver/bin/tritonserver", "--model-repository=/opt/triton-ft/model-repository"],
+      argv: [
+        "mpirun",
+        "-n",
+        "1",
+        "--allow-run-as-root",
+        "/opt/tritonserver/bin/tritonserver",
+        "--model-repository=/opt/triton-ft/model-repository",
+      ],
       env: { CUDA_VISIBLE_DEVICES: "0,1,2,3,4,5,6,7" },
       workingDir: "/workspace",
     });
@@ -149,12 +253,19 @@ describe("seed cases: rendered configs and plan (golden files)", () => {
   for (const c of SEED_CASES) {
     it(c.title, () => {
       const plan = buildPlan(resolve(c.config));
-      for (const f of plan.modelRepository.files) golden(`${c.id}/${f.path.replace("/config.pbtxt", ".pbtxt")}`, f.content);
+      for (const f of plan.modelRepository.files)
+        golden(`${c.id}/${f.path.replace("/config.pbtxt", ".pbtxt")}`, f.content);
       const core = {
-        conversion: plan.conversion.steps.map((s) => (s.kind === "exec" ? { id: s.id, runIn: s.runIn, argv: s.argv } : { id: s.id, write: s.path })),
+        conversion: plan.conversion.steps.map((s) =>
+          s.kind === "exec" ? { id: s.id, runIn: s.runIn, argv: s.argv } : { id: s.id, write: s.path },
+        ),
         gemm: plan.gemm.argv,
         launch: plan.launch,
-        expectedWeights: { section: plan.expectedWeights.section, config: plan.expectedWeights.config, fileCount: plan.expectedWeights.files.length },
+        expectedWeights: {
+          section: plan.expectedWeights.section,
+          config: plan.expectedWeights.config,
+          fileCount: plan.expectedWeights.files.length,
+        },
       };
       golden(`${c.id}/plan-core.json`, JSON.stringify(core, null, 2) + "\n");
     });
@@ -171,10 +282,18 @@ describe("conversion traps", () => {
     expect(execArgv(steps, "clean")).toEqual(["rm", "-rf", `${W}/kogpt-6b/convert.tmp`, `${W}/kogpt-6b/stage`]);
     expect(ids.indexOf("verify")).toBeGreaterThan(ids.indexOf("fp16"));
     expect(ids.indexOf("swap-in")).toBeGreaterThan(ids.indexOf("verify"));
-    expect(execArgv(steps, "verify")).toEqual(["python3", `${SCRIPTS}/verify_weights.py`, `${W}/kogpt-6b/convert.tmp/1-gpu`, "--expected", `${W}/kogpt-6b/expected-weights.json`]);
+    expect(execArgv(steps, "verify")).toEqual([
+      "python3",
+      `${SCRIPTS}/verify_weights.py`,
+      `${W}/kogpt-6b/convert.tmp/1-gpu`,
+      "--expected",
+      `${W}/kogpt-6b/expected-weights.json`,
+    ]);
     expect(execArgv(steps, "swap-in")).toEqual(["mv", "-T", `${W}/kogpt-6b/convert.tmp`, `${W}/kogpt-6b/ft`]);
     const written = steps.find((s) => s.id === "expected-weights");
-    expect(written && written.kind === "write-file" ? JSON.parse(written.content) : undefined).toEqual(planFor("kogpt-tp1-g5.4xlarge").expectedWeights);
+    expect(written && written.kind === "write-file" ? JSON.parse(written.content) : undefined).toEqual(
+      planFor("kogpt-tp1-g5.4xlarge").expectedWeights,
+    );
   });
 
   it("passes the real layer count to the GPT-J converter of a non-28-layer model", () => {
@@ -184,7 +303,17 @@ describe("conversion traps", () => {
         family: "gptj",
         name: "tiny-gptj",
         source: { huggingface: { repo: "example/tiny-gptj", revision: "1234567890abcdef1234567890abcdef12345678" } },
-        arch: { layers: 12, hidden: 1024, heads: 16, ffn: 4096, vocab: 50400, rotaryDims: 32, maxPositions: 2048, startId: 50256, endId: 50256 },
+        arch: {
+          layers: 12,
+          hidden: 1024,
+          heads: 16,
+          ffn: 4096,
+          vocab: 50400,
+          rotaryDims: 32,
+          maxPositions: 2048,
+          startId: 50256,
+          endId: 50256,
+        },
       },
     });
     const argv = execArgv(buildPlan(resolve(cfg)).conversion.steps, "convert");
@@ -193,17 +322,23 @@ describe("conversion traps", () => {
 
   it("turns custom all-reduce on only at TP8 over NVSwitch", () => {
     const j = SEED_CASES.find((s) => s.id === "gptj-tp8-p4d.24xlarge")?.config as RawConfig;
-    const g5tp8 = withOverrides(j, { build: { builderInstanceType: "g5.4xlarge" }, serving: { instanceType: "g5.48xlarge", tensorParallel: 8 } });
+    const g5tp8 = withOverrides(j, {
+      build: { builderInstanceType: "g5.4xlarge" },
+      serving: { instanceType: "g5.48xlarge", tensorParallel: 8 },
+    });
     const p4dtp4 = withOverrides(j, { serving: { tensorParallel: 4 } });
     expect(buildPlan(resolve(g5tp8)).serving.customAllReduce).toBe(false);
     expect(buildPlan(resolve(p4dtp4)).serving.customAllReduce).toBe(false);
-    expect(planFor("gptj-tp8-p4d.24xlarge").modelRepository.files.find((f) => f.path === "fastertransformer/config.pbtxt")?.content).toMatch(
-      /key: "enable_custom_all_reduce"\n\s+value \{\n\s+string_value: "1"/,
-    );
+    expect(
+      planFor("gptj-tp8-p4d.24xlarge").modelRepository.files.find((f) => f.path === "fastertransformer/config.pbtxt")
+        ?.content,
+    ).toMatch(/key: "enable_custom_all_reduce"\n\s+value \{\n\s+string_value: "1"/);
   });
 
   it("derives gemm batch and input length from the gemm config, defaulting to serving", () => {
-    const p = buildPlan(resolve(withOverrides(gpt2, { serving: { maxBatchSize: 16, maxInputLen: 256 }, gemm: { beamWidth: 2 } })));
+    const p = buildPlan(
+      resolve(withOverrides(gpt2, { serving: { maxBatchSize: 16, maxInputLen: 256 }, gemm: { beamWidth: 2 } })),
+    );
     expect(p.gemm.argv.slice(1, 4)).toEqual(["16", "2", "256"]);
     const q = buildPlan(resolve(withOverrides(gpt2, { gemm: { batchSize: 4, maxInputLen: 64 } })));
     expect(q.gemm.argv.slice(1, 4)).toEqual(["4", "1", "64"]);
@@ -232,7 +367,8 @@ describe("conversion traps", () => {
 describe("fastertransformer stand-in", () => {
   it("differs from the real config only in the backend", () => {
     const stack = resolve(SEED_CASES[0].config);
-    const real = buildPlan(stack).modelRepository.files.find((f) => f.path === "fastertransformer/config.pbtxt")?.content ?? "";
+    const real =
+      buildPlan(stack).modelRepository.files.find((f) => f.path === "fastertransformer/config.pbtxt")?.content ?? "";
     const opts = {
       family: stack.model.family,
       tensorParallel: 1,
@@ -260,7 +396,9 @@ describe("ensemble wiring", () => {
   };
 
   it("connects every step input to an ensemble input or an earlier output, with matching types", () => {
-    const available = new Map<string, { spec: TensorSpec; optional: boolean }>(ENSEMBLE_INPUTS.map((s) => [s.name, { spec: s, optional: !!s.optional }]));
+    const available = new Map<string, { spec: TensorSpec; optional: boolean }>(
+      ENSEMBLE_INPUTS.map((s) => [s.name, { spec: s, optional: !!s.optional }]),
+    );
     for (const step of ENSEMBLE_STEPS) {
       const m = models[step.model];
       for (const input of m.inputs) {
@@ -280,6 +418,7 @@ describe("ensemble wiring", () => {
         if (spec) available.set(target, { spec, optional: false });
       }
     }
-    for (const out of ENSEMBLE_OUTPUTS) expect(available.get(out.name)?.spec.dataType, `ensemble output ${out.name}`).toBe(out.dataType);
+    for (const out of ENSEMBLE_OUTPUTS)
+      expect(available.get(out.name)?.spec.dataType, `ensemble output ${out.name}`).toBe(out.dataType);
   });
 });

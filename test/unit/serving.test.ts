@@ -57,7 +57,11 @@ describe("stack-output contract", () => {
     expect(o.tensorParallel).toBe(1);
     expect(o.httpEndpoint).toMatch(/^http:\/\/[a-z0-9.-]+\.elb\.us-east-1\.amazonaws\.com:8000$/);
     expect(o.grpcEndpoint).toMatch(/^[a-z0-9.-]+\.elb\.us-east-1\.amazonaws\.com:8001$/);
-    expect(String(o.httpEndpoint).replace(/^http:\/\//, "").replace(/:8000$/, "")).toBe(String(o.grpcEndpoint).replace(/:8001$/, ""));
+    expect(
+      String(o.httpEndpoint)
+        .replace(/^http:\/\//, "")
+        .replace(/:8000$/, ""),
+    ).toBe(String(o.grpcEndpoint).replace(/:8001$/, ""));
     expect(o.serverImage).toMatch(DIGEST_REF);
     expect(o.tritonWithFtImage).toMatch(DIGEST_REF);
     expect(o.namespace).toBe("triton");
@@ -145,12 +149,18 @@ describe("create mode: EKS with a GPU node group", () => {
     const r = run.one("kubernetes:helm.sh/v3:Release", "cluster-aws-load-balancer-controller");
     const c = run.one("eks:index:Cluster");
     const clusterName = obj(c.state.eksCluster).name;
-    expect(r.inputs).toMatchObject({ chart: "aws-load-balancer-controller", version: "1.13.0", namespace: "kube-system" });
+    expect(r.inputs).toMatchObject({
+      chart: "aws-load-balancer-controller",
+      version: "1.13.0",
+      namespace: "kube-system",
+    });
     const values = obj(r.inputs.values);
     expect(values).toMatchObject({ clusterName, region: REGION, enableServiceMutatorWebhook: false });
     const role = run.one("aws:iam/role:Role", "cluster-lb-controller");
     expect(obj(obj(values.serviceAccount).annotations)["eks.amazonaws.com/role-arn"]).toBe(role.state.arn);
-    const trust = JSON.parse(String(role.inputs.assumeRolePolicy)) as { Statement: Array<{ Principal: Obj; Condition: { StringEquals: Obj } }> };
+    const trust = JSON.parse(String(role.inputs.assumeRolePolicy)) as {
+      Statement: Array<{ Principal: Obj; Condition: { StringEquals: Obj } }>;
+    };
     const issuer = String(c.state.oidcIssuer);
     expect(trust.Statement[0]?.Principal).toEqual({ Federated: c.state.oidcProviderArn });
     expect(trust.Statement[0]?.Condition.StringEquals).toEqual({
@@ -164,7 +174,13 @@ describe("create mode: EKS with a GPU node group", () => {
     const c = run.one("eks:index:Cluster");
     const vpcId = String(run.one("awsx:ec2:Vpc").state.vpcId);
     const doc = JSON.parse(String(policy.inputs.policy));
-    const expected = lbControllerPolicy({ partition: "aws", region: REGION, accountId: ACCOUNT, clusterName: String(obj(c.state.eksCluster).name), vpcId });
+    const expected = lbControllerPolicy({
+      partition: "aws",
+      region: REGION,
+      accountId: ACCOUNT,
+      clusterName: String(obj(c.state.eksCluster).name),
+      vpcId,
+    });
     expect(doc).toEqual(expected);
     const text = JSON.stringify(doc);
     expect(text).not.toMatch(/elasticloadbalancing:\*|ec2:\*/);
@@ -189,7 +205,12 @@ describe("workload under mocks", () => {
   beforeAll(async () => {
     run = await runProgram(
       withOverrides(gpt2Config(), {
-        serving: { instanceType: "g5.xlarge", loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"], replicas: 2 },
+        serving: {
+          instanceType: "g5.xlarge",
+          loadBalancerScheme: "internet-facing",
+          allowedCidrs: ["203.0.113.0/24"],
+          replicas: 2,
+        },
       }),
     );
   });
@@ -199,13 +220,20 @@ describe("workload under mocks", () => {
     const d = run.one("kubernetes:apps/v1:Deployment");
     expect(obj(d.inputs.metadata)).toMatchObject({ name: "triton-gpt2", namespace: "triton" });
     expect(obj(d.inputs.spec).replicas).toBe(2);
-    expect(run.byType("kubernetes:core/v1:Service").map((r) => obj(r.inputs.spec).type).sort()).toEqual(["ClusterIP", "LoadBalancer"]);
+    expect(
+      run
+        .byType("kubernetes:core/v1:Service")
+        .map((r) => obj(r.inputs.spec).type)
+        .sort(),
+    ).toEqual(["ClusterIP", "LoadBalancer"]);
     expect(obj(run.one("kubernetes:policy/v1:PodDisruptionBudget").inputs.spec).minAvailable).toBe(1);
   });
 
   it("passes the scheme and source ranges to the NLB Service", () => {
     const svc = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
-    expect(obj(obj(svc?.inputs.metadata).annotations)["service.beta.kubernetes.io/aws-load-balancer-scheme"]).toBe("internet-facing");
+    expect(obj(obj(svc?.inputs.metadata).annotations)["service.beta.kubernetes.io/aws-load-balancer-scheme"]).toBe(
+      "internet-facing",
+    );
     expect(obj(svc?.inputs.spec).loadBalancerSourceRanges).toEqual(["203.0.113.0/24"]);
   });
 
@@ -233,7 +261,9 @@ describe("existing clusters", () => {
       "current-context: team",
       "users: [{name: u, user: {}}]",
     ].join("\n");
-    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), { secrets: { kubeconfig } });
+    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), {
+      secrets: { kubeconfig },
+    });
     expect(run.byType("eks:index:Cluster")).toHaveLength(0);
     expect(run.byType("kubernetes:helm.sh/v3:Release")).toHaveLength(0);
     expect(run.one("pulumi:providers:kubernetes").inputs.kubeconfig).toBe(kubeconfig);
@@ -244,7 +274,9 @@ describe("existing clusters", () => {
   });
 
   it("stackReference mode: reads the named outputs of the other stack", async () => {
-    const run = await runProgram(withOverrides(gpt2Config(), { cluster: { mode: "stackReference", stackReference: "acme/platform/prod" } }));
+    const run = await runProgram(
+      withOverrides(gpt2Config(), { cluster: { mode: "stackReference", stackReference: "acme/platform/prod" } }),
+    );
     expect(run.one("pulumi:pulumi:StackReference").inputs.name).toBe("acme/platform/prod");
     expect(run.byType("eks:index:Cluster")).toHaveLength(0);
     expect(run.outputs.clusterName).toBe("shared-gpu");

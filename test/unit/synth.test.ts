@@ -29,7 +29,11 @@ function writeStack(name: string, config: RawConfig, extra: Record<string, unkno
 function run(argv: string[], writers?: readonly ArtifactWriter[]) {
   const out: string[] = [];
   const err: string[] = [];
-  const code = main(argv, { cwd: dir, repoRoot: REPO_ROOT, stdout: (l) => out.push(l), stderr: (l) => err.push(l) }, writers);
+  const code = main(
+    argv,
+    { cwd: dir, repoRoot: REPO_ROOT, stdout: (l) => out.push(l), stderr: (l) => err.push(l) },
+    writers,
+  );
   return { code, stdout: out.join("\n"), stderr: err.join("\n") };
 }
 
@@ -46,7 +50,12 @@ describe("synth", () => {
     }
     expect(fs.existsSync(path.join(out, "model-repository", "preprocessing", "1", "model.py"))).toBe(true);
     const plan = JSON.parse(fs.readFileSync(path.join(out, "plan.json"), "utf8"));
-    expect(plan).toMatchObject({ stack: "t", schemaVersion: 1, model: { name: "gpt2", family: "gpt" }, serving: { tensorParallel: 1 } });
+    expect(plan).toMatchObject({
+      stack: "t",
+      schemaVersion: 1,
+      model: { name: "gpt2", family: "gpt" },
+      serving: { tensorParallel: 1 },
+    });
     expect(plan.gemm.argv.slice(1)).toEqual(["8", "1", "512", "12", "64", "3072", "50257", "1", "1"]);
     expect(plan.expectedWeights.files).toHaveLength(148);
     expect(plan.launch.env).toEqual({ CUDA_VISIBLE_DEVICES: "0" });
@@ -58,7 +67,13 @@ describe("synth", () => {
   });
 
   it("rejects a model whose heads the TP size does not divide, and writes nothing", () => {
-    writeStack("bad", withOverrides(gpt2Config(), { build: { builderInstanceType: "g5.4xlarge" }, serving: { instanceType: "g5.48xlarge", tensorParallel: 8 } }));
+    writeStack(
+      "bad",
+      withOverrides(gpt2Config(), {
+        build: { builderInstanceType: "g5.4xlarge" },
+        serving: { instanceType: "g5.48xlarge", tensorParallel: 8 },
+      }),
+    );
     const r = run(["--stack", "bad"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('configuration problem in stack "bad"');
@@ -94,7 +109,11 @@ describe("synth", () => {
     const k8s: ArtifactWriter = {
       name: "k8s",
       owns: ["k8s"],
-      write: (ctx) => ({ files: [{ path: "k8s/ns.yaml", content: `name: ${ctx.plan.model.name}\n` }], plan: { k8s: { files: 1 } }, summary: ["k8s: 1 manifest"] }),
+      write: (ctx) => ({
+        files: [{ path: "k8s/ns.yaml", content: `name: ${ctx.plan.model.name}\n` }],
+        plan: { k8s: { files: 1 } },
+        summary: ["k8s: 1 manifest"],
+      }),
     };
     const r = run(["--stack", "t"], [modelRepositoryWriter, k8s]);
     expect(r.code).toBe(0);
@@ -109,12 +128,20 @@ describe("synth", () => {
       return captured;
     };
     const ctx = ctxOf();
-    const outside: ArtifactWriter = { name: "outside", owns: ["a"], write: () => ({ files: [{ path: "b/x", content: "" }] }) };
+    const outside: ArtifactWriter = {
+      name: "outside",
+      owns: ["a"],
+      write: () => ({ files: [{ path: "b/x", content: "" }] }),
+    };
     expect(() => synthesize(ctx, [outside])).toThrow(/outside the paths it owns/);
     const shadow: ArtifactWriter = { name: "shadow", owns: ["s"], write: () => ({ files: [], plan: { gemm: {} } }) };
     expect(() => synthesize(ctx, [shadow])).toThrow(/plan.json key gemm/);
     expect(() => synthesize(ctx, [modelRepositoryWriter, modelRepositoryWriter])).toThrow(/claims model-repository/);
-    const escape: ArtifactWriter = { name: "escape", owns: ["e"], write: () => ({ files: [{ path: "e/../../x", content: "" }] }) };
+    const escape: ArtifactWriter = {
+      name: "escape",
+      owns: ["e"],
+      write: () => ({ files: [{ path: "e/../../x", content: "" }] }),
+    };
     expect(() => synthesize(ctx, [escape])).toThrow(/unsafe path/);
   });
 });
@@ -155,11 +182,25 @@ describe("synth CLI", () => {
     const r = spawnSync(tsx, [cli, "--stack", "dev", "--out", out], { cwd: REPO_ROOT, encoding: "utf8" });
     expect(r.stderr).toBe("");
     expect(r.status).toBe(0);
-    expect(fs.readFileSync(path.join(out, "model-repository", "fastertransformer", "config.pbtxt"), "utf8")).toContain('string_value: "GPT"');
+    expect(fs.readFileSync(path.join(out, "model-repository", "fastertransformer", "config.pbtxt"), "utf8")).toContain(
+      'string_value: "GPT"',
+    );
   });
 
   it("exits 1 with the problem for heads not divisible by TP", () => {
-    writeStack("odd", withOverrides(gpt2Config(), { model: { preset: "gpt2-xl", source: { huggingface: { repo: "openai-community/gpt2-xl", revision: "15ea56dee5df4983c59b2538573817e1667135e2" } } }, build: { builderInstanceType: "g5.8xlarge" }, serving: { instanceType: "g5.12xlarge", tensorParallel: 2 } }));
+    writeStack(
+      "odd",
+      withOverrides(gpt2Config(), {
+        model: {
+          preset: "gpt2-xl",
+          source: {
+            huggingface: { repo: "openai-community/gpt2-xl", revision: "15ea56dee5df4983c59b2538573817e1667135e2" },
+          },
+        },
+        build: { builderInstanceType: "g5.8xlarge" },
+        serving: { instanceType: "g5.12xlarge", tensorParallel: 2 },
+      }),
+    );
     const r = spawnSync(tsx, [cli, "--stack", "odd"], { cwd: dir, encoding: "utf8" });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("triton-ft:serving.tensorParallel = 2: does not divide the model's 25 attention heads.");

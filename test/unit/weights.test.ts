@@ -4,7 +4,17 @@ import type { Family, ModelArch } from "../../infra/model/types";
 import { expectedConfigIni, expectedWeightFiles, expectedWeights } from "../../infra/plan/weights";
 
 /** A 2-layer model like the ones the facts sheet's complete file lists were measured on. */
-const tiny: ModelArch = { layers: 2, hidden: 64, heads: 4, ffn: 256, vocab: 1000, rotaryDims: 8, maxPositions: 128, startId: 0, endId: 0 };
+const tiny: ModelArch = {
+  layers: 2,
+  hidden: 64,
+  heads: 4,
+  ffn: 256,
+  vocab: 1000,
+  rotaryDims: 8,
+  maxPositions: 128,
+  startId: 0,
+  endId: 0,
+};
 
 // Counts from the facts sheet, config.ini included.
 const COMPLETE_SET: Array<[Family, number, number]> = [
@@ -36,18 +46,32 @@ describe("expected weight files", () => {
 
   it("has lm_head weight and bias for GPT-J, none for GPT-2 (tied to wte) which has wpe", () => {
     expect(names("gptj", 1)).toEqual(expect.arrayContaining(["model.lm_head.weight.bin", "model.lm_head.bias.bin"]));
-    expect(names("gptj", 1).some((n) => n.includes("post_attention_layernorm") || n.includes("query_key_value.bias"))).toBe(false);
+    expect(
+      names("gptj", 1).some((n) => n.includes("post_attention_layernorm") || n.includes("query_key_value.bias")),
+    ).toBe(false);
     expect(names("gpt", 1).some((n) => n.startsWith("model.lm_head"))).toBe(false);
     expect(names("gpt", 1)).toContain("model.wpe.bin");
   });
 
   it("splits exactly the tensor-parallel tensors per rank", () => {
     const tp2 = names("gptneox", 2);
-    for (const t of ["attention.dense.weight", "attention.query_key_value.bias", "attention.query_key_value.weight", "mlp.dense_h_to_4h.bias", "mlp.dense_h_to_4h.weight", "mlp.dense_4h_to_h.weight"]) {
+    for (const t of [
+      "attention.dense.weight",
+      "attention.query_key_value.bias",
+      "attention.query_key_value.weight",
+      "mlp.dense_h_to_4h.bias",
+      "mlp.dense_h_to_4h.weight",
+      "mlp.dense_4h_to_h.weight",
+    ]) {
       expect(tp2).toEqual(expect.arrayContaining([`model.layers.0.${t}.0.bin`, `model.layers.0.${t}.1.bin`]));
       expect(tp2).not.toContain(`model.layers.0.${t}.bin`);
     }
-    for (const t of ["attention.dense.bias", "mlp.dense_4h_to_h.bias", "input_layernorm.weight", "post_attention_layernorm.bias"]) {
+    for (const t of [
+      "attention.dense.bias",
+      "mlp.dense_4h_to_h.bias",
+      "input_layernorm.weight",
+      "post_attention_layernorm.bias",
+    ]) {
       expect(tp2).toContain(`model.layers.0.${t}.bin`);
     }
   });
@@ -82,7 +106,9 @@ describe("expected weight files", () => {
   });
 
   it("refuses a split FT cannot do", () => {
-    expect(() => expectedWeightFiles("gpt", { ...tiny, heads: 6, hidden: 60 }, 4)).toThrow(/6 attention heads cannot be split over 4 GPUs/);
+    expect(() => expectedWeightFiles("gpt", { ...tiny, heads: 6, hidden: 60 }, 4)).toThrow(
+      /6 attention heads cannot be split over 4 GPUs/,
+    );
     expect(() => expectedWeightFiles("gpt", tiny, 0)).toThrow(/positive integer/);
   });
 });
