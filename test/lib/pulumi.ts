@@ -17,6 +17,8 @@ export interface RecordedResource {
 
 export interface ProgramRun {
   resources: RecordedResource[];
+  /** URNs of every registered resource, as the mock monitor computed them (parent type included), sorted. */
+  urns: string[];
   outputs: Record<string, unknown>;
   /** Names of outputs that were secret. */
   secretOutputs: string[];
@@ -104,8 +106,11 @@ export async function runProgram(config: Record<string, unknown>, opts: RunOptio
     await waitForRPCs(pulumi.runtime).catch(() => undefined);
     throw err;
   }
+  const monitor = pulumi.runtime.getMonitor() as { getRegisteredResources?: () => Map<string, unknown> } | undefined;
+  const urns = [...(monitor?.getRegisteredResources?.().keys() ?? [])].sort();
   return {
     resources,
+    urns,
     outputs,
     secretOutputs,
     byType: (type) => resources.filter((r) => r.type === type),

@@ -1,0 +1,76 @@
+/**
+ * Pins the Pulumi resource names (URNs) of the committed stacks and of the
+ * other cluster/network modes. A URN change makes `pulumi up` replace the live
+ * resource (a new EKS cluster, a new builder that redoes every build step), so
+ * a refactor that renames or re-parents a resource must fail here; where a
+ * rename is wanted, give the resource `aliases` and update the snapshot in the
+ * same commit (UPDATE_URN_SNAPSHOTS=1 npx vitest run test/unit/urns.test.ts).
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parseStackFile } from "../../infra/synth/stackFile";
+import { runProgram, type RunOptions } from "../lib/pulumi";
+
+const ROOT = join(__dirname, "..", "..");
+const SNAPSHOTS = join(__dirname, "golden", "urns");
+const KUBECONFIG = JSON.stringify({
+  apiVersion: "v1",
+  clusters: [{ name: "c", cluster: { server: "https://k.example" } }],
+  contexts: [{ name: "c", context: { cluster: "shared-gpu" } }],
+  "current-context": "c",
+});
+
+function stackConfig(stack: string): Record<string, unknown> {
+  return parseStackFile(readFileSync(join(ROOT, `Pulumi.${stack}.yaml`), "utf8"), `Pulumi.${stack}.yaml`).raw;
+}
+
+interface Case {
+  name: string;
+  stack: string;
+  config: () => Record<string, unknown>;
+  secrets?: RunOptions["secrets"];
+}
+
+const CASES: Case[] = [
+  { name: "dev", stack: "dev", config: () => stackConfig("dev") },
+  { name: "prod", stack: "prod", config: () => stackConfig("prod") },
+  {
+    // The other modes of the serving and network sides, on the dev model.
+    name: "dev-kubeconfig-existing-network",
+    stack: "dev",
+    config: () => ({
+      ...stackConfig("dev"),
+      cluster: { mode: "kubeconfig" },
+      network: {
+        mode: "existing",
+        vpcId: "vpc-0123456789abcdef0",
+        publicSubnetIds: ["subnet-00000000000000000"],
+        privateSubnetIds: ["subnet-00000000000000001", "subnet-00000000000000002"],
+      },
+    }),
+    secrets: { kubeconfig: KUBECONFIG, hfToken: "hf_example" },
+  },
+  {
+    name: "dev-stackreference",
+    stack: "dev",
+    config: () => ({ ...stackConfig("dev"), cluster: { mode: "stackReference", stackReference: "acme/gpu/prod" } }),
+  },
+];
+
+describe("resource names (URNs) of the committed stacks", () => {
+  for (const c of CASES) {
+    it(`${c.name}: every URN is unchanged`, async () => {
+      const run = await runProgram(c.config(), { stack: c.stack, secrets: c.secrets });
+      const file = join(SNAPSHOTS, `${c.name}.json`);
+      if (process.env.UPDATE_URN_SNAPSHOTS === "1" || !existsSync(file)) {
+        // A missing snapshot is written once and still fails, so CI never passes on a fresh one.
+        writeFileSync(file, JSON.stringify(run.urns, null, 2) + "\n");
+        if (process.env.UPDATE_URN_SNAPSHOTS !== "1") throw new Error(`wrote missing URN snapshot ${file}; commit it`);
+      }
+      const pinned = JSON.parse(readFileSync(file, "utf8")) as string[];
+      expect(run.urns.length).toBeGreaterThan(20);
+      expect(run.urns).toEqual(pinned);
+    });
+  }
+});
