@@ -1,14 +1,32 @@
 /**
- * The composition root's body: config in, components wired, outputs out.
- * `index.ts` hands this function to the Pulumi runtime; tests call it directly
- * under mocks.
+ * The composition root's body: config in, one plan, components wired, outputs out.
+ *
+ *   Pulumi config -> resolved stack (loadStack) -> plan (buildPlan, once)
+ *     -> build side: Network, Registry, Builder, BuildPipeline (plan.buildSteps)
+ *     -> serving side: Cluster, TritonService (plan.kubernetes, plan.launch, the baked image)
+ *     -> stack outputs (infra/outputs.ts)
+ *
+ * Components receive slices of the plan and of the config (plus secrets and
+ * provider inputs), never the whole stack. `index.ts` hands this function to
+ * the Pulumi runtime; tests call it directly under mocks.
  */
+import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { createBuild } from "./components/build";
-import { createServing } from "./components/serving";
+import { BUILDER_SSH_USER } from "./cloud/builderHost";
+import { Builder } from "./components/builder";
+import { BuildPipeline } from "./components/buildPipeline";
+import { Cluster, type ClusterArgs, type ClusterNetwork } from "./components/cluster";
+import { Network } from "./components/network";
+import { Registry } from "./components/registry";
+import { TritonService } from "./components/tritonService";
 import { PROJECT } from "./config";
+import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
-import { loadStack } from "./stackConfig";
+import { buildPlan, type Plan } from "./plan";
+import { workloadInput } from "./plan/workload";
+import { REPO_ROOT, repoPathHasher } from "./repoFiles";
+import type { ResolvedStack } from "./stack";
+import { loadStack, validatedSecret, type StackSecrets } from "./stackConfig";
 import { stackTags } from "./tags";
 
 /**
@@ -19,23 +37,136 @@ export interface StackOutputs extends ContractOutputs {
   [key: string]: unknown;
 }
 
+/** What the serving side takes from the build side. */
+interface BuildSide {
+  network: ClusterNetwork;
+  serverImage: pulumi.Output<string>;
+  tritonWithFtImage: pulumi.Output<string>;
+  /** Stack outputs of the build side (names documented in README). */
+  outputs: Record<string, pulumi.Input<unknown>>;
+}
+
+/** Network, ECR, the GPU builder and the remote build pipeline. */
+function buildSide(
+  stack: ResolvedStack,
+  plan: Plan,
+  secrets: StackSecrets,
+  prefix: string,
+  tags: Record<string, string>,
+): BuildSide {
+  const b = stack.config.build;
+  const network = new Network("network", { network: stack.config.network, tags });
+  const registry = new Registry("registry", { namePrefix: prefix, tags });
+  const builder = new Builder("builder", {
+    instanceType: plan.build.builderInstanceType,
+    diskGiB: plan.build.builderDiskGiB,
+    amiId: b.builderAmiId,
+    sshAllowedCidrs: b.sshAllowedCidrs,
+    // Validation refused sshPublicKey without the sshPrivateKey secret.
+    sshKey: b.sshPublicKey
+      ? { publicKey: b.sshPublicKey, privateKey: validatedSecret(secrets, "sshPrivateKey") }
+      : undefined,
+    namePrefix: prefix,
+    vpcId: network.vpcId,
+    subnetId: network.publicSubnetIds.apply((ids) => {
+      const first = ids[0];
+      if (!first) throw new pulumi.ResourceError("the network has no public subnet for the builder", network);
+      return first;
+    }),
+    repositoryArns: [registry.tritonWithFt.arn, registry.server.arn],
+    tags,
+  });
+  const pipeline = new BuildPipeline("build", {
+    steps: plan.buildSteps,
+    connection: {
+      host: builder.publicIp,
+      user: BUILDER_SSH_USER,
+      privateKey: builder.privateKey,
+      // A fresh DLAMI instance takes minutes before sshd answers.
+      dialErrorLimit: 60,
+      perDialTimeout: 30,
+    },
+    instanceId: builder.instance.id,
+    region: aws.getRegionOutput().region,
+    ecrRegistry: registry.tritonWithFt.repositoryUrl.apply((u) => u.split("/")[0] ?? u),
+    tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
+    serverRepositoryUrl: registry.server.repositoryUrl,
+    secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
+    stopBuilderWhenDone: b.stopBuilderWhenDone,
+  });
+  const outputs: Record<string, pulumi.Input<unknown>> = {
+    vpcId: network.vpcId,
+    publicSubnetIds: network.publicSubnetIds,
+    privateSubnetIds: network.privateSubnetIds,
+    tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
+    serverRepositoryUrl: registry.server.repositoryUrl,
+    tritonWithFtImage: pipeline.tritonWithFtImage,
+    serverImage: pipeline.serverImage,
+    builderInstanceId: builder.instance.id,
+    builderPublicIp: builder.publicIp,
+    builderAmiId: builder.amiId,
+    buildStepHashes: Object.fromEntries(plan.buildSteps.map((s) => [s.id, s.inputHash])),
+  };
+  if (builder.generatedKey) outputs.builderPrivateKey = builder.privateKey;
+  return {
+    network,
+    serverImage: pipeline.serverImage,
+    tritonWithFtImage: pipeline.tritonWithFtImage,
+    outputs,
+  };
+}
+
+/** The cluster argument of the configured mode. */
+function clusterSource(stack: ResolvedStack, plan: Plan, secrets: StackSecrets, network: ClusterNetwork) {
+  const c = stack.config.cluster;
+  const source: ClusterArgs["cluster"] =
+    c.mode === "create"
+      ? {
+          mode: "create",
+          network,
+          kubernetesVersion: c.kubernetesVersion,
+          gpuInstanceType: plan.serving.instanceType,
+          gpuNodes: plan.kubernetes.gpuNodes,
+          gpuNodeDiskGiB: stack.nodeDiskGiB,
+        }
+      : c.mode === "kubeconfig"
+        ? { mode: "kubeconfig", kubeconfig: validatedSecret(secrets, "kubeconfig") }
+        : {
+            mode: "stackReference",
+            // Validation refused mode stackReference without it.
+            stackReference: c.stackReference ?? "",
+            kubeconfigOutput: c.kubeconfigOutput,
+            clusterNameOutput: c.clusterNameOutput,
+          };
+  return source;
+}
+
 export function program(): StackOutputs {
   const { stack, secrets } = loadStack();
-  const tags = stackTags(PROJECT, pulumi.getStack(), stack);
-  const build = createBuild(stack, secrets, tags);
-  const serving = createServing(stack, secrets, tags, {
-    network: build.network,
-    serverImage: build.pipeline.serverImage,
+  const stackName = pulumi.getStack();
+  const plan = buildPlan(stack, repoPathHasher(REPO_ROOT));
+  const tags = stackTags(PROJECT, stackName, stack);
+  const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
+  const cluster = new Cluster("cluster", { cluster: clusterSource(stack, plan, secrets, build.network), tags });
+  const triton = new TritonService("triton", {
+    workload: workloadInput(stack, stackName, plan.launch, plan.kubernetes),
+    image: build.serverImage,
+    provider: cluster.provider,
+    gpuReady: cluster.gpuReady,
+    loadBalancerReady: cluster.loadBalancerReady,
   });
-  const m = stack.model;
   return {
     ...build.outputs,
     modelName: "ensemble",
-    modelFamily: m.family,
-    modelSource: modelSourceUri(m.source),
-    tensorParallel: stack.config.serving.tensorParallel,
-    serverImage: build.pipeline.serverImage,
-    tritonWithFtImage: build.pipeline.tritonWithFtImage,
-    ...serving.outputs,
+    modelFamily: plan.model.family,
+    modelSource: modelSourceUri(plan.model.source),
+    tensorParallel: plan.serving.tensorParallel,
+    serverImage: build.serverImage,
+    tritonWithFtImage: build.tritonWithFtImage,
+    httpEndpoint: triton.httpEndpoint,
+    grpcEndpoint: triton.grpcEndpoint,
+    clusterName: cluster.clusterName,
+    namespace: triton.namespace,
+    kubeconfig: cluster.kubeconfig,
   };
 }

@@ -5,7 +5,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./config";
-import { ConfigError, resolveStack, type ResolvedStack } from "./validate";
+import { ConfigError, resolveStack } from "./validate";
+import type { ResolvedStack } from "./stack";
 
 export type StackSecrets = Partial<Record<SecretKey, pulumi.Output<string>>>;
 
@@ -31,4 +32,14 @@ export function loadStack(): LoadedStack {
   const { stack, problems } = resolveStack(raw, presence);
   if (!stack) throw new ConfigError(pulumi.getStack(), problems);
   return { stack, secrets };
+}
+
+/**
+ * A secret validation already required (e.g. sshPrivateKey with build.sshPublicKey):
+ * resolveStack refused the stack without it, so a miss here is a bug, not a config mistake.
+ */
+export function validatedSecret(secrets: StackSecrets, key: SecretKey): pulumi.Output<string> {
+  const value = secrets[key];
+  if (!value) throw new Error(`${PROJECT}: validation let the stack through without the ${key} secret`);
+  return value;
 }

@@ -1,6 +1,6 @@
 /**
- * Semantic validation of a parsed stack config, and the resolved view of the stack
- * that every plan is computed from. Runs before any resource is registered; it
+ * Semantic validation of a parsed stack config into the resolved stack
+ * (infra/stack.ts) that the plan is computed from. Runs before any resource is registered; it
  * collects every problem so a bad stack file is fixed in one round trip.
  */
 import { findGpuInstance, gpuInstanceTypes, type GpuInstance } from "./catalog/gpus";
@@ -15,36 +15,9 @@ import {
   toGiB,
   type GpuMemoryEstimate,
 } from "./model/sizing";
-import type { Family, ModelArch, ModelSource } from "./model/types";
+import type { Family, ModelSource } from "./model/types";
+import type { GemmShape, ResolvedModel, ResolvedStack } from "./stack";
 import { VPC_PREFIX_RANGE, vpcPrefix } from "./plan/network";
-
-export interface ResolvedModel {
-  name: string;
-  preset?: string;
-  family: Family;
-  source: ModelSource;
-  /** Where the tokenizer files come from when the weights source has none (JAX archive). */
-  tokenizerSource?: { repo: string; revision: string };
-  arch: ModelArch;
-}
-
-export interface GemmShape {
-  batchSize: number;
-  beamWidth: number;
-  maxInputLen: number;
-}
-
-export interface ResolvedStack {
-  config: StackConfig;
-  model: ResolvedModel;
-  servingInstance: GpuInstance;
-  builderInstance: GpuInstance;
-  gemm: GemmShape;
-  memory: GpuMemoryEstimate;
-  builderDiskGiB: number;
-  nodeDiskGiB: number;
-  secrets: SecretPresence;
-}
 
 export class ConfigError extends Error {
   constructor(

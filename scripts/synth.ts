@@ -2,14 +2,16 @@
  * npm run synth -- --stack <name> [--out <dir>]
  *
  * Offline: reads Pulumi.<name>.yaml, validates it with the same rules as the
- * Pulumi program, and writes the rendered model repository and plan.json to
- * <out> (default out/<name>), plus a short summary on stdout. Secrets print as
+ * Pulumi program, computes the plan once (as infra/program.ts does), and
+ * writes plan.json and what the artifact writers render from it to <out>
+ * (default out/<name>), plus a short summary on stdout. Secrets print as
  * [secret]; their values are never read.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { PROJECT } from "../infra/config";
 import { buildPlan } from "../infra/plan";
+import { repoPathHasher } from "../infra/repoFiles";
 import { ARTIFACT_WRITERS, synthesize, type ArtifactWriter, type SynthContext } from "../infra/synth/artifacts";
 import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
 import { formatProblems, resolveStack } from "../infra/validate";
@@ -63,7 +65,6 @@ function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
       ? `huggingface ${src.repo}@${src.revision}`
       : `archive ${src.url} (sha256 ${src.sha256})`;
   const a = plan.model.arch;
-  const convert = plan.conversion.steps.find((s) => s.id === "convert");
   const mem = plan.serving.gpuMemoryGiB;
   return [
     `model: ${plan.model.name} (${plan.model.family} -> FT ${plan.model.ftModelType}), ${source}`,
@@ -71,7 +72,7 @@ function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
     `serving: ${plan.serving.instanceType} (${plan.serving.gpuModel}), TP ${plan.serving.tensorParallel}, max batch ${plan.serving.maxBatchSize}, input/output ${plan.serving.maxInputLen}/${plan.serving.maxOutputLen}, custom all-reduce ${plan.serving.customAllReduce ? "on" : "off"}`,
     `GPU memory per GPU: ${mem.total} GiB (weights ${mem.weights}, KV cache ${mem.kvCache}, headroom ${mem.headroom}) of ${stack.servingInstance.gpuMemoryGiB} GiB`,
     `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk; triton_with_ft ${plan.build.tritonVersion}, SM ${plan.build.sm}`,
-    `convert: ${convert && convert.kind === "exec" ? convert.argv.join(" ") : plan.conversion.converter}`,
+    `convert: ${plan.conversion.phases.convert.argv.join(" ")}`,
     `expected weights: ${plan.expectedWeights.files.length} files + config.ini [${plan.expectedWeights.section}] -> image ${plan.conversion.serverCheckpointPath}`,
     `gpt_gemm: ${plan.gemm.argv.join(" ")}`,
     `launch: ${Object.entries(plan.launch.env)
@@ -122,7 +123,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   const ctx: SynthContext = {
     stackName: args.stack,
     stack,
-    plan: buildPlan(stack),
+    plan: buildPlan(stack, repoPathHasher(io.repoRoot)),
     readRepoFile(rel) {
       const p = path.join(io.repoRoot, rel);
       return fs.existsSync(p) ? fs.readFileSync(p, "utf8") : undefined;

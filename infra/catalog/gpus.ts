@@ -1,9 +1,27 @@
 /**
- * AWS GPU instance catalog: the facts the planner needs about each instance type.
- * Values are AWS's published specifications for the g5 and p4 families.
+ * AWS GPU catalog: the facts the planner needs about each GPU model and each
+ * instance type. Values are AWS's and NVIDIA's published specifications for
+ * the g5 and p4 families.
  */
 
 export type GpuModel = "A10G" | "A100-40GB" | "A100-80GB";
+
+/** Facts about each GPU model, whatever instance carries it. */
+export interface GpuModelFacts {
+  /** nvidia-smi's name for the model (a substring of `--query-gpu=name`); host-ready checks it. */
+  nvidiaSmiName: string;
+  /**
+   * Peak memory bandwidth in GB/s (NVIDIA data sheets). FT's decode step is
+   * bandwidth-bound: each generated token streams the GPU's weights and KV cache once.
+   */
+  memoryBandwidthGBps: number;
+}
+
+export const GPU_MODELS: Record<GpuModel, GpuModelFacts> = {
+  A10G: { nvidiaSmiName: "A10G", memoryBandwidthGBps: 600 },
+  "A100-40GB": { nvidiaSmiName: "A100-SXM4-40GB", memoryBandwidthGBps: 1555 },
+  "A100-80GB": { nvidiaSmiName: "A100-SXM4-80GB", memoryBandwidthGBps: 2039 },
+};
 
 export interface GpuInstance {
   type: string;

@@ -7,70 +7,28 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as tls from "@pulumi/tls";
-import type { ResolvedStack } from "../validate";
-import { SECRET_ENV } from "../plan/steps";
-
-/** Name filter of the DLAMI: Ubuntu 22.04, open NVIDIA driver, Docker + NVIDIA runtime. */
-export const DLAMI_NAME_FILTER = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*";
-export const BUILDER_SSH_USER = "ubuntu";
+import { DLAMI_NAME_FILTER, builderUserData } from "../cloud/builderHost";
+import { EC2_ASSUME_ROLE_POLICY, builderEcrPolicy } from "../cloud/iam";
 
 export interface BuilderArgs {
-  stack: ResolvedStack;
+  /** EC2 GPU instance type (catalog-checked: the serving GPU model, enough RAM to convert). */
+  instanceType: string;
+  /** Root volume in GiB (the plan's build.builderDiskGiB). */
+  diskGiB: number;
+  /** Pinned AMI; unset, the newest DLAMI matching DLAMI_NAME_FILTER (and later DLAMIs are ignored). */
+  amiId?: string;
+  /** CIDRs allowed to SSH in (validated: never empty, never 0.0.0.0/0). */
+  sshAllowedCidrs: readonly string[];
+  /** A provided key pair (build.sshPublicKey + the sshPrivateKey secret); unset, one is generated. */
+  sshKey?: { publicKey: string; privateKey: pulumi.Output<string> };
+  /** `<project>-<stack>`: prefix of the key pair, role and instance names. */
   namePrefix: string;
   vpcId: pulumi.Input<string>;
+  /** A public subnet of that VPC. */
   subnetId: pulumi.Input<string>;
   /** ARNs of the two repositories the builder may push to and pull from. */
   repositoryArns: pulumi.Input<string>[];
-  /** Private key matching `build.sshPublicKey` (secret `sshPrivateKey`); required with it. */
-  providedPrivateKey?: pulumi.Output<string>;
   tags: Record<string, string>;
-}
-
-/** Pull and push on the named repositories only; the token call cannot be scoped. */
-export const ECR_REPOSITORY_ACTIONS = [
-  "ecr:BatchCheckLayerAvailability",
-  "ecr:BatchGetImage",
-  "ecr:GetDownloadUrlForLayer",
-  "ecr:DescribeImages",
-  "ecr:DescribeRepositories",
-  "ecr:ListImages",
-  "ecr:InitiateLayerUpload",
-  "ecr:UploadLayerPart",
-  "ecr:CompleteLayerUpload",
-  "ecr:PutImage",
-] as const;
-
-export function builderEcrPolicy(repositoryArns: string[]): string {
-  return JSON.stringify({
-    Version: "2012-10-17",
-    Statement: [
-      { Sid: "EcrLogin", Effect: "Allow", Action: ["ecr:GetAuthorizationToken"], Resource: "*" },
-      { Sid: "EcrPushPull", Effect: "Allow", Action: [...ECR_REPOSITORY_ACTIONS], Resource: repositoryArns },
-    ],
-  });
-}
-
-export const EC2_ASSUME_ROLE_POLICY = JSON.stringify({
-  Version: "2012-10-17",
-  Statement: [{ Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole" }],
-});
-
-/**
- * User data: the command provider hands `environment` values to sshd as SSH
- * "env" requests, which stock sshd drops unless AcceptEnv names them. Only the
- * secret variables are accepted, so the HF token reaches the fetch step without
- * ever being part of a command line.
- */
-export function builderUserData(): string {
-  return [
-    "#!/bin/bash",
-    "set -euo pipefail",
-    "cat > /etc/ssh/sshd_config.d/60-triton-ft.conf <<'CONF'",
-    `AcceptEnv ${SECRET_ENV.join(" ")}`,
-    "CONF",
-    "systemctl reload ssh || systemctl reload sshd",
-    "",
-  ].join("\n");
 }
 
 export class Builder extends pulumi.ComponentResource {
@@ -86,11 +44,10 @@ export class Builder extends pulumi.ComponentResource {
 
   constructor(name: string, args: BuilderArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:builder:Builder", name, {}, opts);
-    const { stack, tags } = args;
-    const build = stack.config.build;
+    const { tags } = args;
     const parent = { parent: this };
 
-    const pinnedAmi = build.builderAmiId;
+    const pinnedAmi = args.amiId;
     this.amiId = pinnedAmi
       ? pulumi.output(pinnedAmi)
       : aws.ec2
@@ -108,15 +65,10 @@ export class Builder extends pulumi.ComponentResource {
           )
           .apply((a) => a.id);
 
-    if (build.sshPublicKey !== undefined && args.providedPrivateKey === undefined) {
-      throw new Error(
-        "triton-ft: build.sshPublicKey is set but the secret sshPrivateKey is not; pulumi up needs the private key to run the build steps: pulumi config set --secret triton-ft:sshPrivateKey < key",
-      );
-    }
     let publicKey: pulumi.Output<string>;
-    if (build.sshPublicKey !== undefined && args.providedPrivateKey !== undefined) {
-      publicKey = pulumi.output(build.sshPublicKey);
-      this.privateKey = pulumi.secret(args.providedPrivateKey);
+    if (args.sshKey) {
+      publicKey = pulumi.output(args.sshKey.publicKey);
+      this.privateKey = pulumi.secret(args.sshKey.privateKey);
       this.generatedKey = false;
     } else {
       const key = new tls.PrivateKey(
@@ -139,7 +91,7 @@ export class Builder extends pulumi.ComponentResource {
       { vpcId: args.vpcId, description: "triton-ft builder: SSH from the allowed CIDRs only", tags },
       parent,
     );
-    build.sshAllowedCidrs.forEach((cidr, i) => {
+    args.sshAllowedCidrs.forEach((cidr, i) => {
       new aws.vpc.SecurityGroupIngressRule(
         `${name}-ssh-${i}`,
         {
@@ -192,7 +144,7 @@ export class Builder extends pulumi.ComponentResource {
       `${name}`,
       {
         ami: this.amiId,
-        instanceType: stack.builderInstance.type,
+        instanceType: args.instanceType,
         subnetId: args.subnetId,
         associatePublicIpAddress: true,
         vpcSecurityGroupIds: [this.securityGroup.id],
@@ -202,7 +154,7 @@ export class Builder extends pulumi.ComponentResource {
         metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
         rootBlockDevice: {
           volumeType: "gp3",
-          volumeSize: stack.builderDiskGiB,
+          volumeSize: args.diskGiB,
           encrypted: true,
           deleteOnTermination: true,
           // Above gp3's 3000 IOPS / 125 MiB/s baseline: multi-GB layer writes and

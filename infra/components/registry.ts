@@ -5,50 +5,14 @@
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { KEEP_IMAGES, lifecyclePolicy } from "../cloud/ecr";
+import { repositoryNames } from "../naming";
 
 export interface RegistryArgs {
-  /** `<project>-<stack>`, already lowercased; repository names derive from it. */
+  /** `<project>-<stack>` (naming.ts namePrefix); repository names derive from it. */
   namePrefix: string;
+  /** AWS tags for both repositories. */
   tags: Record<string, string>;
-}
-
-/** How many tagged images each repository keeps. */
-export const KEEP_IMAGES = { tritonWithFt: 5, server: 20 } as const;
-/** Untagged images (interrupted pushes, superseded manifests) go after this many days. */
-export const UNTAGGED_EXPIRY_DAYS = 7;
-
-/**
- * ECR lifecycle policy: untagged images first, then all but the newest `keep`.
- * The deployed server image is the newest unless `keep` newer bakes were pushed
- * since, so the count leaves room for rollbacks.
- */
-export function lifecyclePolicy(keep: number): string {
-  return JSON.stringify({
-    rules: [
-      {
-        rulePriority: 1,
-        description: `expire untagged images after ${UNTAGGED_EXPIRY_DAYS} days`,
-        selection: {
-          tagStatus: "untagged",
-          countType: "sinceImagePushed",
-          countUnit: "days",
-          countNumber: UNTAGGED_EXPIRY_DAYS,
-        },
-        action: { type: "expire" },
-      },
-      {
-        rulePriority: 2,
-        description: `keep the newest ${keep} images`,
-        selection: { tagStatus: "any", countType: "imageCountMoreThan", countNumber: keep },
-        action: { type: "expire" },
-      },
-    ],
-  });
-}
-
-/** ECR names: lowercase, may contain '/', '-', '_'. The stack namespace keeps stacks apart. */
-export function repositoryNames(namePrefix: string): { tritonWithFt: string; server: string } {
-  return { tritonWithFt: `${namePrefix}/triton_with_ft`, server: `${namePrefix}/server` };
 }
 
 export class Registry extends pulumi.ComponentResource {

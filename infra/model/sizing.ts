@@ -85,3 +85,24 @@ export function nodeDiskGiB(family: Family, arch: ModelArch): number {
 export function toGiB(bytes: number): number {
   return Math.round((bytes / GiB) * 10) / 10;
 }
+
+/**
+ * Free disk the fetch step insists on: the model-derived builder footprint
+ * before its 50 % headroom and the 40 GiB OS allowance (builderDiskGiB).
+ */
+export function fetchFreeDiskGiB(family: Family, arch: ModelArch): number {
+  return Math.ceil((builderDiskGiB(family, arch) - 40) / 1.5);
+}
+
+/**
+ * Free disk host-ready insists on: the triton_with_ft image plus as much again
+ * for its build layers. Model-independent on purpose: host-ready precedes the
+ * triton_with_ft build, so a model-derived number would rebuild the image on
+ * every model change.
+ */
+export const HOST_READY_FREE_DISK_GIB = Math.ceil((2 * TRITON_WITH_FT_IMAGE_BYTES) / GiB);
+
+/** Free disk the bake step insists on: the base image and the fp16 weights, twice (build context + image layer). */
+export function bakeFreeDiskGiB(family: Family, arch: ModelArch): number {
+  return Math.ceil((TRITON_WITH_FT_IMAGE_BYTES + 2 * fp16WeightBytes(family, arch)) / GiB);
+}

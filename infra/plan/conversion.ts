@@ -1,65 +1,88 @@
 /**
- * Conversion plan: the ordered commands that turn the fetched checkpoint into FT
- * weights for the planned tensor-parallel size, run from the pinned FT checkout
- * inside triton_with_ft. It encodes the converters' traps:
- * - they refuse an existing output folder, so every attempt converts into a
- *   fresh temp folder that replaces the previous result only once verified;
+ * Conversion plan: the phases `scripts/remote/convert.sh` runs, in its order,
+ * inside triton_with_ft, turning the fetched checkpoint into FT weights for the
+ * planned tensor-parallel size:
+ *
+ *   consolidate | re-layout  ->  convert  ->  config.ini  ->  fp16  ->  verify
+ *
+ * Each argv is exactly what the script executes, with placeholders only for
+ * the staging folders the script owns (CONVERT_PLACEHOLDERS): it converts into
+ * a fresh attempt folder, resumes after the last finished phase, and swaps the
+ * result into `outputDir` only once the verifier passed. The phases encode the
+ * converters' traps:
  * - the GPT-J converter reads one `pytorch_model.bin` and the GPT-NeoX one needs
  *   several `.bin` shards, so sharded/safetensors checkpoints are consolidated first;
+ * - CodeGen's fused qkv is re-laid out as a GPT-J checkpoint;
  * - the GPT-J converters always write fp32, so an fp16 rewrite follows;
  * - the GPT-J converter assumes 28 layers unless told otherwise;
- * - the JAX slim converter writes no config.ini, so the plan writes it;
+ * - the JAX slim converter writes no config.ini, so the plan ships one;
  * - a config.ini or weight set that does not match the planned architecture
  *   fails the verifier, which gates the bake.
  */
 import type { GpuInstance } from "../catalog/gpus";
 import type { Family, ModelArch } from "../model/types";
-import type { ResolvedModel } from "../validate";
+import type { ResolvedModel } from "../stack";
 import {
   BUILDER_CONVERT_SCRIPTS_DIR,
-  BUILDER_WORK_ROOT,
   FT_SOURCE_DIR,
-  builderWorkTree,
+  REMOTE,
   checkpointFolderName,
   serverCheckpointPath,
   type BuilderWorkTree,
 } from "./paths";
-import { expectedWeights, type ExpectedWeights } from "./weights";
+import type { ExpectedWeights } from "./weights";
 
-export type ConversionStep =
-  | {
-      id: string;
-      kind: "exec";
-      /** `host`: plain command on the builder; `triton_with_ft`: inside the image (see ConversionPlan.container). */
-      runIn: "host" | "triton_with_ft";
-      argv: string[];
-      description: string;
-    }
-  | { id: string; kind: "write-file"; path: string; content: string; description: string };
+/** The staging folders convert.sh owns, as the placeholders it substitutes in every phase's argv. */
+export const CONVERT_PLACEHOLDERS = {
+  /** The fetched checkpoint (the step's SOURCE_DIR). */
+  source: "{{SRC}}",
+  /** The attempt's converter output root; the weights land in `{{OUT}}/<TP>-gpu`. */
+  out: "{{OUT}}",
+  consolidateOut: "{{CONSOLIDATE_OUT}}",
+  relayoutOut: "{{RELAYOUT_OUT}}",
+  /** The shipped scripts root, mounted read-only in the container. */
+  scripts: "{{SCRIPTS}}",
+} as const;
+const P = CONVERT_PLACEHOLDERS;
 
-export interface ContainerMount {
-  hostPath: string;
-  containerPath: string;
-  readOnly: boolean;
+export interface ConversionPhase {
+  argv: string[];
+  description: string;
+  /** The project helper (repo-relative) the phase runs; editing it re-runs the convert step. */
+  helper?: string;
+}
+
+/** A file the plan ships to the builder for a phase. */
+export interface ShippedFile {
+  remotePath: string;
+  content: string;
+}
+
+export interface ConversionPhases {
+  consolidate?: ConversionPhase;
+  relayout?: ConversionPhase;
+  convert: ConversionPhase;
+  /** Installed into `{{OUT}}/<TP>-gpu` right after the converter (the JAX slim converter writes none). */
+  configIni?: ShippedFile & { description: string };
+  /** fp16 rewrite of the converter output; checks its input and result against the shipped `anyTypeExpected` list. */
+  fp16?: ConversionPhase & { anyTypeExpected: string };
+  verify: ConversionPhase;
 }
 
 export interface ConversionPlan {
   family: Family;
   sourceKind: "huggingface" | "archive";
-  /** The FT converter script this plan runs (absolute, inside triton_with_ft). */
+  /** The FT converter script the convert phase runs (absolute, inside triton_with_ft). */
   converter: string;
   tensorParallel: number;
-  work: BuilderWorkTree;
-  /** How `triton_with_ft` steps run: these mounts, no GPU (the converters work on the CPU). */
-  container: { image: "triton_with_ft"; mounts: ContainerMount[]; gpus: false };
-  steps: ConversionStep[];
-  /** Folder handed to the converter as its output root (it creates <N>-gpu inside). */
+  /** The fetched checkpoint on the builder (the step's SOURCE_DIR, `{{SRC}}`). */
+  sourceDir: string;
+  /** The verified result's root on the builder; the weights are in `checkpointDir`. */
   outputDir: string;
-  /** The verified result on the builder, copied into the server image by the bake step. */
   checkpointDir: string;
   /** Where that folder lives in the server image: model_checkpoint_path. */
   serverCheckpointPath: string;
-  expectedWeights: ExpectedWeights;
+  phases: ConversionPhases;
 }
 
 export const FT_CONVERTERS = {
@@ -70,11 +93,21 @@ export const FT_CONVERTERS = {
 } as const;
 
 /** The project's own helpers (scripts/convert/), shipped to the builder. */
+const helper = (file: string) => ({ repo: `scripts/convert/${file}`, builder: `${BUILDER_CONVERT_SCRIPTS_DIR}/${file}` });
 export const CONVERT_SCRIPTS = {
-  consolidate: `${BUILDER_CONVERT_SCRIPTS_DIR}/consolidate_checkpoint.py`,
-  codegenToGptj: `${BUILDER_CONVERT_SCRIPTS_DIR}/codegen_to_gptj.py`,
-  toFp16: `${BUILDER_CONVERT_SCRIPTS_DIR}/to_fp16.py`,
-  verify: `${BUILDER_CONVERT_SCRIPTS_DIR}/verify_weights.py`,
+  consolidate: helper("consolidate_checkpoint.py"),
+  codegenToGptj: helper("codegen_to_gptj.py"),
+  toFp16: helper("to_fp16.py"),
+  verify: helper("verify_weights.py"),
+} as const;
+
+/** Where the plan's files for the convert step are shipped on the builder. */
+export const CONVERT_FILES = {
+  expectedWeights: `${REMOTE.plan}/expected-weights.json`,
+  /** The dtype-agnostic expected-weights list (the fp16 rewrite's input check). */
+  expectedWeightsAnyType: `${REMOTE.plan}/expected-weights.any-type.json`,
+  /** The JAX slim plan's config.ini. */
+  configIni: `${REMOTE.plan}/config.ini`,
 } as const;
 
 /**
@@ -104,233 +137,227 @@ export function gptjConfigIni(modelName: string, arch: ModelArch): string {
   return `[gptj]\n${entries.map(([k, v]) => `${k} = ${v}`).join("\n")}\n\n`;
 }
 
-export function conversionPlan(model: ResolvedModel, tensorParallel: number, builder: GpuInstance): ConversionPlan {
-  const { family, arch } = model;
-  const work = builderWorkTree(model.name);
-  const tp = String(tensorParallel);
-  const expected = expectedWeights(family, arch, tensorParallel);
-  const converted = `${work.convertTmp}/${checkpointFolderName(tensorParallel)}`;
-  const procs = String(converterProcesses(builder));
-  const steps: ConversionStep[] = [];
-  const exec = (id: string, runIn: "host" | "triton_with_ft", argv: string[], description: string) =>
-    steps.push({ id, kind: "exec", runIn, argv, description });
+const json = (value: unknown) => JSON.stringify(value, null, 2) + "\n";
 
-  exec(
-    "clean",
-    "host",
-    ["rm", "-rf", work.convertTmp, work.stage],
-    "start from an empty temp output: the FT converters refuse an existing <N>-gpu folder",
-  );
-  steps.push({
-    id: "expected-weights",
-    kind: "write-file",
-    path: work.expectedWeights,
-    content: JSON.stringify(expected, null, 2) + "\n",
-    description: "the verifier's expected files, element counts and config.ini values",
-  });
+/** The converter's output folder inside the attempt: `{{OUT}}/<TP>-gpu`. */
+function convertedDir(tp: number): string {
+  return `${P.out}/${checkpointFolderName(tp)}`;
+}
 
-  // to_fp16.py verifies its fp32 input and its fp16 result against one list, so it
-  // gets the list without weight_data_type; the final verify checks fp16 itself.
-  const fp16Step = () => {
-    const anyType = Object.fromEntries(Object.entries(expected.config).filter(([key]) => key !== "weight_data_type"));
-    steps.push({
-      id: "expected-weights-any-type",
-      kind: "write-file",
-      path: work.expectedWeightsAnyType,
-      content: JSON.stringify({ ...expected, config: anyType }, null, 2) + "\n",
-      description: "the expected list without weight_data_type, for the fp16 rewrite's own checks",
-    });
-    exec(
-      "fp16",
-      "triton_with_ft",
-      ["python3", CONVERT_SCRIPTS.toFp16, converted, "--expected", work.expectedWeightsAnyType],
-      "rewrite the fp32 weights as fp16 and set weight_data_type (verified before and after)",
-    );
-  };
-
-  let converter: string;
-  if (model.source.kind === "archive") {
-    if (family !== "gptj") throw new Error(`archive sources are GPT-J JAX slim checkpoints, not ${family}`);
-    converter = FT_CONVERTERS.gptjJax;
-    // The slim converter hard-codes GPT-J 6B (28 layers) and appends "shard_<i>/"
-    // to --ckpt-dir verbatim, hence the trailing slash.
-    if (arch.layers !== 28) throw new Error(`the JAX slim converter only handles 28 layers, not ${arch.layers}`);
-    exec(
-      "convert",
-      "triton_with_ft",
-      [
-        "python3",
-        converter,
-        "--ckpt-dir",
-        `${work.source}/`,
-        "--output-dir",
-        work.convertTmp,
-        "--n-inference-gpus",
-        tp,
-      ],
-      "convert the mesh-transformer-jax slim shards (fp32 output)",
-    );
-    steps.push({
-      id: "config-ini",
-      kind: "write-file",
-      path: `${converted}/config.ini`,
-      content: gptjConfigIni(model.name, arch),
-      description: "the JAX slim converter writes no config.ini, and FT refuses to load without one",
-    });
-    fp16Step();
-  } else {
-    switch (family) {
-      case "gptneox":
-        converter = FT_CONVERTERS.gptneox;
-        exec(
-          "consolidate",
-          "triton_with_ft",
-          [
-            "python3",
-            CONVERT_SCRIPTS.consolidate,
-            "--input",
-            work.source,
-            "--output",
-            work.stage,
-            "--layout",
-            "shards",
-            "--min-shards",
-            "2",
-          ],
+function consolidatePhase(layout: "shards" | "single"): ConversionPhase {
+  const s = CONVERT_SCRIPTS.consolidate;
+  return layout === "shards"
+    ? {
+        argv: ["python3", s.builder, "--input", P.source, "--output", P.consolidateOut, "--layout", "shards", "--min-shards", "2"],
+        description:
           "give the GPT-NeoX converter >= 2 .bin shards (it crashes on safetensors-only or single-file checkpoints)",
-        );
-        exec(
-          "convert",
-          "triton_with_ft",
-          [
-            "python3",
-            converter,
-            "-i",
-            work.stage,
-            "-o",
-            work.convertTmp,
-            "-i_g",
-            tp,
-            "-m_n",
-            model.name,
-            "-p",
-            procs,
-            "-weight_data_type",
-            "fp16",
-          ],
-          "convert to FT GPT-NeoX weights in fp16",
-        );
-        break;
-      case "gptj":
-      case "codegen":
-        converter = FT_CONVERTERS.gptjHf;
-        if (family === "codegen") {
-          exec(
-            "codegen-to-gptj",
-            "triton_with_ft",
-            ["python3", CONVERT_SCRIPTS.codegenToGptj, "--input", work.source, "--output", work.stage],
-            "re-lay out CodeGen's fused qkv as a GPT-J checkpoint (one pytorch_model.bin)",
-          );
-        } else {
-          exec(
-            "consolidate",
-            "triton_with_ft",
-            [
-              "python3",
-              CONVERT_SCRIPTS.consolidate,
-              "--input",
-              work.source,
-              "--output",
-              work.stage,
-              "--layout",
-              "single",
-            ],
-            "give the GPT-J converter the single pytorch_model.bin it reads",
-          );
-        }
-        // --n-layers is always passed: the converter silently converts only 28 layers otherwise.
-        exec(
-          "convert",
-          "triton_with_ft",
-          [
-            "python3",
-            converter,
-            "--ckpt-dir",
-            work.stage,
-            "--output-dir",
-            work.convertTmp,
-            "--n-inference-gpus",
-            tp,
-            "--n-layers",
-            String(arch.layers),
-          ],
-          "convert to FT GPT-J weights (fp32 output)",
-        );
-        fp16Step();
-        break;
-      case "gpt":
-        converter = FT_CONVERTERS.gpt;
-        exec(
-          "convert",
-          "triton_with_ft",
-          [
-            "python3",
-            converter,
-            "-i",
-            work.source,
-            "-o",
-            work.convertTmp,
-            "-i_g",
-            tp,
-            "-t_g",
-            "1",
-            "-p",
-            procs,
-            "-weight_data_type",
-            "fp16",
-          ],
-          "convert to FT GPT weights in fp16",
-        );
-        break;
-    }
-  }
+        helper: s.repo,
+      }
+    : {
+        argv: ["python3", s.builder, "--input", P.source, "--output", P.consolidateOut, "--layout", "single"],
+        description: "give the GPT-J converter the single pytorch_model.bin it reads",
+        helper: s.repo,
+      };
+}
 
-  exec(
-    "verify",
-    "triton_with_ft",
-    ["python3", CONVERT_SCRIPTS.verify, converted, "--expected", work.expectedWeights],
-    "refuse an incomplete weight set or a config.ini that does not match the planned architecture",
-  );
-  // Swap: the previous verified result stays in place until the new one is complete.
-  exec("swap-prepare", "host", ["rm", "-rf", work.ftOld], "drop a leftover from an interrupted swap");
-  exec("swap-ensure", "host", ["mkdir", "-p", work.ft], "make sure there is a previous result to move aside");
-  exec("swap-aside", "host", ["mv", "-T", work.ft, work.ftOld], "move the previous result aside");
-  exec("swap-in", "host", ["mv", "-T", work.convertTmp, work.ft], "put the verified conversion in place");
-  exec(
-    "swap-cleanup",
-    "host",
-    ["rm", "-rf", work.ftOld, work.stage],
-    "free the disk held by the previous result and the staged checkpoint",
-  );
-
+function relayoutPhase(): ConversionPhase {
+  const s = CONVERT_SCRIPTS.codegenToGptj;
   return {
-    family,
-    sourceKind: model.source.kind,
-    converter,
-    tensorParallel,
-    work,
-    container: {
-      image: "triton_with_ft",
-      mounts: [
-        { hostPath: BUILDER_WORK_ROOT, containerPath: BUILDER_WORK_ROOT, readOnly: false },
-        { hostPath: BUILDER_CONVERT_SCRIPTS_DIR, containerPath: BUILDER_CONVERT_SCRIPTS_DIR, readOnly: true },
+    argv: ["python3", s.builder, "--input", P.source, "--output", P.relayoutOut],
+    description: "re-lay out CodeGen's fused qkv as a GPT-J checkpoint (one pytorch_model.bin)",
+    helper: s.repo,
+  };
+}
+
+/** to_fp16.py verifies its fp32 input and its fp16 result against one list: the expected weights without weight_data_type. */
+export function anyTypeExpectedWeights(expected: ExpectedWeights): ExpectedWeights {
+  const config = Object.fromEntries(Object.entries(expected.config).filter(([key]) => key !== "weight_data_type"));
+  return { ...expected, config };
+}
+
+function fp16Phase(tp: number): ConversionPhases["fp16"] {
+  const s = CONVERT_SCRIPTS.toFp16;
+  return {
+    argv: ["python3", s.builder, convertedDir(tp), "--expected", CONVERT_FILES.expectedWeightsAnyType],
+    description: "rewrite the fp32 weights as fp16 and set weight_data_type (verified before and after)",
+    helper: s.repo,
+    anyTypeExpected: CONVERT_FILES.expectedWeightsAnyType,
+  };
+}
+
+/** The verifier as convert.sh runs it: the shipped copy under `{{SCRIPTS}}`, against the shipped expected list. */
+function verifyPhase(tp: number): ConversionPhase {
+  return {
+    argv: [
+      "python3",
+      `${P.scripts}/convert/verify_weights.py`,
+      "--expected",
+      CONVERT_FILES.expectedWeights,
+      convertedDir(tp),
+    ],
+    description: "refuse an incomplete weight set or a config.ini that does not match the planned architecture",
+    helper: CONVERT_SCRIPTS.verify.repo,
+  };
+}
+
+/** The JAX slim converter: hard-codes GPT-J 6B (28 layers), appends `shard_<i>/` to --ckpt-dir verbatim. */
+function jaxSlimPhases(model: ResolvedModel, tp: number): ConversionPhases {
+  if (model.family !== "gptj") throw new Error(`archive sources are GPT-J JAX slim checkpoints, not ${model.family}`);
+  if (model.arch.layers !== 28)
+    throw new Error(`the JAX slim converter only handles 28 layers, not ${model.arch.layers}`);
+  return {
+    convert: {
+      argv: [
+        "python3",
+        FT_CONVERTERS.gptjJax,
+        "--ckpt-dir",
+        `${P.source}/`,
+        "--output-dir",
+        P.out,
+        "--n-inference-gpus",
+        String(tp),
       ],
-      gpus: false,
+      description: "convert the mesh-transformer-jax slim shards (fp32 output)",
     },
-    steps,
-    outputDir: work.convertTmp,
+    configIni: {
+      remotePath: CONVERT_FILES.configIni,
+      content: gptjConfigIni(model.name, model.arch),
+      description: "the JAX slim converter writes no config.ini, and FT refuses to load without one",
+    },
+    fp16: fp16Phase(tp),
+    verify: verifyPhase(tp),
+  };
+}
+
+function gptneoxPhases(model: ResolvedModel, tp: number, procs: string): ConversionPhases {
+  return {
+    consolidate: consolidatePhase("shards"),
+    convert: {
+      argv: [
+        "python3",
+        FT_CONVERTERS.gptneox,
+        "-i",
+        P.consolidateOut,
+        "-o",
+        P.out,
+        "-i_g",
+        String(tp),
+        "-m_n",
+        model.name,
+        "-p",
+        procs,
+        "-weight_data_type",
+        "fp16",
+      ],
+      description: "convert to FT GPT-NeoX weights in fp16",
+    },
+    verify: verifyPhase(tp),
+  };
+}
+
+/** GPT-J and CodeGen (re-laid out as GPT-J). --n-layers is always passed: the converter silently converts only 28 otherwise. */
+function gptjPhases(model: ResolvedModel, tp: number): ConversionPhases {
+  const codegen = model.family === "codegen";
+  return {
+    ...(codegen ? { relayout: relayoutPhase() } : { consolidate: consolidatePhase("single") }),
+    convert: {
+      argv: [
+        "python3",
+        FT_CONVERTERS.gptjHf,
+        "--ckpt-dir",
+        codegen ? P.relayoutOut : P.consolidateOut,
+        "--output-dir",
+        P.out,
+        "--n-inference-gpus",
+        String(tp),
+        "--n-layers",
+        String(model.arch.layers),
+      ],
+      description: "convert to FT GPT-J weights (fp32 output)",
+    },
+    fp16: fp16Phase(tp),
+    verify: verifyPhase(tp),
+  };
+}
+
+function gptPhases(tp: number, procs: string): ConversionPhases {
+  return {
+    convert: {
+      argv: [
+        "python3",
+        FT_CONVERTERS.gpt,
+        "-i",
+        P.source,
+        "-o",
+        P.out,
+        "-i_g",
+        String(tp),
+        "-t_g",
+        "1",
+        "-p",
+        procs,
+        "-weight_data_type",
+        "fp16",
+      ],
+      description: "convert to FT GPT weights in fp16",
+    },
+    verify: verifyPhase(tp),
+  };
+}
+
+function phasesFor(model: ResolvedModel, tp: number, builder: GpuInstance): ConversionPhases {
+  if (model.source.kind === "archive") return jaxSlimPhases(model, tp);
+  const procs = String(converterProcesses(builder));
+  switch (model.family) {
+    case "gptneox":
+      return gptneoxPhases(model, tp, procs);
+    case "gptj":
+    case "codegen":
+      return gptjPhases(model, tp);
+    case "gpt":
+      return gptPhases(tp, procs);
+  }
+}
+
+/** The converter script a phase list runs (its convert phase's program). */
+function converterOf(phases: ConversionPhases): string {
+  return phases.convert.argv[1] ?? "";
+}
+
+export function conversionPlan(
+  model: ResolvedModel,
+  tensorParallel: number,
+  builder: GpuInstance,
+  work: BuilderWorkTree,
+): ConversionPlan {
+  const phases = phasesFor(model, tensorParallel, builder);
+  return {
+    family: model.family,
+    sourceKind: model.source.kind,
+    converter: converterOf(phases),
+    tensorParallel,
+    sourceDir: work.source,
+    outputDir: work.ft,
     checkpointDir: `${work.ft}/${checkpointFolderName(tensorParallel)}`,
     serverCheckpointPath: serverCheckpointPath(tensorParallel),
-    expectedWeights: expected,
+    phases,
   };
+}
+
+/** Repo-relative project helpers the phases run (editing one re-runs convert), sorted. */
+export function conversionHelpers(plan: ConversionPlan): string[] {
+  const p = plan.phases;
+  const used = [p.consolidate, p.relayout, p.convert, p.fp16, p.verify].flatMap((phase) =>
+    phase?.helper ? [phase.helper] : [],
+  );
+  return [...new Set(used)].sort();
+}
+
+/** The files the convert step ships besides the expected-weights list, in shipping order. */
+export function conversionFiles(plan: ConversionPlan, expected: ExpectedWeights): ShippedFile[] {
+  const p = plan.phases;
+  return [
+    ...(p.configIni ? [{ remotePath: p.configIni.remotePath, content: p.configIni.content }] : []),
+    ...(p.fp16 ? [{ remotePath: p.fp16.anyTypeExpected, content: json(anyTypeExpectedWeights(expected)) }] : []),
+  ];
 }

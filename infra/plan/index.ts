@@ -1,16 +1,25 @@
 /**
- * The whole build-and-serve plan of a resolved stack, as one JSON-serialisable
- * object: what `synth` writes to plan.json and what the build and serving
- * components turn into resources.
+ * The one plan: everything derived from a resolved stack, computed once by the
+ * composition roots (infra/program.ts for `pulumi up`, scripts/synth.ts
+ * offline). The components receive slices of it and never recompute; `synth`
+ * writes it as plan.json (`planDocument`).
+ *
+ *   config -> resolved stack (validate.ts) -> plan (here) -> artifacts (render/) -> resources (components/) -> outputs
  */
+import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
+import type { WorkloadPlan } from "../render/k8s";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
-import type { ResolvedStack } from "../validate";
+import type { ResolvedStack } from "../stack";
 import { conversionPlan, type ConversionPlan } from "./conversion";
+import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
 import { launchPlan, type LaunchPlan } from "./launch";
-import { FAMILY_SERVING, MODEL_REPOSITORY_DIR, TOKENIZER_DIR, serverCheckpointPath } from "./paths";
-import type { ExpectedWeights } from "./weights";
+import { MODEL_REPOSITORY_DIR, TOKENIZER_DIR, builderWorkTree, serverCheckpointPath } from "./paths";
+import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition } from "./stepGraph";
+import { stepDefinitions } from "./steps";
+import { expectedWeights, type ExpectedWeights } from "./weights";
+import { planWorkload } from "./workload";
 
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -50,7 +59,9 @@ export interface Plan {
     builderDiskGiB: number;
     sm: number;
   };
+  fetch: FetchPlan;
   conversion: ConversionPlan;
+  /** The verifier's list: what a complete conversion holds (shipped to convert and bake). */
   expectedWeights: ExpectedWeights;
   gemm: GemmPlan;
   launch: LaunchPlan;
@@ -60,6 +71,14 @@ export interface Plan {
     tokenizerPath: string;
     checkpointPath: string;
   };
+  /** The Kubernetes workload's numbers (plan/workload.ts). */
+  kubernetes: WorkloadPlan;
+  /** The remote build steps in graph order, each with its input hash. */
+  buildSteps: BuildStep[];
+}
+
+export interface BuildStep extends StepDefinition {
+  inputHash: string;
 }
 
 const GiB = 1024 ** 3;
@@ -83,11 +102,29 @@ export function repositoryOptions(stack: ResolvedStack): RepositoryOptions {
   };
 }
 
-export function buildPlan(stack: ResolvedStack): Plan {
+/**
+ * The plan of a resolved stack. `hashPath` hashes repository files (the step
+ * scripts, images/, scripts/convert/) for the build steps' input hashes; the
+ * composition roots inject the file-system one (infra/repoFiles.ts).
+ */
+export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
   const { model, config } = stack;
   const tp = config.serving.tensorParallel;
   const repo = repositoryOptions(stack);
-  const conversion = conversionPlan(model, tp, stack.builderInstance);
+  const work = builderWorkTree(model.name);
+  const expected = expectedWeights(model.family, model.arch, tp);
+  const fetch = fetchPlan(model, work);
+  const conversion = conversionPlan(model, tp, stack.builderInstance, work);
+  const gemm = gemmPlan(model.arch, stack.gemm, tp, work.gemm);
+  const launch = launchPlan(tp);
+  const modelRepository = {
+    root: MODEL_REPOSITORY_DIR,
+    tokenizerPath: repo.tokenizerPath,
+    checkpointPath: repo.checkpointPath,
+    ...renderModelRepository(repo),
+  };
+  const steps = stepDefinitions({ stack, fetch, conversion, expectedWeights: expected, gemm, launch, modelRepository });
+  const hashes = stepInputHashes(steps, hashPath);
   const m = stack.memory;
   return {
     schemaVersion: PLAN_SCHEMA_VERSION,
@@ -125,15 +162,13 @@ export function buildPlan(stack: ResolvedStack): Plan {
       builderDiskGiB: stack.builderDiskGiB,
       sm: stack.servingInstance.sm,
     },
+    fetch,
     conversion,
-    expectedWeights: conversion.expectedWeights,
-    gemm: gemmPlan(model.arch, stack.gemm, tp, conversion.work.gemm),
-    launch: launchPlan(tp),
-    modelRepository: {
-      root: MODEL_REPOSITORY_DIR,
-      tokenizerPath: repo.tokenizerPath,
-      checkpointPath: repo.checkpointPath,
-      ...renderModelRepository(repo),
-    },
+    expectedWeights: expected,
+    gemm,
+    launch,
+    modelRepository,
+    kubernetes: planWorkload(stack),
+    buildSteps: topologicalOrder(steps).map((s) => ({ ...s, inputHash: hashes[s.id] })),
   };
 }

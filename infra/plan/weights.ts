@@ -7,7 +7,7 @@
  * facts sheet's complete lists for 2-layer models).
  */
 import type { Family, ModelArch } from "../model/types";
-import { FAMILY_SERVING } from "./paths";
+import { FAMILY_SERVING } from "../model/family";
 
 export interface ExpectedFile {
   name: string;

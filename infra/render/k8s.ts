@@ -1,50 +1,104 @@
 /**
- * Kubernetes manifests of the Triton workload as plain objects: Namespace,
- * Deployment, the NLB Service (HTTP 8000 + gRPC 8001), the in-cluster metrics
- * Service (8002), a PodDisruptionBudget and an optional ServiceMonitor.
+ * Kubernetes manifests of the Triton workload as plain objects, one function
+ * per manifest: Namespace, Deployment, the NLB Service (HTTP 8000 + gRPC 8001),
+ * the in-cluster metrics Service (8002), a PodDisruptionBudget and an optional
+ * ServiceMonitor.
  *
- * Pure: no Pulumi. The Pulumi component turns these objects into resources and
+ * Pure: no Pulumi. The TritonService component turns these objects into
+ * resources (rendering the Deployment with the real image reference) and
  * `synth` writes them as YAML, so what is reviewed offline is what is applied.
- * Every number comes from `planWorkload` (k8sPlan.ts).
+ * Every number comes from the plan's workload section (plan/workload.ts); this
+ * module declares the shape it needs (`WorkloadPlan`) and never computes one.
  */
 import type { INamespace } from "kubernetes-models/v1/Namespace";
 import type { IService } from "kubernetes-models/v1/Service";
 import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
+import type { IDeploymentSpec } from "kubernetes-models/apps/v1/DeploymentSpec";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { stringify } from "yaml";
 import { PROJECT } from "../config";
-import type { ResolvedStack } from "../validate";
-import { NLB_HEALTH_CHECK, mebibytes, millicores, planWorkload, type WorkloadPlan } from "./k8sPlan";
+import { isDigestRef, isSynthRef } from "../imageRef";
+import { mebibytes, millicores } from "./quantities";
+import { GPU_RESOURCE, gpuTolerations, instanceTypeAffinity } from "./scheduling";
 
 export const PORTS = { http: 8000, grpc: 8001, metrics: 8002 } as const;
 export const READY_PATH = "/v2/health/ready";
 export const LIVE_PATH = "/v2/health/live";
-export const GPU_RESOURCE = "nvidia.com/gpu";
-/** The taint the GPU node group carries; only pods that tolerate it land on the expensive nodes. */
-export const GPU_TAINT = { key: GPU_RESOURCE, value: "true", effect: "NoSchedule" } as const;
-/** Well-known node label every kubelet on EC2 sets: pins pods to the GPU model gpt_gemm was tuned on, in any cluster. */
-export const INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type";
 /** The AWS Load Balancer Controller's class: the in-tree controller ignores such Services. */
 export const NLB_LOAD_BALANCER_CLASS = "service.k8s.aws/nlb";
 /** Namespace label that makes the controller inject readiness gates: a new pod counts as ready only once the NLB sees it healthy. */
 export const READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject";
 const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
 
-/** What the container runs: the launch plan (infra/plan/launch.ts LaunchPlan has this shape). */
+/** NLB target-group health check on /v2/health/ready (AWS limits: interval 5-300 s, thresholds 2-10). */
+export const NLB_HEALTH_CHECK = {
+  intervalSeconds: 10,
+  timeoutSeconds: 6,
+  healthyThreshold: 2,
+  unhealthyThreshold: 2,
+} as const;
+
+/** The workload's numbers, as plan/workload.ts derives them (plan.json `kubernetes`). */
+export interface WorkloadPlan {
+  tensorParallel: number;
+  replicas: number;
+  podsPerNode: number;
+  /** GPU nodes: room for every replica plus the one surge pod a rolling update adds. */
+  gpuNodes: number;
+  cpuRequestMillis: number;
+  memoryRequestBytes: number;
+  shmBytes: number;
+  imageBytes: number;
+  pullSeconds: number;
+  loadSeconds: number;
+  /** startupProbe budget: load only (the kubelet probes a container only after its image is pulled). */
+  startupBudgetSeconds: number;
+  /** One pod from scheduling to serving through the NLB: pull + startup budget + NLB registration. */
+  podRolloutSeconds: number;
+  /** Longest a request admitted before SIGTERM can take: one running batch plus one queued batch. */
+  drainSeconds: number;
+  preStopSeconds: number;
+  terminationGracePeriodSeconds: number;
+  /** NLB keeps flows to a draining target this long: as long as the pod still serves. */
+  deregistrationDelaySeconds: number;
+  timeouts: { deploymentCreateSeconds: number; deploymentUpdateSeconds: number; serviceSeconds: number };
+}
+
+/** What the container runs: the plan's launch section (plan/launch.ts LaunchPlan has this shape). */
 export interface ContainerLaunch {
   argv: string[];
   env: Record<string, string>;
   workingDir: string;
 }
 
-export interface RenderInput {
-  stack: ResolvedStack;
+/** The load balancer settings of `serving` (validated: internet-facing comes with allowedCidrs). */
+export interface LoadBalancerSettings {
+  scheme: "internal" | "internet-facing";
+  allowedCidrs: readonly string[];
+  idleTimeoutSeconds: number;
+}
+
+/** Everything the manifests are rendered from, except the image (known only after the bake). */
+export interface WorkloadInput {
+  /** Model short name: the workload is `triton-<model>`. */
+  modelName: string;
   /** Pulumi stack name: part of the instance label so two stacks in one cluster stay apart. */
   stackName: string;
-  /** Server image, by digest (`<repo>@sha256:<hex>`); synth passes a marked `<repo>:synth` reference. */
-  image: string;
-  launch: ContainerLaunch;
+  /** Triton release, the `app.kubernetes.io/version` label. */
+  tritonVersion: string;
+  namespace: string;
+  /** Serving instance type: pods only run on it (gpt_gemm tuned on its GPU). */
+  instanceType: string;
+  loadBalancer: LoadBalancerSettings;
   serviceMonitor: boolean;
+  launch: ContainerLaunch;
+  workload: WorkloadPlan;
+}
+
+export interface RenderInput extends WorkloadInput {
+  /** Server image, by digest (`<repo>@sha256:<hex>`); synth passes its marked `<repo>:synth` placeholder. */
+  image: string;
 }
 
 export interface ServiceMonitor {
@@ -59,7 +113,6 @@ export interface ServiceMonitor {
 }
 
 export interface TritonManifests {
-  plan: WorkloadPlan;
   namespace: INamespace;
   deployment: IDeployment;
   service: IService;
@@ -68,35 +121,31 @@ export interface TritonManifests {
   serviceMonitor?: ServiceMonitor;
 }
 
-const DIGEST_REF = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
-const SYNTH_REF = /^[^\s@]+:synth$/;
-
 /** Kubernetes label values: at most 63 characters, alphanumeric at both ends. */
 function labelValue(v: string): string {
   return v.slice(0, 63).replace(/[^A-Za-z0-9]+$/, "");
 }
 
-export function workloadName(s: ResolvedStack): string {
-  return `triton-${s.model.name}`;
+export function workloadName(w: Pick<WorkloadInput, "modelName">): string {
+  return `triton-${w.modelName}`;
 }
 
 /** Labels that never change for the life of the Deployment: its selector (immutable). */
-export function selectorLabels(s: ResolvedStack, stackName: string): Record<string, string> {
+export function selectorLabels(w: Pick<WorkloadInput, "modelName" | "stackName">): Record<string, string> {
   return {
     "app.kubernetes.io/name": "tritonserver",
-    "app.kubernetes.io/instance": labelValue(`${s.model.name}-${stackName}`),
+    "app.kubernetes.io/instance": labelValue(`${w.modelName}-${w.stackName}`),
   };
 }
 
 /** Kubernetes recommended labels (app.kubernetes.io/*). */
 export function recommendedLabels(
-  s: ResolvedStack,
-  stackName: string,
+  w: Pick<WorkloadInput, "modelName" | "stackName" | "tritonVersion">,
   component = "inference-server",
 ): Record<string, string> {
   return {
-    ...selectorLabels(s, stackName),
-    "app.kubernetes.io/version": labelValue(s.config.build.tritonVersion),
+    ...selectorLabels(w),
+    "app.kubernetes.io/version": labelValue(w.tritonVersion),
     "app.kubernetes.io/component": component,
     "app.kubernetes.io/part-of": PROJECT,
     "app.kubernetes.io/managed-by": "pulumi",
@@ -104,13 +153,12 @@ export function recommendedLabels(
 }
 
 /** NLB annotations for the AWS Load Balancer Controller; scheme, health check, idle timeout, draining. */
-export function loadBalancerAnnotations(s: ResolvedStack, plan: WorkloadPlan): Record<string, string> {
-  const sv = s.config.serving;
-  const idle = `tcp.idle_timeout.seconds=${sv.idleTimeoutSeconds}`;
+export function loadBalancerAnnotations(lb: LoadBalancerSettings, workload: WorkloadPlan): Record<string, string> {
+  const idle = `tcp.idle_timeout.seconds=${lb.idleTimeoutSeconds}`;
   return {
     [`${ANN}type`]: "external",
     [`${ANN}nlb-target-type`]: "ip",
-    [`${ANN}scheme`]: sv.loadBalancerScheme,
+    [`${ANN}scheme`]: lb.scheme,
     [`${ANN}healthcheck-protocol`]: "http",
     [`${ANN}healthcheck-port`]: String(PORTS.http),
     [`${ANN}healthcheck-path`]: READY_PATH,
@@ -121,183 +169,200 @@ export function loadBalancerAnnotations(s: ResolvedStack, plan: WorkloadPlan): R
     [`${ANN}listener-attributes.TCP-${PORTS.http}`]: idle,
     [`${ANN}listener-attributes.TCP-${PORTS.grpc}`]: idle,
     // Keep flows to a draining pod as long as it still serves, then reset them rather than leave clients hanging.
-    [`${ANN}target-group-attributes`]: `deregistration_delay.timeout_seconds=${plan.deregistrationDelaySeconds},deregistration_delay.connection_termination.enabled=true`,
+    [`${ANN}target-group-attributes`]: `deregistration_delay.timeout_seconds=${workload.deregistrationDelaySeconds},deregistration_delay.connection_termination.enabled=true`,
     // Pods per AZ are uneven with few replicas; cross-zone keeps every healthy pod reachable from every NLB node.
     [`${ANN}attributes`]: "load_balancing.cross_zone.enabled=true",
   };
 }
 
-export function renderManifests(input: RenderInput): TritonManifests {
-  const { stack: s, stackName, image, launch } = input;
-  if (!DIGEST_REF.test(image) && !SYNTH_REF.test(image)) {
-    throw new Error(`server image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
-  }
-  const sv = s.config.serving;
-  if (sv.loadBalancerScheme === "internet-facing" && sv.allowedCidrs.length === 0) {
-    throw new Error("an internet-facing load balancer needs serving.allowedCidrs (loadBalancerSourceRanges)");
-  }
-  const plan = planWorkload(s);
-  const name = workloadName(s);
-  const ns = sv.namespace;
-  const labels = recommendedLabels(s, stackName);
-  const selector = selectorLabels(s, stackName);
-  const metricsLabels = recommendedLabels(s, stackName, "metrics");
-
-  const namespace: INamespace = {
+export function renderNamespace(w: WorkloadInput): INamespace {
+  return {
     apiVersion: "v1",
     kind: "Namespace",
-    metadata: { name: ns, labels: { ...labels, [READINESS_GATE_LABEL]: "enabled" } },
+    metadata: { name: w.namespace, labels: { ...recommendedLabels(w), [READINESS_GATE_LABEL]: "enabled" } },
   };
+}
 
+/** The Deployment's metadata: known before the image, so its name is known at preview. */
+export function deploymentMetadata(w: WorkloadInput): IObjectMeta & { name: string; namespace: string } {
+  return { name: workloadName(w), namespace: w.namespace, labels: recommendedLabels(w) };
+}
+
+/** The Deployment's spec, rendered with the server image reference. */
+export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec {
+  if (!isDigestRef(image) && !isSynthRef(image)) {
+    throw new Error(`server image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
+  }
+  const plan = w.workload;
+  const labels = recommendedLabels(w);
+  const selector = selectorLabels(w);
   const gpus = String(plan.tensorParallel);
   const memory = mebibytes(plan.memoryRequestBytes);
-  const deployment: IDeployment = {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, namespace: ns, labels },
-    spec: {
-      replicas: plan.replicas,
-      revisionHistoryLimit: 5,
-      // The deadline restarts with each pod that becomes available, so one pod's pull + load bounds it.
-      progressDeadlineSeconds: plan.podRolloutSeconds,
-      selector: { matchLabels: selector },
-      // A new pod must load and pass the NLB check before an old one goes: capacity never drops.
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
-      template: {
-        metadata: { labels },
-        spec: {
-          terminationGracePeriodSeconds: plan.terminationGracePeriodSeconds,
-          enableServiceLinks: false,
-          tolerations: [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }],
-          affinity: {
-            nodeAffinity: {
-              requiredDuringSchedulingIgnoredDuringExecution: {
-                nodeSelectorTerms: [
-                  {
-                    matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [s.servingInstance.type] }],
-                  },
-                ],
-              },
-            },
+  const { launch } = w;
+  return {
+    replicas: plan.replicas,
+    revisionHistoryLimit: 5,
+    // The deadline restarts with each pod that becomes available, so one pod's pull + load bounds it.
+    progressDeadlineSeconds: plan.podRolloutSeconds,
+    selector: { matchLabels: selector },
+    // A new pod must load and pass the NLB check before an old one goes: capacity never drops.
+    strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+    template: {
+      metadata: { labels },
+      spec: {
+        terminationGracePeriodSeconds: plan.terminationGracePeriodSeconds,
+        enableServiceLinks: false,
+        tolerations: gpuTolerations(),
+        affinity: instanceTypeAffinity(w.instanceType),
+        topologySpreadConstraints: [
+          {
+            maxSkew: 1,
+            topologyKey: "topology.kubernetes.io/zone",
+            whenUnsatisfiable: "ScheduleAnyway",
+            labelSelector: { matchLabels: selector },
           },
-          topologySpreadConstraints: [
-            {
-              maxSkew: 1,
-              topologyKey: "topology.kubernetes.io/zone",
-              whenUnsatisfiable: "ScheduleAnyway",
-              labelSelector: { matchLabels: selector },
+          {
+            maxSkew: 1,
+            topologyKey: "kubernetes.io/hostname",
+            whenUnsatisfiable: "ScheduleAnyway",
+            labelSelector: { matchLabels: selector },
+          },
+        ],
+        containers: [
+          {
+            name: "tritonserver",
+            image,
+            // Triton waits this long for in-flight requests after SIGTERM; it must fit in the grace period.
+            command: [...launch.argv, `--exit-timeout-secs=${plan.drainSeconds}`],
+            workingDir: launch.workingDir,
+            env: Object.entries(launch.env)
+              .sort(([a], [b]) => a.localeCompare(b))
+              .map(([k, v]) => ({ name: k, value: v })),
+            ports: [
+              { name: "http", containerPort: PORTS.http, protocol: "TCP" },
+              { name: "grpc", containerPort: PORTS.grpc, protocol: "TCP" },
+              { name: "metrics", containerPort: PORTS.metrics, protocol: "TCP" },
+            ],
+            // CPU has no limit: throttling tokenizer threads only adds latency. Memory
+            // limit = request: /dev/shm is charged to it and the pod gets the node's share.
+            resources: {
+              requests: { cpu: millicores(plan.cpuRequestMillis), memory, [GPU_RESOURCE]: gpus },
+              limits: { memory, [GPU_RESOURCE]: gpus },
             },
-            {
-              maxSkew: 1,
-              topologyKey: "kubernetes.io/hostname",
-              whenUnsatisfiable: "ScheduleAnyway",
-              labelSelector: { matchLabels: selector },
+            volumeMounts: [{ name: "dshm", mountPath: "/dev/shm" }],
+            startupProbe: {
+              httpGet: { path: READY_PATH, port: "http" },
+              periodSeconds: 10,
+              timeoutSeconds: 5,
+              failureThreshold: Math.ceil(plan.startupBudgetSeconds / 10),
             },
-          ],
-          containers: [
-            {
-              name: "tritonserver",
-              image,
-              // Triton waits this long for in-flight requests after SIGTERM; it must fit in the grace period.
-              command: [...launch.argv, `--exit-timeout-secs=${plan.drainSeconds}`],
-              workingDir: launch.workingDir,
-              env: Object.entries(launch.env)
-                .sort(([a], [b]) => a.localeCompare(b))
-                .map(([k, v]) => ({ name: k, value: v })),
-              ports: [
-                { name: "http", containerPort: PORTS.http, protocol: "TCP" },
-                { name: "grpc", containerPort: PORTS.grpc, protocol: "TCP" },
-                { name: "metrics", containerPort: PORTS.metrics, protocol: "TCP" },
-              ],
-              // CPU has no limit: throttling tokenizer threads only adds latency. Memory
-              // limit = request: /dev/shm is charged to it and the pod gets the node's share.
-              resources: {
-                requests: { cpu: millicores(plan.cpuRequestMillis), memory, [GPU_RESOURCE]: gpus },
-                limits: { memory, [GPU_RESOURCE]: gpus },
-              },
-              volumeMounts: [{ name: "dshm", mountPath: "/dev/shm" }],
-              startupProbe: {
-                httpGet: { path: READY_PATH, port: "http" },
-                periodSeconds: 10,
-                timeoutSeconds: 5,
-                failureThreshold: Math.ceil(plan.startupBudgetSeconds / 10),
-              },
-              readinessProbe: {
-                httpGet: { path: READY_PATH, port: "http" },
-                periodSeconds: 5,
-                timeoutSeconds: 5,
-                failureThreshold: 3,
-              },
-              // Lenient: the live endpoint answers from its own thread even under a full batch.
-              livenessProbe: {
-                httpGet: { path: LIVE_PATH, port: "http" },
-                periodSeconds: 15,
-                timeoutSeconds: 10,
-                failureThreshold: 4,
-              },
-              // Keep serving while the NLB stops sending new flows; SIGTERM then lets Triton finish in-flight requests.
-              lifecycle: { preStop: { exec: { command: ["sleep", String(plan.preStopSeconds)] } } },
+            readinessProbe: {
+              httpGet: { path: READY_PATH, port: "http" },
+              periodSeconds: 5,
+              timeoutSeconds: 5,
+              failureThreshold: 3,
             },
-          ],
-          volumes: [{ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: mebibytes(plan.shmBytes) } }],
-        },
+            // Lenient: the live endpoint answers from its own thread even under a full batch.
+            livenessProbe: {
+              httpGet: { path: LIVE_PATH, port: "http" },
+              periodSeconds: 15,
+              timeoutSeconds: 10,
+              failureThreshold: 4,
+            },
+            // Keep serving while the NLB stops sending new flows; SIGTERM then lets Triton finish in-flight requests.
+            lifecycle: { preStop: { exec: { command: ["sleep", String(plan.preStopSeconds)] } } },
+          },
+        ],
+        volumes: [{ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: mebibytes(plan.shmBytes) } }],
       },
     },
   };
+}
 
-  const service: IService = {
+export function renderDeployment(w: WorkloadInput, image: string): IDeployment {
+  return { apiVersion: "apps/v1", kind: "Deployment", metadata: deploymentMetadata(w), spec: deploymentSpec(w, image) };
+}
+
+/** The NLB Service (HTTP + gRPC). */
+export function renderService(w: WorkloadInput): IService {
+  const lb = w.loadBalancer;
+  return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name, namespace: ns, labels, annotations: loadBalancerAnnotations(s, plan) },
+    metadata: {
+      name: workloadName(w),
+      namespace: w.namespace,
+      labels: recommendedLabels(w),
+      annotations: loadBalancerAnnotations(lb, w.workload),
+    },
     spec: {
       type: "LoadBalancer",
       loadBalancerClass: NLB_LOAD_BALANCER_CLASS,
-      selector,
+      selector: selectorLabels(w),
       ports: [
         { name: "http", port: PORTS.http, targetPort: "http", protocol: "TCP" },
         { name: "grpc", port: PORTS.grpc, targetPort: "grpc", protocol: "TCP" },
       ],
-      ...(sv.allowedCidrs.length > 0 ? { loadBalancerSourceRanges: [...sv.allowedCidrs] } : {}),
+      ...(lb.allowedCidrs.length > 0 ? { loadBalancerSourceRanges: [...lb.allowedCidrs] } : {}),
     },
   };
+}
 
-  const metricsService: IService = {
+/** The in-cluster metrics Service (8002). */
+export function renderMetricsService(w: WorkloadInput): IService {
+  return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name: `${name}-metrics`, namespace: ns, labels: metricsLabels },
+    metadata: { name: `${workloadName(w)}-metrics`, namespace: w.namespace, labels: recommendedLabels(w, "metrics") },
     spec: {
       type: "ClusterIP",
-      selector,
+      selector: selectorLabels(w),
       ports: [{ name: "metrics", port: PORTS.metrics, targetPort: "metrics", protocol: "TCP" }],
     },
   };
+}
 
-  const podDisruptionBudget: IPodDisruptionBudget = {
+export function renderPodDisruptionBudget(w: WorkloadInput): IPodDisruptionBudget {
+  return {
     apiVersion: "policy/v1",
     kind: "PodDisruptionBudget",
-    metadata: { name, namespace: ns, labels },
+    metadata: { name: workloadName(w), namespace: w.namespace, labels: recommendedLabels(w) },
     spec: {
       // One pod may go at a time; a single replica is protected (scale up before draining its node).
-      minAvailable: Math.max(1, plan.replicas - 1),
-      selector: { matchLabels: selector },
+      minAvailable: Math.max(1, w.workload.replicas - 1),
+      selector: { matchLabels: selectorLabels(w) },
       // A pod still loading or crash-looping serves nothing: do not let it block node drains.
       unhealthyPodEvictionPolicy: "AlwaysAllow",
     },
   };
+}
 
-  const out: TritonManifests = { plan, namespace, deployment, service, metricsService, podDisruptionBudget };
-  if (input.serviceMonitor) {
-    out.serviceMonitor = {
-      apiVersion: "monitoring.coreos.com/v1",
-      kind: "ServiceMonitor",
-      metadata: { name, namespace: ns, labels: metricsLabels },
-      spec: {
-        selector: { matchLabels: { ...selector, "app.kubernetes.io/component": "metrics" } },
-        namespaceSelector: { matchNames: [ns] },
-        endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }],
-      },
-    };
-  }
+/** The Prometheus Operator ServiceMonitor, when `serving.serviceMonitor` asks for it. */
+export function renderServiceMonitor(w: WorkloadInput): ServiceMonitor | undefined {
+  if (!w.serviceMonitor) return undefined;
+  return {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "ServiceMonitor",
+    metadata: { name: workloadName(w), namespace: w.namespace, labels: recommendedLabels(w, "metrics") },
+    spec: {
+      selector: { matchLabels: { ...selectorLabels(w), "app.kubernetes.io/component": "metrics" } },
+      namespaceSelector: { matchNames: [w.namespace] },
+      endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }],
+    },
+  };
+}
+
+/** Every manifest, for synth and the tests; the component renders them one by one. */
+export function renderManifests(input: RenderInput): TritonManifests {
+  const out: TritonManifests = {
+    namespace: renderNamespace(input),
+    deployment: renderDeployment(input, input.image),
+    service: renderService(input),
+    metricsService: renderMetricsService(input),
+    podDisruptionBudget: renderPodDisruptionBudget(input),
+  };
+  const monitor = renderServiceMonitor(input);
+  if (monitor) out.serviceMonitor = monitor;
   return out;
 }
 

@@ -4,7 +4,7 @@
  * every model's inputs and outputs come from one definition.
  */
 import type { Family } from "../model/types";
-import { FAMILY_SERVING } from "../plan/paths";
+import { FAMILY_SERVING } from "../model/family";
 import { bool, enumValue, int, msg, str, toPbtxt, type PbField, type PbMessage } from "./pbtxt";
 
 export type TritonType = "TYPE_STRING" | "TYPE_UINT32" | "TYPE_INT32" | "TYPE_UINT64" | "TYPE_FP32" | "TYPE_BOOL";

@@ -1,12 +1,14 @@
 /**
- * What `synth` writes into its output folder. Each artifact writer owns
- * top-level paths of the folder and may add a section to plan.json; new
+ * What `synth` writes into its output folder: plan.json (the plan) and what
+ * each artifact writer renders from it. Each writer owns top-level paths of
+ * the folder and may add a section to plan.json; new
  * artifacts (Kubernetes manifests, Dockerfiles, step scripts) are new writers
  * appended to the list, with no change to the CLI. Pure: file reads go through
  * the context so writers run the same in tests.
  */
 import type { Plan } from "../plan";
-import type { ResolvedStack } from "../validate";
+import { stepPlanEntries } from "../plan/stepGraph";
+import type { ResolvedStack } from "../stack";
 import { buildStepsWriter } from "./buildArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
 
@@ -77,10 +79,19 @@ export const modelRepositoryWriter: ArtifactWriter = {
 export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [
   modelRepositoryWriter,
   k8sManifestsWriter,
-  buildStepsWriter(),
+  buildStepsWriter,
 ];
 
 export const PLAN_FILE = "plan.json";
+
+/**
+ * plan.json: the plan itself, under the stack's name. Build steps are shown as
+ * synth renders them (config text with `@{name}` deploy-time values, shipped
+ * files by path: their contents are the plan's other sections).
+ */
+export function planDocument(stackName: string, plan: Plan): Record<string, unknown> {
+  return { stack: stackName, ...plan, buildSteps: stepPlanEntries(plan.buildSteps) };
+}
 
 export interface SynthResult {
   files: SynthFile[];
@@ -93,7 +104,7 @@ export interface SynthResult {
 
 /** Run every writer, merge their plan sections, and add plan.json. Throws on a path or key clash. */
 export function synthesize(ctx: SynthContext, writers: readonly ArtifactWriter[] = ARTIFACT_WRITERS): SynthResult {
-  const plan: Record<string, unknown> = { stack: ctx.stackName, ...ctx.plan };
+  const plan = planDocument(ctx.stackName, ctx.plan);
   const files: SynthFile[] = [];
   const directories: string[] = [];
   const owned: string[] = [PLAN_FILE];

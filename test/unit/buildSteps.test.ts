@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
 import { GPT2_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { resolveStack, type ResolvedStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/validate";
+import type { ResolvedStack } from "../../infra/stack";
 import { buildSteps } from "../../infra/plan/buildSteps";
 import {
   STEP_IDS,

@@ -6,15 +6,11 @@ import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
-import { resolveStack, type ResolvedStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/validate";
+import type { ResolvedStack } from "../../infra/stack";
 import { manifestFiles, renderManifests, type RenderInput, type TritonManifests } from "../../infra/render/k8s";
-import {
-  GPU_MEMORY_BANDWIDTH_GBPS,
-  eksReservedCpuMillis,
-  eksReservedMemoryBytes,
-  planWorkload,
-  shmSize,
-} from "../../infra/render/k8sPlan";
+import { eksReservedCpuMillis, eksReservedMemoryBytes, planWorkload, shmSize } from "../../infra/plan/workload";
+import { GPU_MODELS } from "../../infra/catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../../infra/model/sizing";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 
@@ -112,7 +108,7 @@ describe("workload plan", () => {
   it("derives the drain from decode bandwidth and the longest generation", () => {
     const s = resolved(gptjConfig());
     const p = planWorkload(s);
-    const step = (s.memory.weightsBytes + s.memory.kvCacheBytes) / (GPU_MEMORY_BANDWIDTH_GBPS.A10G * 1e9 * 0.5);
+    const step = (s.memory.weightsBytes + s.memory.kvCacheBytes) / (GPU_MODELS.A10G.memoryBandwidthGBps * 1e9 * 0.5);
     expect(p.drainSeconds).toBe(Math.max(10, Math.ceil(2 * 512 * step)));
     expect(p.terminationGracePeriodSeconds).toBe(p.preStopSeconds + p.drainSeconds + 15);
     expect(p.deregistrationDelaySeconds).toBe(p.terminationGracePeriodSeconds);

@@ -22,7 +22,8 @@ import {
   renderFastertransformer,
   type TensorSpec,
 } from "../../infra/render/modelRepository";
-import { formatProblems, resolveStack, type ResolvedStack } from "../../infra/validate";
+import { formatProblems, resolveStack } from "../../infra/validate";
+import type { ResolvedStack } from "../../infra/stack";
 import { withOverrides, type RawConfig } from "../lib/fixtures";
 import { SEED_CASES } from "./seedCases";
 

@@ -1,15 +1,14 @@
 /**
- * Content hashes of strings and of repo files/folders, for the build steps'
- * input hashes. Folder hashes walk the tree in a stable order and cover names
- * and bytes, so a renamed, added or edited file changes the hash.
+ * Content hashes of this repository's files and folders: the `PathHasher` the
+ * composition roots (infra/program.ts, scripts/synth.ts) inject into the plan,
+ * which itself never touches the file system. Folder hashes walk the tree in a
+ * stable order and cover names and bytes, so a renamed, added or edited file
+ * changes the hash.
  */
-import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-
-export function sha256(content: string | Buffer): string {
-  return createHash("sha256").update(content).digest("hex");
-}
+import { sha256 } from "./plan/hash";
+import type { PathHasher } from "./plan/stepGraph";
 
 /** Files whose content never reaches a remote step (editor/cache litter). */
 const IGNORED = /(^|\/)(__pycache__|\.pytest_cache|\.mypy_cache|node_modules)(\/|$)|\.pyc$|~$/;
@@ -26,7 +25,7 @@ function walk(abs: string, rel: string, out: Array<[string, string]>): void {
 }
 
 /** A hasher for repo-relative paths under `root`; a missing path is an error, never a silent skip. */
-export function repoPathHasher(root: string): (repoRelativePath: string) => string {
+export function repoPathHasher(root: string): PathHasher {
   const cache = new Map<string, string>();
   return (rel) => {
     const hit = cache.get(rel);
@@ -51,5 +50,5 @@ export function repoPathHasher(root: string): (repoRelativePath: string) => stri
   };
 }
 
-/** The repository root, from this module's location (infra/plan/). */
-export const REPO_ROOT = resolve(__dirname, "..", "..");
+/** The repository root, from this module's location (infra/). */
+export const REPO_ROOT = resolve(__dirname, "..");

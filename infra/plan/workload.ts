@@ -1,22 +1,19 @@
 /**
  * The numbers behind the Kubernetes workload, derived from the resolved stack:
  * pods per node, node count, CPU/memory requests, /dev/shm, probe budgets,
- * drain and rollout timing. Pure (no Pulumi) so `synth`, the renderer and the
- * Pulumi component share one source, and every formula is unit-testable.
+ * drain and rollout timing (the plan's `kubernetes` section). Pure (no Pulumi)
+ * so `synth`, the renderer and the Pulumi components share one source, and
+ * every formula is unit-testable.
  * README "Serving: how the numbers are derived" documents each formula; keep
  * both in step.
  */
-import type { GpuModel } from "../catalog/gpus";
+import { GPU_MODELS } from "../catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
-import type { ResolvedStack } from "../validate";
+import { NLB_HEALTH_CHECK, type ContainerLaunch, type WorkloadInput, type WorkloadPlan } from "../render/k8s";
+import type { ResolvedStack } from "../stack";
 
 const MiB = 1024 ** 2;
 
-/**
- * Peak memory bandwidth per GPU in GB/s (NVIDIA data sheets). FT's decode step
- * is bandwidth-bound: each generated token streams the GPU's weights and KV cache once.
- */
-export const GPU_MEMORY_BANDWIDTH_GBPS: Record<GpuModel, number> = { A10G: 600, "A100-40GB": 1555, "A100-80GB": 2039 };
 /** Share of peak bandwidth a decode step reaches; low on purpose so drains are not cut short. */
 export const DECODE_BANDWIDTH_EFFICIENCY = 0.5;
 
@@ -33,13 +30,6 @@ export const SERVER_FIXED_START_SECONDS = 60;
 /** The startup budget is this multiple of the estimated load, so a slow disk does not trigger a restart loop. */
 export const STARTUP_SAFETY_FACTOR = 2;
 
-/** NLB target-group health check on /v2/health/ready (AWS limits: interval 5-300 s, thresholds 2-10). */
-export const NLB_HEALTH_CHECK = {
-  intervalSeconds: 10,
-  timeoutSeconds: 6,
-  healthyThreshold: 2,
-  unhealthyThreshold: 2,
-} as const;
 /** Time for a new IP target to be registered with the NLB and pass its first checks (observed 1-3 min). */
 export const NLB_TARGET_REGISTRATION_SECONDS = 180;
 /** Time between the controller deregistering a target and the NLB no longer sending it new flows. */
@@ -94,39 +84,12 @@ export const NCCL_MAX_CHANNELS = 32;
 /** Fixed time mpirun and tritonserver take to tear down after the last request, before the kubelet's SIGKILL. */
 export const SHUTDOWN_SECONDS = 15;
 
-export interface WorkloadPlan {
-  tensorParallel: number;
-  replicas: number;
-  podsPerNode: number;
-  /** GPU nodes: room for every replica plus the one surge pod a rolling update adds. */
-  gpuNodes: number;
-  cpuRequestMillis: number;
-  memoryRequestBytes: number;
-  shmBytes: number;
-  imageBytes: number;
-  pullSeconds: number;
-  loadSeconds: number;
-  /** startupProbe budget: load only (the kubelet probes a container only after its image is pulled). */
-  startupBudgetSeconds: number;
-  /** One pod from scheduling to serving through the NLB: pull + startup budget + NLB registration. */
-  podRolloutSeconds: number;
-  /** Longest a request admitted before SIGTERM can take: one running batch plus one queued batch. */
-  drainSeconds: number;
-  preStopSeconds: number;
-  terminationGracePeriodSeconds: number;
-  /** NLB keeps flows to a draining target this long: as long as the pod still serves. */
-  deregistrationDelaySeconds: number;
-  timeouts: { deploymentCreateSeconds: number; deploymentUpdateSeconds: number; serviceSeconds: number };
-}
-
 export function planWorkload(s: ResolvedStack): WorkloadPlan {
   const sv = s.config.serving;
   const inst = s.servingInstance;
   const tp = sv.tensorParallel;
+  // Validation guarantees tp <= the instance's GPU count, so at least one pod fits.
   const podsPerNode = Math.floor(inst.gpuCount / tp);
-  if (podsPerNode < 1) {
-    throw new Error(`serving.tensorParallel ${tp} exceeds the ${inst.gpuCount} GPU(s) of ${inst.type}`);
-  }
   // maxSurge 1 / maxUnavailable 0 needs one free GPU slot, or the rollout waits forever.
   const gpuNodes = Math.ceil((sv.replicas + 1) / podsPerNode);
 
@@ -206,19 +169,36 @@ export function shmSize(s: ResolvedStack): number {
  */
 export function drainTime(s: ResolvedStack): number {
   const bytesPerStep = s.memory.weightsBytes + s.memory.kvCacheBytes;
-  const bandwidth = GPU_MEMORY_BANDWIDTH_GBPS[s.servingInstance.gpuModel] * 1e9 * DECODE_BANDWIDTH_EFFICIENCY;
+  const bandwidth = GPU_MODELS[s.servingInstance.gpuModel].memoryBandwidthGBps * 1e9 * DECODE_BANDWIDTH_EFFICIENCY;
   const stepSeconds = bytesPerStep / bandwidth;
   return Math.max(10, Math.ceil(2 * s.config.serving.maxOutputLen * stepSeconds));
 }
 
-/** Kubernetes quantity strings: whole MiB for memory, millicores for CPU. */
-export function mebibytes(bytes: number): string {
-  return `${Math.ceil(bytes / MiB)}Mi`;
-}
-export function millicores(m: number): string {
-  return `${m}m`;
-}
-/** Pulumi custom timeouts: whole minutes, rounded up. */
-export function minutes(seconds: number): string {
-  return `${Math.ceil(seconds / 60)}m`;
+/**
+ * What the manifests are rendered from (all but the image): the plan's
+ * workload numbers and launch command, with the serving settings and names
+ * they are labelled and exposed with.
+ */
+export function workloadInput(
+  stack: ResolvedStack,
+  stackName: string,
+  launch: ContainerLaunch,
+  workload: WorkloadPlan,
+): WorkloadInput {
+  const sv = stack.config.serving;
+  return {
+    modelName: stack.model.name,
+    stackName,
+    tritonVersion: stack.config.build.tritonVersion,
+    namespace: sv.namespace,
+    instanceType: stack.servingInstance.type,
+    loadBalancer: {
+      scheme: sv.loadBalancerScheme,
+      allowedCidrs: sv.allowedCidrs,
+      idleTimeoutSeconds: sv.idleTimeoutSeconds,
+    },
+    serviceMonitor: sv.serviceMonitor,
+    launch,
+    workload,
+  };
 }

@@ -1,0 +1,28 @@
+/**
+ * The GPU build host's machine image and first boot: the AWS Deep Learning AMI
+ * (driver, Docker and the NVIDIA container toolkit preinstalled) and the user
+ * data that lets the build steps' secrets through sshd. Pure.
+ */
+import { SECRET_ENV } from "../plan/stepGraph";
+
+/** Name filter of the DLAMI: Ubuntu 22.04, open NVIDIA driver, Docker + NVIDIA runtime. */
+export const DLAMI_NAME_FILTER = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*";
+export const BUILDER_SSH_USER = "ubuntu";
+
+/**
+ * User data: the command provider hands `environment` values to sshd as SSH
+ * "env" requests, which stock sshd drops unless AcceptEnv names them. Only the
+ * secret variables are accepted, so the HF token reaches the fetch step without
+ * ever being part of a command line.
+ */
+export function builderUserData(): string {
+  return [
+    "#!/bin/bash",
+    "set -euo pipefail",
+    "cat > /etc/ssh/sshd_config.d/60-triton-ft.conf <<'CONF'",
+    `AcceptEnv ${SECRET_ENV.join(" ")}`,
+    "CONF",
+    "systemctl reload ssh || systemctl reload sshd",
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,39 @@
+/**
+ * What a created EKS cluster runs besides the control plane: the node pools'
+ * AMI types and sizes, and the pinned Helm charts (NVIDIA device plugin, AWS
+ * Load Balancer Controller) with their values. Pure.
+ */
+import { GPU_TAINT, gpuTolerations, instanceTypeAffinity } from "../render/scheduling";
+
+/** Pinned Helm charts. Controller v2.10+ is needed for NLB listener attributes (the idle timeout). */
+export const CHARTS = {
+  lbController: { chart: "aws-load-balancer-controller", repo: "https://aws.github.io/eks-charts", version: "1.13.0" },
+  devicePlugin: {
+    chart: "nvidia-device-plugin",
+    repo: "https://nvidia.github.io/k8s-device-plugin",
+    version: "0.17.0",
+  },
+} as const;
+
+/** EKS AMI type with the NVIDIA driver; it does not advertise nvidia.com/gpu without the device plugin. */
+export const GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA";
+/**
+ * Untainted nodes for CoreDNS and the load balancer controller, which do not
+ * tolerate the GPU taint. Two small nodes in different AZs keep both highly
+ * available; their size does not depend on the model.
+ */
+export const SYSTEM_NODES = { instanceType: "t3.large", count: 2, amiType: "AL2023_x86_64_STANDARD" } as const;
+/** Node label identifying the GPU pool (also set by NVIDIA's feature discovery, which this stack does not install). */
+export const GPU_NODE_LABEL = "nvidia.com/gpu.present";
+
+/** The GPU taint as the EKS node-group API spells it. */
+export const GPU_NODE_TAINT = { key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" } as const;
+
+/**
+ * The device plugin's values. The chart's default affinity wants NVIDIA
+ * feature-discovery labels this stack does not install: select the serving
+ * instance type instead, and tolerate the GPU taint like the Triton pods.
+ */
+export function devicePluginValues(instanceType: string): Record<string, unknown> {
+  return { affinity: instanceTypeAffinity(instanceType), tolerations: gpuTolerations() };
+}

@@ -1,0 +1,15 @@
+/**
+ * Names derived from the project and the stack, for AWS resources and ECR
+ * repositories. One home, so synth's offline renders and `pulumi up` agree.
+ */
+import { PROJECT } from "./config";
+
+/** `<project>-<stack>` as AWS names accept it (ECR wants lowercase). */
+export function namePrefix(stackName: string): string {
+  return `${PROJECT}-${stackName}`.toLowerCase().replace(/[^a-z0-9-]+/g, "-");
+}
+
+/** ECR names: lowercase, may contain '/', '-', '_'. The stack namespace keeps stacks apart. */
+export function repositoryNames(prefix: string): { tritonWithFt: string; server: string } {
+  return { tritonWithFt: `${prefix}/triton_with_ft`, server: `${prefix}/server` };
+}

@@ -1,0 +1,30 @@
+/**
+ * Where GPU pods may run: the taint the GPU nodes carry, the toleration that
+ * lets a pod onto them, and the affinity that pins it to the serving instance
+ * type. One source for the Triton pods, the GPU node group and the NVIDIA
+ * device plugin, so the three cannot disagree.
+ */
+import type { IToleration } from "kubernetes-models/v1/Toleration";
+import type { IAffinity } from "kubernetes-models/v1/Affinity";
+
+export const GPU_RESOURCE = "nvidia.com/gpu";
+/** The taint the GPU node group carries; only pods that tolerate it land on the expensive nodes. */
+export const GPU_TAINT = { key: GPU_RESOURCE, value: "true", effect: "NoSchedule" } as const;
+/** Well-known node label every kubelet on EC2 sets: pins pods to the GPU model gpt_gemm was tuned on, in any cluster. */
+export const INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type";
+
+/** Tolerates the GPU taint (any value), and nothing else. */
+export function gpuTolerations(): IToleration[] {
+  return [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }];
+}
+
+/** Requires a node of exactly this instance type. */
+export function instanceTypeAffinity(instanceType: string): IAffinity {
+  return {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [{ matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [instanceType] }] }],
+      },
+    },
+  };
+}
