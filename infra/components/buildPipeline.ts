@@ -80,7 +80,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
     const commands = {} as Record<StepId, command.remote.Command>;
     const images: Partial<Record<"tritonWithFtImage" | "serverImage", pulumi.Output<string>>> = {};
     for (const step of args.steps) {
-      const deps = [...trees, ...step.files.map((f) => this.shipFile(f, prepare)), ...step.dependsOn.map((d) => commands[d])];
+      const deps = [
+        ...trees,
+        ...step.files.map((f) => this.shipFile(f, prepare)),
+        ...step.dependsOn.map((d) => commands[d]),
+      ];
       const cmd = this.stepCommand(step, prepare, deps);
       commands[step.id] = cmd;
       const output = IMAGE_OUTPUT[step.id];

@@ -41,9 +41,7 @@ export interface TritonServiceArgs {
  * resource quantities as `string | number`, Pulumi as strings; the renderer
  * only emits strings (mebibytes/millicores), which is what this narrows.
  */
-function deploymentSpecInput(
-  spec: ReturnType<typeof deploymentSpec>,
-): k8s.types.input.apps.v1.DeploymentSpec {
+function deploymentSpecInput(spec: ReturnType<typeof deploymentSpec>): k8s.types.input.apps.v1.DeploymentSpec {
   return spec as k8s.types.input.apps.v1.DeploymentSpec;
 }
 

@@ -93,7 +93,10 @@ export const FT_CONVERTERS = {
 } as const;
 
 /** The project's own helpers (scripts/convert/), shipped to the builder. */
-const helper = (file: string) => ({ repo: `scripts/convert/${file}`, builder: `${BUILDER_CONVERT_SCRIPTS_DIR}/${file}` });
+const helper = (file: string) => ({
+  repo: `scripts/convert/${file}`,
+  builder: `${BUILDER_CONVERT_SCRIPTS_DIR}/${file}`,
+});
 export const CONVERT_SCRIPTS = {
   consolidate: helper("consolidate_checkpoint.py"),
   codegenToGptj: helper("codegen_to_gptj.py"),
@@ -148,7 +151,18 @@ function consolidatePhase(layout: "shards" | "single"): ConversionPhase {
   const s = CONVERT_SCRIPTS.consolidate;
   return layout === "shards"
     ? {
-        argv: ["python3", s.builder, "--input", P.source, "--output", P.consolidateOut, "--layout", "shards", "--min-shards", "2"],
+        argv: [
+          "python3",
+          s.builder,
+          "--input",
+          P.source,
+          "--output",
+          P.consolidateOut,
+          "--layout",
+          "shards",
+          "--min-shards",
+          "2",
+        ],
         description:
           "give the GPT-NeoX converter >= 2 .bin shards (it crashes on safetensors-only or single-file checkpoints)",
         helper: s.repo,

@@ -86,7 +86,6 @@ export function stepCommand(step: StepDefinition): string {
   return `bash ${REMOTE.root}/${step.script} ${stepConfigPath(step.id)}`;
 }
 
-
 /** Single-quoted bash word: the only character needing care inside '' is ' itself. */
 export function bashQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;

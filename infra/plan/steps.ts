@@ -12,7 +12,12 @@
  */
 import { GPU_MODELS } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
-import { HOST_READY_FREE_DISK_GIB, TRITON_WITH_FT_IMAGE_BYTES, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
+import {
+  HOST_READY_FREE_DISK_GIB,
+  TRITON_WITH_FT_IMAGE_BYTES,
+  bakeFreeDiskGiB,
+  fetchFreeDiskGiB,
+} from "../model/sizing";
 import type { ResolvedStack } from "../stack";
 import { CONVERT_FILES, conversionFiles, conversionHelpers, type ConversionPlan } from "./conversion";
 import type { FetchPlan } from "./fetch";
@@ -171,7 +176,10 @@ function fetchTokenizerConfig(src: StepSources): Array<[string, ConfigValue]> {
 
 function fetchStep(src: StepSources, minutes: number): StepDefinition {
   const m = src.stack.model;
-  const archFile: GeneratedFile = { remotePath: PLAN_FILE("expected-arch.json"), content: json(src.fetch.expectedArch) };
+  const archFile: GeneratedFile = {
+    remotePath: PLAN_FILE("expected-arch.json"),
+    content: json(src.fetch.expectedArch),
+  };
   return {
     id: "fetch",
     title: "download the model at its pinned revision and verify it",

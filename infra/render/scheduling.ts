@@ -23,7 +23,9 @@ export function instanceTypeAffinity(instanceType: string): IAffinity {
   return {
     nodeAffinity: {
       requiredDuringSchedulingIgnoredDuringExecution: {
-        nodeSelectorTerms: [{ matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [instanceType] }] }],
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [instanceType] }] },
+        ],
       },
     },
   };

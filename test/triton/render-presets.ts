@@ -17,6 +17,7 @@ import { stringify } from "yaml";
 import { PROJECT, SECRET_KEYS, type SecretPresence } from "../../infra/config";
 import { MODEL_PRESETS, type ModelPreset } from "../../infra/model/catalog";
 import { buildPlan } from "../../infra/plan";
+import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 import { renderModelRepository } from "../../infra/render/modelRepository";
 import { resolveStack } from "../../infra/validate";
 import { main as synth } from "../../scripts/synth";
@@ -128,7 +129,9 @@ function main(argv: string[]): number {
       NO_SECRETS,
     ).stack;
     if (!testStack) throw new Error("gpt2 stand-in variant does not validate");
-    const standin = renderModelRepository(optionsFromPlan(buildPlan(testStack)), { backend: "python" });
+    const standin = renderModelRepository(optionsFromPlan(buildPlan(testStack, repoPathHasher(REPO_ROOT))), {
+      backend: "python",
+    });
     for (const file of standin.files) {
       const target = path.join(outRoot, "standin-python-backend", "model-repository", file.path);
       mkdirSync(path.dirname(target), { recursive: true });

@@ -1,21 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { resolveStack } from "../../infra/validate";
-import { buildPlan } from "../../infra/plan";
+import { synthesize } from "../../infra/synth/artifacts";
 import { buildStepsWriter } from "../../infra/synth/buildArtifacts";
 import { gpt2Config } from "../lib/fixtures";
+import { planOf } from "../lib/plan";
 
 describe("synth build-steps artifacts", () => {
   it("writes each step's script, args and input hash to plan.json, configs to steps/, the server Dockerfile to images/", () => {
     const { stack } = resolveStack(gpt2Config(), { hfToken: false, kubeconfig: false });
     if (!stack) throw new Error("fixture must resolve");
-    const out = buildStepsWriter((p) => `h:${p}`).write({
+    const ctx = {
       stackName: "test",
       stack,
-      plan: buildPlan(stack),
-      readRepoFile: (p) => (p.endsWith("Dockerfile") ? readFileSync(p, "utf8") : undefined),
-    });
-    const entries = (out.plan?.buildSteps ?? []) as Array<{
+      plan: planOf(stack, (p) => `h:${p}`),
+      readRepoFile: (p: string) => (p.endsWith("Dockerfile") ? readFileSync(p, "utf8") : undefined),
+    };
+    const out = buildStepsWriter.write(ctx);
+    const entries = (synthesize(ctx, [buildStepsWriter]).plan.buildSteps ?? []) as Array<{
       id: string;
       script: string;
       args: string[];

@@ -3,7 +3,7 @@ import { runProgram, type ProgramRun } from "../lib/pulumi";
 import { GPT2_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { resolveStack } from "../../infra/validate";
 import type { ResolvedStack } from "../../infra/stack";
-import { buildSteps } from "../../infra/plan/buildSteps";
+import { buildSteps } from "../lib/plan";
 import {
   STEP_IDS,
   bashQuote,
@@ -15,7 +15,7 @@ import {
   topologicalOrder,
   type StepDefinition,
   type StepId,
-} from "../../infra/plan/steps";
+} from "../../infra/plan/stepGraph";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -8,8 +8,20 @@ import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectM
 import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
 import { resolveStack } from "../../infra/validate";
 import type { ResolvedStack } from "../../infra/stack";
-import { manifestFiles, renderManifests, type RenderInput, type TritonManifests } from "../../infra/render/k8s";
-import { eksReservedCpuMillis, eksReservedMemoryBytes, planWorkload, shmSize } from "../../infra/plan/workload";
+import {
+  manifestFiles,
+  renderManifests,
+  type RenderInput,
+  type TritonManifests,
+  type WorkloadPlan,
+} from "../../infra/render/k8s";
+import {
+  eksReservedCpuMillis,
+  eksReservedMemoryBytes,
+  planWorkload,
+  shmSize,
+  workloadInput,
+} from "../../infra/plan/workload";
 import { GPU_MODELS } from "../../infra/catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../../infra/model/sizing";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
@@ -45,15 +57,16 @@ function gptjConfig(): RawConfig {
   });
 }
 
-function render(cfg: RawConfig, extra: Partial<RenderInput> = {}): TritonManifests {
-  return renderManifests({
-    stack: resolved(cfg),
-    stackName: "test",
+/** The manifests of a stack (and the workload numbers they were rendered from). */
+function render(cfg: RawConfig, extra: Partial<RenderInput> = {}): TritonManifests & { plan: WorkloadPlan } {
+  const s = resolved(cfg);
+  const input: RenderInput = {
+    ...workloadInput(s, "test", LAUNCH, planWorkload(s)),
     image: DIGEST,
-    launch: LAUNCH,
     serviceMonitor: false,
     ...extra,
-  });
+  };
+  return { ...renderManifests(input), plan: input.workload };
 }
 
 function container(m: TritonManifests) {
@@ -273,11 +286,12 @@ describe("load balancer Service", () => {
     expect(m.service.metadata?.annotations?.[`${ANN}scheme`]).toBe("internet-facing");
     expect(m.service.spec?.loadBalancerSourceRanges).toEqual(["203.0.113.0/24"]);
 
-    const s = resolved(cfg);
-    s.config.serving.allowedCidrs = [];
-    expect(() =>
-      renderManifests({ stack: s, stackName: "t", image: DIGEST, launch: LAUNCH, serviceMonitor: false }),
-    ).toThrow(/internet-facing load balancer needs serving.allowedCidrs/);
+    // Without source ranges validation refuses the stack, so nothing is rendered (the renderer no longer repeats the check).
+    const open = withOverrides(cfg, { serving: { allowedCidrs: [] } });
+    const { stack, problems } = resolveStack(open, NO_SECRETS);
+    expect(stack).toBeUndefined();
+    expect(problems.map((p) => p.key)).toContain("triton-ft:serving.allowedCidrs");
+    expect(problems.find((p) => p.key === "triton-ft:serving.allowedCidrs")?.message).toMatch(/internet-facing/);
   });
 
   it("restricts an internal NLB to allowed CIDRs when they are given", () => {

@@ -1,16 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
-import { buildPlan } from "../../infra/plan";
 import { ARTIFACT_WRITERS, synthesize, type SynthContext } from "../../infra/synth/artifacts";
-import { K8S_OUT, k8sManifestsWriter, synthImageRef } from "../../infra/synth/k8sArtifacts";
+import { K8S_OUT, k8sManifestsWriter, synthServerImage } from "../../infra/synth/k8sArtifacts";
 import { resolveStack } from "../../infra/validate";
 import { gpt2Config } from "../lib/fixtures";
+import { planOf } from "../lib/plan";
 
 function ctx(): SynthContext {
   const { stack } = resolveStack(gpt2Config(), { hfToken: false, kubeconfig: false });
   if (!stack) throw new Error("fixture does not resolve");
-  return { stackName: "dev", stack, plan: buildPlan(stack), readRepoFile: () => undefined };
+  return { stackName: "dev", stack, plan: planOf(stack), readRepoFile: () => undefined };
 }
 
 describe("synth Kubernetes manifests", () => {
@@ -30,7 +30,7 @@ describe("synth Kubernetes manifests", () => {
       "plan.json",
     ]);
     expect(result.owned).toContain(K8S_OUT);
-    expect(synthImageRef("dev")).toBe("triton-ft-dev/server:synth");
+    expect(synthServerImage("dev")).toBe("triton-ft-dev/server:synth");
     const file = result.files.find((f) => f.path === "k8s/10-deployment.yaml")?.content ?? "";
     expect(file.startsWith("# Rendered offline by `npm run synth`")).toBe(true);
     expect(file).not.toContain("&a1");
@@ -41,10 +41,12 @@ describe("synth Kubernetes manifests", () => {
     expect(deployment?.spec?.template.spec?.containers[0]?.command?.at(-1)).toMatch(/^--exit-timeout-secs=\d+$/);
   });
 
-  it("adds the workload numbers to plan.json and a summary line", () => {
+  it("plan.json carries the workload numbers (the plan's kubernetes section); the summary line names them", () => {
     const result = synthesize(ctx(), [k8sManifestsWriter]);
     const k = result.plan.kubernetes as Record<string, unknown>;
-    expect(k.image).toBe("triton-ft-dev/server:synth");
+    // The placeholder image is named in the manifests' header, not in the plan.
+    const header = result.files.find((f) => f.path === "k8s/00-namespace.yaml")?.content ?? "";
+    expect(header).toContain("the image triton-ft-dev/server:synth is a placeholder");
     expect(k.podsPerNode).toBe(1);
     expect(k.gpuNodes).toBe(2);
     expect(result.summary[0]).toMatch(/^kubernetes: 1 pod\(s\) × 1 GPU on 2 node\(s\)/);

@@ -7,8 +7,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import { buildPlan, type Plan } from "../../infra/plan";
-import type { ConversionStep } from "../../infra/plan/conversion";
+import type { Plan } from "../../infra/plan";
+import { anyTypeExpectedWeights, type ConversionPhases } from "../../infra/plan/conversion";
 import {
   ENSEMBLE_INPUTS,
   ENSEMBLE_OUTPUTS,
@@ -25,6 +25,7 @@ import {
 import { formatProblems, resolveStack } from "../../infra/validate";
 import type { ResolvedStack } from "../../infra/stack";
 import { withOverrides, type RawConfig } from "../lib/fixtures";
+import { planOf } from "../lib/plan";
 import { SEED_CASES } from "./seedCases";
 
 const UPDATE = process.env.UPDATE_GOLDEN === "1";
@@ -49,12 +50,15 @@ function resolve(config: RawConfig): ResolvedStack {
 function planFor(id: string): Plan {
   const c = SEED_CASES.find((s) => s.id === id);
   if (!c) throw new Error(`no seed case ${id}`);
-  return buildPlan(resolve(c.config));
+  return planOf(resolve(c.config));
 }
 
-const execArgv = (steps: ConversionStep[], id: string): string[] => {
-  const s = steps.find((x) => x.id === id);
-  if (!s || s.kind !== "exec") throw new Error(`no exec step ${id}`);
+const execArgv = (
+  phases: ConversionPhases,
+  id: "consolidate" | "relayout" | "convert" | "fp16" | "verify",
+): string[] => {
+  const s = phases[id];
+  if (!s) throw new Error(`no ${id} phase`);
   return s.argv;
 };
 
@@ -62,30 +66,32 @@ const FT = "/workspace/FasterTransformer/examples/pytorch";
 const SCRIPTS = "/opt/triton-ft/scripts/convert";
 const GEMM = "/workspace/build/fastertransformer_backend/build/bin/gpt_gemm";
 const W = "/opt/triton-ft/work";
+const PLAN = "/opt/triton-ft/plan";
 
 describe("seed cases: converter command and gpt_gemm arguments", () => {
   it("h2oGPT 6.9B, TP1 on g5.2xlarge: GPT-NeoX converter in fp16 after sharding the checkpoint", () => {
     const p = planFor("h2ogpt-tp1-g5.2xlarge");
     const w = `${W}/h2ogpt-oig-oasst1-512-6-9b`;
-    expect(execArgv(p.conversion.steps, "consolidate")).toEqual([
+    expect([p.conversion.sourceDir, p.conversion.outputDir]).toEqual([`${w}/source`, `${w}/ft`]);
+    expect(execArgv(p.conversion.phases, "consolidate")).toEqual([
       "python3",
       `${SCRIPTS}/consolidate_checkpoint.py`,
       "--input",
-      `${w}/source`,
+      "{{SRC}}",
       "--output",
-      `${w}/stage`,
+      "{{CONSOLIDATE_OUT}}",
       "--layout",
       "shards",
       "--min-shards",
       "2",
     ]);
-    expect(execArgv(p.conversion.steps, "convert")).toEqual([
+    expect(execArgv(p.conversion.phases, "convert")).toEqual([
       "python3",
       `${FT}/gptneox/utils/huggingface_gptneox_convert.py`,
       "-i",
-      `${w}/stage`,
+      "{{CONSOLIDATE_OUT}}",
       "-o",
-      `${w}/convert.tmp`,
+      "{{OUT}}",
       "-i_g",
       "1",
       "-m_n",
@@ -95,7 +101,7 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
       "-weight_data_type",
       "fp16",
     ]);
-    expect(p.conversion.steps.map((s) => s.id)).not.toContain("fp16");
+    expect(p.conversion.phases.fp16).toBeUndefined();
     // batch beam max_input head_num size_per_head inter vocab dtype tp
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "32", "128", "16384", "50432", "1", "1"]);
     expect(p.modelRepository.checkpointPath).toBe("/opt/triton-ft/weights/1-gpu");
@@ -104,37 +110,38 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
   it("KoGPT, TP1 on g5.4xlarge: GPT-J converter with --n-layers, fp16 rewrite, gemm with KoGPT's 64512 vocab", () => {
     const p = planFor("kogpt-tp1-g5.4xlarge");
     const w = `${W}/kogpt-6b`;
-    expect(execArgv(p.conversion.steps, "consolidate")).toEqual([
+    expect([p.conversion.sourceDir, p.conversion.outputDir]).toEqual([`${w}/source`, `${w}/ft`]);
+    expect(execArgv(p.conversion.phases, "consolidate")).toEqual([
       "python3",
       `${SCRIPTS}/consolidate_checkpoint.py`,
       "--input",
-      `${w}/source`,
+      "{{SRC}}",
       "--output",
-      `${w}/stage`,
+      "{{CONSOLIDATE_OUT}}",
       "--layout",
       "single",
     ]);
-    expect(execArgv(p.conversion.steps, "convert")).toEqual([
+    expect(execArgv(p.conversion.phases, "convert")).toEqual([
       "python3",
       `${FT}/gptj/utils/huggingface_gptj_ckpt_convert.py`,
       "--ckpt-dir",
-      `${w}/stage`,
+      "{{CONSOLIDATE_OUT}}",
       "--output-dir",
-      `${w}/convert.tmp`,
+      "{{OUT}}",
       "--n-inference-gpus",
       "1",
       "--n-layers",
       "28",
     ]);
-    expect(execArgv(p.conversion.steps, "fp16")).toEqual([
+    expect(execArgv(p.conversion.phases, "fp16")).toEqual([
       "python3",
       `${SCRIPTS}/to_fp16.py`,
-      `${w}/convert.tmp/1-gpu`,
+      "{{OUT}}/1-gpu",
       "--expected",
-      `${w}/expected-weights.any-type.json`,
+      `${PLAN}/expected-weights.any-type.json`,
     ]);
-    const anyType = p.conversion.steps.find((s) => s.id === "expected-weights-any-type");
-    const anyTypeJson = anyType && anyType.kind === "write-file" ? JSON.parse(anyType.content) : undefined;
+    expect(p.conversion.phases.fp16?.anyTypeExpected).toBe(`${PLAN}/expected-weights.any-type.json`);
+    const anyTypeJson = anyTypeExpectedWeights(p.expectedWeights);
     expect(anyTypeJson.config).not.toHaveProperty("weight_data_type");
     expect({ ...anyTypeJson, config: { ...anyTypeJson.config, weight_data_type: "fp16" } }).toEqual(p.expectedWeights);
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "16", "256", "16384", "64512", "1", "1"]);
@@ -144,35 +151,25 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
   it("GPT-J 6B JAX slim, TP4 on g5.12xlarge: slim converter, written config.ini, fp16 rewrite", () => {
     const p = planFor("gptj-jax-tp4-g5.12xlarge");
     const w = `${W}/gpt-j-6b-jax`;
-    expect(execArgv(p.conversion.steps, "convert")).toEqual([
+    expect(execArgv(p.conversion.phases, "convert")).toEqual([
       "python3",
       `${FT}/gptj/utils/gptj_ckpt_convert.py`,
       "--ckpt-dir",
-      `${w}/source/`,
+      "{{SRC}}/",
       "--output-dir",
-      `${w}/convert.tmp`,
+      "{{OUT}}",
       "--n-inference-gpus",
       "4",
     ]);
-    const ini = p.conversion.steps.find((s) => s.id === "config-ini");
-    expect(ini).toMatchObject({ kind: "write-file", path: `${w}/convert.tmp/4-gpu/config.ini` });
-    expect(ini && ini.kind === "write-file" ? ini.content : "").toBe(
+    const ini = p.conversion.phases.configIni;
+    // convert.sh installs it into {{OUT}}/4-gpu/config.ini right after the converter.
+    expect(ini?.remotePath).toBe(`${PLAN}/config.ini`);
+    expect(ini?.content).toBe(
       "[gptj]\nmodel_name = gpt-j-6b-jax\nhead_num = 16\nsize_per_head = 256\ninter_size = 16384\nnum_layer = 28\nrotary_embedding = 64\nvocab_size = 50400\nstart_id = 50256\nend_id = 50256\nweight_data_type = fp32\n\n",
     );
-    expect(p.conversion.steps.map((s) => s.id)).toEqual([
-      "clean",
-      "expected-weights",
-      "convert",
-      "config-ini",
-      "expected-weights-any-type",
-      "fp16",
-      "verify",
-      "swap-prepare",
-      "swap-ensure",
-      "swap-aside",
-      "swap-in",
-      "swap-cleanup",
-    ]);
+    // The phases convert.sh runs, in its order; staging, resume and the swap are the script's own.
+    expect(Object.keys(p.conversion.phases)).toEqual(["convert", "configIni", "fp16", "verify"]);
+    expect(p.conversion.sourceDir).toBe(`${w}/source`);
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "16", "256", "16384", "50400", "1", "4"]);
     expect(p.launch.env).toEqual({ CUDA_VISIBLE_DEVICES: "0,1,2,3" });
     expect(p.model.tokenizerSource).toEqual({
@@ -183,13 +180,13 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
 
   it("GPT-2, TP1: GPT converter in fp16 straight from the snapshot", () => {
     const p = planFor("gpt2-tp1-g5.xlarge");
-    expect(execArgv(p.conversion.steps, "convert")).toEqual([
+    expect(execArgv(p.conversion.phases, "convert")).toEqual([
       "python3",
       `${FT}/gpt/utils/huggingface_gpt_convert.py`,
       "-i",
-      `${W}/gpt2/source`,
+      "{{SRC}}",
       "-o",
-      `${W}/gpt2/convert.tmp`,
+      "{{OUT}}",
       "-i_g",
       "1",
       "-t_g",
@@ -205,21 +202,22 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
   it("CodeGen-2B-mono, TP2 on g5.12xlarge: re-laid out as GPT-J, then the GPT-J converter with 32 layers", () => {
     const p = planFor("codegen-2b-mono-tp2-g5.12xlarge");
     const w = `${W}/codegen-2b-mono`;
-    expect(execArgv(p.conversion.steps, "codegen-to-gptj")).toEqual([
+    expect([p.conversion.sourceDir, p.conversion.outputDir]).toEqual([`${w}/source`, `${w}/ft`]);
+    expect(execArgv(p.conversion.phases, "relayout")).toEqual([
       "python3",
       `${SCRIPTS}/codegen_to_gptj.py`,
       "--input",
-      `${w}/source`,
+      "{{SRC}}",
       "--output",
-      `${w}/stage`,
+      "{{RELAYOUT_OUT}}",
     ]);
-    expect(execArgv(p.conversion.steps, "convert")).toEqual([
+    expect(execArgv(p.conversion.phases, "convert")).toEqual([
       "python3",
       `${FT}/gptj/utils/huggingface_gptj_ckpt_convert.py`,
       "--ckpt-dir",
-      `${w}/stage`,
+      "{{RELAYOUT_OUT}}",
       "--output-dir",
-      `${w}/convert.tmp`,
+      "{{OUT}}",
       "--n-inference-gpus",
       "2",
       "--n-layers",
@@ -232,7 +230,7 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
 
   it("GPT-J 6B, TP8 on p4d.24xlarge: custom all-reduce on, all 8 GPUs visible", () => {
     const p = planFor("gptj-tp8-p4d.24xlarge");
-    expect(execArgv(p.conversion.steps, "convert")).toContain("8");
+    expect(execArgv(p.conversion.phases, "convert")).toContain("8");
     expect(p.gemm.argv).toEqual([GEMM, "8", "1", "512", "16", "256", "16384", "50400", "1", "8"]);
     expect(p.serving.customAllReduce).toBe(true);
     expect(p.launch).toEqual({
@@ -253,12 +251,12 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
 describe("seed cases: rendered configs and plan (golden files)", () => {
   for (const c of SEED_CASES) {
     it(c.title, () => {
-      const plan = buildPlan(resolve(c.config));
+      const plan = planOf(resolve(c.config));
       for (const f of plan.modelRepository.files)
         golden(`${c.id}/${f.path.replace("/config.pbtxt", ".pbtxt")}`, f.content);
       const core = {
-        conversion: plan.conversion.steps.map((s) =>
-          s.kind === "exec" ? { id: s.id, runIn: s.runIn, argv: s.argv } : { id: s.id, write: s.path },
+        conversion: Object.entries(plan.conversion.phases).map(([id, phase]) =>
+          "argv" in phase ? { id, argv: phase.argv } : { id, write: phase.remotePath },
         ),
         gemm: plan.gemm.argv,
         launch: plan.launch,
@@ -276,25 +274,24 @@ describe("seed cases: rendered configs and plan (golden files)", () => {
 describe("conversion traps", () => {
   const gpt2 = SEED_CASES.find((s) => s.id === "gpt2-tp1-g5.xlarge")?.config as RawConfig;
 
-  it("converts into a fresh temp folder and swaps it in only after verification", () => {
-    const steps = planFor("kogpt-tp1-g5.4xlarge").conversion.steps;
-    const ids = steps.map((s) => s.id);
-    expect(ids[0]).toBe("clean");
-    expect(execArgv(steps, "clean")).toEqual(["rm", "-rf", `${W}/kogpt-6b/convert.tmp`, `${W}/kogpt-6b/stage`]);
+  it("runs the verifier last, on the converter's (fp16-rewritten) output, against the shipped expected list", () => {
+    // Converting into a fresh attempt folder and swapping it in only after the verifier passed is
+    // convert.sh's own job (test/scripts/convert.bats); the plan states the phases it runs, in order.
+    const p = planFor("kogpt-tp1-g5.4xlarge");
+    const ids = Object.keys(p.conversion.phases);
+    expect(ids).toEqual(["consolidate", "convert", "fp16", "verify"]);
     expect(ids.indexOf("verify")).toBeGreaterThan(ids.indexOf("fp16"));
-    expect(ids.indexOf("swap-in")).toBeGreaterThan(ids.indexOf("verify"));
-    expect(execArgv(steps, "verify")).toEqual([
+    expect(execArgv(p.conversion.phases, "verify")).toEqual([
       "python3",
-      `${SCRIPTS}/verify_weights.py`,
-      `${W}/kogpt-6b/convert.tmp/1-gpu`,
+      "{{SCRIPTS}}/convert/verify_weights.py",
       "--expected",
-      `${W}/kogpt-6b/expected-weights.json`,
+      `${PLAN}/expected-weights.json`,
+      "{{OUT}}/1-gpu",
     ]);
-    expect(execArgv(steps, "swap-in")).toEqual(["mv", "-T", `${W}/kogpt-6b/convert.tmp`, `${W}/kogpt-6b/ft`]);
-    const written = steps.find((s) => s.id === "expected-weights");
-    expect(written && written.kind === "write-file" ? JSON.parse(written.content) : undefined).toEqual(
-      planFor("kogpt-tp1-g5.4xlarge").expectedWeights,
-    );
+    expect(p.conversion.checkpointDir).toBe(`${W}/kogpt-6b/ft/1-gpu`);
+    const convert = p.buildSteps.find((s) => s.id === "convert");
+    const written = convert?.files.find((f) => f.remotePath === `${PLAN}/expected-weights.json`);
+    expect(written ? JSON.parse(written.content) : undefined).toEqual(p.expectedWeights);
   });
 
   it("passes the real layer count to the GPT-J converter of a non-28-layer model", () => {
@@ -317,7 +314,7 @@ describe("conversion traps", () => {
         },
       },
     });
-    const argv = execArgv(buildPlan(resolve(cfg)).conversion.steps, "convert");
+    const argv = execArgv(planOf(resolve(cfg)).conversion.phases, "convert");
     expect(argv.slice(-2)).toEqual(["--n-layers", "12"]);
   });
 
@@ -328,8 +325,8 @@ describe("conversion traps", () => {
       serving: { instanceType: "g5.48xlarge", tensorParallel: 8 },
     });
     const p4dtp4 = withOverrides(j, { serving: { tensorParallel: 4 } });
-    expect(buildPlan(resolve(g5tp8)).serving.customAllReduce).toBe(false);
-    expect(buildPlan(resolve(p4dtp4)).serving.customAllReduce).toBe(false);
+    expect(planOf(resolve(g5tp8)).serving.customAllReduce).toBe(false);
+    expect(planOf(resolve(p4dtp4)).serving.customAllReduce).toBe(false);
     expect(
       planFor("gptj-tp8-p4d.24xlarge").modelRepository.files.find((f) => f.path === "fastertransformer/config.pbtxt")
         ?.content,
@@ -337,11 +334,11 @@ describe("conversion traps", () => {
   });
 
   it("derives gemm batch and input length from the gemm config, defaulting to serving", () => {
-    const p = buildPlan(
+    const p = planOf(
       resolve(withOverrides(gpt2, { serving: { maxBatchSize: 16, maxInputLen: 256 }, gemm: { beamWidth: 2 } })),
     );
     expect(p.gemm.argv.slice(1, 4)).toEqual(["16", "2", "256"]);
-    const q = buildPlan(resolve(withOverrides(gpt2, { gemm: { batchSize: 4, maxInputLen: 64 } })));
+    const q = planOf(resolve(withOverrides(gpt2, { gemm: { batchSize: 4, maxInputLen: 64 } })));
     expect(q.gemm.argv.slice(1, 4)).toEqual(["4", "1", "64"]);
   });
 
@@ -360,7 +357,7 @@ describe("conversion traps", () => {
       }
       bad.push(at);
     };
-    for (const c of SEED_CASES) walk(buildPlan(resolve(c.config)), c.id);
+    for (const c of SEED_CASES) walk(planOf(resolve(c.config)), c.id);
     expect(bad).toEqual([]);
   });
 });
@@ -369,7 +366,7 @@ describe("fastertransformer stand-in", () => {
   it("differs from the real config only in the backend", () => {
     const stack = resolve(SEED_CASES[0].config);
     const real =
-      buildPlan(stack).modelRepository.files.find((f) => f.path === "fastertransformer/config.pbtxt")?.content ?? "";
+      planOf(stack).modelRepository.files.find((f) => f.path === "fastertransformer/config.pbtxt")?.content ?? "";
     const opts = {
       family: stack.model.family,
       tensorParallel: 1,

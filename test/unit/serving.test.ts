@@ -3,7 +3,7 @@ import { runProgram, type ProgramRun } from "../lib/pulumi";
 import { ACCOUNT, REGION } from "../lib/mocks";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 import { STACK_OUTPUT_CONTRACT, outputsMarkdownTable } from "../../infra/outputs";
-import { kubeconfigClusterName } from "../../infra/components/cluster";
+import { kubeconfigClusterName } from "../../infra/cloud/kubeconfig";
 import { lbControllerPolicy } from "../../infra/components/lbControllerPolicy";
 import { findPreset } from "../../infra/model/catalog";
 import { nodeDiskGiB } from "../../infra/model/sizing";

@@ -1,0 +1,20 @@
+/** The plan as the composition roots compute it, for tests: the real repository hasher unless one is given. */
+import { buildPlan, type BuildStep, type Plan } from "../../infra/plan";
+import type { PathHasher, StepId } from "../../infra/plan/stepGraph";
+import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
+import type { ResolvedStack } from "../../infra/stack";
+
+const repoHasher = repoPathHasher(REPO_ROOT);
+
+export function planOf(stack: ResolvedStack, hashPath: PathHasher = repoHasher): Plan {
+  return buildPlan(stack, hashPath);
+}
+
+/** The plan's build steps and their input hashes. */
+export function buildSteps(
+  stack: ResolvedStack,
+  hashPath: PathHasher = repoHasher,
+): { steps: BuildStep[]; hashes: Record<StepId, string> } {
+  const steps = planOf(stack, hashPath).buildSteps;
+  return { steps, hashes: Object.fromEntries(steps.map((s) => [s.id, s.inputHash])) as Record<StepId, string> };
+}
