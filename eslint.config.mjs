@@ -1,6 +1,14 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+/** No Pulumi and no components in the pure layers: they run in synth and unit tests without an engine. */
+const NO_PULUMI = [
+  { group: ["@pulumi/*"], message: "pure layer: no Pulumi here (components/ turn plans into resources)" },
+  { group: ["**/components", "**/components/*"], message: "pure layer: components/ depend on it, not the reverse" },
+];
+/** Module paths of the folders below another one, for the layering rules. */
+const folder = (name, why) => ({ group: [`**/${name}`, `**/${name}/*`], message: why });
+
 export default tseslint.config(
   { ignores: ["node_modules/**", "dist/**", "out/**", "**/*.js", "**/*.mjs"] },
   js.configs.recommended,
@@ -10,5 +18,62 @@ export default tseslint.config(
       "@typescript-eslint/no-explicit-any": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
     },
+  },
+  // Layering (README, Architecture): facts (catalog, model) <- render <- plan <- cloud, synth <- components <- program.
+  {
+    files: ["infra/catalog/**/*.ts", "infra/model/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            ...NO_PULUMI,
+            folder("plan", "facts do not depend on the plan"),
+            folder("render", "facts do not depend on the renderers"),
+            folder("synth", "facts do not depend on synth"),
+            folder("cloud", "facts do not depend on cloud documents"),
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["infra/render/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            ...NO_PULUMI,
+            folder("plan", "renderers take their inputs as arguments; the plan calls them, not the reverse"),
+            folder("synth", "renderers do not depend on synth"),
+            folder("cloud", "renderers do not depend on cloud documents"),
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["infra/plan/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: [
+            { name: "node:fs", message: "the plan never reads files: hash them through the injected PathHasher" },
+            { name: "fs", message: "the plan never reads files: hash them through the injected PathHasher" },
+          ],
+          patterns: [
+            ...NO_PULUMI,
+            folder("synth", "the plan does not depend on synth"),
+            folder("cloud", "the plan does not depend on cloud documents"),
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ["infra/synth/**/*.ts", "infra/cloud/**/*.ts"],
+    rules: { "no-restricted-imports": ["error", { patterns: NO_PULUMI }] },
   },
 );

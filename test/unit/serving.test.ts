@@ -8,7 +8,7 @@ import { lbControllerPolicy } from "../../infra/components/lbControllerPolicy";
 import { findPreset } from "../../infra/model/catalog";
 import { nodeDiskGiB } from "../../infra/model/sizing";
 
-const DIGEST_REF = /^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com\/[^@\s]+@sha256:[0-9a-f]{64}$/;
+const ECR_DIGEST_REF = /^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com\/[^@\s]+@sha256:[0-9a-f]{64}$/;
 
 type Obj = Record<string, unknown>;
 const obj = (v: unknown): Obj => (v ?? {}) as Obj;
@@ -62,8 +62,8 @@ describe("stack-output contract", () => {
         .replace(/^http:\/\//, "")
         .replace(/:8000$/, ""),
     ).toBe(String(o.grpcEndpoint).replace(/:8001$/, ""));
-    expect(o.serverImage).toMatch(DIGEST_REF);
-    expect(o.tritonWithFtImage).toMatch(DIGEST_REF);
+    expect(o.serverImage).toMatch(ECR_DIGEST_REF);
+    expect(o.tritonWithFtImage).toMatch(ECR_DIGEST_REF);
     expect(o.namespace).toBe("triton");
     expect(o.clusterName).toMatch(/^cluster-eksCluster-/);
     expect(kubeconfigClusterName(String(o.kubeconfig))).toBe(o.clusterName);

@@ -1,0 +1,112 @@
+/**
+ * The layout README's Architecture section promises, checked on the code: no
+ * import cycles between infra/'s folders (each top-level file counts as its
+ * own node), and the plan's one entry point is called once per composition
+ * root. The eslint boundaries (eslint.config.mjs) keep Pulumi out of the pure
+ * layers; this test catches what a per-file rule cannot: a cycle.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(__dirname, "..", "..");
+const INFRA = join(ROOT, "infra");
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) return tsFiles(p);
+    return p.endsWith(".ts") ? [p] : [];
+  });
+}
+
+/** infra/plan/steps.ts -> "plan"; infra/stack.ts -> "stack.ts". */
+function nodeOf(file: string): string {
+  const rel = relative(INFRA, file).split("/");
+  return rel[0] ?? "";
+}
+
+function resolveImport(from: string, spec: string): string | undefined {
+  if (!spec.startsWith(".")) return undefined;
+  const base = resolve(dirname(from), spec);
+  for (const candidate of [`${base}.ts`, join(base, "index.ts")]) {
+    try {
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not this one
+    }
+  }
+  return undefined;
+}
+
+/** Edges between nodes, each with one example import that makes it. */
+function folderGraph(files: string[]): Map<string, Map<string, string>> {
+  const graph = new Map<string, Map<string, string>>();
+  for (const file of files) {
+    const from = nodeOf(file);
+    const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
+    for (const ref of info.importedFiles) {
+      const target = resolveImport(file, ref.fileName);
+      if (!target || !target.startsWith(INFRA)) continue;
+      const to = nodeOf(target);
+      if (to === from) continue;
+      const edges = graph.get(from) ?? new Map<string, string>();
+      if (!edges.has(to)) edges.set(to, `${relative(ROOT, file)} imports ${ref.fileName}`);
+      graph.set(from, edges);
+    }
+  }
+  return graph;
+}
+
+/** Every cycle's path, as the example imports that close it. */
+function cycles(graph: Map<string, Map<string, string>>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, "visiting" | "done">();
+  const stack: string[] = [];
+  const visit = (n: string) => {
+    state.set(n, "visiting");
+    stack.push(n);
+    for (const [to, why] of graph.get(n) ?? []) {
+      if (state.get(to) === "visiting") {
+        const loop = stack.slice(stack.indexOf(to));
+        found.push(loop.map((x, i) => graph.get(x)?.get(loop[i + 1] ?? to) ?? why));
+      } else if (!state.has(to)) visit(to);
+    }
+    stack.pop();
+    state.set(n, "done");
+  };
+  for (const n of [...graph.keys()].sort()) if (!state.has(n)) visit(n);
+  return found;
+}
+
+describe("architecture", () => {
+  const files = tsFiles(INFRA);
+
+  it("has no import cycles between infra/'s folders", () => {
+    expect(files.length).toBeGreaterThan(30);
+    expect(cycles(folderGraph(files))).toEqual([]);
+  });
+
+  it("finds a cycle when there is one (self-check of the detector)", () => {
+    const graph = new Map([
+      ["plan", new Map([["render", "plan imports render"]])],
+      ["render", new Map([["plan", "render imports plan"]])],
+    ]);
+    expect(cycles(graph)).toEqual([["plan imports render", "render imports plan"]]);
+  });
+
+  it("computes the plan once per composition root, and nowhere else", () => {
+    const callers = [...files, join(ROOT, "scripts", "synth.ts")].filter((f) =>
+      /\bbuildPlan\(/.test(readFileSync(f, "utf8").replace(/export function buildPlan\(/, "")),
+    );
+    expect(callers.map((f) => relative(ROOT, f)).sort()).toEqual(["infra/program.ts", "scripts/synth.ts"]);
+    for (const f of callers) expect(readFileSync(f, "utf8").match(/\bbuildPlan\(/g)).toHaveLength(1);
+  });
+
+  it("keeps Pulumi out of the pure folders", () => {
+    for (const f of files.filter((x) => /infra\/(plan|render|model|catalog|synth|cloud)\//.test(x))) {
+      expect(readFileSync(f, "utf8"), relative(ROOT, f)).not.toMatch(/from "@pulumi\//);
+    }
+  });
+});
