@@ -52,13 +52,48 @@ export function resolveStack(
   if (!parsed.config) return { problems: parsed.problems };
   const config = parsed.config;
   const problems: ConfigProblem[] = [...parsed.problems];
-  const add = (key: string, value: unknown, message: string, fix: string) =>
-    problems.push({ key: `${PROJECT}:${key}`, value, message, fix });
+  const add: Add = (key, value, message, fix) => problems.push({ key: `${PROJECT}:${key}`, value, message, fix });
 
   const model = resolveModel(config, add);
   const servingInstance = instance(config.serving.instanceType, "serving.instanceType", add);
   const builderInstance = instance(config.build.builderInstanceType, "build.builderInstanceType", add);
+  checkPins(config, add);
+  checkAccess(config, secrets, add);
+  checkCluster(config, secrets, add);
+  checkNetwork(config, add);
+  const gemm: GemmShape = {
+    batchSize: config.gemm.batchSize ?? config.serving.maxBatchSize,
+    beamWidth: config.gemm.beamWidth,
+    maxInputLen: config.gemm.maxInputLen ?? config.serving.maxInputLen,
+  };
+  let memory: GpuMemoryEstimate | undefined;
+  if (model) {
+    checkArchitecture(config, model, gemm, add);
+    checkTensorParallel(config, model, servingInstance, add);
+    if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, add);
+    if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, add);
+  }
+  if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, add);
 
+  if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems };
+  return {
+    stack: {
+      config,
+      model,
+      servingInstance,
+      builderInstance,
+      gemm,
+      memory,
+      builderDiskGiB: config.build.builderDiskGiB ?? builderDiskGiB(model.family, model.arch),
+      nodeDiskGiB: config.cluster.nodeRootVolumeGiB ?? nodeDiskGiB(model.family, model.arch),
+      secrets,
+    },
+    problems,
+  };
+}
+
+/** The backend and FT pins: present, and full commits rather than branches. */
+function checkPins(config: StackConfig, add: Add): void {
   for (const key of ["backendCommit", "ftCommit"] as const) {
     const value = config.build[key];
     if (value === undefined) {
@@ -77,7 +112,10 @@ export function resolveStack(
       );
     }
   }
+}
 
+/** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */
+function checkAccess(config: StackConfig, secrets: SecretPresence, add: Add): void {
   const s = config.serving;
   if (s.loadBalancerScheme === "internet-facing" && s.allowedCidrs.length === 0) {
     add(
@@ -112,128 +150,137 @@ export function resolveStack(
       `pulumi config set --secret ${PROJECT}:sshPrivateKey < <private key file>, or unset build.sshPublicKey to generate a key pair`,
     );
   }
+}
 
-  checkCluster(config, secrets, add);
-  checkNetwork(config, add);
-
-  const gemm: GemmShape = {
-    batchSize: config.gemm.batchSize ?? s.maxBatchSize,
-    beamWidth: config.gemm.beamWidth,
-    maxInputLen: config.gemm.maxInputLen ?? s.maxInputLen,
-  };
-
-  let memory: GpuMemoryEstimate | undefined;
-  if (model) {
-    const a = model.arch;
-    if (s.maxInputLen + s.maxOutputLen > a.maxPositions) {
-      add(
-        "serving.maxInputLen",
-        s.maxInputLen,
-        `plus serving.maxOutputLen (${s.maxOutputLen}) exceeds the model's ${a.maxPositions} positions`,
-        `keep maxInputLen + maxOutputLen <= ${a.maxPositions}`,
-      );
-    }
-    if (gemm.maxInputLen > a.maxPositions) {
-      add(
-        "gemm.maxInputLen",
-        gemm.maxInputLen,
-        `exceeds the model's ${a.maxPositions} positions`,
-        `use at most ${a.maxPositions}`,
-      );
-    }
-    if (a.hidden % a.heads !== 0) {
-      add(
-        "model.arch.hidden",
-        a.hidden,
-        `is not a multiple of model.arch.heads (${a.heads})`,
-        "copy hidden and heads from the model's config.json",
-      );
-    }
-    if (a.rotaryDims > a.hidden / a.heads) {
-      add(
-        "model.arch.rotaryDims",
-        a.rotaryDims,
-        `exceeds the head size ${a.hidden / a.heads}`,
-        "use rotary_dim (or rotary_pct × head size) from config.json",
-      );
-    }
-    const tp = s.tensorParallel;
-    if (a.heads % tp !== 0) {
-      add(
-        "serving.tensorParallel",
-        tp,
-        `does not divide the model's ${a.heads} attention heads`,
-        `use one of: ${divisors(a.heads)
-          .filter((d) => !servingInstance || d <= servingInstance.gpuCount)
-          .join(", ")}`,
-      );
-    }
-    if (servingInstance && tp > servingInstance.gpuCount) {
-      add(
-        "serving.tensorParallel",
-        tp,
-        `exceeds the ${servingInstance.gpuCount} GPU(s) of ${servingInstance.type}`,
-        `use at most ${servingInstance.gpuCount}, or an instance type with at least ${tp} GPUs`,
-      );
-    }
-    if (servingInstance) {
-      memory = estimateGpuMemory(model.family, a, { ...s, tensorParallel: tp, beamWidth: gemm.beamWidth });
-      const usable = servingInstance.gpuMemoryGiB * USABLE_GPU_FRACTION;
-      if (toGiB(memory.totalBytes) > usable) {
-        add(
-          "serving.tensorParallel",
-          tp,
-          `leaves ${toGiB(memory.totalBytes)} GiB per GPU (weights ${toGiB(memory.weightsBytes)} GiB + KV cache ${toGiB(memory.kvCacheBytes)} GiB + headroom ${toGiB(memory.headroomBytes)} GiB) but ${servingInstance.type} has ${usable.toFixed(1)} GiB usable per GPU`,
-          "raise serving.tensorParallel, lower serving.maxBatchSize / maxInputLen / maxOutputLen, or pick a GPU with more memory",
-        );
-      }
-    }
-    if (builderInstance) {
-      const need = toGiB(conversionRamBytes(model.family, a));
-      if (need > builderInstance.ramGiB) {
-        add(
-          "build.builderInstanceType",
-          builderInstance.type,
-          `has ${builderInstance.ramGiB} GiB RAM but converting this model needs about ${need} GiB (fp32 on the CPU)`,
-          `use a ${servingInstance?.gpuModel ?? builderInstance.gpuModel} instance with at least ${Math.ceil(need)} GiB RAM`,
-        );
-      }
-      const disk = config.build.builderDiskGiB;
-      const needDisk = builderDiskGiB(model.family, a);
-      if (disk !== undefined && disk < needDisk) {
-        add(
-          "build.builderDiskGiB",
-          disk,
-          `is below the ${needDisk} GiB this model needs on the builder`,
-          `use at least ${needDisk}, or unset it`,
-        );
-      }
-    }
+/** The model's own numbers and the requested lengths agree. */
+function checkArchitecture(config: StackConfig, model: ResolvedModel, gemm: GemmShape, add: Add): void {
+  const s = config.serving;
+  const a = model.arch;
+  if (s.maxInputLen + s.maxOutputLen > a.maxPositions) {
+    add(
+      "serving.maxInputLen",
+      s.maxInputLen,
+      `plus serving.maxOutputLen (${s.maxOutputLen}) exceeds the model's ${a.maxPositions} positions`,
+      `keep maxInputLen + maxOutputLen <= ${a.maxPositions}`,
+    );
   }
-  if (servingInstance && builderInstance && servingInstance.gpuModel !== builderInstance.gpuModel) {
+  if (gemm.maxInputLen > a.maxPositions) {
+    add(
+      "gemm.maxInputLen",
+      gemm.maxInputLen,
+      `exceeds the model's ${a.maxPositions} positions`,
+      `use at most ${a.maxPositions}`,
+    );
+  }
+  if (a.hidden % a.heads !== 0) {
+    add(
+      "model.arch.hidden",
+      a.hidden,
+      `is not a multiple of model.arch.heads (${a.heads})`,
+      "copy hidden and heads from the model's config.json",
+    );
+  }
+  if (a.rotaryDims > a.hidden / a.heads) {
+    add(
+      "model.arch.rotaryDims",
+      a.rotaryDims,
+      `exceeds the head size ${a.hidden / a.heads}`,
+      "use rotary_dim (or rotary_pct × head size) from config.json",
+    );
+  }
+}
+
+/** The tensor-parallel size splits the heads and fits the serving instance. */
+function checkTensorParallel(
+  config: StackConfig,
+  model: ResolvedModel,
+  servingInstance: GpuInstance | undefined,
+  add: Add,
+): void {
+  const a = model.arch;
+  const tp = config.serving.tensorParallel;
+  if (a.heads % tp !== 0) {
+    add(
+      "serving.tensorParallel",
+      tp,
+      `does not divide the model's ${a.heads} attention heads`,
+      `use one of: ${divisors(a.heads)
+        .filter((d) => !servingInstance || d <= servingInstance.gpuCount)
+        .join(", ")}`,
+    );
+  }
+  if (servingInstance && tp > servingInstance.gpuCount) {
+    add(
+      "serving.tensorParallel",
+      tp,
+      `exceeds the ${servingInstance.gpuCount} GPU(s) of ${servingInstance.type}`,
+      `use at most ${servingInstance.gpuCount}, or an instance type with at least ${tp} GPUs`,
+    );
+  }
+}
+
+/** Weights, KV cache and headroom fit one GPU of the serving instance; returns the estimate. */
+function checkGpuMemory(
+  config: StackConfig,
+  model: ResolvedModel,
+  gemm: GemmShape,
+  servingInstance: GpuInstance,
+  add: Add,
+): GpuMemoryEstimate {
+  const s = config.serving;
+  const tp = s.tensorParallel;
+  const memory = estimateGpuMemory(model.family, model.arch, { ...s, tensorParallel: tp, beamWidth: gemm.beamWidth });
+  const usable = servingInstance.gpuMemoryGiB * USABLE_GPU_FRACTION;
+  if (toGiB(memory.totalBytes) > usable) {
+    add(
+      "serving.tensorParallel",
+      tp,
+      `leaves ${toGiB(memory.totalBytes)} GiB per GPU (weights ${toGiB(memory.weightsBytes)} GiB + KV cache ${toGiB(memory.kvCacheBytes)} GiB + headroom ${toGiB(memory.headroomBytes)} GiB) but ${servingInstance.type} has ${usable.toFixed(1)} GiB usable per GPU`,
+      "raise serving.tensorParallel, lower serving.maxBatchSize / maxInputLen / maxOutputLen, or pick a GPU with more memory",
+    );
+  }
+  return memory;
+}
+
+/** The builder has the RAM to convert in fp32 and the disk the model needs. */
+function checkBuilder(
+  config: StackConfig,
+  model: ResolvedModel,
+  builderInstance: GpuInstance,
+  servingInstance: GpuInstance | undefined,
+  add: Add,
+): void {
+  const a = model.arch;
+  const need = toGiB(conversionRamBytes(model.family, a));
+  if (need > builderInstance.ramGiB) {
     add(
       "build.builderInstanceType",
       builderInstance.type,
-      `has ${builderInstance.gpuModel} GPUs but serving uses ${servingInstance.gpuModel}; gpt_gemm tuning is only valid on the serving GPU model`,
-      `use an instance type with ${servingInstance.gpuModel} GPUs (${sameGpu(servingInstance).join(", ")})`,
+      `has ${builderInstance.ramGiB} GiB RAM but converting this model needs about ${need} GiB (fp32 on the CPU)`,
+      `use a ${servingInstance?.gpuModel ?? builderInstance.gpuModel} instance with at least ${Math.ceil(need)} GiB RAM`,
     );
   }
+  const disk = config.build.builderDiskGiB;
+  const needDisk = builderDiskGiB(model.family, a);
+  if (disk !== undefined && disk < needDisk) {
+    add(
+      "build.builderDiskGiB",
+      disk,
+      `is below the ${needDisk} GiB this model needs on the builder`,
+      `use at least ${needDisk}, or unset it`,
+    );
+  }
+}
 
-  if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems };
-  return {
-    stack: {
-      config,
-      model,
-      servingInstance,
-      builderInstance,
-      gemm,
-      memory,
-      builderDiskGiB: config.build.builderDiskGiB ?? builderDiskGiB(model.family, model.arch),
-      nodeDiskGiB: config.cluster.nodeRootVolumeGiB ?? nodeDiskGiB(model.family, model.arch),
-      secrets,
-    },
-    problems,
-  };
+/** gpt_gemm tunes for the GPU it runs on: the builder must have the serving GPU model. */
+function checkSameGpu(servingInstance: GpuInstance, builderInstance: GpuInstance, add: Add): void {
+  if (servingInstance.gpuModel === builderInstance.gpuModel) return;
+  add(
+    "build.builderInstanceType",
+    builderInstance.type,
+    `has ${builderInstance.gpuModel} GPUs but serving uses ${servingInstance.gpuModel}; gpt_gemm tuning is only valid on the serving GPU model`,
+    `use an instance type with ${servingInstance.gpuModel} GPUs (${sameGpu(servingInstance).join(", ")})`,
+  );
 }
 
 type Add = (key: string, value: unknown, message: string, fix: string) => void;
