@@ -1,0 +1,140 @@
+/**
+ * Runs a Pulumi program function under Pulumi's mock runtime and records every
+ * resource it registers: type, name, parent, provider and inputs as the engine
+ * would receive them (secrets still wrapped, unknowns still unknown).
+ *
+ * One core for both users: the unit-test harness (test/lib/pulumi.ts, deploy
+ * mode with realistic cloud state) and `npm run synth`'s offline inventory
+ * (preview mode, nothing known that the cloud would compute). The program runs
+ * inside a root `pulumi:pulumi:Stack`, as under the Pulumi CLI, so a stack
+ * transformation can see each resource's parent.
+ *
+ * `@pulumi/pulumi` is passed in rather than imported: its runtime state is
+ * process-global, and tests hand in a freshly loaded copy for every run.
+ */
+import type * as pulumiSdk from "@pulumi/pulumi";
+
+export type PulumiSdk = typeof pulumiSdk;
+type State = Record<string, unknown>;
+
+export interface Registration {
+  type: string;
+  name: string;
+  /** `<type>::<name>` of the parent resource; undefined for children of the root stack. */
+  parent?: string;
+  custom: boolean;
+  /** Provider reference (`<urn>::<id>`) when one was given explicitly or inherited. */
+  provider?: string;
+  /** As the mock monitor deserialised them: secrets wrapped in the secret signature, unknowns as `Unknown`. */
+  inputs: State;
+}
+
+export interface MockCloud {
+  /** Computed state for a new resource; return only the inputs (or nothing) to leave outputs unknown in preview. */
+  newResource(args: { type: string; name: string; inputs: State; id?: string }): { id?: string; state: State };
+  /** Result of a provider function (data source) call. */
+  call(args: { token: string; inputs: State }): State;
+}
+
+export interface MockRunOptions {
+  pulumi: PulumiSdk;
+  /** The composition root; its return value becomes the stack outputs. */
+  program: () => unknown;
+  project: string;
+  stack: string;
+  /** Full config keys (`<namespace>:<key>`) to string values, as the engine passes them. */
+  config: Record<string, string>;
+  /** Full config keys whose values are secret. */
+  secretKeys?: string[];
+  /** true: `pulumi preview` semantics (values the cloud computes stay unknown). */
+  preview: boolean;
+  cloud: MockCloud;
+}
+
+export interface MockRun {
+  /** Every registered resource except the root stack, in registration order. */
+  registrations: Registration[];
+  /** What `program()` returned, untouched (Outputs stay Outputs). */
+  result: unknown;
+}
+
+/** The root stack resource's type token; never part of the recorded registrations. */
+export const ROOT_STACK_TYPE = "pulumi:pulumi:Stack";
+
+/** `waitForRPCs` is exported by the runtime but not typed: it settles every pending registration. */
+async function waitForRPCs(runtime: object): Promise<void> {
+  const fn = (runtime as { waitForRPCs?: () => Promise<void> }).waitForRPCs;
+  if (fn) await fn();
+}
+
+/** A resource object's type and name, read from the SDK's own bookkeeping fields. */
+function describe(resource: object | undefined): string | undefined {
+  if (!resource) return undefined;
+  const r = resource as { __pulumiType?: string; __name?: string };
+  return r.__pulumiType && r.__name !== undefined ? `${r.__pulumiType}::${r.__name}` : undefined;
+}
+
+export async function runUnderMocks(opts: MockRunOptions): Promise<MockRun> {
+  const { pulumi } = opts;
+  const registrations: Registration[] = [];
+  // Parents are known when a resource is constructed (the transformation below);
+  // inputs when it is registered (the mock monitor). Join them on type and name,
+  // first come first served for the rare duplicate under different parents.
+  const parents = new Map<string, (string | undefined)[]>();
+
+  await pulumi.runtime.setMocks(
+    {
+      newResource(args) {
+        const result = opts.cloud.newResource({
+          type: args.type,
+          name: args.name,
+          inputs: args.inputs as State,
+          id: args.id,
+        });
+        if (args.type !== ROOT_STACK_TYPE) {
+          const queue = parents.get(`${args.type}::${args.name}`);
+          registrations.push({
+            type: args.type,
+            name: args.name,
+            parent: queue?.shift(),
+            custom: args.custom ?? true,
+            provider: args.provider || undefined,
+            inputs: args.inputs as State,
+          });
+        }
+        return { id: result.id ?? (opts.preview ? "" : `${args.name}-id`), state: result.state };
+      },
+      call(args) {
+        return opts.cloud.call({ token: args.token, inputs: args.inputs as State });
+      },
+    },
+    opts.project,
+    opts.stack,
+    opts.preview,
+  );
+  pulumi.runtime.setAllConfig(opts.config, opts.secretKeys ?? []);
+
+  let result: unknown;
+  try {
+    // As the CLI's language host does: the program runs inside the root stack resource.
+    await pulumi.runtime.runInPulumiStack(async () => {
+      pulumi.runtime.registerStackTransformation((args) => {
+        const key = `${args.type}::${args.name}`;
+        const queue = parents.get(key) ?? [];
+        const parent = describe(args.opts.parent);
+        queue.push(parent && !parent.startsWith(`${ROOT_STACK_TYPE}::`) ? parent : undefined);
+        parents.set(key, queue);
+        return undefined;
+      });
+      result = opts.program();
+      return result;
+    });
+    await waitForRPCs(pulumi.runtime);
+  } catch (err) {
+    // A program that fails after registering resources leaves RPCs in flight;
+    // let them settle against this run's mocks, not the next run's.
+    await waitForRPCs(pulumi.runtime).catch(() => undefined);
+    throw err;
+  }
+  return { registrations, result };
+}

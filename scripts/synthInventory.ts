@@ -1,0 +1,120 @@
+/**
+ * synth's inventory side: `writeInventory` runs the program offline and writes
+ * `<out>/resources.json` + `<out>/resources.txt`; `diffCommand` implements
+ * `npm run synth -- --diff <old-out> <new-out>`.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { PROJECT, SECRET_KEYS } from "../infra/config";
+import {
+  INVENTORY_FILE,
+  INVENTORY_SUMMARY_FILE,
+  inventoryJson,
+  inventorySummary,
+  parseInventory,
+  type Inventory,
+} from "../infra/synth/inventory";
+import { diffInventories, formatDiff } from "../infra/synth/inventoryDiff";
+import { buildInventory, engineConfig } from "../infra/synth/inventoryRun";
+import type { PulumiSdk } from "../infra/synth/mockRuntime";
+
+export interface LoadedProgram {
+  pulumi: PulumiSdk;
+  program: () => unknown;
+}
+
+/** The real program with the SDK it imports (one run per process: the SDK's state is global). */
+export async function loadProgram(): Promise<LoadedProgram> {
+  const pulumi = await import("@pulumi/pulumi");
+  const { program } = await import("../infra/program");
+  return { pulumi, program };
+}
+
+export interface InventoryArgs {
+  stackName: string;
+  stackFileText: string;
+  outDir: string;
+  repoRoot: string;
+  load?: () => Promise<LoadedProgram>;
+}
+
+/** Writes resources.json and resources.txt into outDir; returns one summary line for synth's stdout. */
+export async function writeInventory(args: InventoryArgs): Promise<string> {
+  const { pulumi, program } = await (args.load ?? loadProgram)();
+  const secretKeys = Object.keys(SECRET_KEYS).map((k) => `${PROJECT}:${k}`);
+  const inventory = await buildInventory({
+    pulumi,
+    program,
+    project: PROJECT,
+    stack: args.stackName,
+    ...engineConfig(args.stackFileText, secretKeys),
+    repoRoot: args.repoRoot,
+  });
+  fs.mkdirSync(args.outDir, { recursive: true });
+  fs.writeFileSync(path.join(args.outDir, INVENTORY_FILE), inventoryJson(inventory));
+  const summary = inventorySummary(inventory);
+  fs.writeFileSync(path.join(args.outDir, INVENTORY_SUMMARY_FILE), summary.join("\n") + "\n");
+  return `inventory: ${summary[0]} -> ${INVENTORY_FILE}, ${INVENTORY_SUMMARY_FILE}`;
+}
+
+export interface DiffIo {
+  cwd: string;
+  stdout(line: string): void;
+  stderr(line: string): void;
+}
+
+/**
+ * Inventories under a path, by stack: a resources.json file, a synth output
+ * folder holding one, or a folder of synth output folders (out/ with dev/, prod/).
+ */
+export function findInventories(target: string): Map<string, Inventory> {
+  const found = new Map<string, Inventory>();
+  const add = (file: string) => {
+    const inv = parseInventory(fs.readFileSync(file, "utf8"), file);
+    if (found.has(inv.stack)) throw new Error(`${target}: two inventories for stack ${inv.stack}`);
+    found.set(inv.stack, inv);
+  };
+  if (!fs.existsSync(target)) throw new Error(`${target} does not exist`);
+  if (fs.statSync(target).isFile()) {
+    add(target);
+  } else if (fs.existsSync(path.join(target, INVENTORY_FILE))) {
+    add(path.join(target, INVENTORY_FILE));
+  } else {
+    for (const entry of fs.readdirSync(target, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const file = path.join(target, entry.name, INVENTORY_FILE);
+      if (entry.isDirectory() && fs.existsSync(file)) add(file);
+    }
+  }
+  if (!found.size) throw new Error(`${target}: no ${INVENTORY_FILE} (run \`npm run synth -- --stack <name>\` first)`);
+  return found;
+}
+
+/** Prints the change list of every stack found on either side. Returns the exit code (0, or 2 on bad input). */
+export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo): number {
+  let before: Map<string, Inventory>;
+  let after: Map<string, Inventory>;
+  try {
+    before = findInventories(path.resolve(io.cwd, oldTarget));
+    after = findInventories(path.resolve(io.cwd, newTarget));
+  } catch (err) {
+    io.stderr(`${PROJECT}: --diff: ${(err as Error).message}`);
+    return 2;
+  }
+  const stacks = [...new Set([...before.keys(), ...after.keys()])].sort();
+  let first = true;
+  for (const stack of stacks) {
+    if (!first) io.stdout("");
+    first = false;
+    const a = before.get(stack);
+    const b = after.get(stack);
+    if (!a || !b) {
+      const inv = (a ?? b) as Inventory;
+      io.stdout(
+        `stack ${stack}: only in ${a ? oldTarget : newTarget} (${inv.resources.length} resources ${a ? "removed" : "new"})`,
+      );
+      continue;
+    }
+    for (const line of formatDiff(diffInventories(a, b))) io.stdout(line);
+  }
+  return 0;
+}
