@@ -85,7 +85,6 @@ export function findInventories(target: string): Map<string, Inventory> {
       if (entry.isDirectory() && fs.existsSync(file)) add(file);
     }
   }
-  if (!found.size) throw new Error(`${target}: no ${INVENTORY_FILE} (run \`npm run synth -- --stack <name>\` first)`);
   return found;
 }
 
@@ -100,7 +99,19 @@ export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo): n
     io.stderr(`${PROJECT}: --diff: ${(err as Error).message}`);
     return 2;
   }
+  for (const [target, side] of [
+    [oldTarget, before],
+    [newTarget, after],
+  ] as const)
+    if (!side.size)
+      io.stderr(
+        `${PROJECT}: --diff: no ${INVENTORY_FILE} under ${target}; every stack counts as only on the other side`,
+      );
   const stacks = [...new Set([...before.keys(), ...after.keys()])].sort();
+  if (!stacks.length) {
+    io.stderr(`${PROJECT}: --diff: no inventories on either side (run \`npm run synth -- --stack <name>\` first)`);
+    return 2;
+  }
   let first = true;
   for (const stack of stacks) {
     if (!first) io.stdout("");
@@ -108,10 +119,15 @@ export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo): n
     const a = before.get(stack);
     const b = after.get(stack);
     if (!a || !b) {
+      // A new (or deleted) stack: every resource, without their fields.
       const inv = (a ?? b) as Inventory;
-      io.stdout(
-        `stack ${stack}: only in ${a ? oldTarget : newTarget} (${inv.resources.length} resources ${a ? "removed" : "new"})`,
-      );
+      const empty: Inventory = { ...inv, resources: [], outputs: {} };
+      io.stdout(`stack ${stack}: only in ${a ? oldTarget : newTarget}`);
+      const diff = a ? diffInventories(inv, empty) : diffInventories(empty, inv);
+      for (const line of formatDiff(diff, { maxAddedFields: 0 }).filter(
+        (l) => !l.startsWith("    ") && !l.startsWith("~ stack outputs"),
+      ))
+        io.stdout(line);
       continue;
     }
     for (const line of formatDiff(diffInventories(a, b))) io.stdout(line);

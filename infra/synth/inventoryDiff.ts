@@ -184,7 +184,8 @@ export function formatDiff(diff: InventoryDiff, options: FormatOptions = {}): st
     lines.push(`${sign[c.op]} ${c.resource.type} ${c.resource.name}${where}`);
     if (c.op === "add") {
       for (const f of c.fields.slice(0, o.maxAddedFields)) lines.push(...fieldLines(f, o, c.op));
-      if (c.fields.length > o.maxAddedFields) lines.push(`      … ${c.fields.length - o.maxAddedFields} more fields`);
+      if (o.maxAddedFields && c.fields.length > o.maxAddedFields)
+        lines.push(`      … ${c.fields.length - o.maxAddedFields} more fields`);
     } else {
       for (const f of c.fields) lines.push(...fieldLines(f, o, c.op));
     }

@@ -84,6 +84,16 @@ describe("offline inventory (resources.json)", () => {
     expect(out).toContain('      cidrIpv4: "198.51.100.7/32"');
   });
 
+  it("--diff against a base without inventories lists the new stack's resources", () => {
+    fs.mkdirSync(path.join(tmp, "empty"), { recursive: true });
+    const { code, out } = diffText("empty", "base");
+    expect(code).toBe(0);
+    expect(out).toMatch(/^ERR .*no resources.json under empty/);
+    expect(out).toContain("stack dev: only in base");
+    expect(out).toContain("+ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule builder-ssh-0");
+    expect(out).not.toContain("cidrIpv4");
+  });
+
   it("never contains a secret's value: the sentinel is masked where it flows", async () => {
     const SENTINEL = "hf_SENTINEL_7c1e0f3b9a";
     const KEY_SENTINEL = "-----BEGIN OPENSSH PRIVATE KEY-----\nSENTINEL_KEY_55aa\n-----END OPENSSH PRIVATE KEY-----";
