@@ -15,6 +15,7 @@ mkdir -p "$TEST_REPORT_DIR"
 suites=(
   "unit|npx vitest run --reporter=default --reporter=junit --outputFile.junit=$TEST_REPORT_DIR/unit.xml"
   "scripts|bash test/scripts/run.sh"
+  "workflows|bash test/workflows/run.sh"
   "python|bash test/python/run.sh"
   "triton|bash test/triton/run.sh"
 )
