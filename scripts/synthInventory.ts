@@ -17,6 +17,7 @@ import {
 import { diffInventories, formatDiff } from "../infra/synth/inventoryDiff";
 import { buildInventory, engineConfig } from "../infra/synth/inventoryRun";
 import type { PulumiSdk } from "../infra/synth/mockRuntime";
+import { CALL_RESULTS } from "../test/lib/mocks";
 
 export interface LoadedProgram {
   pulumi: PulumiSdk;
@@ -49,6 +50,8 @@ export async function writeInventory(args: InventoryArgs): Promise<string> {
     stack: args.stackName,
     ...engineConfig(args.stackFileText, secretKeys),
     repoRoot: args.repoRoot,
+    // The unit tests' mock cloud knows the result shape of every data source the program calls.
+    invokeShapes: CALL_RESULTS,
   });
   fs.mkdirSync(args.outDir, { recursive: true });
   fs.writeFileSync(path.join(args.outDir, INVENTORY_FILE), inventoryJson(inventory));

@@ -7,14 +7,14 @@
  * unknown, exactly as `pulumi preview` shows it. Provider functions (data
  * sources) answer with unknown values too, except the region and partition,
  * which the stack's `aws:region` determines. The field names of those answers
- * come from the shared mock cloud, so a new data source needs one entry there
- * (for the unit tests anyway) and nothing here.
+ * come from the caller's `invokeShapes` (synth passes the unit tests' mock
+ * cloud, test/lib/mocks.ts), so a new data source needs one entry there (for
+ * the unit tests anyway) and nothing here.
  */
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse } from "yaml";
-import { CALL_RESULTS } from "../../test/lib/mocks";
 import {
   INVENTORY_FORMAT,
   SECRET_MARK,
@@ -41,6 +41,8 @@ export interface InventoryRunOptions {
   secretKeys: string[];
   /** Repository root: asset and archive paths are recorded relative to it, with a content hash. */
   repoRoot: string;
+  /** Per provider function token, a sample result: its field names become unknown values. */
+  invokeShapes: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>>;
 }
 
 export interface EngineConfig {
@@ -202,7 +204,7 @@ export async function buildInventory(opts: InventoryRunOptions): Promise<Invento
         const known = offlineAnswer(token, region);
         if (known) return known;
         lookups.add(token);
-        const shape = CALL_RESULTS[token];
+        const shape = opts.invokeShapes[token];
         if (!shape) return inputs;
         return Object.fromEntries(Object.keys(shape(inputs)).map((k) => [k, pulumi.runtime.unknownValue]));
       },
