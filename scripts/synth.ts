@@ -1,11 +1,15 @@
 /**
  * npm run synth -- --stack <name> [--out <dir>]
+ * npm run synth -- --diff <old-out> <new-out>
  *
  * Offline: reads Pulumi.<name>.yaml, validates it with the same rules as the
  * Pulumi program, computes the plan once (as infra/program.ts does), and
  * writes plan.json and what the artifact writers render from it to <out>
  * (default out/<name>), plus a short summary on stdout. Secrets print as
- * [secret]; their values are never read.
+ * [secret]; their values are never read. It then runs the program under the
+ * mock runtime and writes the offline inventory (resources.json, resources.txt;
+ * scripts/synthInventory.ts). `--diff` prints the change list between two
+ * outputs' inventories.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -15,6 +19,8 @@ import { repoPathHasher } from "../infra/repoFiles";
 import { ARTIFACT_WRITERS, synthesize, type ArtifactWriter, type SynthContext } from "../infra/synth/artifacts";
 import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
 import { formatProblems, resolveStack } from "../infra/validate";
+import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventory";
+import { INVENTORY_FILE, INVENTORY_SUMMARY_FILE } from "../infra/synth/inventory";
 
 export interface SynthIo {
   /** Folder holding Pulumi.<stack>.yaml; relative --out paths resolve against it. */
@@ -30,7 +36,8 @@ export interface SynthArgs {
   out?: string;
 }
 
-const USAGE = "usage: npm run synth -- --stack <name> [--out <dir>]";
+const USAGE =
+  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out>";
 
 export function parseArgs(argv: string[]): SynthArgs {
   const values: Record<string, string> = {};
@@ -142,12 +149,41 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   return 0;
 }
 
+/**
+ * The command line: `--diff`, or synth's artifacts (`main`) followed by the
+ * offline inventory, which needs the async mock runtime.
+ */
+export async function cli(argv: string[], io: SynthIo, load?: () => Promise<LoadedProgram>): Promise<number> {
+  if (argv[0] === "--diff") {
+    if (argv.length !== 3) {
+      io.stderr(USAGE);
+      return 2;
+    }
+    return diffCommand(argv[1], argv[2], io);
+  }
+  const code = main(argv, io);
+  if (code !== 0) return code;
+  const args = parseArgs(argv);
+  const outDir = path.resolve(io.cwd, args.out ?? path.join("out", args.stack));
+  // Never leave a previous run's inventory next to this run's artifacts.
+  for (const f of [INVENTORY_FILE, INVENTORY_SUMMARY_FILE]) fs.rmSync(path.join(outDir, f), { force: true });
+  try {
+    const stackFileText = fs.readFileSync(path.join(io.cwd, `Pulumi.${args.stack}.yaml`), "utf8");
+    io.stdout(await writeInventory({ stackName: args.stack, stackFileText, outDir, repoRoot: io.repoRoot, load }));
+  } catch (err) {
+    io.stderr(`${PROJECT}: inventory: the program failed under the mock runtime: ${(err as Error).message}`);
+    return 1;
+  }
+  return 0;
+}
+
 if (require.main === module) {
-  const code = main(process.argv.slice(2), {
+  void cli(process.argv.slice(2), {
     cwd: process.cwd(),
     repoRoot: path.resolve(__dirname, ".."),
     stdout: (line) => console.log(line),
     stderr: (line) => console.error(line),
+  }).then((code) => {
+    process.exitCode = code;
   });
-  process.exitCode = code;
 }

@@ -5,9 +5,13 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
 import { SECRET_MARK, UNKNOWN_MARK, parseInventory, type Inventory } from "../../infra/synth/inventory";
 import { diffInventories, formatDiff } from "../../infra/synth/inventoryDiff";
-import { diffCommand, writeInventory, type LoadedProgram } from "../../scripts/synthInventory";
+import { cli } from "../../scripts/synth";
+import type { LoadedProgram } from "../../scripts/synthInventory";
 
 const ROOT = path.resolve(__dirname, "../..");
+type Cfg = Record<string, unknown>;
+/** The object under `triton-ft:<key>` of a stack file's config, created when absent. */
+const obj = (c: Cfg, key: string) => (c[`triton-ft:${key}`] ??= {}) as Record<string, unknown>;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "inventory-test-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
@@ -19,23 +23,32 @@ async function fresh(): Promise<LoadedProgram> {
   return { pulumi, program };
 }
 
-/** Pulumi.dev.yaml with `edit` applied to its config, rendered into `<tmp>/<dir>`. */
+/** `npm run synth -- --stack dev` on Pulumi.dev.yaml with `edit` applied, in `<tmp>/<dir>`. */
 async function inventoryOf(dir: string, edit: (config: Record<string, unknown>) => void = () => undefined) {
   const doc = parse(fs.readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")) as { config: Record<string, unknown> };
   edit(doc.config);
-  const outDir = path.join(tmp, dir, "dev");
-  await writeInventory({ stackName: "dev", stackFileText: stringify(doc), outDir, repoRoot: ROOT, load: fresh });
+  const cwd = path.join(tmp, dir);
+  fs.mkdirSync(cwd, { recursive: true });
+  fs.writeFileSync(path.join(cwd, "Pulumi.dev.yaml"), stringify(doc));
+  const log: string[] = [];
+  const io = { cwd, repoRoot: ROOT, stdout: (l: string) => log.push(l), stderr: (l: string) => log.push(`ERR ${l}`) };
+  const code = await cli(["--stack", "dev"], io, fresh);
+  expect(code, log.join("\n")).toBe(0);
+  const outDir = path.join(cwd, "out", "dev");
   const text = fs.readFileSync(path.join(outDir, "resources.json"), "utf8");
-  return { outDir, text, inventory: parseInventory(text, outDir) };
+  return { outDir, text, inventory: parseInventory(text, outDir), log };
 }
 
-function diffText(oldDir: string, newDir: string): { code: number; out: string } {
+/** `npm run synth -- --diff <tmp>/<old>/out <tmp>/<new>/out`. */
+async function diffText(oldDir: string, newDir: string): Promise<{ code: number; out: string }> {
   const out: string[] = [];
-  const code = diffCommand(oldDir, newDir, {
+  const io = {
     cwd: tmp,
-    stdout: (l) => out.push(l),
-    stderr: (l) => out.push(`ERR ${l}`),
-  });
+    repoRoot: ROOT,
+    stdout: (l: string) => out.push(l),
+    stderr: (l: string) => out.push(`ERR ${l}`),
+  };
+  const code = await cli(["--diff", `${oldDir}/out`, `${newDir}/out`], io);
   return { code, out: out.join("\n") };
 }
 
@@ -59,6 +72,9 @@ describe("offline inventory (resources.json)", () => {
     expect(types).toContain("awsx:ec2:Vpc");
     expect(types).toContain("eks:index:Cluster");
     expect(types).toContain("kubernetes:apps/v1:Deployment");
+    expect(base.log.join("\n")).toMatch(
+      /\ninventory: triton-ft \/ dev: \d+ resources .* -> resources.json, resources.txt$/,
+    );
     expect(fs.readFileSync(path.join(base.outDir, "resources.txt"), "utf8")).toMatch(
       /triton-ft:builder:Builder builder\n(│ {2}[├└]─ .*\n)*│ {2}[├└]─ aws:vpc\/securityGroupIngressRule:SecurityGroupIngressRule builder-ssh-0/,
     );
@@ -67,14 +83,16 @@ describe("offline inventory (resources.json)", () => {
   it("is deterministic: the same stack renders the same bytes", async () => {
     const again = await inventoryOf("again");
     expect(again.text).toBe(base.text);
-    expect(diffText("base", "again").out).toMatch(/^stack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)$/);
+    expect((await diffText("base", "again")).out).toMatch(
+      /^stack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)$/,
+    );
   });
 
   it("--diff names the security-group rule when sshAllowedCidrs changes", async () => {
     await inventoryOf("cidrs", (c) => {
       (c["triton-ft:build"] as { sshAllowedCidrs: string[] }).sshAllowedCidrs = ["203.0.113.0/28", "198.51.100.7/32"];
     });
-    const { code, out } = diffText("base", "cidrs");
+    const { code, out } = await diffText("base", "cidrs");
     expect(code).toBe(0);
     expect(out).toMatch(/^stack dev: 1 to add, 1 to change, 0 to remove/);
     expect(out).toContain(
@@ -84,14 +102,47 @@ describe("offline inventory (resources.json)", () => {
     expect(out).toContain('      cidrIpv4: "198.51.100.7/32"');
   });
 
-  it("--diff against a base without inventories lists the new stack's resources", () => {
-    fs.mkdirSync(path.join(tmp, "empty"), { recursive: true });
-    const { code, out } = diffText("empty", "base");
+  it("--diff against a base without inventories lists the new stack's resources", async () => {
+    fs.mkdirSync(path.join(tmp, "empty", "out"), { recursive: true });
+    const { code, out } = await diffText("empty", "base");
     expect(code).toBe(0);
-    expect(out).toMatch(/^ERR .*no resources.json under empty/);
+    expect(out).toMatch(/^ERR .*no resources.json under empty\/out/);
     expect(out).toContain("stack dev: only in base");
     expect(out).toContain("+ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule builder-ssh-0");
     expect(out).not.toContain("cidrIpv4");
+  });
+
+  it.each([
+    ["network.vpcCidr", (c: Cfg) => (obj(c, "network").vpcCidr = "10.50.0.0/16"), "awsx:ec2:Vpc network", "cidrBlock"],
+    [
+      "network.availabilityZones",
+      (c: Cfg) => (obj(c, "network").availabilityZones = 3),
+      "awsx:ec2:Vpc network",
+      "numberOfAvailabilityZones",
+    ],
+    [
+      "cluster.kubernetesVersion",
+      (c: Cfg) => (obj(c, "cluster").kubernetesVersion = "1.32"),
+      "eks:index:Cluster cluster",
+      "version",
+    ],
+    [
+      "cluster.nodeRootVolumeGiB",
+      (c: Cfg) => (obj(c, "cluster").nodeRootVolumeGiB = 300),
+      "eks:index:ManagedNodeGroup cluster-gpu",
+      "diskSize",
+    ],
+    [
+      "tags",
+      (c: Cfg) => (obj(c, "tags").team = "search"),
+      "aws:ecr/repository:Repository registry-server",
+      "tags.team",
+    ],
+  ])("--diff shows a change of %s", async (key, edit, resource, field) => {
+    await inventoryOf(`key-${key}`, edit);
+    const { out } = await diffText("base", `key-${key}`);
+    expect(out).toContain(`~ ${resource}`);
+    expect(out).toMatch(new RegExp(`\\n {4}[~+] ${field.replace(/[.[\]]/g, "\\$&")}: `));
   });
 
   it("never contains a secret's value: the sentinel is masked where it flows", async () => {
