@@ -31,7 +31,10 @@ export interface Registration {
 
 export interface MockCloud {
   /** Computed state for a new resource; return only the inputs (or nothing) to leave outputs unknown in preview. */
-  newResource(args: { type: string; name: string; inputs: State; id?: string }): { id?: string; state: State };
+  newResource(args: { type: string; name: string; inputs: State; id?: string; provider?: string }): {
+    id?: string;
+    state: State;
+  };
   /** Result of a provider function (data source) call. */
   call(args: { token: string; inputs: State }): State;
 }
@@ -48,6 +51,13 @@ export interface MockRunOptions {
   secretKeys?: string[];
   /** true: `pulumi preview` semantics (values the cloud computes stay unknown). */
   preview: boolean;
+  /**
+   * Run inside a root `pulumi:pulumi:Stack`, as the CLI does, which is what lets
+   * parents be recorded (default true). The mock monitor then names children of
+   * the root with a `pulumi:pulumi:Stack$` prefix the real engine leaves out, so
+   * callers that compare URNs run without it (and get no parents).
+   */
+  rootStack?: boolean;
   cloud: MockCloud;
 }
 
@@ -90,6 +100,7 @@ export async function runUnderMocks(opts: MockRunOptions): Promise<MockRun> {
           name: args.name,
           inputs: args.inputs as State,
           id: args.id,
+          provider: args.provider || undefined,
         });
         if (args.type !== ROOT_STACK_TYPE) {
           const queue = parents.get(`${args.type}::${args.name}`);
@@ -116,19 +127,23 @@ export async function runUnderMocks(opts: MockRunOptions): Promise<MockRun> {
 
   let result: unknown;
   try {
-    // As the CLI's language host does: the program runs inside the root stack resource.
-    await pulumi.runtime.runInPulumiStack(async () => {
-      pulumi.runtime.registerStackTransformation((args) => {
-        const key = `${args.type}::${args.name}`;
-        const queue = parents.get(key) ?? [];
-        const parent = describe(args.opts.parent);
-        queue.push(parent && !parent.startsWith(`${ROOT_STACK_TYPE}::`) ? parent : undefined);
-        parents.set(key, queue);
-        return undefined;
+    if (opts.rootStack ?? true) {
+      // As the CLI's language host does: the program runs inside the root stack resource.
+      await pulumi.runtime.runInPulumiStack(async () => {
+        pulumi.runtime.registerStackTransformation((args) => {
+          const key = `${args.type}::${args.name}`;
+          const queue = parents.get(key) ?? [];
+          const parent = describe(args.opts.parent);
+          queue.push(parent && !parent.startsWith(`${ROOT_STACK_TYPE}::`) ? parent : undefined);
+          parents.set(key, queue);
+          return undefined;
+        });
+        result = opts.program();
+        return result;
       });
+    } else {
       result = opts.program();
-      return result;
-    });
+    }
     await waitForRPCs(pulumi.runtime);
   } catch (err) {
     // A program that fails after registering resources leaves RPCs in flight;

@@ -1,9 +1,12 @@
 /**
- * The one harness for running the Pulumi program under Pulumi's mock runtime:
- * sets stack config, imports the program fresh, waits for every registration,
- * records resources with secrets unwrapped, and resolves the stack outputs.
+ * The one harness for running the Pulumi program under Pulumi's mock runtime in
+ * tests: imports the program fresh, runs it through the shared core
+ * (infra/synth/mockRuntime.ts, which synth's inventory uses too) with realistic
+ * cloud state (./mocks.ts), records resources with secrets unwrapped, and
+ * resolves the stack outputs.
  */
 import { vi } from "vitest";
+import { runUnderMocks } from "../../infra/synth/mockRuntime";
 import { CALL_RESULTS, resourceState } from "./mocks";
 
 export interface RecordedResource {
@@ -33,33 +36,46 @@ export interface RunOptions {
   project?: string;
 }
 
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
-
-/** `waitForRPCs` is exported by the runtime but not typed: it settles every pending registration. */
-async function waitForRPCs(runtime: object): Promise<void> {
-  const fn = (runtime as { waitForRPCs?: () => Promise<void> }).waitForRPCs;
-  if (fn) await fn();
-}
+const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
+const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
 /** Secrets reach the mock wrapped in a signature object; give tests plain values. */
 export function unwrapSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(unwrapSecrets);
   if (value !== null && typeof value === "object") {
     const o = value as Record<string, unknown>;
-    if (o[SECRET_SIG] === "1b47061264138c4ac30d75fd1eb44270") return unwrapSecrets(o.value);
+    if (o[SECRET_SIG_KEY] === SECRET_SIG) return unwrapSecrets(o.value);
     return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, unwrapSecrets(v)]));
   }
   return value;
 }
 
+/** Runs the program under infra/synth/mockRuntime.ts (the one mock-runtime core) with realistic cloud state. */
 export async function runProgram(config: Record<string, unknown>, opts: RunOptions = {}): Promise<ProgramRun> {
   const project = opts.project ?? "triton-ft";
   const stack = opts.stack ?? "test";
   vi.resetModules();
   const pulumi = await import("@pulumi/pulumi");
+  const all: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config)) all[`${project}:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
+  const secretKeys: string[] = [];
+  for (const [k, v] of Object.entries(opts.secrets ?? {})) {
+    all[`${project}:${k}`] = v;
+    secretKeys.push(`${project}:${k}`);
+  }
   const resources: RecordedResource[] = [];
-  pulumi.runtime.setMocks(
-    {
+  const { program } = await import("../../infra/program");
+  const run = await runUnderMocks({
+    pulumi,
+    program,
+    project,
+    stack,
+    config: all,
+    secretKeys,
+    preview: false,
+    // Resource names in the URN-pinning tests follow the engine's rules, which a root stack would break under mocks.
+    rootStack: false,
+    cloud: {
       newResource(args) {
         const inputs = unwrapSecrets(args.inputs) as Record<string, unknown>;
         const { id, state } = resourceState(args.type, args.name, inputs);
@@ -68,43 +84,20 @@ export async function runProgram(config: Record<string, unknown>, opts: RunOptio
       },
       call(args) {
         const fn = CALL_RESULTS[args.token];
-        return fn
-          ? fn(unwrapSecrets(args.inputs) as Record<string, unknown>)
-          : (unwrapSecrets(args.inputs) as Record<string, unknown>);
+        const inputs = unwrapSecrets(args.inputs) as Record<string, unknown>;
+        return fn ? fn(inputs) : inputs;
       },
     },
-    project,
-    stack,
-    false,
-  );
-  const all: Record<string, string> = {};
-  for (const [k, v] of Object.entries(config)) all[`${project}:${k}`] = typeof v === "string" ? v : JSON.stringify(v);
-  const secretKeys: string[] = [];
-  for (const [k, v] of Object.entries(opts.secrets ?? {})) {
-    all[`${project}:${k}`] = v;
-    secretKeys.push(`${project}:${k}`);
-  }
-  pulumi.runtime.setAllConfig(all, secretKeys);
-
-  const { program } = await import("../../infra/program");
+  });
   const outputs: Record<string, unknown> = {};
   const secretOutputs: string[] = [];
-  try {
-    const result = program() as Record<string, unknown>;
-    for (const [k, v] of Object.entries(result)) {
-      if (pulumi.Output.isInstance(v)) {
-        if (await pulumi.isSecret(v)) secretOutputs.push(k);
-        outputs[k] = await new Promise((resolve) => pulumi.unsecret(v).apply(resolve));
-      } else {
-        outputs[k] = v;
-      }
+  for (const [k, v] of Object.entries(run.result as Record<string, unknown>)) {
+    if (pulumi.Output.isInstance(v)) {
+      if (await pulumi.isSecret(v)) secretOutputs.push(k);
+      outputs[k] = await new Promise((resolve) => pulumi.unsecret(v).apply(resolve));
+    } else {
+      outputs[k] = v;
     }
-    await waitForRPCs(pulumi.runtime);
-  } catch (err) {
-    // A program that fails after registering resources leaves RPCs in flight;
-    // let them settle against this run's mocks, not the next test's.
-    await waitForRPCs(pulumi.runtime).catch(() => undefined);
-    throw err;
   }
   const monitor = pulumi.runtime.getMonitor() as { getRegisteredResources?: () => Map<string, unknown> } | undefined;
   const urns = [...(monitor?.getRegisteredResources?.().keys() ?? [])].sort();
