@@ -178,6 +178,11 @@ export async function cli(argv: string[], io: SynthIo, load?: () => Promise<Load
 }
 
 if (require.main === module) {
+  // A program that fails under the mock runtime can leave further rejected
+  // outputs behind; the failure is reported once by cli(), not as a crash.
+  process.on("unhandledRejection", () => {
+    process.exitCode = process.exitCode || 1;
+  });
   void cli(process.argv.slice(2), {
     cwd: process.cwd(),
     repoRoot: path.resolve(__dirname, ".."),

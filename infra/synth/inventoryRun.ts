@@ -53,17 +53,22 @@ export interface EngineConfig {
 /**
  * The config the Pulumi engine would hand the program for a stack file: every
  * namespace, objects as they are. A `secure:` value cannot be decrypted here, so
- * the program sees SECRET_MARK in its place; secret keys stored in plain text
- * (a mistake synth warns about) keep their value but are passed as secrets,
- * as `pulumi config set --secret` would have made them.
+ * the program sees `standIn(key)` in its place (shaped like the real value where
+ * the program parses it; masked in the inventory like any secret); secret keys
+ * stored in plain text (a mistake synth warns about) keep their value but are
+ * passed as secrets, as `pulumi config set --secret` would have made them.
  */
-export function engineConfig(stackFileText: string, secretKeys: readonly string[]): EngineConfig {
+export function engineConfig(
+  stackFileText: string,
+  secretKeys: readonly string[],
+  standIn: (key: string) => string = () => SECRET_MARK,
+): EngineConfig {
   const doc = parse(stackFileText) as { config?: Record<string, unknown> } | null;
   const config: Record<string, unknown> = {};
   const secrets: string[] = [];
   for (const [key, value] of Object.entries(doc?.config ?? {})) {
     const secure = value !== null && typeof value === "object" && !Array.isArray(value) && "secure" in value;
-    config[key] = secure ? SECRET_MARK : value;
+    config[key] = secure ? standIn(key) : value;
     if (secure || secretKeys.includes(key)) secrets.push(key);
   }
   return { config, secretKeys: secrets };

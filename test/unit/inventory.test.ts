@@ -145,6 +145,17 @@ describe("offline inventory (resources.json)", () => {
     expect(out).toMatch(new RegExp(`\\n {4}[~+] ${field.replace(/[.[\]]/g, "\\$&")}: `));
   });
 
+  it("a secure: value synth cannot decrypt stands in for the real one (an existing cluster's kubeconfig)", async () => {
+    const run = await inventoryOf("kubeconfig", (c) => {
+      c["triton-ft:cluster"] = { mode: "kubeconfig" };
+      c["triton-ft:kubeconfig"] = { secure: "v1:bm90LWEtcmVhbC1jaXBoZXJ0ZXh0" };
+    });
+    const provider = run.inventory.resources.find((r) => r.type === "pulumi:providers:kubernetes");
+    expect(provider?.inputs.kubeconfig).toBe(SECRET_MARK);
+    expect(run.inventory.outputs.clusterName).toBe(UNKNOWN_MARK);
+    expect(run.text).not.toContain("bm90LWEtcmVhbC1jaXBoZXJ0ZXh0");
+  });
+
   it("never contains a secret's value: the sentinel is masked where it flows", async () => {
     const SENTINEL = "hf_SENTINEL_7c1e0f3b9a";
     const KEY_SENTINEL = "-----BEGIN OPENSSH PRIVATE KEY-----\nSENTINEL_KEY_55aa\n-----END OPENSSH PRIVATE KEY-----";
