@@ -6,12 +6,14 @@ import { z } from "zod";
 import { PROJECT, SECRET_KEYS, configSchema } from "./config";
 import { outputsMarkdownTable } from "./outputs";
 
-interface JsonSchema {
+/** The part of zod's JSON Schema output the generated docs read (here and in infra/projectConfig.ts). */
+export interface JsonSchema {
   type?: string | string[];
   description?: string;
   default?: unknown;
   enum?: unknown[];
   properties?: Record<string, JsonSchema>;
+  required?: string[];
   items?: JsonSchema;
   anyOf?: JsonSchema[];
   additionalProperties?: JsonSchema | boolean;

@@ -14,18 +14,7 @@
 import { stringify } from "yaml";
 import { z } from "zod";
 import { SECRET_KEYS, configSchema } from "./config";
-
-interface JsonSchema {
-  type?: string | string[];
-  description?: string;
-  default?: unknown;
-  enum?: unknown[];
-  properties?: Record<string, JsonSchema>;
-  required?: string[];
-  items?: JsonSchema;
-  anyOf?: JsonSchema[];
-  additionalProperties?: JsonSchema | boolean;
-}
+import type { JsonSchema } from "./configReference";
 
 /** One entry of the block, as Pulumi's ProjectConfigType has it. */
 export interface ProjectConfigEntry {
