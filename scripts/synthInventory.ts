@@ -17,8 +17,8 @@ import {
   type Inventory,
 } from "../infra/synth/inventory";
 import { diffInventories, formatDiff } from "../infra/synth/inventoryDiff";
-import { buildInventory, engineConfig } from "../infra/synth/inventoryRun";
-import type { PulumiSdk } from "../infra/synth/mockRuntime";
+import { buildInventory, engineConfig } from "../infra/mock/inventory";
+import type { PulumiSdk } from "../infra/mock/runtime";
 import { CALL_RESULTS } from "../test/lib/mocks";
 
 export interface LoadedProgram {

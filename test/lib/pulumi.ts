@@ -1,12 +1,12 @@
 /**
  * The one harness for running the Pulumi program under Pulumi's mock runtime in
  * tests: imports the program fresh, runs it through the shared core
- * (infra/synth/mockRuntime.ts, which synth's inventory uses too) with realistic
+ * (infra/mock/runtime.ts, which synth's inventory uses too) with realistic
  * cloud state (./mocks.ts), records resources with secrets unwrapped, and
  * resolves the stack outputs.
  */
 import { vi } from "vitest";
-import { runUnderMocks } from "../../infra/synth/mockRuntime";
+import { runUnderMocks } from "../../infra/mock/runtime";
 import { CALL_RESULTS, resourceState } from "./mocks";
 
 export interface RecordedResource {
@@ -50,7 +50,7 @@ export function unwrapSecrets(value: unknown): unknown {
   return value;
 }
 
-/** Runs the program under infra/synth/mockRuntime.ts (the one mock-runtime core) with realistic cloud state. */
+/** Runs the program under infra/mock/runtime.ts (the one mock-runtime core) with realistic cloud state. */
 export async function runProgram(config: Record<string, unknown>, opts: RunOptions = {}): Promise<ProgramRun> {
   const project = opts.project ?? "triton-ft";
   const stack = opts.stack ?? "test";

@@ -26,8 +26,8 @@ import {
   type InventoryValue,
   type MaskCounts,
   type ValueKinds,
-} from "./inventory";
-import { ROOT_STACK_TYPE, runUnderMocks, type PulumiSdk } from "./mockRuntime";
+} from "../synth/inventory";
+import { ROOT_STACK_TYPE, runUnderMocks, type PulumiSdk } from "./runtime";
 
 export interface InventoryRunOptions {
   /** A freshly loaded `@pulumi/pulumi` (its runtime state is process-global). */
