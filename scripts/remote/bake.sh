@@ -52,12 +52,10 @@ for v in DOCKERFILE_DIR WEIGHTS_DIR EXPECTED_WEIGHTS_JSON CHECKPOINT_PATH GEMM_C
   MODEL_REPOSITORY_PATH PYTHON_PACKAGE_DIR PYTHON_MODELS_DIR TOKENIZER_SOURCE_DIR TOKENIZER_PATH SERVER_WORKDIR; do
   require_abs_path "$v"
 done
-[[ $BASE_IMAGE == *@sha256:* ]] || die "BASE_IMAGE must be digest-pinned (repo@sha256:...), got '$BASE_IMAGE'"
+require_digest_ref BASE_IMAGE
 [[ $LAUNCH_CUDA_VISIBLE_DEVICES =~ ^[0-9]+(,[0-9]+)*$ ]] \
   || die "LAUNCH_CUDA_VISIBLE_DEVICES must be a GPU index list like '0' or '0,1', got '$LAUNCH_CUDA_VISIBLE_DEVICES'"
-declare -p TOKENIZER_FILES >/dev/null 2>&1 || TOKENIZER_FILES=()
-declare -p TOKENIZER_OPTIONAL_FILES >/dev/null 2>&1 || TOKENIZER_OPTIONAL_FILES=()
-declare -p LAUNCH_ARGV >/dev/null 2>&1 || LAUNCH_ARGV=()
+default_array TOKENIZER_FILES TOKENIZER_OPTIONAL_FILES LAUNCH_ARGV
 ((${#TOKENIZER_FILES[@]})) || die "TOKENIZER_FILES is empty; the pre/post-processing models need tokenizer files"
 ((${#LAUNCH_ARGV[@]})) || die "LAUNCH_ARGV is empty; the plan must give the server command"
 [[ -f $DOCKERFILE_DIR/Dockerfile ]] || die "no Dockerfile in DOCKERFILE_DIR=$DOCKERFILE_DIR"
@@ -110,12 +108,8 @@ step_skip_if_done
 phase pull-base
 require_cmd docker aws
 check_free_disk "$WORK_ROOT" "$REQUIRED_FREE_GIB"
-base_registry=${BASE_IMAGE%%/*}
 ecr_login "$AWS_REGION" "$ECR_REGISTRY"
-if [[ $base_registry != "$ECR_REGISTRY" && $base_registry == *.dkr.ecr.*.amazonaws.com ]]; then
-  ecr_login "$AWS_REGION" "$base_registry"
-fi
-retry 3 30 docker pull -q "$BASE_IMAGE" >/dev/null
+pull_image "$AWS_REGION" "$BASE_IMAGE" "$ECR_REGISTRY"
 
 phase verify-weights
 # Same check as the end of convert: the bake must never ship a partial set.
@@ -165,9 +159,7 @@ digest=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$tag")
 if [[ -n $digest ]]; then
   log "tag $tag already in ECR ($digest); not building"
 else
-  phase build
-  local_ref="$ECR_REPOSITORY_URL:$tag"
-  retry 2 30 docker build \
+  build_and_push "$ctx" "$tag" \
     --build-arg "BASE_IMAGE=$BASE_IMAGE" \
     --build-arg "CHECKPOINT_PATH=$CHECKPOINT_PATH" \
     --build-arg "SERVER_WORKDIR=$SERVER_WORKDIR" \
@@ -175,14 +167,9 @@ else
     --build-arg "TOKENIZER_PATH=$TOKENIZER_PATH" \
     --build-arg "CUDA_VISIBLE_DEVICES=$LAUNCH_CUDA_VISIBLE_DEVICES" \
     --label "triton-ft.base-image=$BASE_IMAGE" \
-    --label "triton-ft.content-hash=$content_hash" \
-    -t "$local_ref" "$ctx" >&2
-
-  phase push
-  digest=$(push_image "$AWS_REGION" "$ECR_REPO_NAME" "$local_ref" "$tag")
+    --label "triton-ft.content-hash=$content_hash"
+  digest=$IMAGE_DIGEST
 fi
 rm -rf "$ctx"
 
-result image "$ECR_REPOSITORY_URL@$digest"
-result tag "$tag"
-step_done
+finish_image_step "$digest" "$tag"

@@ -121,11 +121,7 @@ else
     tar -C "$src/$repo" --exclude=.git -cf - . | tar -C "$ctx/$repo" -xf -
   done
 
-  phase build
-  local_ref="$ECR_REPOSITORY_URL:$tag"
-  # Docker's layer cache makes a re-run after an interruption resume from the
-  # last finished layer.
-  retry 2 30 docker build \
+  build_and_push "$ctx" "$tag" \
     --build-arg "TRITON_VERSION=$TRITON_VERSION" \
     --build-arg "SM=$SM_LIST" \
     --build-arg "BUILD_JOBS=$BUILD_JOBS" \
@@ -134,14 +130,9 @@ else
     --label "org.opencontainers.image.revision=$FT_BACKEND_COMMIT" \
     --label "triton-ft.ft-commit=$FT_COMMIT" \
     --label "triton-ft.sm=$SM_LIST" \
-    --label "triton-ft.content-hash=$content_hash" \
-    -t "$local_ref" "$ctx" >&2
-
-  phase push
-  digest=$(push_image "$AWS_REGION" "$ECR_REPO_NAME" "$local_ref" "$tag")
+    --label "triton-ft.content-hash=$content_hash"
+  digest=$IMAGE_DIGEST
   rm -rf "$ctx"
 fi
 
-result image "$ECR_REPOSITORY_URL@$digest"
-result tag "$tag"
-step_done
+finish_image_step "$digest" "$tag"

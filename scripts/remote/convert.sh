@@ -52,15 +52,12 @@ require_abs_path EXPECTED_WEIGHTS_JSON
   || die "SOURCE_DIR and OUTPUT_DIR must be under WORK_ROOT ($WORK_ROOT), which is what the container sees"
 [[ -d $SOURCE_DIR ]] || die "SOURCE_DIR $SOURCE_DIR does not exist; run the fetch step first"
 [[ -f $EXPECTED_WEIGHTS_JSON ]] || die "EXPECTED_WEIGHTS_JSON not found: $EXPECTED_WEIGHTS_JSON"
-[[ $IMAGE == *@sha256:* ]] || die "IMAGE must be digest-pinned (repo@sha256:...), got '$IMAGE'"
+require_digest_ref IMAGE
 DOCKER_GPUS=${DOCKER_GPUS:-all}
 SHM_SIZE=${SHM_SIZE:-8g}
 REQUIRED_FREE_GIB=${REQUIRED_FREE_GIB:-0}
 require_int REQUIRED_FREE_GIB
-declare -p CONSOLIDATE_ARGV >/dev/null 2>&1 || CONSOLIDATE_ARGV=()
-declare -p RELAYOUT_ARGV >/dev/null 2>&1 || RELAYOUT_ARGV=()
-declare -p FP16_ARGV >/dev/null 2>&1 || FP16_ARGV=()
-declare -p CONVERT_ARGV >/dev/null 2>&1 || CONVERT_ARGV=()
+default_array CONSOLIDATE_ARGV RELAYOUT_ARGV FP16_ARGV CONVERT_ARGV
 ((${#CONVERT_ARGV[@]})) || die "CONVERT_ARGV is empty; the plan must give the FT converter command"
 verifier=$TRITON_FT_SCRIPTS_ROOT/convert/verify_weights.py
 [[ -f $verifier ]] || die "weight-set verifier not found: $verifier"
@@ -102,10 +99,7 @@ else
       "SCRIPTS=$TRITON_FT_SCRIPTS_ROOT"
   done
 
-  if [[ $IMAGE == *.dkr.ecr.*.amazonaws.com/* ]]; then
-    ecr_login "$AWS_REGION" "${IMAGE%%/*}"
-  fi
-  retry 3 30 docker pull -q "$IMAGE" >/dev/null
+  pull_image "$AWS_REGION" "$IMAGE"
 
   mounts=(-v "$WORK_ROOT:$WORK_ROOT")
   if [[ $TRITON_FT_SCRIPTS_ROOT != "$WORK_ROOT"/* ]]; then

@@ -53,11 +53,8 @@ require_abs_path MODEL_DIR
 REQUIRED_FREE_GIB=${REQUIRED_FREE_GIB:-0}
 require_int REQUIRED_FREE_GIB
 CHECK_PYTHON=${CHECK_PYTHON:-python3}
-declare -p HF_INCLUDE >/dev/null 2>&1 || HF_INCLUDE=()
-declare -p HF_EXCLUDE >/dev/null 2>&1 || HF_EXCLUDE=()
-declare -p TOKENIZER_INCLUDE >/dev/null 2>&1 || TOKENIZER_INCLUDE=()
+default_array HF_INCLUDE HF_EXCLUDE TOKENIZER_INCLUDE EXPECTED_FILES
 declare -p TOKENIZER_REQUIRED >/dev/null 2>&1 || TOKENIZER_REQUIRED=("${TOKENIZER_INCLUDE[@]}")
-declare -p EXPECTED_FILES >/dev/null 2>&1 || EXPECTED_FILES=()
 ((${#EXPECTED_FILES[@]})) || die "EXPECTED_FILES is empty; the step cannot verify the download without it"
 
 case $SOURCE_KIND in

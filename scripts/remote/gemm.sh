@@ -26,10 +26,10 @@ source "$(dirname "$(readlink -f "$0")")/lib.sh"
 step_init gemm "${1:-}"
 require_vars IMAGE AWS_REGION GEMM_OUTPUT
 require_abs_path GEMM_OUTPUT
-[[ $IMAGE == *@sha256:* ]] || die "IMAGE must be digest-pinned (repo@sha256:...), got '$IMAGE'"
+require_digest_ref IMAGE
 GEMM_BINARY=${GEMM_BINARY:-/usr/local/bin/gpt_gemm}
 DOCKER_GPUS=${DOCKER_GPUS:-device=0}
-declare -p GEMM_ARGV >/dev/null 2>&1 || GEMM_ARGV=()
+default_array GEMM_ARGV
 ((${#GEMM_ARGV[@]} == 9 || ${#GEMM_ARGV[@]} == 10)) \
   || die "GEMM_ARGV must hold 9 or 10 gpt_gemm arguments, got ${#GEMM_ARGV[@]}: ${GEMM_ARGV[*]}"
 for a in "${GEMM_ARGV[@]}"; do
@@ -49,10 +49,7 @@ scratch=$TMP_ROOT/gemm-${STEP_INPUT_HASH:0:16}
 # leftover from an interrupted run must not leak into this one.
 rm -rf "$scratch"
 mkdir -p "$scratch"
-if [[ $IMAGE == *.dkr.ecr.*.amazonaws.com/* ]]; then
-  ecr_login "$AWS_REGION" "${IMAGE%%/*}"
-fi
-retry 3 30 docker pull -q "$IMAGE" >/dev/null
+pull_image "$AWS_REGION" "$IMAGE"
 
 phase gpt_gemm
 log "running: $GEMM_BINARY ${GEMM_ARGV[*]}"

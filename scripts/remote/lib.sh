@@ -87,6 +87,25 @@ require_commit_pin() {
     || die "missing pin: $name='$value' is not a 40-hex git commit (branches and tags move; pin a commit)"
 }
 
+# Digest-pinned image reference <registry>/<repository>@sha256:<64 hex>: the
+# same pattern as DIGEST_REF in infra/imageRef.ts (test/unit/scriptHeaders.test.ts
+# keeps the two equal).
+DIGEST_REF_RE='^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$'
+
+# require_digest_ref NAME : an image pinned by digest (a tag can move under us).
+require_digest_ref() {
+  [[ ${!1} =~ $DIGEST_REF_RE ]] \
+    || die "$1 must be digest-pinned (<registry>/<repository>@sha256:<64 hex>), got '${!1}'"
+}
+
+# default_array NAME... : an array the step config may leave out is empty.
+default_array() {
+  local name
+  for name in "$@"; do
+    declare -p "$name" >/dev/null 2>&1 || eval "$name=()"
+  done
+}
+
 # require_abs_path NAME : an absolute path (the same path is used on the host
 # and inside containers, so relative paths would silently differ).
 require_abs_path() {
@@ -353,4 +372,37 @@ push_image() {
   digest=$(ecr_tag_digest "$1" "$2" "$4")
   [[ -n $digest ]] || die "pushed $3 but ECR does not list tag $4"
   printf '%s\n' "$digest"
+}
+
+# pull_image <region> <image> [logged-in-registry] : pulls a digest-pinned
+# image (with retries), logging in to its registry first when it is ECR and
+# not the one this step already logged in to.
+pull_image() {
+  local registry=${2%%/*}
+  if [[ $registry == *.dkr.ecr.*.amazonaws.com && $registry != "${3:-}" ]]; then
+    ecr_login "$1" "$registry"
+  fi
+  retry 3 30 docker pull -q "$2" >/dev/null
+}
+
+# build_and_push <context-dir> <tag> [docker build args...] : builds
+# $ECR_REPOSITORY_URL:<tag> (retried: Docker's layer cache resumes an
+# interrupted build) and pushes it; sets IMAGE_DIGEST to what ECR recorded.
+# Needs ecr_split "$ECR_REPOSITORY_URL" and a login to its registry.
+build_and_push() {
+  local ctx=$1 tag=$2 local_ref
+  shift 2
+  local_ref="$ECR_REPOSITORY_URL:$tag"
+  phase build
+  retry 2 30 docker build "$@" -t "$local_ref" "$ctx" >&2
+  phase push
+  # shellcheck disable=SC2034 # read by the image steps
+  IMAGE_DIGEST=$(push_image "$AWS_REGION" "$ECR_REPO_NAME" "$local_ref" "$tag")
+}
+
+# finish_image_step <digest> <tag> : the image steps' results, then the marker.
+finish_image_step() {
+  result image "$ECR_REPOSITORY_URL@$1"
+  result tag "$2"
+  step_done
 }
