@@ -5,7 +5,7 @@
  */
 
 /** `<registry host>/<repository>@sha256:<64 hex>`, as ECR prints it. */
-export const DIGEST_REF = /^[a-z0-9.-]+(:\d+)?\/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$/;
+export const DIGEST_REF = /^[a-z0-9.-]+(:[0-9]+)?\/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$/;
 
 /** The tag of synth's placeholder image reference (`<repository>:synth`, no registry, no digest). */
 export const SYNTH_TAG = "synth";

@@ -8,23 +8,23 @@
 # Step config (bash file of KEY='value' lines and arrays, rendered by the Pulumi program):
 #   WORK_ROOT              string  Work root.                                  default '/opt/triton-ft'
 #   AWS_REGION             string  Region of the ECR repositories.             e.g. 'us-east-1'
-#   BASE_IMAGE             string  triton_with_ft, digest-pinned.              e.g. '1234.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev-triton-with-ft@sha256:ab..'
-#   ECR_REPOSITORY_URL     string  Server image repository (no tag).           e.g. '1234.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev-server'
+#   BASE_IMAGE             string  triton_with_ft, digest-pinned.              e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev/triton_with_ft@sha256:ab..'
+#   ECR_REPOSITORY_URL     string  Server image repository (no tag).           e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev/server'
 #   DOCKERFILE_DIR         string  Absolute host path of images/server.        e.g. '/opt/triton-ft/images/server'
-#   WEIGHTS_DIR            string  Host folder of the converted weights (<N>-gpu). e.g. '/opt/triton-ft/models/ft/2-gpu'
+#   WEIGHTS_DIR            string  Host folder of the converted weights (<N>-gpu). e.g. '/opt/triton-ft/work/gpt-j-6b/ft/2-gpu'
 #   EXPECTED_WEIGHTS_JSON  string  Expected weight-set JSON for verify_weights.py.
-#   CHECKPOINT_PATH        string  Absolute weights path in the image (= model_checkpoint_path). e.g. '/models/fastertransformer/1/2-gpu'
+#   CHECKPOINT_PATH        string  Absolute weights path in the image (= model_checkpoint_path). e.g. '/opt/triton-ft/weights/2-gpu'
 #   GEMM_CONFIG            string  Host path of gemm_config.in (gemm step output).
 #   SERVER_WORKDIR         string  Optional; WORKDIR of tritonserver in the image. default '/workspace'
 #   MODEL_REPOSITORY_DIR   string  Host folder with the rendered model repository (ensemble/, preprocessing/, fastertransformer/, postprocessing/).
-#   MODEL_REPOSITORY_PATH  string  Absolute model repository path in the image. e.g. '/models'
+#   MODEL_REPOSITORY_PATH  string  Absolute model repository path in the image. e.g. '/opt/triton-ft/model-repository'
 #   PYTHON_PACKAGE_DIR     string  Host path of images/server/python (-> /opt/triton-ft/python).
 #   PYTHON_MODELS_DIR      string  Host folder laid out like the repository, holding preprocessing/1/model.py and postprocessing/1/model.py.
-#   TOKENIZER_SOURCE_DIR   string  Host folder holding the tokenizer files.    e.g. '/opt/triton-ft/models/source'
+#   TOKENIZER_SOURCE_DIR   string  Host folder holding the tokenizer files.    e.g. '/opt/triton-ft/work/gpt2/source'
 #   TOKENIZER_FILES        array   Files to copy from it; each must exist.     e.g. ('config.json' 'tokenizer.json')
 #   TOKENIZER_OPTIONAL_FILES array Optional; files copied when present.       e.g. ('tokenizer_config.json' 'special_tokens_map.json')
-#   TOKENIZER_PATH         string  Absolute tokenizer folder in the image (= tokenizer_path parameter). e.g. '/models/tokenizer'
-#   LAUNCH_ARGV            array   Server command.                            e.g. (mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/models)
+#   TOKENIZER_PATH         string  Absolute tokenizer folder in the image (= tokenizer_path parameter). e.g. '/opt/triton-ft/tokenizer'
+#   LAUNCH_ARGV            array   Server command.                            e.g. (mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/opt/triton-ft/model-repository)
 #   LAUNCH_CUDA_VISIBLE_DEVICES string GPUs the model uses.                   e.g. '0,1'
 #   REQUIRED_FREE_GIB      int     Optional; free disk needed before baking.   default '0'
 #   RESULT_FILE            string  Optional; where `image=<ref>` is written.   default "$WORK_ROOT/results/server-image.env"

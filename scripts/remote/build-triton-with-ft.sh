@@ -7,7 +7,7 @@
 # Step config (bash file of KEY='value' lines, rendered by the Pulumi program):
 #   WORK_ROOT             string  Work root.                                       default '/opt/triton-ft'
 #   AWS_REGION            string  Region of the ECR repository.                    e.g. 'us-east-1'
-#   ECR_REPOSITORY_URL    string  Repository to push to (no tag).                  e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev-triton-with-ft'
+#   ECR_REPOSITORY_URL    string  Repository to push to (no tag).                  e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev/triton_with_ft'
 #   TRITON_VERSION        string  NGC tritonserver release (YY.MM).                e.g. '23.05'
 #   FT_BACKEND_REPO_URL   string  fastertransformer_backend git URL.               default 'https://github.com/triton-inference-server/fastertransformer_backend.git'
 #   FT_BACKEND_COMMIT     string  40-hex commit of fastertransformer_backend.      e.g. 'e4f9e2b0...' (branches/tags refused)

@@ -6,10 +6,10 @@
 #
 # Step config (bash file of KEY='value' lines and arrays, rendered by the Pulumi program):
 #   WORK_ROOT              string  Work root; mounted at the same path in the container. default '/opt/triton-ft'
-#   IMAGE                  string  triton_with_ft image, digest-pinned.       e.g. '1234.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev-triton-with-ft@sha256:ab..'
+#   IMAGE                  string  triton_with_ft image, digest-pinned.       e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev/triton_with_ft@sha256:ab..'
 #   AWS_REGION             string  Region for the ECR login before pulling.   e.g. 'us-east-1'
-#   SOURCE_DIR             string  Fetched model folder (under WORK_ROOT).    e.g. '/opt/triton-ft/models/source'
-#   OUTPUT_DIR             string  Final converted root (under WORK_ROOT); the weights end up in OUTPUT_DIR/<TP>-gpu. e.g. '/opt/triton-ft/models/ft'
+#   SOURCE_DIR             string  Fetched model folder (under WORK_ROOT).    e.g. '/opt/triton-ft/work/gpt2/source'
+#   OUTPUT_DIR             string  Final converted root (under WORK_ROOT); the weights end up in OUTPUT_DIR/<TP>-gpu. e.g. '/opt/triton-ft/work/gpt2/ft'
 #   TP                     int     Tensor-parallel size (the N of <N>-gpu).   e.g. '2'
 #   CONSOLIDATE_ARGV       array   Optional; consolidate sharded/safetensors checkpoints. e.g. (python3 '{{SCRIPTS}}/convert/consolidate_checkpoint.py' --in '{{SRC}}' --out '{{CONSOLIDATE_OUT}}')
 #   RELAYOUT_ARGV          array   Optional; CodeGen -> GPT-J re-layout.      e.g. (python3 '{{SCRIPTS}}/convert/codegen_to_gptj.py' '{{CONSOLIDATE_OUT}}' '{{RELAYOUT_OUT}}')

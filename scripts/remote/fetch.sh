@@ -7,7 +7,7 @@
 # Step config (bash file of KEY='value' lines and arrays, rendered by the Pulumi program):
 #   WORK_ROOT            string  Work root.                                        default '/opt/triton-ft'
 #   SOURCE_KIND          string  'hf' (Hugging Face repo) or 'archive' (tar.zst URL checked by sha256).
-#   MODEL_DIR            string  Absolute final folder of the model.               e.g. '/opt/triton-ft/models/source'
+#   MODEL_DIR            string  Absolute final folder of the model.               e.g. '/opt/triton-ft/work/gpt2/source'
 #   -- SOURCE_KIND='hf':
 #   HF_REPO_ID           string  Repository id.                                    e.g. 'kakaobrain/kogpt'
 #   HF_REVISION          string  Commit, branch or tag to download.                e.g. 'KoGPT6B-ryan1.5b-float16'
@@ -20,7 +20,7 @@
 #   -- tokenizer (optional; for sources without tokenizer files, e.g. the GPT-J JAX checkpoint):
 #   TOKENIZER_REPO_ID    string  HF repository to take tokenizer files from.      e.g. 'EleutherAI/gpt-j-6b'
 #   TOKENIZER_REVISION   string  Its revision.                                     e.g. a 40-hex commit
-#   TOKENIZER_DIR        string  Absolute folder for the tokenizer files.          e.g. '/opt/triton-ft/models/tokenizer'
+#   TOKENIZER_DIR        string  Absolute folder for the tokenizer files.          e.g. '/opt/triton-ft/work/gpt-j-6b-jax/tokenizer'
 #   TOKENIZER_INCLUDE    array   Files to take.                                    e.g. ('vocab.json' 'merges.txt' 'tokenizer.json' 'tokenizer_config.json')
 #   TOKENIZER_REQUIRED   array   Optional; those that must exist. default: all of TOKENIZER_INCLUDE
 #   -- verification:

@@ -6,12 +6,12 @@
 #
 # Step config (bash file of KEY='value' lines and arrays, rendered by the Pulumi program):
 #   WORK_ROOT     string  Work root; mounted at the same path in the container. default '/opt/triton-ft'
-#   IMAGE         string  triton_with_ft image, digest-pinned.           e.g. '1234.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev-triton-with-ft@sha256:ab..'
+#   IMAGE         string  triton_with_ft image, digest-pinned.           e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev/triton_with_ft@sha256:ab..'
 #   AWS_REGION    string  Region for the ECR login before pulling.       e.g. 'us-east-1'
 #   GEMM_ARGV     array   gpt_gemm arguments: batch beam max_input_len head_num size_per_head inter_size vocab dtype tp [append].
 #                         e.g. ('8' '1' '32' '16' '256' '16384' '64512' '1' '1')
-#   GEMM_OUTPUT   string  Absolute host path for the kept gemm_config.in. e.g. '/opt/triton-ft/build/gemm_config.in'
-#   GEMM_BINARY   string  Optional; gpt_gemm inside the image.           default '/usr/local/bin/gpt_gemm'
+#   GEMM_OUTPUT   string  Absolute host path for the kept gemm_config.in. e.g. '/opt/triton-ft/work/gpt2/gemm/gemm_config.in'
+#   GEMM_BINARY   string  Optional; gpt_gemm inside the image.           default '/workspace/build/fastertransformer_backend/build/bin/gpt_gemm'
 #   DOCKER_GPUS   string  Optional; docker run --gpus (one GPU is enough). default 'device=0'
 #
 # gpt_gemm writes gemm_config.in into its working directory, so it runs in
@@ -27,7 +27,7 @@ step_init gemm "${1:-}"
 require_vars IMAGE AWS_REGION GEMM_OUTPUT
 require_abs_path GEMM_OUTPUT
 require_digest_ref IMAGE
-GEMM_BINARY=${GEMM_BINARY:-/usr/local/bin/gpt_gemm}
+GEMM_BINARY=${GEMM_BINARY:-/workspace/build/fastertransformer_backend/build/bin/gpt_gemm}
 DOCKER_GPUS=${DOCKER_GPUS:-device=0}
 default_array GEMM_ARGV
 ((${#GEMM_ARGV[@]} == 9 || ${#GEMM_ARGV[@]} == 10)) \
