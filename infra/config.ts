@@ -68,7 +68,7 @@ export const modelSchema = z
     preset: z
       .string()
       .optional()
-      .describe("Catalog preset name (see README, Model catalog). Supplies family, architecture and token ids."),
+      .describe('Catalog preset name (see README, "Model catalog"). Supplies family, architecture and token ids.'),
     family: z
       .enum(FAMILIES)
       .optional()
@@ -113,7 +113,9 @@ export const buildSchema = z
       .describe("EC2 GPU instance for conversion and gpt_gemm; must have the serving GPU model and enough RAM."),
     builderDiskGiB: positiveInt
       .optional()
-      .describe("Builder root volume in GiB. Defaults to a size derived from the model (see README, Builder disk)."),
+      .describe(
+        'Builder root volume in GiB. Defaults to a size derived from the model (see README, "Sizing formulas").',
+      ),
     builderAmiId: z
       .string()
       .regex(/^ami-[0-9a-f]{8,17}$/, "an AMI id such as ami-0123456789abcdef0")

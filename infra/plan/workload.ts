@@ -4,8 +4,8 @@
  * drain and rollout timing (the plan's `kubernetes` section). Pure (no Pulumi)
  * so `synth`, the renderer and the Pulumi components share one source, and
  * every formula is unit-testable.
- * README "Serving: how the numbers are derived" documents each formula; keep
- * both in step.
+ * README "What happens during a model load" and "Rollout behaviour" document
+ * each formula; keep both in step.
  */
 import { GPU_MODELS } from "../catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";

@@ -109,4 +109,24 @@ describe("architecture", () => {
       expect(readFileSync(f, "utf8"), relative(ROOT, f)).not.toMatch(/from "@pulumi\//);
     }
   });
+
+  it("points only at README sections that exist", () => {
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const headings = new Set([...readme.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]?.trim()));
+    const sources = [...files, ...tsFiles(join(ROOT, "scripts")), ...tsFiles(join(ROOT, "test"))];
+    const missing: string[] = [];
+    let refs = 0;
+    for (const f of sources.filter((x) => !x.endsWith("architecture.test.ts"))) {
+      const text = readFileSync(f, "utf8");
+      // `README, "<Section>"` / `README ("<Section>")` / `README "<A>" and "<B>"`
+      for (const m of text.matchAll(/README,? \(?((?:"[^"]+"(?:,? (?:and|or) )?)+)/g)) {
+        for (const s of (m[1] ?? "").matchAll(/"([^"]+)"/g)) {
+          refs++;
+          if (!headings.has(s[1])) missing.push(`${relative(ROOT, f)}: README "${s[1]}"`);
+        }
+      }
+    }
+    expect(refs).toBeGreaterThan(3);
+    expect(missing).toEqual([]);
+  });
 });
