@@ -1,54 +1,43 @@
 #!/usr/bin/env bats
-# bake.sh under stubbed docker/aws: context layout, launcher, tags, refusals.
+# bake.sh under stubbed docker/aws: context layout, launcher, tags, refusals,
+# with the step config synth renders for the dev stack (GPT-2, TP 1).
 
 load helpers
 
-SERVER_REPO=123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test-server
+SERVER_REPO=$TEST_REGISTRY/triton-ft-test/server
 
 setup() {
   common_setup
-  local B=$BATS_TEST_TMPDIR
-  mkdir -p "$WORK/models/ft/1-gpu" "$WORK/build" "$B/repo" "$WORK/models/source"
-  printf '[gptneox]\nhead_num = 32\n' >"$WORK/models/ft/1-gpu/config.ini"
-  printf 'w' >"$WORK/models/ft/1-gpu/model.wte.bin"
-  echo 'input_hash=conv1' >"$WORK/models/ft/.triton-ft-convert"
-  printf '1 2 3\n' >"$WORK/build/gemm_config.in"
+  W=$WORK/work/gpt2
+  REPO=$WORK/plan/model-repository
+  mkdir -p "$W/ft/1-gpu" "$W/gemm" "$W/source" "$WORK/images"
+  printf '[gpt]\nhead_num = 12\n' >"$W/ft/1-gpu/config.ini"
+  printf 'w' >"$W/ft/1-gpu/model.wte.bin"
+  echo 'input_hash=conv1' >"$W/ft/.triton-ft-convert"
+  printf '1 2 3\n' >"$W/gemm/gemm_config.in"
   for m in ensemble preprocessing fastertransformer postprocessing; do
-    mkdir -p "$B/repo/$m/1"
-    echo "name: \"$m\"" >"$B/repo/$m/config.pbtxt"
+    mkdir -p "$REPO/$m/1"
+    echo "name: \"$m\"" >"$REPO/$m/config.pbtxt"
   done
-  echo '{"tokenizer":true}' >"$WORK/models/source/tokenizer.json"
-  echo '{}' >"$WORK/models/source/tokenizer_config.json"
-  echo '{"files":[]}' >"$B/expected-weights.json"
-  CFG=$B/bake.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-AWS_REGION='us-east-1'
-BASE_IMAGE='$BASE_REF'
-ECR_REPOSITORY_URL='$SERVER_REPO'
-DOCKERFILE_DIR='$REPO_ROOT/images/server'
-WEIGHTS_DIR='$WORK/models/ft/1-gpu'
-EXPECTED_WEIGHTS_JSON='$B/expected-weights.json'
-CHECKPOINT_PATH='/models/fastertransformer/1/1-gpu'
-GEMM_CONFIG='$WORK/build/gemm_config.in'
-MODEL_REPOSITORY_DIR='$B/repo'
-MODEL_REPOSITORY_PATH='/models'
-PYTHON_PACKAGE_DIR='$REPO_ROOT/images/server/python'
-PYTHON_MODELS_DIR='$REPO_ROOT/images/server/model_repository'
-TOKENIZER_SOURCE_DIR='$WORK/models/source'
-TOKENIZER_FILES=('tokenizer.json' 'tokenizer_config.json')
-TOKENIZER_PATH='/models/tokenizer'
-LAUNCH_ARGV=(mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver '--model-repository=/models' '--log-info=true')
-LAUNCH_CUDA_VISIBLE_DEVICES='0'
-CONF
+  # GPT-2's tokenizer files: the preset's vocabulary plus auxiliary ones it ships.
+  echo '{"model_type":"gpt2"}' >"$W/source/config.json"
+  echo '{}' >"$W/source/vocab.json"
+  printf '#version: 0.2\n' >"$W/source/merges.txt"
+  echo '{"tokenizer":true}' >"$W/source/tokenizer.json"
+  echo '{}' >"$W/source/tokenizer_config.json"
+  echo '{"files":[]}' >"$WORK/plan/expected-weights.json"
+  # The server image recipe and Python code the step ships (images/server).
+  cp -a "$REPO_ROOT/images/server" "$WORK/images/server"
+  CFG=$BATS_TEST_TMPDIR/bake.env
+  plan_conf dev bake >"$CFG"
 }
 
 @test "bake: verifies, assembles the context, builds FROM the digest, pushes and prints the ref" {
   run bash "$S/bake.sh" "$CFG"
   [ "$status" -eq 0 ]
-  assert_calls 1 docker "verify_weights.py --expected $BATS_TEST_TMPDIR/expected-weights.json $WORK/models/ft/1-gpu"
+  assert_calls 1 docker "verify_weights.py --expected $WORK/plan/expected-weights.json $W/ft/1-gpu"
   assert_calls 1 docker "--build-arg BASE_IMAGE=$BASE_REF"
-  assert_calls 1 docker "--build-arg CHECKPOINT_PATH=/models/fastertransformer/1/1-gpu"
+  assert_calls 1 docker "--build-arg CHECKPOINT_PATH=/opt/triton-ft/weights/1-gpu"
   assert_calls 1 docker "--build-arg CUDA_VISIBLE_DEVICES=0"
   assert_calls 1 docker "push $SERVER_REPO:bake-"
   [[ $output =~ RESULT\ image=$SERVER_REPO@sha256:[0-9a-f]{64} ]]
@@ -56,12 +45,13 @@ CONF
   for f in ./Dockerfile ./weights/config.ini ./weights/model.wte.bin ./gemm_config.in \
     ./model-repository/ensemble/config.pbtxt ./python-models/preprocessing/1/model.py \
     ./python-models/postprocessing/1/model.py ./python/tritonft/__init__.py \
+    ./tokenizer/config.json ./tokenizer/vocab.json ./tokenizer/merges.txt \
     ./tokenizer/tokenizer.json ./tokenizer/tokenizer_config.json ./serve; do
     grep -qx -- "$f" "$ctx" || { echo "context lacks $f" >&2; cat "$ctx" >&2; return 1; }
   done
   # The launcher runs the plan's command from the WORKDIR holding gemm_config.in.
   grep -qx 'cd /workspace' "$STUB_STATE/last-serve"
-  grep -q 'exec mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/models --log-info=true "\$@"' "$STUB_STATE/last-serve"
+  grep -q 'exec mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/opt/triton-ft/model-repository "\$@"' "$STUB_STATE/last-serve"
   grep -q 'CUDA_VISIBLE_DEVICES:-0' "$STUB_STATE/last-serve"
   bash -n "$STUB_STATE/last-serve"
   grep -q "^image=$SERVER_REPO@sha256:" "$WORK/results/server-image.env"
@@ -74,7 +64,7 @@ CONF
   assert_output_has "skipping"
   assert_output_has "RESULT tag=$tag1"
   assert_calls 1 docker build
-  echo '{"tokenizer":2}' >"$WORK/models/source/tokenizer.json"
+  echo '{"tokenizer":2}' >"$W/source/tokenizer.json"
   run bash "$S/bake.sh" "$CFG"
   [ "$status" -eq 0 ]
   tag2=$(sed -n 's/^RESULT tag=//p' <<<"$output")
@@ -102,20 +92,20 @@ CONF
 }
 
 @test "bake: refuses a missing config.ini, gemm_config.in, model or tokenizer file" {
-  rm "$WORK/models/ft/1-gpu/config.ini"
+  rm "$W/ft/1-gpu/config.ini"
   run bash "$S/bake.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "has no config.ini; refusing to bake"
-  printf '[gptneox]\n' >"$WORK/models/ft/1-gpu/config.ini"
-  rm "$WORK/build/gemm_config.in"
+  printf '[gpt]\n' >"$W/ft/1-gpu/config.ini"
+  rm "$W/gemm/gemm_config.in"
   run bash "$S/bake.sh" "$CFG"
   assert_output_has "run the gemm step first"
-  printf '1\n' >"$WORK/build/gemm_config.in"
-  rm "$BATS_TEST_TMPDIR/repo/ensemble/config.pbtxt"
+  printf '1\n' >"$W/gemm/gemm_config.in"
+  rm "$REPO/ensemble/config.pbtxt"
   run bash "$S/bake.sh" "$CFG"
   assert_output_has "model repository lacks ensemble/config.pbtxt"
-  echo 'name: "ensemble"' >"$BATS_TEST_TMPDIR/repo/ensemble/config.pbtxt"
-  rm "$WORK/models/source/tokenizer_config.json"
+  echo 'name: "ensemble"' >"$REPO/ensemble/config.pbtxt"
+  rm "$W/source/merges.txt"
   run bash "$S/bake.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "tokenizer file missing"
@@ -153,7 +143,7 @@ CONF
 }
 
 @test "bake: optional tokenizer files are taken when present and skipped when absent" {
-  sed -i "s/^TOKENIZER_FILES=.*/TOKENIZER_FILES=('tokenizer.json')\nTOKENIZER_OPTIONAL_FILES=('tokenizer_config.json' 'special_tokens_map.json')/" "$CFG"
+  sed -i "/^TOKENIZER_OPTIONAL_FILES=/d; s/^TOKENIZER_FILES=.*/TOKENIZER_FILES=('tokenizer.json')\nTOKENIZER_OPTIONAL_FILES=('tokenizer_config.json' 'special_tokens_map.json')/" "$CFG"
   run bash "$S/bake.sh" "$CFG"
   [ "$status" -eq 0 ]
   ctx=$STUB_STATE/last-build-context
@@ -163,7 +153,8 @@ CONF
 }
 
 @test "bake: refuses tokenizer files without any vocabulary" {
-  sed -i "s/^TOKENIZER_FILES=.*/TOKENIZER_FILES=('tokenizer_config.json')\nTOKENIZER_OPTIONAL_FILES=('vocab.json')/" "$CFG"
+  rm "$W/source/vocab.json" "$W/source/tokenizer.json"
+  sed -i "/^TOKENIZER_OPTIONAL_FILES=/d; s/^TOKENIZER_FILES=.*/TOKENIZER_FILES=('tokenizer_config.json')\nTOKENIZER_OPTIONAL_FILES=('vocab.json')/" "$CFG"
   run bash "$S/bake.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "no tokenizer.json or vocab.json among the tokenizer files"

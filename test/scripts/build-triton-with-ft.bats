@@ -1,27 +1,24 @@
 #!/usr/bin/env bats
-# build-triton-with-ft.sh under stubbed git, docker and aws.
+# build-triton-with-ft.sh under stubbed git, docker and aws, with the step
+# config synth renders for the dev stack (the pins of Pulumi.dev.yaml, SM 86).
 
 load helpers
 
-BACKEND_SHA=0123456789abcdef0123456789abcdef01234567
-FT_SHA=89abcdef0123456789abcdef0123456789abcdef
-REPO_URL=123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test-triton-with-ft
+BACKEND_SHA=b09b6352dc56e41cbd087eef195551df3d26f892
+FT_SHA=fc6e53fee7674361475e06e003e263b768f50f77
+REPO_URL=$TEST_REGISTRY/triton-ft-test/triton_with_ft
 
 setup() {
   common_setup
-  cp -a "$REPO_ROOT/images/triton_with_ft" "$BATS_TEST_TMPDIR/recipe"
   CFG=$BATS_TEST_TMPDIR/build.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-AWS_REGION='us-east-1'
-ECR_REPOSITORY_URL='$REPO_URL'
-TRITON_VERSION='23.05'
-FT_BACKEND_COMMIT='$BACKEND_SHA'
-FT_COMMIT='$FT_SHA'
-SM_LIST='86'
-DOCKERFILE_DIR='$BATS_TEST_TMPDIR/recipe'
-BUILD_JOBS='4'
-CONF
+  plan_conf dev triton-with-ft >"$CFG"
+  # The recipe the step ships (DOCKERFILE_DIR is under the builder's images/).
+  mkdir -p "$WORK/images"
+  cp -a "$REPO_ROOT/images/triton_with_ft" "$WORK/images/triton_with_ft"
+  ln -s "$WORK/images/triton_with_ft" "$BATS_TEST_TMPDIR/recipe"
+  echo "BUILD_JOBS='4'" >>"$CFG"
+  grep -qx "FT_BACKEND_COMMIT='$BACKEND_SHA'" "$CFG"
+  grep -qx "SM_LIST='86'" "$CFG"
 }
 
 @test "build: clones both pins, builds with the SM list, pushes and prints the digest ref" {

@@ -1,48 +1,43 @@
 #!/usr/bin/env bats
 # convert.sh under a stubbed docker that behaves like the FT converters
-# (refusing an existing output folder) and like the helper scripts.
+# (refusing an existing output folder) and like the helper scripts, with the
+# step config synth renders for the prod stack (GPT-J 6B at TP 2: consolidate,
+# GPT-J converter, fp16 rewrite, verifier).
 
 load helpers
 
 setup() {
   common_setup
-  mkdir -p "$WORK/models/source"
-  echo '{}' >"$WORK/models/source/config.json"
-  echo 'input_hash=abc' >"$WORK/models/source/.triton-ft-fetch"
-  echo '{"files":[]}' >"$BATS_TEST_TMPDIR/expected-weights.json"
+  SRC=$WORK/work/gpt-j-6b/source
+  FT=$WORK/work/gpt-j-6b/ft
+  EXPECTED=$WORK/plan/expected-weights.json
+  mkdir -p "$SRC" "$WORK/plan"
+  echo '{}' >"$SRC/config.json"
+  echo 'input_hash=abc' >"$SRC/.triton-ft-fetch"
+  echo '{"files":[]}' >"$EXPECTED"
+  echo '{"files":[]}' >"$WORK/plan/expected-weights.any-type.json"
   CFG=$BATS_TEST_TMPDIR/convert.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-IMAGE='$BASE_REF'
-AWS_REGION='us-east-1'
-SOURCE_DIR='$WORK/models/source'
-OUTPUT_DIR='$WORK/models/ft'
-TP='2'
-CONSOLIDATE_ARGV=(python3 '{{SCRIPTS}}/convert/consolidate_checkpoint.py' --input '{{SRC}}' --output '{{CONSOLIDATE_OUT}}' --layout single)
-CONVERT_ARGV=(python3 /workspace/FasterTransformer/examples/pytorch/gptneox/utils/huggingface_gptneox_convert.py -i '{{CONSOLIDATE_OUT}}' -o '{{OUT}}' -i_g 2 -m_n gptneox)
-FP16_ARGV=(python3 '{{SCRIPTS}}/convert/to_fp16.py' --expected '$BATS_TEST_TMPDIR/expected-weights.json' '{{OUT}}/2-gpu')
-EXPECTED_WEIGHTS_JSON='$BATS_TEST_TMPDIR/expected-weights.json'
-CONF
+  plan_conf prod convert >"$CFG"
 }
 
 @test "convert: runs consolidate, converter, fp16 and verifier in the image, then installs" {
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
   attempt_glob="$WORK/tmp/convert-"
-  assert_calls 1 docker "consolidate_checkpoint.py --input $WORK/models/source --output $attempt_glob"
-  assert_calls 1 docker "huggingface_gptneox_convert.py -i $attempt_glob"
+  assert_calls 1 docker "consolidate_checkpoint.py --input $SRC --output $attempt_glob"
+  assert_calls 1 docker "huggingface_gptj_ckpt_convert.py --ckpt-dir $attempt_glob"
   assert_calls 1 docker "to_fp16.py"
-  assert_calls 1 docker "verify_weights.py --expected $BATS_TEST_TMPDIR/expected-weights.json $attempt_glob"
+  assert_calls 1 docker "verify_weights.py --expected $EXPECTED $attempt_glob"
   assert_calls 5 docker "$BASE_REF"
   assert_calls 4 docker "run --rm --gpus all --shm-size 8g --user $(id -u):$(id -g)"
   # Order: consolidate < convert < fp16 < verify.
   grep '^docker run' "$STUB_LOG" | grep -oE '[a-z0-9_]+\.py' | tr '\n' ' ' >"$BATS_TEST_TMPDIR/order"
-  [ "$(cat "$BATS_TEST_TMPDIR/order")" = "consolidate_checkpoint.py huggingface_gptneox_convert.py to_fp16.py verify_weights.py " ]
-  [ -f "$WORK/models/ft/2-gpu/config.ini" ]
-  [ -f "$WORK/models/ft/2-gpu/.fp16" ]
-  grep -q '^input_hash=' "$WORK/models/ft/.triton-ft-convert"
+  [ "$(cat "$BATS_TEST_TMPDIR/order")" = "consolidate_checkpoint.py huggingface_gptj_ckpt_convert.py to_fp16.py verify_weights.py " ]
+  [ -f "$FT/2-gpu/config.ini" ]
+  [ -f "$FT/2-gpu/.fp16" ]
+  grep -q '^input_hash=' "$FT/.triton-ft-convert"
   [ -z "$(ls -A "$WORK/tmp")" ]
-  assert_output_has "RESULT weights_dir=$WORK/models/ft/2-gpu"
+  assert_output_has "RESULT weights_dir=$FT/2-gpu"
 }
 
 @test "convert: same inputs skip" {
@@ -56,11 +51,11 @@ CONF
 
 @test "convert: a new model revision (fetch stamp) re-runs the conversion" {
   run bash "$S/convert.sh" "$CFG"
-  echo 'input_hash=def' >"$WORK/models/source/.triton-ft-fetch"
+  echo 'input_hash=def' >"$SRC/.triton-ft-fetch"
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_output_has "inputs changed"
-  assert_calls 2 docker "gptneox_convert"
+  assert_calls 2 docker "gptj_ckpt_convert"
 }
 
 @test "convert: after a converter failure the re-run keeps the consolidate phase and re-converts into a clean folder" {
@@ -68,7 +63,7 @@ CONF
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "failed in phase 'convert'"
-  [ ! -e "$WORK/models/ft" ]
+  [ ! -e "$FT" ]
   [ ! -e "$WORK/state/convert.done" ]
   : >"$STUB_LOG"
   run bash "$S/convert.sh" "$CFG"
@@ -77,27 +72,27 @@ CONF
   assert_calls 0 docker "consolidate_checkpoint.py"
   # The stub converter refuses an existing <N>-gpu: it passing proves the
   # staging folder was cleared before the second conversion.
-  assert_calls 1 docker "gptneox_convert"
-  [ -f "$WORK/models/ft/2-gpu/.fp16" ]
+  assert_calls 1 docker "gptj_ckpt_convert"
+  [ -f "$FT/2-gpu/.fp16" ]
 }
 
 @test "convert: an existing OUTPUT_DIR from an older conversion is replaced only after verification" {
-  mkdir -p "$WORK/models/ft/2-gpu"
-  echo old >"$WORK/models/ft/2-gpu/model.old.bin"
+  mkdir -p "$FT/2-gpu"
+  echo old >"$FT/2-gpu/model.old.bin"
   export STUB_VERIFY_RC=1
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "incomplete or wrong (verify_weights.py); not installing it"
-  [ -f "$WORK/models/ft/2-gpu/model.old.bin" ]
+  [ -f "$FT/2-gpu/model.old.bin" ]
   export STUB_VERIFY_RC=0
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
-  [ ! -e "$WORK/models/ft/2-gpu/model.old.bin" ]
-  [ -f "$WORK/models/ft/2-gpu/config.ini" ]
+  [ ! -e "$FT/2-gpu/model.old.bin" ]
+  [ -f "$FT/2-gpu/config.ini" ]
 }
 
 @test "convert: a converter that writes no <TP>-gpu folder fails clearly" {
-  sed -i "s/-i_g 2/-i_g 4/" "$CFG"
+  sed -i "s/'--n-inference-gpus' '2'/'--n-inference-gpus' '4'/" "$CFG"
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "wrote no $WORK/tmp/convert-"
@@ -108,7 +103,7 @@ CONF
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_calls 1 docker "codegen_to_gptj.py --input $WORK/tmp/convert-"
-  grep '^docker run' "$STUB_LOG" | grep -nE 'consolidate_checkpoint|codegen_to_gptj|gptneox_convert' | cut -d: -f1 | tr '\n' ' ' >"$BATS_TEST_TMPDIR/lines"
+  grep '^docker run' "$STUB_LOG" | grep -nE 'consolidate_checkpoint|codegen_to_gptj|gptj_ckpt_convert' | cut -d: -f1 | tr '\n' ' ' >"$BATS_TEST_TMPDIR/lines"
   [ "$(cat "$BATS_TEST_TMPDIR/lines")" = "1 2 3 " ]
 }
 
@@ -118,7 +113,7 @@ CONF
   [ "$status" -ne 0 ]
   assert_output_has "IMAGE must be digest-pinned"
   sed -i "s|^IMAGE=.*|IMAGE='$BASE_REF'|" "$CFG"
-  rm -rf "$WORK/models/source"
+  rm -rf "$SRC"
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "run the fetch step first"
@@ -138,11 +133,11 @@ CONF
   echo "CONFIG_INI='$BATS_TEST_TMPDIR/planned.ini'" >>"$CFG"
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
-  grep -qx 'head_num = 16' "$WORK/models/ft/2-gpu/config.ini"
+  grep -qx 'head_num = 16' "$FT/2-gpu/config.ini"
   first=$(grep -o 'RESULT input_hash=.*' <<<"$output")
   printf '[gptj]\nhead_num = 32\n' >"$BATS_TEST_TMPDIR/planned.ini"
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
   [ "$(grep -o 'RESULT input_hash=.*' <<<"$output")" != "$first" ]
-  grep -qx 'head_num = 32' "$WORK/models/ft/2-gpu/config.ini"
+  grep -qx 'head_num = 32' "$FT/2-gpu/config.ini"
 }

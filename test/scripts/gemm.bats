@@ -1,29 +1,28 @@
 #!/usr/bin/env bats
-# gemm.sh under a stubbed docker whose gpt_gemm writes gemm_config.in.
+# gemm.sh under a stubbed docker whose gpt_gemm writes gemm_config.in, with
+# the step config synth renders for the dev stack (GPT-2 on one A10G).
 
 load helpers
+
+GEMM_BIN=/workspace/build/fastertransformer_backend/build/bin/gpt_gemm
+DEV_ARGS="8 1 512 12 64 3072 50257 1 1"
 
 setup() {
   common_setup
   CFG=$BATS_TEST_TMPDIR/gemm.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-IMAGE='$BASE_REF'
-AWS_REGION='us-east-1'
-GEMM_ARGV=('8' '1' '32' '16' '256' '16384' '64512' '1' '1')
-GEMM_OUTPUT='$WORK/build/gemm_config.in'
-CONF
+  plan_conf dev gemm >"$CFG"
+  OUT=$WORK/work/gpt2/gemm/gemm_config.in
 }
 
 @test "gemm: runs the image's gpt_gemm on one GPU in a scratch folder and keeps the result" {
   run bash "$S/gemm.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_calls 1 docker "run --rm --gpus device=0"
-  assert_calls 1 docker "$BASE_REF /usr/local/bin/gpt_gemm 8 1 32 16 256 16384 64512 1 1"
+  assert_calls 1 docker "$BASE_REF $GEMM_BIN $DEV_ARGS"
   assert_calls 1 docker "-w $WORK/tmp/gemm-"
-  [ -s "$WORK/build/gemm_config.in" ]
-  grep -q '64512' "$WORK/build/gemm_config.in"
-  assert_output_has "RESULT gemm_config=$WORK/build/gemm_config.in"
+  [ -s "$OUT" ]
+  grep -q '50257' "$OUT"
+  assert_output_has "RESULT gemm_config=$OUT"
   [ -z "$(ls -A "$WORK/tmp")" ]
 }
 
@@ -32,11 +31,11 @@ CONF
   run bash "$S/gemm.sh" "$CFG"
   assert_output_has "skipping"
   assert_calls 1 docker "gpt_gemm"
-  sed -i "s/'64512'/'50400'/" "$CFG"
+  sed -i "s/'50257'/'50400'/" "$CFG"
   run bash "$S/gemm.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_calls 2 docker "gpt_gemm"
-  grep -q '50400' "$WORK/build/gemm_config.in"
+  grep -q '50400' "$OUT"
 }
 
 @test "gemm: fails clearly when gpt_gemm produces no gemm_config.in, then resumes" {
@@ -44,19 +43,19 @@ CONF
   run bash "$S/gemm.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "gpt_gemm exited without producing"
-  [ ! -e "$WORK/build/gemm_config.in" ]
+  [ ! -e "$OUT" ]
   [ ! -e "$WORK/state/gemm.done" ]
   unset STUB_GEMM_NO_OUTPUT
   run bash "$S/gemm.sh" "$CFG"
   [ "$status" -eq 0 ]
-  [ -s "$WORK/build/gemm_config.in" ]
+  [ -s "$OUT" ]
 }
 
 @test "gemm: a gpt_gemm crash is reported with its arguments" {
   export STUB_FAIL_ALWAYS='docker:gpt_gemm'
   run bash "$S/gemm.sh" "$CFG"
   [ "$status" -ne 0 ]
-  assert_output_has "gpt_gemm failed (arguments: 8 1 32 16 256 16384 64512 1 1)"
+  assert_output_has "gpt_gemm failed (arguments: $DEV_ARGS)"
 }
 
 @test "gemm: rejects malformed argument lists" {

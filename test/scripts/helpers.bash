@@ -65,6 +65,32 @@ assert_output_has() {
 
 marker_of() { cat "$WORK/state/$1.done"; }
 
+# Test values of the deploy-time placeholders synth leaves in step configs.
+TEST_REGISTRY=123456789012.dkr.ecr.us-east-1.amazonaws.com
+
+# plan_conf <stack> <step> : the step config `npm run synth` renders for a
+# committed stack (Pulumi.<stack>.yaml), moved under this test's work root:
+# the builder's /opt/triton-ft (work/, plan/, images/, scripts/, steps/)
+# becomes $WORK, and the deploy-time values
+# (`@{name}`) get the test's region, registry and base image. Rendered once
+# per bats run into $BATS_RUN_TMPDIR (or taken from $SYNTH_DIR).
+plan_conf() {
+  local dir=${SYNTH_DIR:-$BATS_RUN_TMPDIR/synth}
+  if [[ ! -f $dir/$1/steps/$2.conf ]]; then
+    (cd "$REPO_ROOT" && npx --no-install tsx scripts/synth.ts --stack "$1" --out "$dir/$1" >/dev/null) \
+      || { echo "synth --stack $1 failed" >&2; return 1; }
+  fi
+  # Builder-side paths only: /opt/triton-ft/{weights,model-repository,tokenizer} are server-image paths.
+  sed -e "s#'/opt/triton-ft'#'$WORK'#g" \
+    -e "s#/opt/triton-ft/\(work\|plan\|images\|scripts\|steps\)\([/']\)#$WORK/\1\2#g" \
+    -e "s#@{awsRegion}#us-east-1#g" \
+    -e "s#@{ecrRegistry}#$TEST_REGISTRY#g" \
+    -e "s#@{tritonWithFtImage}#$BASE_REF#g" \
+    -e "s#@{tritonWithFtRepositoryUrl}#$TEST_REGISTRY/triton-ft-test/triton_with_ft#g" \
+    -e "s#@{serverRepositoryUrl}#$TEST_REGISTRY/triton-ft-test/server#g" \
+    "$dir/$1/steps/$2.conf"
+}
+
 # refute <cmd...> : fails when cmd succeeds. (A bare `! cmd` does not fail a
 # bats test unless it is the last line.)
 refute() {

@@ -1,19 +1,18 @@
 #!/usr/bin/env bats
-# host-ready.sh under stubbed nvidia-smi, docker, aws, cloud-init, git, df.
+# host-ready.sh under stubbed nvidia-smi, docker, aws, cloud-init, git, df,
+# with the step config synth renders for the dev stack (one A10G, g5.xlarge).
 
 load helpers
 
 setup() {
   common_setup
   CFG=$BATS_TEST_TMPDIR/host-ready.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-AWS_REGION='us-east-1'
-ECR_REGISTRY='123456789012.dkr.ecr.us-east-1.amazonaws.com'
-REQUIRED_FREE_GIB='100'
-EXPECTED_GPU_NAME='A10G'
-EXPECTED_GPU_COUNT='1'
-CONF
+  plan_conf dev host-ready >"$CFG"
+  grep -qx "EXPECTED_GPU_NAME='A10G'" "$CFG"
+  grep -qx "EXPECTED_GPU_COUNT='1'" "$CFG"
+  # The plan's model-independent free-disk floor (model/sizing.ts HOST_READY_FREE_DISK_GIB).
+  REQUIRED=$(sed -n "s/^REQUIRED_FREE_GIB='\([0-9]*\)'$/\1/p" "$CFG")
+  [ "$REQUIRED" -gt 20 ]
 }
 
 @test "host-ready: happy path checks GPU, docker runtime, disk and logs in to ECR" {
@@ -85,7 +84,7 @@ CONF
   run bash "$S/host-ready.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "not enough free disk"
-  assert_output_has "20 GiB free, 100 GiB required"
+  assert_output_has "20 GiB free, $REQUIRED GiB required"
   [ ! -e "$WORK/state/host-ready.done" ]
 }
 

@@ -196,10 +196,22 @@ case $tool in
             [[ ${STUB_GEMM_NO_OUTPUT:-} == 1 ]] || printf '# stub gemm_config.in for %s\n1 2 3\n' "$cmd" >"$workdir/gemm_config.in"
             ;;
           *verify_weights.py*) exit "${STUB_VERIFY_RC:-0}" ;;
-          *to_fp16.py*) touch "${*: -1}/.fp16" ;;
+          *to_fp16.py*)
+            # to_fp16.py <folder> [--expected <json>]: the folder follows the script.
+            folder=""
+            prev=""
+            for a in "$@"; do
+              if [[ $prev == *to_fp16.py ]]; then folder=$a; fi
+              prev=$a
+            done
+            touch "$folder/.fp16"
+            ;;
           *)
+            # GPT-NeoX/GPT converters: -o/-i_g; GPT-J converters: --output-dir/--n-inference-gpus.
             out=$(opt_value -o "$@")
+            [[ -n $out ]] || out=$(opt_value --output-dir "$@")
             gpus=$(opt_value -i_g "$@")
+            [[ -n $gpus ]] || gpus=$(opt_value --n-inference-gpus "$@")
             if [[ -n $out && -n $gpus ]]; then
               # Like the FT converters: refuse an existing output folder.
               if [[ -e $out/$gpus-gpu ]]; then echo "stub converter: $out/$gpus-gpu exists" >&2; exit 1; fi
