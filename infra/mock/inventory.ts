@@ -158,9 +158,11 @@ function valueKinds(pulumi: PulumiSdk, repoRoot: string): ValueKinds {
   return kinds;
 }
 
-function kindOf(type: string, custom: boolean): InventoryResource["kind"] {
+function kindOf(type: string, custom: boolean, project: string): InventoryResource["kind"] {
   if (type.startsWith("pulumi:providers:")) return "provider";
-  return custom ? "custom" : "component";
+  if (custom) return "custom";
+  // This program's components are local; any other package's (awsx, eks) are remote under the mock monitor.
+  return type.startsWith(`${project}:`) ? "component" : "remote-component";
 }
 
 /** `<type>::<name>` of a provider reference `<urn>::<id>`; URNs end in `::<qualified type>::<name>`. */
@@ -226,7 +228,7 @@ export async function buildInventory(opts: InventoryRunOptions): Promise<Invento
       type: r.type,
       name: r.name,
       parent: r.parent ?? null,
-      kind: kindOf(r.type, r.custom),
+      kind: kindOf(r.type, r.custom, opts.project),
       inputs,
     };
     const provider = providerLabel(r.provider);
@@ -249,6 +251,7 @@ export async function buildInventory(opts: InventoryRunOptions): Promise<Invento
       [UNKNOWN_MARK]:
         "computed by the cloud at deploy time (ids, ARNs, image digests); pulumi preview shows it as output<T>",
       [SECRET_MARK]: "a secret value, masked",
+      "remote-component": "expanded by its provider at deploy time (awsx, eks): the resources inside are not listed",
       $resource: "a reference to another resource of this inventory (<type>::<name>)",
     },
     lookups: [...lookups].sort(),

@@ -22,7 +22,12 @@ export interface InventoryResource {
   name: string;
   /** `<type>::<name>` of the parent component; null at the top of the stack. */
   parent: string | null;
-  kind: "custom" | "component" | "provider";
+  /**
+   * custom: one cloud resource; component: a grouping of this program's;
+   * remote-component: a component its provider expands at deploy time (awsx,
+   * eks), whose inner resources are not listed; provider: an explicit provider.
+   */
+  kind: "custom" | "component" | "remote-component" | "provider";
   /** `<type>::<name>` of an explicit provider, when the resource has one. */
   provider?: string;
   inputs: Record<string, InventoryValue>;
@@ -140,7 +145,7 @@ function countLeaves(value: InventoryValue, mark: string): number {
 
 /** The readable companion of resources.json: counts, then the component tree. */
 export function inventorySummary(inv: Inventory): string[] {
-  const kinds = { custom: 0, component: 0, provider: 0 };
+  const kinds = { custom: 0, component: 0, "remote-component": 0, provider: 0 };
   let secrets = 0;
   let unknowns = 0;
   for (const r of inv.resources) {
@@ -149,7 +154,7 @@ export function inventorySummary(inv: Inventory): string[] {
     unknowns += countLeaves(r.inputs, UNKNOWN_MARK);
   }
   const lines = [
-    `${inv.project} / ${inv.stack}: ${inv.resources.length} resources (${kinds.custom} cloud resources, ${kinds.component} components, ${kinds.provider} providers)`,
+    `${inv.project} / ${inv.stack}: ${inv.resources.length} resources (${kinds.custom} cloud resources, ${kinds["remote-component"]} expanded by their providers, ${kinds.component} components, ${kinds.provider} explicit providers)`,
     `inputs: ${unknowns} known only after deploy ${UNKNOWN_MARK}, ${secrets} secret ${SECRET_MARK}`,
   ];
   if (inv.lookups.length) lines.push(`looked up at deploy time: ${inv.lookups.join(", ")}`);

@@ -72,6 +72,9 @@ describe("offline inventory (resources.json)", () => {
     expect(types).toContain("awsx:ec2:Vpc");
     expect(types).toContain("eks:index:Cluster");
     expect(types).toContain("kubernetes:apps/v1:Deployment");
+    // awsx and eks expand their components inside their providers: the inventory says so.
+    expect(inv.resources.find((r) => r.type === "awsx:ec2:Vpc")?.kind).toBe("remote-component");
+    expect(inv.resources.find((r) => r.type === "triton-ft:builder:Builder")?.kind).toBe("component");
     expect(base.log.join("\n")).toMatch(
       /\ninventory: triton-ft \/ dev: \d+ resources .* -> resources.json, resources.txt$/,
     );
