@@ -43,11 +43,15 @@ export const ENSEMBLE_OUTPUTS: readonly TensorSpec[] = [
   t("output_token_count", "TYPE_UINT32", [1]),
 ];
 
+/** Sampling inputs: FT reads them, and preprocessing range-checks them first (defence in depth behind the gateway). */
+export const SAMPLING_INPUTS = ["top_k", "top_p", "temperature", "repetition_penalty", "random_seed"] as const;
+
 export const PREPROCESSING_INPUTS: readonly TensorSpec[] = [
   t("text_input", "TYPE_STRING", [1]),
   t("max_tokens", "TYPE_UINT32", [1]),
   t("bad_words", "TYPE_STRING", [-1], { optional: true }),
   t("stop_words", "TYPE_STRING", [-1], { optional: true }),
+  ...ENSEMBLE_INPUTS.filter((i) => (SAMPLING_INPUTS as readonly string[]).includes(i.name)),
 ];
 
 export const PREPROCESSING_OUTPUTS: readonly TensorSpec[] = [
@@ -105,7 +109,13 @@ export interface EnsembleStep {
 export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
   {
     model: "preprocessing",
-    inputMap: { text_input: "text_input", max_tokens: "max_tokens", bad_words: "bad_words", stop_words: "stop_words" },
+    inputMap: {
+      text_input: "text_input",
+      max_tokens: "max_tokens",
+      bad_words: "bad_words",
+      stop_words: "stop_words",
+      ...Object.fromEntries(SAMPLING_INPUTS.map((name) => [name, name])),
+    },
     outputMap: {
       input_ids: "_input_ids",
       input_lengths: "_input_lengths",
@@ -168,6 +178,26 @@ export interface RepositoryOptions {
   padId: number;
   /** FT's custom all-reduce: only pays off at TP 8 on an NVSwitch fabric. */
   customAllReduce: boolean;
+  /** Vocabulary size: the upper bound of top_k that preprocessing enforces. */
+  vocab?: number;
+  /**
+   * FT's decoupled (streaming) mode: a response per generated token. The
+   * ensemble then becomes decoupled too, so Triton serves it only over gRPC
+   * ModelStreamInfer (the gateway); HTTP and unary gRPC refuse it.
+   */
+  decoupled?: boolean;
+}
+
+/**
+ * Longest prompt in UTF-8 bytes that can still fit in maxInputLen tokens in
+ * practice: BPE vocabularies of these models average about 4 bytes per token
+ * on English and code, and long whitespace runs reach a few dozen. Both the
+ * gateway and preprocessing refuse anything longer before tokenizing it, so a
+ * multi-megabyte prompt costs nothing.
+ */
+export const PROMPT_BYTES_PER_TOKEN = 32;
+export function maxPromptBytes(maxInputLen: number): number {
+  return maxInputLen * PROMPT_BYTES_PER_TOKEN;
 }
 
 const HEADER = ["Rendered by triton-ft (infra/render/modelRepository.ts) from the stack config; do not edit by hand."];
@@ -227,6 +257,7 @@ export function renderFastertransformer(o: RepositoryOptions, r: Fastertransform
     // The backend drives all GPUs of the model from one CPU-kind instance.
     ["instance_group", cpuInstance()],
     ["dynamic_batching", serving.dynamicBatching ? msg() : undefined],
+    ["model_transaction_policy", o.decoupled ? msg(["decoupled", bool(true)]) : undefined],
   );
   root.fields.push(
     parameters({
@@ -273,6 +304,8 @@ export function renderPreprocessing(o: RepositoryOptions): string {
       pad_id: String(o.padId),
       max_input_len: String(o.maxInputLen),
       max_output_len: String(o.maxOutputLen),
+      max_prompt_bytes: String(maxPromptBytes(o.maxInputLen)),
+      ...(o.vocab !== undefined ? { vocab_size: String(o.vocab) } : {}),
     },
   );
 }

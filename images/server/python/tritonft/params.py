@@ -45,6 +45,16 @@ def _int_parameter(model_config: Mapping[str, Any], name: str, minimum: int) -> 
     return value
 
 
+def _optional_int_parameter(model_config: Mapping[str, Any], name: str, minimum: int) -> int | None:
+    params = model_config.get("parameters") or {}
+    return None if params.get(name) is None else _int_parameter(model_config, name, minimum)
+
+
+# Same rule as the renderer's maxPromptBytes (infra/render/modelRepository.ts),
+# for a config rendered before the parameter existed.
+PROMPT_BYTES_PER_TOKEN = 32
+
+
 def _tokenizer_path(model_config: Mapping[str, Any]) -> str:
     path = _parameter(model_config, "tokenizer_path")
     # A relative path would resolve against tritonserver's working directory,
@@ -64,16 +74,24 @@ class PreprocessParams:
     pad_id: int
     max_input_len: int
     max_output_len: int
+    # Prompts longer than this many UTF-8 bytes are refused before tokenizing.
+    max_prompt_bytes: int = 0
+    # Upper bound of top_k; None: the tokenizer's vocabulary size.
+    vocab_size: int | None = None
 
     @classmethod
     def from_model_config(cls, model_config: Mapping[str, Any]) -> "PreprocessParams":
+        max_input_len = _int_parameter(model_config, "max_input_len", 1)
+        max_prompt_bytes = _optional_int_parameter(model_config, "max_prompt_bytes", 1)
         return cls(
             tokenizer_path=_tokenizer_path(model_config),
             start_id=_int_parameter(model_config, "start_id", 0),
             end_id=_int_parameter(model_config, "end_id", 0),
             pad_id=_int_parameter(model_config, "pad_id", 0),
-            max_input_len=_int_parameter(model_config, "max_input_len", 1),
+            max_input_len=max_input_len,
             max_output_len=_int_parameter(model_config, "max_output_len", 1),
+            max_prompt_bytes=max_prompt_bytes or max_input_len * PROMPT_BYTES_PER_TOKEN,
+            vocab_size=_optional_int_parameter(model_config, "vocab_size", 1),
         )
 
 

@@ -58,6 +58,12 @@ class TextTokenizer:
             )
         return str(self._impl.decode(token_ids, skip_special_tokens=True))
 
+    def vocab_size(self) -> int:
+        """Token ids the tokenizer can produce, added tokens included."""
+        if self.backend == "transformers":
+            return int(len(self._impl))
+        return int(self._impl.get_vocab_size(with_added_tokens=True))
+
     def __repr__(self) -> str:
         return f"TextTokenizer(backend={self.backend!r}, source={self.source!r})"
 

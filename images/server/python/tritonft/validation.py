@@ -6,6 +6,7 @@ item and the limit, because that message is what the client receives.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -82,6 +83,65 @@ def max_tokens(array: np.ndarray | None, batch: int, max_output_len: int) -> lis
             )
         out.append(value)
     return out
+
+
+def check_prompt_bytes(index: int, prompt: str, max_prompt_bytes: int) -> None:
+    """Refuse an oversized prompt before the tokenizer sees it: tokenizing a
+    multi-megabyte prompt takes seconds and stalls every request behind it."""
+    size = len(prompt.encode("utf-8"))
+    if size > max_prompt_bytes:
+        raise RequestError(
+            f"text_input[{index}]: prompt is {size} bytes, more than max_prompt_bytes={max_prompt_bytes}"
+        )
+
+
+# Documented ranges of the sampling inputs (README, "Ensemble contract"); the
+# gateway applies the same ones to its OpenAI fields.
+TEMPERATURE_RANGE = (0.0, 2.0)  # exclusive lower bound: FT divides logits by it
+REPETITION_PENALTY_RANGE = (0.0, 10.0)  # exclusive lower bound
+
+
+def _scalars(array: np.ndarray, name: str, batch: int) -> list[Any]:
+    items = rows(array, name)
+    if len(items) != batch:
+        raise RequestError(f"input '{name}' has batch size {len(items)}, but text_input has {batch}")
+    out = []
+    for index, values in enumerate(items):
+        if len(values) != 1:
+            raise RequestError(f"{name}[{index}]: expected exactly 1 value, got {len(values)}")
+        out.append(values[0])
+    return out
+
+
+def check_sampling(inputs: dict[str, np.ndarray | None], batch: int, vocab_size: int) -> None:
+    """Range-check the optional sampling inputs FT reads unchecked.
+
+    FT takes NaN, inf, a zero temperature or a top_k beyond the vocabulary as
+    they come (out-of-bounds reads, NaN logits); refuse them here, per request.
+    """
+    checks = {
+        "top_k": (lambda v: 0 <= int(v) <= vocab_size, f"must be between 0 and the vocabulary size {vocab_size}"),
+        "top_p": (lambda v: math.isfinite(float(v)) and 0.0 < float(v) <= 1.0, "must be finite, > 0 and <= 1"),
+        "temperature": (
+            lambda v: math.isfinite(float(v)) and TEMPERATURE_RANGE[0] < float(v) <= TEMPERATURE_RANGE[1],
+            f"must be finite, > {TEMPERATURE_RANGE[0]:g} and <= {TEMPERATURE_RANGE[1]:g}",
+        ),
+        "repetition_penalty": (
+            lambda v: math.isfinite(float(v))
+            and REPETITION_PENALTY_RANGE[0] < float(v) <= REPETITION_PENALTY_RANGE[1],
+            f"must be finite, > {REPETITION_PENALTY_RANGE[0]:g} and <= {REPETITION_PENALTY_RANGE[1]:g}",
+        ),
+    }
+    for name, (ok, rule) in checks.items():
+        array = inputs.get(name)
+        if array is None:
+            continue
+        for index, value in enumerate(_scalars(array, name, batch)):
+            if not ok(value):
+                raise RequestError(f"{name}[{index}] is {value!r}: {rule}")
+    seeds = inputs.get("random_seed")
+    if seeds is not None:
+        _scalars(seeds, "random_seed", batch)  # any UINT64 is a valid seed; the shape must still match
 
 
 def check_prompt_length(index: int, ids: Sequence[int], max_input_len: int) -> None:

@@ -27,11 +27,25 @@ Generation is deterministic, so tests can predict the text:
 - sequence_length = prompt length + generated tokens.
 Every optional input it receives is logged once per request, so tests can
 check the ensemble's parameter wiring in the server log.
+
+Decoupled (streaming) mode, when the rendered config sets
+`model_transaction_policy { decoupled: true }`, follows the real backend's
+(fastertransformer_backend src/libfastertransformer.cc, streaming_callback):
+after every generation step each request of the batch gets a response with
+the whole output so far (output_ids of the prompt plus the tokens generated
+up to that step, sequence_length to match), flags 0; when the batch is done,
+one more response with the complete output carries the FINAL flag. Steps
+take TRITONFT_STANDIN_STEP_MS milliseconds (default 0), so tests can see
+chunks arrive while generation is still running; the instance is busy for
+the whole batch, as FT's is.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -152,6 +166,37 @@ def generate(
     return generated
 
 
+@dataclass
+class Generation:
+    """One request's batch: per item the prompt plus every generated token."""
+
+    rows: list[list[int]]
+    prompt_lengths: list[int]
+    width: int
+    pads: list[int]
+
+    def steps(self) -> int:
+        return max(len(row) - p for row, p in zip(self.rows, self.prompt_lengths))
+
+    def response(self, step: int | None) -> Any:
+        """FT's outputs after `step` generated tokens (None: all of them), end-id padded."""
+        batch = len(self.rows)
+        output_ids = np.zeros((batch, 1, self.width), dtype=np.uint32)
+        lengths = []
+        for i, row in enumerate(self.rows):
+            cut = row if step is None else row[: self.prompt_lengths[i] + step]
+            output_ids[i, 0, : len(cut)] = cut
+            output_ids[i, 0, len(cut):] = self.pads[i]
+            lengths.append(len(cut))
+        sequence_length = np.array(lengths, dtype=np.uint32).reshape(batch, 1)
+        return pb_utils.InferenceResponse(
+            output_tensors=[
+                pb_utils.Tensor("output_ids", output_ids),
+                pb_utils.Tensor("sequence_length", sequence_length),
+            ]
+        )
+
+
 class TritonPythonModel:
     def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
@@ -161,12 +206,15 @@ class TritonPythonModel:
                 "fastertransformer stand-in: rendered config breaks the FT tensor contract: " + "; ".join(problems)
             )
         self.name = config.get("name", "fastertransformer")
+        policy = config.get("model_transaction_policy") or {}
+        self.decoupled = bool(policy.get("decoupled", False))
+        self.step_seconds = float(os.environ.get("TRITONFT_STANDIN_STEP_MS", "0")) / 1000.0
 
     def _optional(self, request: Any, name: str) -> np.ndarray | None:
         tensor = pb_utils.get_input_tensor_by_name(request, name)
         return None if tensor is None else tensor.as_numpy()
 
-    def _execute_one(self, request: Any, batch_output_len: int) -> Any:
+    def _generate_one(self, request: Any, batch_output_len: int) -> "Generation":
         input_ids = self._optional(request, "input_ids")
         input_lengths = self._optional(request, "input_lengths")
         request_output_len = self._optional(request, "request_output_len")
@@ -205,7 +253,7 @@ class TritonPythonModel:
         pb_utils.Logger.log_info(f"{self.name} stand-in request: batch={batch} {received}".rstrip())
 
         rows: list[list[int]] = []
-        lengths: list[int] = []
+        prompt_lengths: list[int] = []
         end_ids = optionals["end_id"]
         seeds = optionals["random_seed"]
         for i in range(batch):
@@ -224,30 +272,44 @@ class TritonPythonModel:
                 [] if bad_words is None else split_words(bad_words[i]),
             )
             rows.append(prompt + generated)
-            lengths.append(len(prompt) + len(generated))
-        width = max(int(input_ids.shape[1]) + batch_output_len, max(lengths))
-        pad = 0 if end_ids is None else None
-        output_ids = np.zeros((batch, 1, width), dtype=np.uint32)
-        for i, row in enumerate(rows):
-            output_ids[i, 0, : len(row)] = row
-            output_ids[i, 0, len(row):] = pad if pad is not None else int(end_ids[i])
-        sequence_length = np.array(lengths, dtype=np.uint32).reshape(batch, 1)
-        return pb_utils.InferenceResponse(
-            output_tensors=[
-                pb_utils.Tensor("output_ids", output_ids),
-                pb_utils.Tensor("sequence_length", sequence_length),
-            ]
+            prompt_lengths.append(length)
+        return Generation(
+            rows=rows,
+            prompt_lengths=prompt_lengths,
+            width=max(int(input_ids.shape[1]) + batch_output_len, max(len(r) for r in rows)),
+            pads=[0 if end_ids is None else int(end_ids[i]) for i in range(batch)],
         )
 
-    def execute(self, requests: list[Any]) -> list[Any]:
+    def _error(self, error: ValueError) -> Any:
+        return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(f"{self.name}: {error}"))
+
+    def execute(self, requests: list[Any]) -> list[Any] | None:
         lengths = [self._optional(r, "request_output_len") for r in requests]
         batch_output_len = max((int(a.max()) for a in lengths if a is not None and a.size > 0), default=0)
-        responses = []
+        results: list[Generation | ValueError] = []
         for request in requests:
             try:
-                responses.append(self._execute_one(request, batch_output_len))
+                results.append(self._generate_one(request, batch_output_len))
             except ValueError as error:
-                responses.append(
-                    pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(f"{self.name}: {error}"))
-                )
-        return responses
+                results.append(error)
+        if not self.decoupled:
+            return [self._error(r) if isinstance(r, ValueError) else r.response(None) for r in results]
+
+        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        live: list[tuple[Any, Generation]] = []
+        for request, result in zip(requests, results):
+            sender = request.get_response_sender()
+            if isinstance(result, ValueError):
+                sender.send(self._error(result), flags=final)
+            else:
+                live.append((sender, result))
+        # After every step, every request of the batch gets its output so far,
+        # as FT's streaming callback sends it; then the complete one, FINAL.
+        for step in range(1, max((g.steps() for _, g in live), default=0) + 1):
+            if self.step_seconds > 0:
+                time.sleep(self.step_seconds)
+            for sender, generation in live:
+                sender.send(generation.response(step))
+        for sender, generation in live:
+            sender.send(generation.response(None), flags=final)
+        return None

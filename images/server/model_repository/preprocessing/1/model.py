@@ -2,11 +2,15 @@
 
 Contract (per batch item, the model has max_batch_size > 0):
   inputs  text_input STRING [1], max_tokens UINT32 [1],
-          bad_words STRING [-1] (optional), stop_words STRING [-1] (optional)
+          bad_words STRING [-1] (optional), stop_words STRING [-1] (optional),
+          top_k UINT32, top_p FP32, temperature FP32, repetition_penalty FP32,
+          random_seed UINT64 (all [1], optional: only range-checked here, FT
+          reads them straight from the ensemble)
   outputs input_ids UINT32 [-1], input_lengths UINT32 [1], request_output_len UINT32 [-1],
           bad_words_list INT32 [2,-1], stop_words_list INT32 [2,-1],
           start_id UINT32 [1], end_id UINT32 [1]
-Parameters: tokenizer_path (absolute), start_id, end_id, pad_id, max_input_len, max_output_len.
+Parameters: tokenizer_path (absolute), start_id, end_id, pad_id, max_input_len, max_output_len,
+max_prompt_bytes and vocab_size (optional).
 
 The shared logic lives in the `tritonft` package (PYTHONPATH=/opt/triton-ft/python
 in the server image) so it is unit-tested without Triton.
@@ -34,7 +38,9 @@ from tritonft.errors import ModelConfigError, RequestError, respond_each
 from tritonft.params import PreprocessParams
 from tritonft.tokenizer import load_tokenizer
 from tritonft.validation import (
+    check_prompt_bytes,
     check_prompt_length,
+    check_sampling,
     max_tokens,
     pad_batch,
     prompts,
@@ -42,6 +48,7 @@ from tritonft.validation import (
 )
 from tritonft.words import encode_word_lists
 
+SAMPLING_INPUTS = ("top_k", "top_p", "temperature", "repetition_penalty", "random_seed")
 OUTPUTS = (
     "input_ids",
     "input_lengths",
@@ -70,6 +77,7 @@ class TritonPythonModel:
             self.dtypes[name] = pb_utils.triton_string_to_numpy(output["data_type"])
         # Once per model instance, from the files baked into the image.
         self.tokenizer = load_tokenizer(self.params.tokenizer_path)
+        self.vocab_size = self.params.vocab_size or self.tokenizer.vocab_size()
 
     def execute(self, requests: list[Any]) -> list[Any]:
         return respond_each(pb_utils, "preprocessing", requests, self._process)
@@ -84,6 +92,9 @@ class TritonPythonModel:
         output_lens = max_tokens(_optional_input(request, "max_tokens"), batch, p.max_output_len)
         bad = word_lists(_optional_input(request, "bad_words"), "bad_words", batch)
         stop = word_lists(_optional_input(request, "stop_words"), "stop_words", batch)
+        check_sampling({name: _optional_input(request, name) for name in SAMPLING_INPUTS}, batch, self.vocab_size)
+        for index, prompt in enumerate(texts):
+            check_prompt_bytes(index, prompt, p.max_prompt_bytes)
 
         encoded = []
         for index, prompt in enumerate(texts):
