@@ -7,6 +7,21 @@
  */
 import type { Family, ModelArch } from "./types";
 
+/**
+ * How the model was trained to read a conversation: the gateway renders chat
+ * messages with it (POST /v1/chat/completions). Each turn is `<prefix><content>
+ * <turnEnd>`; the prompt ends with the assistant prefix; `stop` ends the
+ * assistant's turn (the next turn's prefixes).
+ */
+export interface ChatTemplate {
+  /** Prefix of a system turn; without one, system text opens the first user turn. */
+  system?: string;
+  user: string;
+  assistant: string;
+  turnEnd: string;
+  stop: string[];
+}
+
 export interface ModelPreset {
   name: string;
   family: Family;
@@ -19,6 +34,8 @@ export interface ModelPreset {
   /** The repo's vocabulary files: a fast `tokenizer.json`, or GPT-2 style `vocab.json` + `merges.txt`. */
   vocabulary: readonly string[];
   arch: ModelArch;
+  /** Only for models fine-tuned on a conversation format; others serve completions only. */
+  chatTemplate?: ChatTemplate;
 }
 
 const BPE_FILES = ["vocab.json", "merges.txt"] as const;
@@ -100,6 +117,8 @@ export const MODEL_PRESETS: readonly ModelPreset[] = [
       startId: 0,
       endId: 0,
     },
+    // h2oGPT's `human_bot` prompt type, the format of its OIG/OASST1 fine-tuning data (h2oai/h2ogpt, prompter.py).
+    chatTemplate: { user: "<human>: ", assistant: "<bot>: ", turnEnd: "\n", stop: ["<human>:", "<bot>:"] },
   },
   {
     name: "kogpt-6b",

@@ -323,7 +323,30 @@ function mapEntries(map: Record<string, string>): PbMessage[] {
   return Object.entries(map).map(([key, value]) => msg(["key", str(key)], ["value", str(value)]));
 }
 
+/**
+ * With FT decoupled, `ensemble` is a decoupled Python (BLS) model running the
+ * same steps (images/server/model_repository/ensemble/1/model.py): Triton
+ * refuses an ensemble whose postprocessing step reads both FT's streamed
+ * outputs and preprocessing's (inputs from different decoupled models).
+ * One instance per batch slot, so FT still gets requests to batch.
+ */
+export function renderStreamingEnsemble(o: RepositoryOptions): string {
+  checkCommon(o);
+  const root = msg(
+    ["name", str("ensemble")],
+    ["backend", str("python")],
+    ["max_batch_size", int(o.maxBatchSize)],
+    ["input", ENSEMBLE_INPUTS.map(tensor)],
+    ["output", ENSEMBLE_OUTPUTS.map(tensor)],
+    ["instance_group", [msg(["count", int(o.maxBatchSize)], ["kind", enumValue("KIND_CPU")])]],
+    ["model_transaction_policy", msg(["decoupled", bool(true)])],
+  );
+  root.fields.push(parameters({ steps: JSON.stringify(ENSEMBLE_STEPS), streamed_step: "fastertransformer" }));
+  return toPbtxt(root, HEADER);
+}
+
 export function renderEnsemble(o: RepositoryOptions): string {
+  if (o.decoupled) return renderStreamingEnsemble(o);
   checkCommon(o);
   const root = msg(
     ["name", str("ensemble")],

@@ -127,7 +127,7 @@ function tokenText(tokenizerDir: string, id: number): string {
   return token.content;
 }
 
-function copyPythonModel(name: "preprocessing" | "postprocessing", versionDir: string): void {
+function copyPythonModel(name: "preprocessing" | "postprocessing" | "ensemble", versionDir: string): void {
   const source = path.join(ROOT, "images/server/model_repository", name, "1");
   for (const entry of readdirSync(source)) {
     if (entry === "__pycache__") continue;
@@ -143,9 +143,17 @@ function copyPythonModel(name: "preprocessing" | "postprocessing", versionDir: s
  * Assemble `<work>/repository` (and `<work>/tokenizer`) for a plan rendered by
  * synth. `python` must have the pinned tokenizers package (the triton venv).
  */
-export function assembleRepository(work: string, python: string, plan: Plan, synthRepository: string): HarnessInfo {
-  const imageOptions = optionsFromPlan(plan);
-  checkMatchesSynth(imageOptions, synthRepository);
+export function assembleRepository(
+  work: string,
+  python: string,
+  plan: Plan,
+  synthRepository: string,
+  /** Applied after the synth check: e.g. the gateway suite serves FT decoupled. */
+  overrides: Partial<RepositoryOptions> = {},
+): HarnessInfo {
+  const synthOptions = optionsFromPlan(plan);
+  checkMatchesSynth(synthOptions, synthRepository);
+  const imageOptions = { ...synthOptions, ...overrides };
 
   const tokenizerDir = path.join(work, "tokenizer");
   rmSync(tokenizerDir, { recursive: true, force: true });
@@ -169,6 +177,8 @@ export function assembleRepository(work: string, python: string, plan: Plan, syn
   for (const name of MODEL_NAMES) {
     const versionDir = path.join(repository, name, "1");
     if (name === "preprocessing" || name === "postprocessing") copyPythonModel(name, versionDir);
+    // The streaming ensemble is a Python model; the ensemble platform ignores its version folder.
+    if (name === "ensemble" && imageOptions.decoupled) copyPythonModel(name, versionDir);
     if (name === "fastertransformer")
       cpSync(path.join(ROOT, "test/triton/ft_standin/1/model.py"), path.join(versionDir, "model.py"));
   }

@@ -1,0 +1,124 @@
+/**
+ * The gateway's configuration: one JSON file (GATEWAY_CONFIG, rendered by the
+ * Pulumi program into a ConfigMap from the same plan as the model repository)
+ * and the consumers' hashed keys (GATEWAY_KEYS_FILE, a Kubernetes Secret).
+ * Unknown keys are mistakes: both are parsed strictly.
+ */
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+const positive = z.number().int().positive();
+
+export const ChatTemplateSchema = z
+  .object({
+    /** Prefix of a system turn; without one, system text opens the first user turn. */
+    system: z.string().optional(),
+    user: z.string(),
+    assistant: z.string(),
+    /** Written after every turn's content. */
+    turnEnd: z.string(),
+    /** Sequences that end the assistant's turn: the next turn's prefixes. */
+    stop: z.array(z.string().min(1)),
+  })
+  .strict();
+export type ChatTemplate = z.infer<typeof ChatTemplateSchema>;
+
+export const GatewayConfigSchema = z
+  .object({
+    model: z
+      .object({
+        /** The OpenAI `model` id clients send. */
+        id: z.string().min(1),
+        /** Unix seconds reported by /v1/models. */
+        created: z.number().int().nonnegative().default(0),
+        maxInputLen: positive,
+        maxOutputLen: positive,
+        maxBatchSize: positive,
+        vocab: positive,
+        /** Byte cap on a prompt, checked before anything else looks at it (same rule as preprocessing). */
+        maxPromptBytes: positive,
+        chatTemplate: ChatTemplateSchema.optional(),
+      })
+      .strict(),
+    triton: z
+      .object({
+        /** host:port of Triton's gRPC port (the ClusterIP Service). */
+        grpc: z.string().min(1),
+        ensemble: z.string().min(1).default("ensemble"),
+      })
+      .strict(),
+    limits: z
+      .object({
+        /** Largest request body in bytes. */
+        bodyBytes: positive.default(1_048_576),
+        /** Default per-key limits; a consumer may carry its own in the keys file. */
+        requestsPerMinute: positive.default(600),
+        maxConcurrent: positive.default(8),
+        /** Requests in flight across all keys before the gateway answers 503: Triton's queue stays short. */
+        maxInflight: positive.default(64),
+        requestTimeoutSeconds: positive.default(300),
+        /** Stop sequences per request, and bytes per stop sequence. */
+        maxStop: positive.default(4),
+        maxStopBytes: positive.default(256),
+      })
+      .strict()
+      .prefault({}),
+    listen: z
+      .object({
+        host: z.string().default("0.0.0.0"),
+        port: z.number().int().min(0).max(65535).default(8080),
+        /** Prometheus /metrics, on its own port so it is never behind the load balancer. */
+        metricsPort: z.number().int().min(0).max(65535).default(9090),
+      })
+      .strict()
+      .prefault({}),
+    /** Log prompt and completion text (off by default: prompts may hold personal data). */
+    logText: z.boolean().default(false),
+  })
+  .strict();
+export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
+
+export const ConsumerSchema = z
+  .object({
+    /** Team name: the metrics and logs label. */
+    name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "lower-case letters, digits and '-'"),
+    /** Hex SHA-256 of each valid key; two during a rotation. */
+    keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits")).min(1),
+    requestsPerMinute: positive.optional(),
+    maxConcurrent: positive.optional(),
+  })
+  .strict();
+export type Consumer = z.infer<typeof ConsumerSchema>;
+
+export const KeysFileSchema = z.object({ consumers: z.array(ConsumerSchema) }).strict();
+export type KeysFile = z.infer<typeof KeysFileSchema>;
+
+function parseFile<T>(schema: z.ZodType<T>, file: string, what: string): T {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new Error(`${what} ${file}: ${(error as Error).message}`);
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `  ${i.path.join(".") || "(root)"}: ${i.message}`);
+    throw new Error(`${what} ${file} is invalid:\n${problems.join("\n")}`);
+  }
+  return parsed.data;
+}
+
+export function loadConfig(file: string): GatewayConfig {
+  return parseFile(GatewayConfigSchema, file, "gateway config");
+}
+
+export function loadKeys(file: string): KeysFile {
+  const keys = parseFile(KeysFileSchema, file, "keys file");
+  const names = new Set<string>();
+  for (const c of keys.consumers) {
+    if (names.has(c.name)) throw new Error(`keys file ${file}: consumer ${c.name} is listed twice`);
+    names.add(c.name);
+  }
+  return keys;
+}

@@ -1,0 +1,94 @@
+/**
+ * Per-request state of a generation: who asked, the deadline, the abort
+ * signal (client disconnect or timeout; either cancels the Triton call) and
+ * the bookkeeping that ends in metrics and one log line.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import type { Consumer, GatewayConfig } from "./config";
+import { ApiError, timedOut } from "./errors";
+import type { GatewayMetrics } from "./metrics";
+import type { TritonGateway } from "./triton";
+
+export interface Outcome {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export class RequestContext {
+  readonly started = performance.now();
+  readonly deadline: number;
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private firstTokenAt: number | undefined;
+  private done = false;
+  outcome: Outcome | undefined;
+
+  constructor(
+    readonly requestId: string,
+    readonly route: string,
+    readonly consumer: Consumer,
+    readonly config: GatewayConfig,
+    readonly triton: TritonGateway,
+    readonly metrics: GatewayMetrics,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    const seconds = config.limits.requestTimeoutSeconds;
+    this.deadline = Date.now() + seconds * 1000;
+    this.timer = setTimeout(() => this.abort(timedOut(seconds), "timeout"), seconds * 1000);
+    this.timer.unref();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The client went away before the response was complete: stop forwarding. */
+  clientGone(): void {
+    this.abort("client disconnected", "client_disconnect");
+  }
+
+  private abort(reason: ApiError | string, label: string): void {
+    if (this.done || this.controller.signal.aborted) return;
+    this.metrics.upstreamCancelled.inc({ reason: label });
+    this.log.info({ requestId: this.requestId, consumer: this.consumer.name, reason: label }, "generation cancelled");
+    this.controller.abort(reason);
+  }
+
+  firstToken(): void {
+    if (this.firstTokenAt !== undefined) return;
+    this.firstTokenAt = performance.now();
+    this.metrics.timeToFirstToken.observe(
+      { route: this.route, consumer: this.consumer.name },
+      (this.firstTokenAt - this.started) / 1000,
+    );
+  }
+
+  finished(outcome: Outcome): void {
+    this.outcome = outcome;
+    this.close();
+    const labels = { consumer: this.consumer.name };
+    this.metrics.promptTokens.inc(labels, outcome.promptTokens);
+    this.metrics.outputTokens.inc(labels, outcome.completionTokens);
+    const from = this.firstTokenAt ?? this.started;
+    const seconds = (performance.now() - from) / 1000;
+    if (outcome.completionTokens > 1 && seconds > 0) {
+      // Tokens after the first over the time after the first: the decode rate, free of queueing and prefill.
+      this.metrics.outputTokensPerSecond.observe(
+        { route: this.route, consumer: this.consumer.name },
+        (outcome.completionTokens - 1) / seconds,
+      );
+    }
+  }
+
+  failedMidStream(error: unknown): void {
+    this.close();
+    const e = error instanceof ApiError ? error : undefined;
+    this.metrics.errors.inc({ status: String(e?.status ?? 500), code: e?.code ?? "stream_failed", consumer: this.consumer.name });
+    this.log.warn({ requestId: this.requestId, consumer: this.consumer.name, error: String(error) }, "stream failed");
+  }
+
+  close(): void {
+    this.done = true;
+    clearTimeout(this.timer);
+  }
+}

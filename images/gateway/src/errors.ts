@@ -1,0 +1,59 @@
+/**
+ * OpenAI-style errors: every refusal the gateway sends is one of these, with
+ * body `{"error": {"message", "type", "param", "code"}}`. A client mistake is
+ * always a 4xx; 5xx are only for the gateway's or Triton's own trouble.
+ */
+
+export type ErrorType =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "not_found_error"
+  | "rate_limit_error"
+  | "server_error"
+  | "timeout_error";
+
+export interface ErrorBody {
+  error: { message: string; type: ErrorType; param: string | null; code: string | null };
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    message: string,
+    readonly code: string | null = null,
+    readonly param: string | null = null,
+    /** Seconds, sent as Retry-After (429, 503). */
+    readonly retryAfter?: number,
+  ) {
+    super(message);
+  }
+
+  body(): ErrorBody {
+    return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+export const invalid = (message: string, param: string | null = null, code = "invalid_value"): ApiError =>
+  new ApiError(400, "invalid_request_error", message, code, param);
+
+export const notFound = (message: string, code = "not_found", param: string | null = null): ApiError =>
+  new ApiError(404, "not_found_error", message, code, param);
+
+export const tooLarge = (message: string, param: string | null = null, code = "request_too_large"): ApiError =>
+  new ApiError(413, "invalid_request_error", message, code, param);
+
+export const unauthorized = (message: string): ApiError =>
+  new ApiError(401, "authentication_error", message, "invalid_api_key");
+
+export const rateLimited = (message: string, code: string, retryAfter: number): ApiError =>
+  new ApiError(429, "rate_limit_error", message, code, null, retryAfter);
+
+export const overloaded = (message: string, retryAfter: number, code = "overloaded"): ApiError =>
+  new ApiError(503, "server_error", message, code, null, retryAfter);
+
+export const timedOut = (seconds: number): ApiError =>
+  new ApiError(504, "timeout_error", `the request took longer than the ${seconds} s limit`, "timeout");
+
+export const upstream = (message: string): ApiError =>
+  new ApiError(502, "server_error", `the inference server failed: ${message}`, "upstream_error");

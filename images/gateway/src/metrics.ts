@@ -1,0 +1,117 @@
+/**
+ * The gateway's Prometheus metrics. Names and label names are exported here,
+ * in one place, because dashboards and alerts (issue 15) are built on them:
+ * renaming one is a breaking change for those.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+export const METRIC_PREFIX = "triton_ft_gateway_";
+
+export const METRICS = {
+  /** Counter {route, status, consumer}: every answered request. */
+  requests: `${METRIC_PREFIX}requests_total`,
+  /** Histogram {route, consumer}: request start to last byte, seconds. */
+  requestDuration: `${METRIC_PREFIX}request_duration_seconds`,
+  /** Histogram {route, consumer}: request start to the first generated text, seconds. */
+  timeToFirstToken: `${METRIC_PREFIX}time_to_first_token_seconds`,
+  /** Histogram {route, consumer}: generated tokens per second of generation, per request. */
+  outputTokensPerSecond: `${METRIC_PREFIX}output_tokens_per_second`,
+  /** Counter {consumer}: prompt tokens, as the tokenizer counted them. */
+  promptTokens: `${METRIC_PREFIX}prompt_tokens_total`,
+  /** Counter {consumer}: generated tokens returned. */
+  outputTokens: `${METRIC_PREFIX}output_tokens_total`,
+  /** Counter {status, code, consumer}: refused or failed requests (4xx/5xx). */
+  errors: `${METRIC_PREFIX}errors_total`,
+  /** Gauge {consumer}: generations in flight. */
+  inflight: `${METRIC_PREFIX}inflight_requests`,
+  /** Counter {reason}: Triton calls the gateway cancelled (client_disconnect, stop_sequence, timeout). */
+  upstreamCancelled: `${METRIC_PREFIX}upstream_cancelled_total`,
+} as const;
+
+export const LABELS = {
+  route: "route",
+  status: "status",
+  consumer: "consumer",
+  code: "code",
+  reason: "reason",
+} as const;
+
+/** Unauthenticated requests carry this consumer label. */
+export const ANONYMOUS = "anonymous";
+
+const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<"route" | "status" | "consumer">;
+  readonly requestDuration: Histogram<"route" | "consumer">;
+  readonly timeToFirstToken: Histogram<"route" | "consumer">;
+  readonly outputTokensPerSecond: Histogram<"route" | "consumer">;
+  readonly promptTokens: Counter<"consumer">;
+  readonly outputTokens: Counter<"consumer">;
+  readonly errors: Counter<"status" | "code" | "consumer">;
+  readonly inflight: Gauge<"consumer">;
+  readonly upstreamCancelled: Counter<"reason">;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
+    this.requests = new Counter({
+      name: METRICS.requests,
+      help: "Requests answered, by route, HTTP status and consumer.",
+      labelNames: [LABELS.route, LABELS.status, LABELS.consumer],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: METRICS.requestDuration,
+      help: "Request latency from arrival to the last byte, seconds.",
+      labelNames: [LABELS.route, LABELS.consumer],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.timeToFirstToken = new Histogram({
+      name: METRICS.timeToFirstToken,
+      help: "Time from arrival to the first generated text, seconds.",
+      labelNames: [LABELS.route, LABELS.consumer],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.outputTokensPerSecond = new Histogram({
+      name: METRICS.outputTokensPerSecond,
+      help: "Generated tokens per second of generation time, per request.",
+      labelNames: [LABELS.route, LABELS.consumer],
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+      registers,
+    });
+    this.promptTokens = new Counter({
+      name: METRICS.promptTokens,
+      help: "Prompt tokens processed.",
+      labelNames: [LABELS.consumer],
+      registers,
+    });
+    this.outputTokens = new Counter({
+      name: METRICS.outputTokens,
+      help: "Generated tokens returned.",
+      labelNames: [LABELS.consumer],
+      registers,
+    });
+    this.errors = new Counter({
+      name: METRICS.errors,
+      help: "Refused or failed requests, by HTTP status and error code.",
+      labelNames: [LABELS.status, LABELS.code, LABELS.consumer],
+      registers,
+    });
+    this.inflight = new Gauge({
+      name: METRICS.inflight,
+      help: "Generations in flight.",
+      labelNames: [LABELS.consumer],
+      registers,
+    });
+    this.upstreamCancelled = new Counter({
+      name: METRICS.upstreamCancelled,
+      help: "Triton calls cancelled by the gateway, by reason.",
+      labelNames: [LABELS.reason],
+      registers,
+    });
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * The gateway's only way into Triton: gRPC on @grpc/grpc-js, with every
+ * inference over ModelStreamInfer. That call serves the ensemble whether FT
+ * runs decoupled (one message per generated token) or not (one message), on
+ * Triton 23.05 and on newer servers alike: the gateway writes one request per
+ * stream and half-closes, and Triton ends the stream with OK once the request
+ * is complete.
+ */
+import path from "node:path";
+import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from "@grpc/grpc-js";
+import { loadSync } from "@grpc/proto-loader";
+import { ApiError, overloaded, timedOut, upstream } from "./errors";
+import { type Tensor, decode, encode, isDatatype } from "./tensors";
+
+const SERVICE = "inference.GRPCInferenceService";
+export const PROTO_PATH = path.join(__dirname, "kserve_v2_stream.proto");
+
+interface Codec<T> {
+  path: string;
+  requestSerialize(value: T): Buffer;
+  responseDeserialize(bytes: Buffer): unknown;
+}
+
+interface TensorSpecMessage {
+  name: string;
+  datatype: string;
+  shape: string[];
+}
+interface InferResponseMessage {
+  model_name: string;
+  model_version: string;
+  outputs: TensorSpecMessage[];
+  raw_output_contents: Buffer[];
+}
+interface StreamResponseMessage {
+  error_message: string;
+  infer_response: InferResponseMessage | null;
+}
+interface InferRequestMessage {
+  model_name: string;
+  id?: string;
+  inputs: { name: string; datatype: string; shape: number[] }[];
+  outputs: { name: string }[];
+  raw_input_contents: Buffer[];
+}
+
+export interface TensorSpec {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: TensorSpec[];
+  outputs: TensorSpec[];
+}
+
+type Methods = Record<
+  "ServerLive" | "ServerReady" | "ModelReady" | "ModelMetadata" | "ModelStreamInfer",
+  Codec<unknown>
+>;
+
+let methods: Methods | undefined;
+function kserve(): Methods {
+  if (methods) return methods;
+  const definition = loadSync(PROTO_PATH, { keepCase: true, longs: String, enums: String, defaults: true });
+  methods = definition[SERVICE] as unknown as Methods;
+  return methods;
+}
+
+/** Where a Triton error comes from decides what the client sees. */
+export function classifyTritonMessage(message: string): ApiError {
+  const text = message.replace(/^in ensemble '[^']*', /, "");
+  if (/exceeds maximum queue size|queue is full|maximum queue/i.test(text)) {
+    return overloaded(`the inference server is at capacity: ${text}`, 1);
+  }
+  if (/max_prompt_bytes/.test(text)) {
+    return new ApiError(413, "invalid_request_error", text, "prompt_too_large", "prompt");
+  }
+  if (/tokens, more than max_input_len/.test(text)) {
+    return new ApiError(400, "invalid_request_error", text, "context_length_exceeded", "prompt");
+  }
+  if (/\b(text_input|max_tokens|stop_words|bad_words|top_k|top_p|temperature|repetition_penalty|random_seed)\[\d+\]/.test(text)) {
+    return new ApiError(400, "invalid_request_error", text, "invalid_value");
+  }
+  return upstream(text);
+}
+
+export function classifyGrpcError(error: ServiceError, timeoutSeconds: number): ApiError {
+  switch (error.code) {
+    case GrpcStatus.UNAVAILABLE:
+      return overloaded(`the inference server is unavailable: ${error.details}`, 2, "upstream_unavailable");
+    case GrpcStatus.RESOURCE_EXHAUSTED:
+      return overloaded(`the inference server is at capacity: ${error.details}`, 1);
+    case GrpcStatus.DEADLINE_EXCEEDED:
+      return timedOut(timeoutSeconds);
+    default:
+      return classifyTritonMessage(error.details || error.message);
+  }
+}
+
+export interface StreamOptions {
+  signal: AbortSignal;
+  /** Absolute deadline, ms since the epoch. */
+  deadline: number;
+  timeoutSeconds: number;
+  requestId?: string;
+}
+
+export class TritonGateway {
+  private channel: Client;
+
+  constructor(
+    readonly target: string,
+    readonly ensemble: string,
+  ) {
+    // Unlimited receive size: a response carries a whole generated text.
+    this.channel = new Client(target, credentials.createInsecure(), {
+      "grpc.max_receive_message_length": -1,
+      "grpc.keepalive_time_ms": 30_000,
+    });
+  }
+
+  close(): void {
+    this.channel.close();
+  }
+
+  private unary<T>(name: keyof Methods, request: unknown, timeoutMs: number): Promise<T> {
+    const m = kserve()[name];
+    return new Promise((resolve, reject) => {
+      this.channel.makeUnaryRequest(
+        m.path,
+        m.requestSerialize,
+        m.responseDeserialize,
+        request,
+        new Metadata(),
+        { deadline: Date.now() + timeoutMs },
+        (error, response) => (error ? reject(error) : resolve(response as T)),
+      );
+    });
+  }
+
+  async live(timeoutMs = 2000): Promise<boolean> {
+    return (await this.unary<{ live: boolean }>("ServerLive", {}, timeoutMs)).live;
+  }
+
+  /** Server ready and the ensemble loaded. */
+  async ready(timeoutMs = 2000): Promise<boolean> {
+    const server = await this.unary<{ ready: boolean }>("ServerReady", {}, timeoutMs);
+    if (!server.ready) return false;
+    return (await this.unary<{ ready: boolean }>("ModelReady", { name: this.ensemble }, timeoutMs)).ready;
+  }
+
+  async metadata(timeoutMs = 5000): Promise<ModelMetadata> {
+    const m = await this.unary<{
+      name: string;
+      versions: string[];
+      platform: string;
+      inputs: TensorSpecMessage[];
+      outputs: TensorSpecMessage[];
+    }>("ModelMetadata", { name: this.ensemble }, timeoutMs);
+    const spec = (t: TensorSpecMessage): TensorSpec => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number) });
+    return { ...m, inputs: m.inputs.map(spec), outputs: m.outputs.map(spec) };
+  }
+
+  /**
+   * One request to the ensemble; yields every response's outputs as they
+   * arrive. Aborting the signal (client gone, stop sequence seen, timeout) or
+   * leaving the loop cancels the call, so nothing more is forwarded.
+   */
+  async *stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>> {
+    const m = kserve().ModelStreamInfer;
+    const call = this.channel.makeBidiStreamRequest(m.path, m.requestSerialize, m.responseDeserialize, new Metadata(), {
+      deadline: options.deadline,
+    });
+    const queue: StreamResponseMessage[] = [];
+    let done = false;
+    let failure: ServiceError | undefined;
+    let wake: (() => void) | undefined;
+    const notify = (): void => {
+      wake?.();
+      wake = undefined;
+    };
+    call.on("data", (message: StreamResponseMessage) => {
+      queue.push(message);
+      notify();
+    });
+    call.on("error", (error: ServiceError) => {
+      failure = error;
+      done = true;
+      notify();
+    });
+    call.on("end", () => {
+      done = true;
+      notify();
+    });
+    const onAbort = (): void => call.cancel();
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      const request: InferRequestMessage = {
+        model_name: this.ensemble,
+        ...(options.requestId ? { id: options.requestId } : {}),
+        inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+        outputs: [],
+        raw_input_contents: inputs.map(encode),
+      };
+      call.write(request);
+      call.end();
+      for (;;) {
+        const message = queue.shift();
+        if (message) {
+          if (message.error_message) throw classifyTritonMessage(message.error_message);
+          if (message.infer_response) yield outputsOf(message.infer_response);
+          continue;
+        }
+        if (done) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+      }
+      if (failure && failure.code !== GrpcStatus.OK) {
+        if (failure.code === GrpcStatus.CANCELLED && options.signal.aborted) return;
+        throw classifyGrpcError(failure, options.timeoutSeconds);
+      }
+    } finally {
+      options.signal.removeEventListener("abort", onAbort);
+      if (!done) call.cancel();
+    }
+  }
+}
+
+function outputsOf(response: InferResponseMessage): Map<string, Tensor> {
+  const out = new Map<string, Tensor>();
+  response.outputs.forEach((spec, i) => {
+    if (!isDatatype(spec.datatype)) throw upstream(`output ${spec.name} has unsupported datatype ${spec.datatype}`);
+    const raw = response.raw_output_contents[i];
+    if (raw === undefined) throw upstream(`output ${spec.name} has no raw contents`);
+    out.set(spec.name, decode(spec.name, spec.datatype, spec.shape.map(Number), raw));
+  });
+  return out;
+}

@@ -1,0 +1,337 @@
+/**
+ * Validation of OpenAI request bodies at the edge: every field typed and
+ * range-checked, unknown fields refused, and the prompt's size checked in
+ * bytes before anything tokenizes it. Each refusal names the field (`param`)
+ * and the rule. The same sampling ranges are enforced again inside Triton by
+ * the preprocessing model (images/server/python/tritonft/validation.py).
+ */
+import type { ChatTemplate, GatewayConfig } from "./config";
+import { ApiError, invalid, notFound, tooLarge } from "./errors";
+
+/** Documented ranges (README "API"): identical to preprocessing's. */
+export const TEMPERATURE_MAX = 2;
+export const REPETITION_PENALTY_MAX = 10;
+export const SEED_MAX = 2n ** 64n - 1n;
+export const DEFAULT_MAX_TOKENS = 16;
+export const USER_MAX_CHARS = 256;
+export const MAX_MESSAGES = 256;
+
+export interface Sampling {
+  maxTokens: number;
+  /** OpenAI temperature, 0 = greedy. */
+  temperature: number;
+  topP: number;
+  topK: number;
+  repetitionPenalty?: number;
+  seed?: bigint;
+  stop: string[];
+}
+
+export interface CompletionRequest {
+  kind: "completion";
+  prompts: string[];
+  sampling: Sampling;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export interface ChatRequest {
+  kind: "chat";
+  messages: ChatMessage[];
+  prompt: string;
+  sampling: Sampling;
+  stream: boolean;
+  includeUsage: boolean;
+}
+
+type Body = Record<string, unknown>;
+
+function isObject(v: unknown): v is Body {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function describe(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  if (typeof v === "number" && !Number.isFinite(v)) return String(v);
+  if (typeof v === "string") return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
+  return `${typeof v} ${JSON.stringify(v)}`;
+}
+
+function utf8Bytes(s: string): number {
+  return Buffer.byteLength(s, "utf8");
+}
+
+const COMMON_FIELDS = [
+  "model",
+  "max_tokens",
+  "temperature",
+  "top_p",
+  "top_k",
+  "repetition_penalty",
+  "seed",
+  "stop",
+  "stream",
+  "stream_options",
+  "n",
+  "presence_penalty",
+  "frequency_penalty",
+  "logit_bias",
+  "user",
+  "logprobs",
+];
+const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, "prompt", "best_of", "echo", "suffix"]);
+const CHAT_FIELDS = new Set([
+  ...COMMON_FIELDS,
+  "messages",
+  "max_completion_tokens",
+  "top_logprobs",
+  "response_format",
+  "tools",
+  "tool_choice",
+  "functions",
+  "function_call",
+  "parallel_tool_calls",
+]);
+
+function checkKnown(body: Body, known: Set<string>): void {
+  for (const key of Object.keys(body)) {
+    if (!known.has(key)) throw invalid(`unrecognized request argument: ${key}`, key, "unknown_parameter");
+  }
+}
+
+function optionalNumber(body: Body, key: string): number | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number") throw invalid(`${key} must be a number, got ${describe(v)}`, key, "invalid_type");
+  if (!Number.isFinite(v)) throw invalid(`${key} must be a finite number, got ${describe(v)}`, key);
+  return v;
+}
+
+function optionalInteger(body: Body, key: string): number | undefined {
+  const v = optionalNumber(body, key);
+  if (v !== undefined && !Number.isInteger(v)) throw invalid(`${key} must be an integer, got ${v}`, key, "invalid_type");
+  return v;
+}
+
+function unsupported(body: Body, key: string, allowed: (v: unknown) => boolean, hint: string): void {
+  const v = body[key];
+  if (v === undefined || v === null) return;
+  if (!allowed(v)) throw invalid(`${key}=${JSON.stringify(v)} is not supported: ${hint}`, key, "unsupported_parameter");
+}
+
+export function checkModel(body: Body, config: GatewayConfig): void {
+  const model = body.model;
+  if (model === undefined) throw invalid("model is required", "model", "missing_required_parameter");
+  if (typeof model !== "string") throw invalid(`model must be a string, got ${describe(model)}`, "model", "invalid_type");
+  if (model !== config.model.id) {
+    throw notFound(`the model '${model}' does not exist; this endpoint serves '${config.model.id}'`, "model_not_found", "model");
+  }
+}
+
+function sampling(body: Body, config: GatewayConfig, maxTokensKey: string, extraStop: readonly string[] = []): Sampling {
+  const { maxOutputLen, vocab } = config.model;
+  const maxTokens = optionalInteger(body, maxTokensKey) ?? Math.min(DEFAULT_MAX_TOKENS, maxOutputLen);
+  if (maxTokens < 1 || maxTokens > maxOutputLen) {
+    throw invalid(`${maxTokensKey} is ${maxTokens}: must be between 1 and ${maxOutputLen}`, maxTokensKey);
+  }
+  const temperature = optionalNumber(body, "temperature") ?? 1;
+  if (temperature < 0 || temperature > TEMPERATURE_MAX) {
+    throw invalid(`temperature is ${temperature}: must be between 0 and ${TEMPERATURE_MAX}`, "temperature");
+  }
+  const topP = optionalNumber(body, "top_p") ?? 1;
+  if (topP <= 0 || topP > 1) throw invalid(`top_p is ${topP}: must be > 0 and <= 1`, "top_p");
+  const topK = optionalInteger(body, "top_k") ?? 0;
+  if (topK < 0 || topK > vocab) throw invalid(`top_k is ${topK}: must be between 0 (off) and ${vocab}`, "top_k");
+  const repetitionPenalty = optionalNumber(body, "repetition_penalty");
+  if (repetitionPenalty !== undefined && (repetitionPenalty <= 0 || repetitionPenalty > REPETITION_PENALTY_MAX)) {
+    throw invalid(
+      `repetition_penalty is ${repetitionPenalty}: must be > 0 and <= ${REPETITION_PENALTY_MAX}`,
+      "repetition_penalty",
+    );
+  }
+  const rawSeed = optionalInteger(body, "seed");
+  let seed: bigint | undefined;
+  if (rawSeed !== undefined) {
+    if (rawSeed < 0 || !Number.isSafeInteger(rawSeed) || BigInt(rawSeed) > SEED_MAX) {
+      throw invalid(`seed is ${rawSeed}: must be an integer between 0 and 2^53-1`, "seed");
+    }
+    seed = BigInt(rawSeed);
+  }
+  for (const [key, hint] of [
+    ["presence_penalty", "use repetition_penalty"],
+    ["frequency_penalty", "use repetition_penalty"],
+  ] as const) {
+    const v = optionalNumber(body, key);
+    if (v !== undefined && v !== 0) throw invalid(`${key}=${v} is not supported: ${hint}`, key, "unsupported_parameter");
+  }
+  unsupported(body, "n", (v) => v === 1, "only n=1 is served");
+  unsupported(body, "logit_bias", (v) => isObject(v) && Object.keys(v).length === 0, "logit biases are not served");
+  const user = body.user;
+  if (user !== undefined && (typeof user !== "string" || user.length > USER_MAX_CHARS)) {
+    throw invalid(`user must be a string of at most ${USER_MAX_CHARS} characters`, "user");
+  }
+  return { maxTokens, temperature, topP, topK, repetitionPenalty, seed, stop: [...stopList(body, config), ...extraStop] };
+}
+
+function stopList(body: Body, config: GatewayConfig): string[] {
+  const { maxStop, maxStopBytes } = config.limits;
+  const v = body.stop;
+  if (v === undefined || v === null) return [];
+  const list = typeof v === "string" ? [v] : v;
+  if (!Array.isArray(list)) throw invalid(`stop must be a string or an array of strings, got ${describe(v)}`, "stop", "invalid_type");
+  if (list.length > maxStop) throw invalid(`stop has ${list.length} sequences: at most ${maxStop} are allowed`, "stop");
+  return list.map((s, i) => {
+    if (typeof s !== "string") throw invalid(`stop[${i}] must be a string, got ${describe(s)}`, "stop", "invalid_type");
+    if (s === "") throw invalid(`stop[${i}] is empty`, "stop");
+    if (utf8Bytes(s) > maxStopBytes) throw invalid(`stop[${i}] is ${utf8Bytes(s)} bytes: at most ${maxStopBytes}`, "stop");
+    return s;
+  });
+}
+
+function streamFlags(body: Body): { stream: boolean; includeUsage: boolean } {
+  const stream = body.stream ?? false;
+  if (typeof stream !== "boolean") throw invalid(`stream must be a boolean, got ${describe(stream)}`, "stream", "invalid_type");
+  const options = body.stream_options;
+  if (options === undefined || options === null) return { stream, includeUsage: false };
+  if (!stream) throw invalid("stream_options is only allowed with stream: true", "stream_options");
+  if (!isObject(options)) throw invalid("stream_options must be an object", "stream_options", "invalid_type");
+  for (const key of Object.keys(options)) {
+    if (key !== "include_usage") throw invalid(`unrecognized stream_options argument: ${key}`, "stream_options", "unknown_parameter");
+  }
+  const includeUsage = options.include_usage ?? false;
+  if (typeof includeUsage !== "boolean") throw invalid("stream_options.include_usage must be a boolean", "stream_options", "invalid_type");
+  return { stream, includeUsage };
+}
+
+function checkPromptBytes(prompt: string, config: GatewayConfig, param: string): void {
+  const cap = config.model.maxPromptBytes;
+  // Cheap upper bound first: a UTF-16 unit is at most 3 UTF-8 bytes.
+  if (prompt.length > cap && utf8Bytes(prompt) > cap) {
+    throw tooLarge(
+      `the prompt is ${utf8Bytes(prompt)} bytes; at most ${cap} bytes (the model reads ${config.model.maxInputLen} tokens) are accepted`,
+      param,
+      "prompt_too_large",
+    );
+  }
+}
+
+export function parseCompletion(body: unknown, config: GatewayConfig): CompletionRequest {
+  if (!isObject(body)) throw invalid("the request body must be a JSON object", null, "invalid_body");
+  checkKnown(body, COMPLETION_FIELDS);
+  checkModel(body, config);
+  const raw = body.prompt;
+  if (raw === undefined || raw === null) throw invalid("prompt is required", "prompt", "missing_required_parameter");
+  const list = typeof raw === "string" ? [raw] : raw;
+  if (!Array.isArray(list)) throw invalid(`prompt must be a string or an array of strings, got ${describe(raw)}`, "prompt", "invalid_type");
+  const maxPrompts = config.model.maxBatchSize;
+  if (list.length === 0) throw invalid("prompt is an empty array", "prompt");
+  if (list.length > maxPrompts) throw invalid(`prompt has ${list.length} entries: at most ${maxPrompts}`, "prompt");
+  const prompts = list.map((p, i) => {
+    if (typeof p === "number" || Array.isArray(p)) {
+      throw invalid("token-id prompts are not supported: send text", "prompt", "unsupported_parameter");
+    }
+    if (typeof p !== "string") throw invalid(`prompt[${i}] must be a string, got ${describe(p)}`, "prompt", "invalid_type");
+    if (p === "") throw invalid(`prompt${typeof raw === "string" ? "" : `[${i}]`} is empty`, "prompt");
+    checkPromptBytes(p, config, "prompt");
+    return p;
+  });
+  unsupported(body, "best_of", (v) => v === 1, "only best_of=1 is served");
+  unsupported(body, "echo", (v) => v === false, "the prompt is not echoed");
+  unsupported(body, "suffix", (v) => v === "", "insertion is not served");
+  unsupported(body, "logprobs", (v) => v === 0, "log probabilities are not served");
+  return { kind: "completion", prompts, sampling: sampling(body, config, "max_tokens"), ...streamFlags(body) };
+}
+
+function messageContent(content: unknown, i: number): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part, j) => {
+        if (!isObject(part) || part.type !== "text" || typeof part.text !== "string") {
+          throw invalid(`messages[${i}].content[${j}] must be a text part {type: "text", text}`, "messages", "unsupported_parameter");
+        }
+        return part.text;
+      })
+      .join("");
+  }
+  throw invalid(`messages[${i}].content must be a string or text parts, got ${describe(content)}`, "messages", "invalid_type");
+}
+
+/** Renders chat turns with the preset's template, ending with the assistant prefix the model continues from. */
+export function renderChat(messages: ChatMessage[], t: ChatTemplate): string {
+  let out = "";
+  let pendingSystem = "";
+  for (const m of messages) {
+    if (m.role === "system") {
+      if (t.system !== undefined) out += `${t.system}${m.content}${t.turnEnd}`;
+      else pendingSystem += `${m.content}\n`;
+      continue;
+    }
+    const prefix = m.role === "user" ? t.user : t.assistant;
+    const content = m.role === "user" ? `${pendingSystem}${m.content}` : m.content;
+    if (m.role === "user") pendingSystem = "";
+    out += `${prefix}${content}${t.turnEnd}`;
+  }
+  if (pendingSystem !== "") out += `${t.user}${pendingSystem.trimEnd()}${t.turnEnd}`;
+  return out + t.assistant.trimEnd();
+}
+
+export function parseChat(body: unknown, config: GatewayConfig): ChatRequest {
+  if (!isObject(body)) throw invalid("the request body must be a JSON object", null, "invalid_body");
+  checkKnown(body, CHAT_FIELDS);
+  checkModel(body, config);
+  const template = config.model.chatTemplate;
+  if (!template) {
+    throw notFound(
+      `the model '${config.model.id}' has no chat template (its preset declares none): use /v1/completions`,
+      "chat_not_supported",
+      "model",
+    );
+  }
+  const raw = body.messages;
+  if (raw === undefined) throw invalid("messages is required", "messages", "missing_required_parameter");
+  if (!Array.isArray(raw) || raw.length === 0) throw invalid("messages must be a non-empty array", "messages", "invalid_type");
+  if (raw.length > MAX_MESSAGES) throw invalid(`messages has ${raw.length} entries: at most ${MAX_MESSAGES}`, "messages");
+  const messages = raw.map((m, i): ChatMessage => {
+    if (!isObject(m)) throw invalid(`messages[${i}] must be an object`, "messages", "invalid_type");
+    for (const key of Object.keys(m)) {
+      if (key !== "role" && key !== "content" && key !== "name") {
+        throw invalid(`messages[${i}].${key} is not supported`, "messages", "unsupported_parameter");
+      }
+    }
+    if (m.role !== "system" && m.role !== "user" && m.role !== "assistant") {
+      throw invalid(`messages[${i}].role must be system, user or assistant, got ${describe(m.role)}`, "messages");
+    }
+    return { role: m.role, content: messageContent(m.content, i) };
+  });
+  if (!messages.some((m) => m.role === "user")) throw invalid("messages needs at least one user message", "messages");
+  for (const key of ["tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"]) {
+    unsupported(body, key, () => false, "tool calls are not served");
+  }
+  unsupported(body, "logprobs", (v) => v === false, "log probabilities are not served");
+  unsupported(body, "top_logprobs", () => false, "log probabilities are not served");
+  unsupported(body, "response_format", (v) => isObject(v) && v.type === "text", "only text responses are served");
+  if (body.max_tokens !== undefined && body.max_completion_tokens !== undefined) {
+    throw invalid("send max_tokens or max_completion_tokens, not both", "max_completion_tokens");
+  }
+  const maxKey = body.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
+  const prompt = renderChat(messages, template);
+  checkPromptBytes(prompt, config, "messages");
+  return {
+    kind: "chat",
+    messages,
+    prompt,
+    sampling: sampling(body, config, maxKey, template.stop),
+    ...streamFlags(body),
+  };
+}
+
+export function asApiError(e: unknown): ApiError | undefined {
+  return e instanceof ApiError ? e : undefined;
+}

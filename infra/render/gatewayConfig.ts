@@ -1,0 +1,70 @@
+/**
+ * The gateway's config file (images/gateway/src/config.ts reads it), derived
+ * from the same numbers as the model repository, so the edge and the
+ * preprocessing model apply one set of limits. Pure: no Pulumi.
+ */
+import type { ChatTemplate } from "../model/catalog";
+import { maxPromptBytes } from "./modelRepository";
+
+export interface GatewayModel {
+  id: string;
+  maxInputLen: number;
+  maxOutputLen: number;
+  maxBatchSize: number;
+  vocab: number;
+  chatTemplate?: ChatTemplate;
+}
+
+export interface GatewayLimits {
+  bodyBytes: number;
+  requestsPerMinute: number;
+  maxConcurrent: number;
+  maxInflight: number;
+  requestTimeoutSeconds: number;
+  maxStop: number;
+  maxStopBytes: number;
+}
+
+/** The JSON the gateway loads (GATEWAY_CONFIG); the schema is GatewayConfigSchema in the gateway package. */
+export interface GatewayConfigFile {
+  model: GatewayModel & { created: number; maxPromptBytes: number };
+  triton: { grpc: string; ensemble: string };
+  limits: GatewayLimits;
+  listen: { host: string; port: number; metricsPort: number };
+  logText: boolean;
+}
+
+export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;
+
+/**
+ * Default limits. The body cap leaves room for the largest prompt (maxPromptBytes)
+ * with JSON escaping (up to 6 bytes per byte for \uXXXX) plus the other fields.
+ */
+export function defaultLimits(model: GatewayModel, maxBatchSize = model.maxBatchSize): GatewayLimits {
+  const prompt = maxPromptBytes(model.maxInputLen);
+  return {
+    bodyBytes: Math.max(65_536, 6 * prompt * maxBatchSize + 65_536),
+    requestsPerMinute: 600,
+    maxConcurrent: Math.max(2, maxBatchSize),
+    // Two batches per Triton replica queued at most: more only lengthens everyone's wait.
+    maxInflight: 4 * maxBatchSize,
+    requestTimeoutSeconds: 300,
+    maxStop: 4,
+    maxStopBytes: 256,
+  };
+}
+
+export function renderGatewayConfig(
+  model: GatewayModel,
+  tritonGrpc: string,
+  overrides: Partial<GatewayLimits> = {},
+  created = 0,
+): GatewayConfigFile {
+  return {
+    model: { ...model, created, maxPromptBytes: maxPromptBytes(model.maxInputLen) },
+    triton: { grpc: tritonGrpc, ensemble: "ensemble" },
+    limits: { ...defaultLimits(model), ...overrides },
+    listen: { host: "0.0.0.0", port: GATEWAY_PORTS.http, metricsPort: GATEWAY_PORTS.metrics },
+    logText: false,
+  };
+}

@@ -1,0 +1,161 @@
+/**
+ * vitest globalSetup of the gateway suite: the test stack's model repository
+ * with FT in decoupled (streaming) mode, as production renders it, served by
+ * a real tritonserver (test/triton/server.sh) with the FT stand-in taking
+ * STEP_MS per generated token; then two gateway processes in front of it:
+ * `main` with h2oGPT's chat template (the templated-preset case) and `plain`
+ * without one.
+ */
+import { spawn, type ChildProcess, execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { TestProject } from "vitest/node";
+import { findPreset } from "../../infra/model/catalog";
+import { type GatewayModel, renderGatewayConfig } from "../../infra/render/gatewayConfig";
+import { assembleRepository, runSynth, type HarnessInfo } from "../triton/assemble";
+import { ROOT, type RunningGateway, startGateway } from "./harness";
+
+/** Per generated token: slow enough that streamed chunks are visibly spread out, fast enough for CI. */
+export const STEP_MS = 25;
+export const CHAT_PRESET = "h2ogpt-oig-oasst1-512-6_9b";
+
+export interface GatewayHarness {
+  triton: HarnessInfo & { http: string; grpc: string; log: string };
+  model: GatewayModel;
+  main: RunningGateway;
+  plain: RunningGateway;
+  stepMs: number;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    gateway: GatewayHarness;
+  }
+}
+
+function log(message: string): void {
+  process.stderr.write(`${new Date().toISOString().slice(11, 19)} [gateway-setup] ${message}\n`);
+}
+
+function waitForState(server: ChildProcess, stateFile: string, timeoutMs: number): Promise<{ http: string; grpc: string; log: string }> {
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + timeoutMs;
+    const onExit = (code: number | null): void => {
+      clearInterval(timer);
+      reject(new Error(`test/triton/server.sh exited (status ${code}) before the server was ready`));
+    };
+    server.once("exit", onExit);
+    const timer = setInterval(() => {
+      if (existsSync(stateFile)) {
+        clearInterval(timer);
+        server.off("exit", onExit);
+        resolve(JSON.parse(readFileSync(stateFile, "utf8")) as { http: string; grpc: string; log: string });
+      } else if (Date.now() > deadline) {
+        clearInterval(timer);
+        server.off("exit", onExit);
+        reject(new Error(`tritonserver not ready within ${timeoutMs / 1000}s`));
+      }
+    }, 250);
+  });
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill("SIGTERM");
+  });
+}
+
+export async function startTritonDecoupled(work: string, stepMs: number): Promise<{
+  info: HarnessInfo & { http: string; grpc: string; log: string };
+  model: Omit<GatewayModel, "chatTemplate">;
+  stop: () => Promise<void>;
+}> {
+  const venv = execFileSync("bash", [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
+  const { plan, repository } = runSynth(work);
+  const info = assembleRepository(work, path.join(venv, "bin/python"), plan, repository, {
+    decoupled: true,
+    vocab: plan.model.arch.vocab,
+  });
+  const stateFile = path.join(work, "server.json");
+  const server = spawn(
+    "bash",
+    [
+      path.join(ROOT, "test/triton/server.sh"),
+      "--model-repository",
+      info.repository,
+      "--state-file",
+      stateFile,
+      "--log",
+      path.join(work, "tritonserver.log"),
+      "--watch-pid",
+      String(process.pid),
+    ],
+    { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(stepMs) } },
+  );
+  try {
+    const state = await waitForState(server, stateFile, 300_000);
+    return {
+      info: { ...info, ...state },
+      model: {
+        id: plan.model.name,
+        maxInputLen: plan.serving.maxInputLen,
+        maxOutputLen: plan.serving.maxOutputLen,
+        maxBatchSize: plan.serving.maxBatchSize,
+        vocab: plan.model.arch.vocab,
+      },
+      stop: () => stop(server),
+    };
+  } catch (error) {
+    await stop(server);
+    throw error;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const work = process.env.GATEWAY_TEST_WORK ?? mkdtempSync(path.join(os.tmpdir(), "triton-ft-gw-"));
+  const keepWork = process.env.GATEWAY_TEST_WORK !== undefined;
+  log(`work dir ${work}`);
+  const triton = await startTritonDecoupled(work, STEP_MS);
+  log(`tritonserver ready at grpc ${triton.info.grpc} (FT stand-in decoupled, ${STEP_MS} ms per token)`);
+  const stoppers: Array<() => Promise<void>> = [];
+  try {
+    const chatTemplate = findPreset(CHAT_PRESET)?.chatTemplate;
+    if (!chatTemplate) throw new Error(`preset ${CHAT_PRESET} declares no chat template`);
+    const model: GatewayModel = { ...triton.model, chatTemplate };
+    const consumers = [
+      { name: "team-a" },
+      { name: "team-b" },
+      { name: "catalogue" },
+      { name: "latency" },
+      { name: "rate-limited", requestsPerMinute: 3 },
+      { name: "one-at-a-time", maxConcurrent: 1 },
+    ];
+    const main = await startGateway(work, "main", renderGatewayConfig(model, triton.info.grpc, { requestTimeoutSeconds: 20 }), consumers);
+    stoppers.push(main.stop);
+    const plain = await startGateway(
+      work,
+      "plain",
+      renderGatewayConfig({ ...triton.model }, triton.info.grpc, { requestTimeoutSeconds: 1 }),
+      [{ name: "team-a" }],
+    );
+    stoppers.push(plain.stop);
+    log(`gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}`);
+    project.provide("gateway", { triton: triton.info, model, main: main.gateway, plain: plain.gateway, stepMs: STEP_MS });
+  } catch (error) {
+    for (const s of stoppers) await s();
+    await triton.stop();
+    throw error;
+  }
+  return async () => {
+    for (const s of stoppers) await s();
+    await triton.stop();
+    log("gateways and tritonserver stopped");
+    if (!keepWork) rmSync(work, { recursive: true, force: true });
+  };
+}
