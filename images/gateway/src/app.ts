@@ -9,7 +9,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { KeyRing } from "./auth";
 import type { Consumer, GatewayConfig } from "./config";
 import { RequestContext } from "./context";
-import { ApiError, invalid, notFound, overloaded, unauthorized } from "./errors";
+import { ApiError, invalid, notFound, overloaded, tooLarge, unauthorized } from "./errors";
 import { checkEnsemble, infer, parseInferRequest } from "./kserve";
 import { Admission } from "./limits";
 import { ANONYMOUS, GatewayMetrics } from "./metrics";
@@ -32,6 +32,9 @@ declare module "fastify" {
     startedAt: number;
   }
 }
+
+/** Oversized bodies up to this size are read and dropped before the 413, so the client sees it. */
+const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** Probes answer without a key: the load balancer and the kubelet have none. */
 export const PUBLIC_PATHS = new Set(["/healthz", "/readyz"]);
@@ -72,6 +75,8 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     genReqId: () => randomUUID(),
     return503OnClosing: true,
   });
+  // Only JSON bodies: anything else is a 415, not a string to misread.
+  app.removeContentTypeParser(["text/plain"]);
   app.decorateRequest("consumer", undefined);
   app.decorateRequest("startedAt", 0);
 
@@ -96,6 +101,21 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
       );
     }
     request.consumer = consumer;
+    // Refuse an oversized body by its Content-Length before reading it, but read
+    // (and drop) it first when it is not absurd: a client still writing would
+    // otherwise see a reset connection instead of the 413.
+    const length = Number(request.headers["content-length"] ?? 0);
+    if (length > config.limits.bodyBytes) {
+      if (length <= DRAIN_LIMIT_BYTES) {
+        await new Promise<void>((resolve) => {
+          request.raw.once("end", resolve);
+          request.raw.once("error", () => resolve());
+          request.raw.resume();
+        });
+      }
+      reply.header("connection", "close");
+      throw tooLarge(`the request body is ${length} bytes; the limit is ${config.limits.bodyBytes}`, null, "body_too_large");
+    }
   });
 
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
