@@ -5,7 +5,7 @@
  * request (never the prompt or the completion unless `logText` is on).
  */
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { KeyRing } from "./auth";
 import type { Consumer, GatewayConfig } from "./config";
 import { RequestContext } from "./context";
@@ -71,7 +71,8 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   const app = Fastify({
     bodyLimit: config.limits.bodyBytes,
     logger: deps.logger ?? { level: "info" },
-    disableRequestLogging: true,
+    // One line per request comes from the onResponse hook below, with the consumer and no bodies.
+    logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
     return503OnClosing: true,
   });
