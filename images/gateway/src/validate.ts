@@ -211,8 +211,8 @@ function streamFlags(body: Body): { stream: boolean; includeUsage: boolean } {
 
 function checkPromptBytes(prompt: string, config: GatewayConfig, param: string): void {
   const cap = config.model.maxPromptBytes;
-  // Cheap upper bound first: a UTF-16 unit is at most 3 UTF-8 bytes.
-  if (prompt.length > cap && utf8Bytes(prompt) > cap) {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: short prompts need no byte count.
+  if (prompt.length * 3 > cap && utf8Bytes(prompt) > cap) {
     throw tooLarge(
       `the prompt is ${utf8Bytes(prompt)} bytes; at most ${cap} bytes (the model reads ${config.model.maxInputLen} tokens) are accepted`,
       param,

@@ -1,0 +1,188 @@
+/**
+ * The gateway's pure parts: key checking, admission (rate and concurrency),
+ * the mapping of Triton errors to client-visible statuses, request
+ * validation and chat templating, and the config rendered by the stack
+ * (it must parse with the gateway's own strict schema).
+ */
+import { status as GrpcStatus, type ServiceError, Metadata } from "@grpc/grpc-js";
+import { describe, expect, it } from "vitest";
+import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
+import { GatewayConfigSchema, KeysFileSchema, type GatewayConfig } from "../../../images/gateway/src/config";
+import { ApiError } from "../../../images/gateway/src/errors";
+import { ensembleInputs } from "../../../images/gateway/src/generate";
+import { Admission } from "../../../images/gateway/src/limits";
+import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
+import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/validate";
+import { MODEL_PRESETS, findPreset } from "../../../infra/model/catalog";
+import { renderGatewayConfig } from "../../../infra/render/gatewayConfig";
+import { maxPromptBytes } from "../../../infra/render/modelRepository";
+
+const MODEL = { id: "m", maxInputLen: 512, maxOutputLen: 256, maxBatchSize: 8, vocab: 50400 };
+const config: GatewayConfig = GatewayConfigSchema.parse(renderGatewayConfig(MODEL, "triton:8001"));
+
+function refusal(fn: () => unknown): ApiError {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof ApiError) return e;
+    throw e;
+  }
+  throw new Error("no refusal");
+}
+
+describe("KeyRing", () => {
+  const keys = { consumers: [{ name: "team-a", keySha256: [sha256Hex("old-key"), sha256Hex("new-key")] }, { name: "team-b", keySha256: [sha256Hex("b-key")] }] };
+  const ring = new KeyRing(KeysFileSchema.parse(keys));
+
+  it("maps a bearer key to its consumer; both keys work during a rotation", () => {
+    expect(ring.authenticate("Bearer old-key")?.name).toBe("team-a");
+    expect(ring.authenticate("Bearer new-key")?.name).toBe("team-a");
+    expect(ring.authenticate("Bearer b-key")?.name).toBe("team-b");
+  });
+
+  it("refuses missing, malformed and unknown keys", () => {
+    for (const header of [undefined, "", "Bearer", "Bearer ", "bearer b-key", "Basic b-key", "Bearer b-key extra", "Bearer b-keyx", `Bearer ${"x".repeat(600)}`]) {
+      expect(ring.authenticate(header), String(header)).toBeUndefined();
+    }
+  });
+
+  it("stops accepting a removed key after a reload", () => {
+    const rotated = new KeyRing(KeysFileSchema.parse(keys));
+    rotated.replace(KeysFileSchema.parse({ consumers: [{ name: "team-a", keySha256: [sha256Hex("new-key")] }] }));
+    expect(rotated.authenticate("Bearer old-key")).toBeUndefined();
+    expect(rotated.authenticate("Bearer new-key")?.name).toBe("team-a");
+  });
+
+  it("keeps only hashes", () => {
+    expect(JSON.stringify(ring)).not.toContain("old-key");
+  });
+});
+
+describe("Admission", () => {
+  it("refills the rate bucket over time and says when to retry", () => {
+    let now = 0;
+    const a = new Admission(100, () => now);
+    const limits = { requestsPerMinute: 2, maxConcurrent: 10 };
+    a.admit("k", limits)();
+    a.admit("k", limits)();
+    const e = refusal(() => a.admit("k", limits));
+    expect(e.status).toBe(429);
+    expect(e.code).toBe("rate_limit_exceeded");
+    expect(e.retryAfter).toBe(30);
+    now += 30_000;
+    a.admit("k", limits)();
+  });
+
+  it("limits concurrency per key and frees the slot on release (idempotent)", () => {
+    const a = new Admission(100, () => 0);
+    const limits = { requestsPerMinute: 100, maxConcurrent: 2 };
+    const r1 = a.admit("k", limits);
+    a.admit("k", limits);
+    expect(refusal(() => a.admit("k", limits)).code).toBe("concurrency_limit_exceeded");
+    a.admit("other", limits);
+    r1();
+    r1();
+    a.admit("k", limits);
+    expect(refusal(() => a.admit("k", limits)).status).toBe(429);
+  });
+
+  it("answers 503 with Retry-After when the gateway-wide cap is reached", () => {
+    const a = new Admission(2, () => 0);
+    const limits = { requestsPerMinute: 100, maxConcurrent: 10 };
+    a.admit("a", limits);
+    a.admit("b", limits);
+    const e = refusal(() => a.admit("c", limits));
+    expect([e.status, e.retryAfter]).toEqual([503, 1]);
+  });
+});
+
+describe("Triton errors", () => {
+  it("maps a full queue to 503 with Retry-After", () => {
+    const e = classifyTritonMessage("in ensemble 'ensemble', Exceeds maximum queue size");
+    expect([e.status, e.retryAfter]).toEqual([503, 1]);
+  });
+
+  it("maps the tokenizer's length refusal to 400 context_length_exceeded, other model refusals to 400", () => {
+    expect(classifyTritonMessage("text_input[0]: prompt is 600 tokens, more than max_input_len=512").code).toBe("context_length_exceeded");
+    expect(classifyTritonMessage("temperature[0] is nan: must be finite").status).toBe(400);
+    expect(classifyTritonMessage("text_input[0]: prompt is 9 bytes, more than max_prompt_bytes=8").status).toBe(413);
+  });
+
+  it("never blames the client for a server fault", () => {
+    expect(classifyTritonMessage("CUDA error: an illegal memory access").status).toBe(502);
+    const grpc = (code: GrpcStatus): ServiceError => Object.assign(new Error("x"), { code, details: "x", metadata: new Metadata() });
+    expect(classifyGrpcError(grpc(GrpcStatus.UNAVAILABLE), 10).status).toBe(503);
+    expect(classifyGrpcError(grpc(GrpcStatus.RESOURCE_EXHAUSTED), 10).status).toBe(503);
+    expect(classifyGrpcError(grpc(GrpcStatus.DEADLINE_EXCEEDED), 10).status).toBe(504);
+    expect(classifyGrpcError(grpc(GrpcStatus.INTERNAL), 10).status).toBe(502);
+  });
+});
+
+describe("request validation", () => {
+  it("defaults to OpenAI's sampling: full distribution at temperature 1, 16 tokens", () => {
+    const r = parseCompletion({ model: "m", prompt: "x" }, config);
+    expect(r.sampling).toMatchObject({ maxTokens: 16, temperature: 1, topP: 1, topK: 0, stop: [] });
+    const t = Object.fromEntries(ensembleInputs("x", r.sampling).map((i) => [i.name, i.data[0]]));
+    expect(t).toMatchObject({ top_k: 0, top_p: 1, temperature: 1, max_tokens: 16 });
+    expect(typeof t.random_seed).toBe("bigint");
+  });
+
+  it("maps temperature 0 to greedy decoding with seed 0", () => {
+    const r = parseCompletion({ model: "m", prompt: "x", temperature: 0, top_k: 40 }, config);
+    const t = Object.fromEntries(ensembleInputs("x", r.sampling).map((i) => [i.name, i.data[0]]));
+    expect(t).toMatchObject({ top_k: 1, temperature: 1, random_seed: 0n });
+  });
+
+  it("checks the prompt's bytes against the cap the model repository uses", () => {
+    expect(config.model.maxPromptBytes).toBe(maxPromptBytes(512));
+    parseCompletion({ model: "m", prompt: "é".repeat(maxPromptBytes(512) / 2) }, config);
+    expect(refusal(() => parseCompletion({ model: "m", prompt: `${"é".repeat(maxPromptBytes(512) / 2)}x` }, config)).status).toBe(413);
+  });
+
+  it("passes stop sequences to Triton as stop_words", () => {
+    const r = parseCompletion({ model: "m", prompt: "x", stop: "\n" }, config);
+    expect(ensembleInputs("x", r.sampling).find((i) => i.name === "stop_words")?.data).toEqual(["\n"]);
+  });
+});
+
+describe("chat templates", () => {
+  const h2o = findPreset("h2ogpt-oig-oasst1-512-6_9b")?.chatTemplate;
+
+  it("only presets fine-tuned on a conversation format declare one", () => {
+    expect(MODEL_PRESETS.filter((p) => p.chatTemplate).map((p) => p.name)).toEqual(["h2ogpt-oig-oasst1-512-6_9b"]);
+  });
+
+  it("renders h2oGPT's human_bot format, ending with the bot prefix", () => {
+    expect(h2o).toBeDefined();
+    const prompt = renderChat(
+      [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Hi" },
+        { role: "assistant", content: "Hello!" },
+        { role: "user", content: "Bye" },
+      ],
+      h2o!,
+    );
+    expect(prompt).toBe("<human>: Be brief.\nHi\n<bot>: Hello!\n<human>: Bye\n<bot>:");
+  });
+
+  it("adds the template's stop sequences and refuses chat without a template (404)", () => {
+    const withTemplate = GatewayConfigSchema.parse(renderGatewayConfig({ ...MODEL, chatTemplate: h2o }, "t:1"));
+    const r = parseChat({ model: "m", messages: [{ role: "user", content: "x" }], stop: "###" }, withTemplate);
+    expect(r.sampling.stop).toEqual(["###", "<human>:", "<bot>:"]);
+    expect(refusal(() => parseChat({ model: "m", messages: [{ role: "user", content: "x" }] }, config)).status).toBe(404);
+  });
+});
+
+describe("rendered gateway config", () => {
+  it("parses with the gateway's strict schema for every preset's limits", () => {
+    for (const preset of MODEL_PRESETS) {
+      const rendered = renderGatewayConfig({ ...MODEL, id: preset.name, vocab: preset.arch.vocab, chatTemplate: preset.chatTemplate }, "triton:8001");
+      expect(() => GatewayConfigSchema.parse(JSON.parse(JSON.stringify(rendered)))).not.toThrow();
+    }
+  });
+
+  it("leaves room in the body limit for the largest prompt, JSON-escaped, for a full batch", () => {
+    expect(config.limits.bodyBytes).toBeGreaterThanOrEqual(6 * config.model.maxPromptBytes * MODEL.maxBatchSize);
+  });
+});
