@@ -18,6 +18,7 @@ suites=(
   "workflows|bash test/workflows/run.sh"
   "python|bash test/python/run.sh"
   "triton|bash test/triton/run.sh"
+  "gateway|bash test/gateway/run.sh"
 )
 only=${TEST_SUITES:-}
 

@@ -39,8 +39,18 @@ const chat = (extra: Record<string, unknown>): Record<string, unknown> => ({
   ...extra,
 });
 const kserve = (inputs: unknown[]): Record<string, unknown> => ({ inputs });
-const text = (value: string[]): Record<string, unknown> => ({ name: "text_input", datatype: "BYTES", shape: [value.length, 1], data: value });
-const maxTokens = (v: number[]): Record<string, unknown> => ({ name: "max_tokens", datatype: "UINT32", shape: [v.length, 1], data: v });
+const text = (value: string[]): Record<string, unknown> => ({
+  name: "text_input",
+  datatype: "BYTES",
+  shape: [value.length, 1],
+  data: value,
+});
+const maxTokens = (v: number[]): Record<string, unknown> => ({
+  name: "max_tokens",
+  datatype: "UINT32",
+  shape: [v.length, 1],
+  data: v,
+});
 
 const HUGE = "x".repeat(h.model.maxInputLen * 32 + 1);
 const FIVE_MB = "word ".repeat(1_000_000);
@@ -49,17 +59,37 @@ const CASES: Case[] = [
   // --- authentication
   { name: "no Authorization header", auth: null, body: completion({}), status: 401, code: "invalid_api_key" },
   { name: "wrong key", auth: "Bearer tft-not-a-real-key", body: completion({}), status: 401, code: "invalid_api_key" },
-  { name: "Basic instead of Bearer", auth: `Basic ${Buffer.from("a:b").toString("base64")}`, body: completion({}), status: 401 },
+  {
+    name: "Basic instead of Bearer",
+    auth: `Basic ${Buffer.from("a:b").toString("base64")}`,
+    body: completion({}),
+    status: 401,
+  },
   { name: "Bearer without a key", auth: "Bearer ", body: completion({}), status: 401 },
-  { name: "key of another gateway's config", auth: `Bearer ${h.plain.keys["team-a"]}`, body: completion({}), status: 401 },
+  {
+    name: "key of another gateway's config",
+    auth: `Bearer ${h.plain.keys["team-a"]}`,
+    body: completion({}),
+    status: 401,
+  },
   { name: "no key on /v1/models", auth: null, method: "GET", path: "/v1/models", status: 401 },
   { name: "no key on KServe metadata", auth: null, method: "GET", path: "/v2/models/ensemble", status: 401 },
   // --- body and media type
   { name: "malformed JSON", raw: '{"model": ', status: 400, code: "invalid_json" },
-  { name: "NaN literal (not JSON)", raw: `{"model": "${MODEL}", "prompt": "x", "temperature": NaN}`, status: 400, code: "invalid_json" },
+  {
+    name: "NaN literal (not JSON)",
+    raw: `{"model": "${MODEL}", "prompt": "x", "temperature": NaN}`,
+    status: 400,
+    code: "invalid_json",
+  },
   { name: "JSON array body", body: [1, 2], status: 400, code: "invalid_body" },
   { name: "text/plain body", raw: "hello", headers: { "content-type": "text/plain" }, status: 415 },
-  { name: "body above the limit", raw: JSON.stringify(completion({ prompt: "y".repeat(8_000_000) })), status: 413, code: "body_too_large" },
+  {
+    name: "body above the limit",
+    raw: JSON.stringify(completion({ prompt: "y".repeat(8_000_000) })),
+    status: 413,
+    code: "body_too_large",
+  },
   // --- model
   { name: "missing model", body: { prompt: "x" }, status: 400, code: "missing_required_parameter", param: "model" },
   { name: "wrong model", body: completion({ model: "gpt-4" }), status: 404, code: "model_not_found", param: "model" },
@@ -71,22 +101,53 @@ const CASES: Case[] = [
   { name: "token-id prompt", body: completion({ prompt: [1, 2, 3] }), status: 400, param: "prompt" },
   { name: "prompt object", body: completion({ prompt: { text: "x" } }), status: 400, param: "prompt" },
   { name: "empty prompt array", body: completion({ prompt: [] }), status: 400, param: "prompt" },
-  { name: "more prompts than the batch", body: completion({ prompt: Array(h.model.maxBatchSize + 1).fill("x") }), status: 400, param: "prompt" },
-  { name: "prompt over the byte cap", body: completion({ prompt: HUGE }), status: 413, code: "prompt_too_large", param: "prompt" },
+  {
+    name: "more prompts than the batch",
+    body: completion({ prompt: Array(h.model.maxBatchSize + 1).fill("x") }),
+    status: 400,
+    param: "prompt",
+  },
+  {
+    name: "prompt over the byte cap",
+    body: completion({ prompt: HUGE }),
+    status: 413,
+    code: "prompt_too_large",
+    param: "prompt",
+  },
   { name: "5 MB prompt", raw: JSON.stringify(completion({ prompt: FIVE_MB })), status: 413 },
-  { name: "prompt over max_input_len tokens", body: completion({ prompt: "word ".repeat(h.model.maxInputLen + 8) }), status: 400, code: "context_length_exceeded" },
+  {
+    name: "prompt over max_input_len tokens",
+    body: completion({ prompt: "word ".repeat(h.model.maxInputLen + 8) }),
+    status: 400,
+    code: "context_length_exceeded",
+  },
   // --- max_tokens
   { name: "max_tokens -1", body: completion({ max_tokens: -1 }), status: 400, param: "max_tokens" },
   { name: "max_tokens 0", body: completion({ max_tokens: 0 }), status: 400, param: "max_tokens" },
   { name: 'max_tokens "4"', body: completion({ max_tokens: "4" }), status: 400, param: "max_tokens" },
   { name: "max_tokens 1.5", body: completion({ max_tokens: 1.5 }), status: 400, param: "max_tokens" },
-  { name: "max_tokens above the limit", body: completion({ max_tokens: h.model.maxOutputLen + 1 }), status: 400, param: "max_tokens" },
+  {
+    name: "max_tokens above the limit",
+    body: completion({ max_tokens: h.model.maxOutputLen + 1 }),
+    status: 400,
+    param: "max_tokens",
+  },
   { name: "max_tokens 2000", body: completion({ max_tokens: 2000 }), status: 400, param: "max_tokens" },
-  { name: "max_tokens 1e999 (Infinity)", raw: `{"model":"${MODEL}","prompt":"x","max_tokens":1e999}`, status: 400, param: "max_tokens" },
+  {
+    name: "max_tokens 1e999 (Infinity)",
+    raw: `{"model":"${MODEL}","prompt":"x","max_tokens":1e999}`,
+    status: 400,
+    param: "max_tokens",
+  },
   // --- sampling
   { name: "temperature -0.1", body: completion({ temperature: -0.1 }), status: 400, param: "temperature" },
   { name: "temperature 2.5", body: completion({ temperature: 2.5 }), status: 400, param: "temperature" },
-  { name: "temperature -1e999 (-Infinity)", raw: `{"model":"${MODEL}","prompt":"x","temperature":-1e999}`, status: 400, param: "temperature" },
+  {
+    name: "temperature -1e999 (-Infinity)",
+    raw: `{"model":"${MODEL}","prompt":"x","temperature":-1e999}`,
+    status: 400,
+    param: "temperature",
+  },
   { name: "temperature a string", body: completion({ temperature: "hot" }), status: 400, param: "temperature" },
   { name: "top_p 0", body: completion({ top_p: 0 }), status: 400, param: "top_p" },
   { name: "top_p 1.01", body: completion({ top_p: 1.01 }), status: 400, param: "top_p" },
@@ -94,8 +155,18 @@ const CASES: Case[] = [
   { name: "top_k beyond the vocabulary", body: completion({ top_k: h.model.vocab + 1 }), status: 400, param: "top_k" },
   { name: "top_k 4294967295", body: completion({ top_k: 4294967295 }), status: 400, param: "top_k" },
   { name: "top_k -1", body: completion({ top_k: -1 }), status: 400, param: "top_k" },
-  { name: "repetition_penalty 0", body: completion({ repetition_penalty: 0 }), status: 400, param: "repetition_penalty" },
-  { name: "repetition_penalty 1e999", raw: `{"model":"${MODEL}","prompt":"x","repetition_penalty":1e999}`, status: 400, param: "repetition_penalty" },
+  {
+    name: "repetition_penalty 0",
+    body: completion({ repetition_penalty: 0 }),
+    status: 400,
+    param: "repetition_penalty",
+  },
+  {
+    name: "repetition_penalty 1e999",
+    raw: `{"model":"${MODEL}","prompt":"x","repetition_penalty":1e999}`,
+    status: 400,
+    param: "repetition_penalty",
+  },
   { name: "seed -1", body: completion({ seed: -1 }), status: 400, param: "seed" },
   { name: "seed 2^64", body: completion({ seed: 18446744073709551616 }), status: 400, param: "seed" },
   { name: "seed 1.5", body: completion({ seed: 1.5 }), status: 400, param: "seed" },
@@ -104,9 +175,20 @@ const CASES: Case[] = [
   { name: "echo true", body: completion({ echo: true }), status: 400, param: "echo" },
   { name: "logprobs 5", body: completion({ logprobs: 5 }), status: 400, param: "logprobs" },
   { name: "presence_penalty 1", body: completion({ presence_penalty: 1 }), status: 400, param: "presence_penalty" },
-  { name: "unknown field", body: completion({ temprature: 0.5 }), status: 400, code: "unknown_parameter", param: "temprature" },
+  {
+    name: "unknown field",
+    body: completion({ temprature: 0.5 }),
+    status: 400,
+    code: "unknown_parameter",
+    param: "temprature",
+  },
   { name: "stream not a boolean", body: completion({ stream: "yes" }), status: 400, param: "stream" },
-  { name: "stream_options without stream", body: completion({ stream_options: { include_usage: true } }), status: 400, param: "stream_options" },
+  {
+    name: "stream_options without stream",
+    body: completion({ stream_options: { include_usage: true } }),
+    status: 400,
+    param: "stream_options",
+  },
   // --- stop
   { name: "stop list of 5", body: completion({ stop: ["a", "b", "c", "d", "e"] }), status: 400, param: "stop" },
   { name: "huge stop list", body: completion({ stop: Array(10_000).fill("x") }), status: 400, param: "stop" },
@@ -114,17 +196,64 @@ const CASES: Case[] = [
   { name: "empty stop sequence", body: completion({ stop: [""] }), status: 400, param: "stop" },
   { name: "stop not strings", body: completion({ stop: [1] }), status: 400, param: "stop" },
   // --- chat
-  { name: "chat without messages", path: "/v1/chat/completions", body: { model: MODEL }, status: 400, param: "messages" },
-  { name: "chat with empty messages", path: "/v1/chat/completions", body: chat({ messages: [] }), status: 400, param: "messages" },
-  { name: "chat with a bad role", path: "/v1/chat/completions", body: chat({ messages: [{ role: "wizard", content: "x" }] }), status: 400, param: "messages" },
-  { name: "chat with image content", path: "/v1/chat/completions", body: chat({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }), status: 400, param: "messages" },
-  { name: "chat with tools", path: "/v1/chat/completions", body: chat({ tools: [{ type: "function", function: { name: "f" } }] }), status: 400, param: "tools" },
-  { name: "chat with only a system message", path: "/v1/chat/completions", body: chat({ messages: [{ role: "system", content: "x" }] }), status: 400, param: "messages" },
-  { name: "chat over the byte cap", path: "/v1/chat/completions", body: chat({ messages: [{ role: "user", content: HUGE }] }), status: 413, param: "messages" },
+  {
+    name: "chat without messages",
+    path: "/v1/chat/completions",
+    body: { model: MODEL },
+    status: 400,
+    param: "messages",
+  },
+  {
+    name: "chat with empty messages",
+    path: "/v1/chat/completions",
+    body: chat({ messages: [] }),
+    status: 400,
+    param: "messages",
+  },
+  {
+    name: "chat with a bad role",
+    path: "/v1/chat/completions",
+    body: chat({ messages: [{ role: "wizard", content: "x" }] }),
+    status: 400,
+    param: "messages",
+  },
+  {
+    name: "chat with image content",
+    path: "/v1/chat/completions",
+    body: chat({ messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: "x" } }] }] }),
+    status: 400,
+    param: "messages",
+  },
+  {
+    name: "chat with tools",
+    path: "/v1/chat/completions",
+    body: chat({ tools: [{ type: "function", function: { name: "f" } }] }),
+    status: 400,
+    param: "tools",
+  },
+  {
+    name: "chat with only a system message",
+    path: "/v1/chat/completions",
+    body: chat({ messages: [{ role: "system", content: "x" }] }),
+    status: 400,
+    param: "messages",
+  },
+  {
+    name: "chat over the byte cap",
+    path: "/v1/chat/completions",
+    body: chat({ messages: [{ role: "user", content: HUGE }] }),
+    status: 413,
+    param: "messages",
+  },
   // --- routes: internal models and admin endpoints are not reachable
   { name: "unknown /v1 route", method: "GET", path: "/v1/engines", status: 404 },
   { name: "GET on completions", method: "GET", path: "/v1/completions", status: 404 },
-  { name: "direct call to fastertransformer", path: "/v2/models/fastertransformer/infer", body: kserve([]), status: 404 },
+  {
+    name: "direct call to fastertransformer",
+    path: "/v2/models/fastertransformer/infer",
+    body: kserve([]),
+    status: 404,
+  },
   { name: "direct call to preprocessing", path: "/v2/models/preprocessing/infer", body: kserve([]), status: 404 },
   { name: "postprocessing metadata", method: "GET", path: "/v2/models/postprocessing", status: 404 },
   { name: "admin: log settings", path: "/v2/logging", body: { log_verbose_level: 5 }, status: 404 },
@@ -135,13 +264,53 @@ const CASES: Case[] = [
   { name: "metrics not on the API port", method: "GET", path: "/metrics", status: 404 },
   // --- KServe v2 infer on the ensemble
   { name: "kserve: missing max_tokens", path: "/v2/models/ensemble/infer", body: kserve([text(["x"])]), status: 400 },
-  { name: "kserve: token id far beyond the vocab as max_tokens", path: "/v2/models/ensemble/infer", body: kserve([text(["x"]), maxTokens([2000])]), status: 400 },
-  { name: "kserve: wrong datatype", path: "/v2/models/ensemble/infer", body: kserve([{ ...text(["x"]), datatype: "INT32" }, maxTokens([2])]), status: 400 },
-  { name: "kserve: internal tensor name", path: "/v2/models/ensemble/infer", body: kserve([text(["x"]), maxTokens([2]), { name: "input_ids", datatype: "UINT32", shape: [1, 1], data: [999999] }]), status: 400 },
-  { name: "kserve: temperature 0", path: "/v2/models/ensemble/infer", body: kserve([text(["x"]), maxTokens([2]), { name: "temperature", datatype: "FP32", shape: [1, 1], data: [0] }]), status: 400 },
-  { name: "kserve: shape/data mismatch", path: "/v2/models/ensemble/infer", body: kserve([{ ...text(["x", "y"]), shape: [1, 1] }, maxTokens([2])]), status: 400 },
-  { name: "kserve: binary tensor extension", path: "/v2/models/ensemble/infer", body: kserve([text(["x"]), maxTokens([2])]), headers: { "inference-header-content-length": "10" }, status: 400 },
-  { name: "kserve: huge prompt", path: "/v2/models/ensemble/infer", body: kserve([text([HUGE]), maxTokens([2])]), status: 413 },
+  {
+    name: "kserve: token id far beyond the vocab as max_tokens",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([text(["x"]), maxTokens([2000])]),
+    status: 400,
+  },
+  {
+    name: "kserve: wrong datatype",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([{ ...text(["x"]), datatype: "INT32" }, maxTokens([2])]),
+    status: 400,
+  },
+  {
+    name: "kserve: internal tensor name",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([
+      text(["x"]),
+      maxTokens([2]),
+      { name: "input_ids", datatype: "UINT32", shape: [1, 1], data: [999999] },
+    ]),
+    status: 400,
+  },
+  {
+    name: "kserve: temperature 0",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([text(["x"]), maxTokens([2]), { name: "temperature", datatype: "FP32", shape: [1, 1], data: [0] }]),
+    status: 400,
+  },
+  {
+    name: "kserve: shape/data mismatch",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([{ ...text(["x", "y"]), shape: [1, 1] }, maxTokens([2])]),
+    status: 400,
+  },
+  {
+    name: "kserve: binary tensor extension",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([text(["x"]), maxTokens([2])]),
+    headers: { "inference-header-content-length": "10" },
+    status: 400,
+  },
+  {
+    name: "kserve: huge prompt",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([text([HUGE]), maxTokens([2])]),
+    status: 413,
+  },
 ];
 
 async function call(c: Case): Promise<{ status: number; body: unknown; headers: Headers }> {
@@ -150,7 +319,8 @@ async function call(c: Case): Promise<{ status: number; body: unknown; headers: 
   const method = c.method ?? "POST";
   const response = await fetch(`${BASE}${c.path ?? "/v1/completions"}`, {
     method,
-    headers: method === "GET" ? Object.fromEntries(Object.entries(headers).filter(([k]) => k !== "content-type")) : headers,
+    headers:
+      method === "GET" ? Object.fromEntries(Object.entries(headers).filter(([k]) => k !== "content-type")) : headers,
     body: method === "GET" ? undefined : (c.raw ?? JSON.stringify(c.body ?? {})),
   });
   const textBody = await response.text();

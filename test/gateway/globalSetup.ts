@@ -38,7 +38,11 @@ function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [gateway-setup] ${message}\n`);
 }
 
-function waitForState(server: ChildProcess, stateFile: string, timeoutMs: number): Promise<{ http: string; grpc: string; log: string }> {
+function waitForState(
+  server: ChildProcess,
+  stateFile: string,
+  timeoutMs: number,
+): Promise<{ http: string; grpc: string; log: string }> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + timeoutMs;
     const onExit = (code: number | null): void => {
@@ -68,15 +72,22 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-export async function startTritonDecoupled(work: string, stepMs: number): Promise<{
+export async function startTritonDecoupled(
+  work: string,
+  stepMs: number,
+): Promise<{
   info: HarnessInfo & { http: string; grpc: string; log: string };
   model: Omit<GatewayModel, "chatTemplate">;
   stop: () => Promise<void>;
 }> {
-  const venv = execFileSync("bash", [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  }).trim();
+  const venv = execFileSync(
+    "bash",
+    [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")],
+    {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  ).trim();
   const { plan, repository } = runSynth(work);
   const info = assembleRepository(work, path.join(venv, "bin/python"), plan, repository, {
     decoupled: true,
@@ -96,7 +107,11 @@ export async function startTritonDecoupled(work: string, stepMs: number): Promis
       "--watch-pid",
       String(process.pid),
     ],
-    { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(stepMs) } },
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(stepMs) },
+    },
   );
   try {
     const state = await waitForState(server, stateFile, 300_000);
@@ -136,7 +151,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
       { name: "rate-limited", requestsPerMinute: 3 },
       { name: "one-at-a-time", maxConcurrent: 1 },
     ];
-    const main = await startGateway(work, "main", renderGatewayConfig(model, triton.info.grpc, { requestTimeoutSeconds: 20 }), consumers);
+    const main = await startGateway(
+      work,
+      "main",
+      renderGatewayConfig(model, triton.info.grpc, { requestTimeoutSeconds: 20 }),
+      consumers,
+    );
     stoppers.push(main.stop);
     const plain = await startGateway(
       work,
@@ -146,7 +166,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
     );
     stoppers.push(plain.stop);
     log(`gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}`);
-    project.provide("gateway", { triton: triton.info, model, main: main.gateway, plain: plain.gateway, stepMs: STEP_MS });
+    project.provide("gateway", {
+      triton: triton.info,
+      model,
+      main: main.gateway,
+      plain: plain.gateway,
+      stepMs: STEP_MS,
+    });
   } catch (error) {
     for (const s of stoppers) await s();
     await triton.stop();

@@ -4,7 +4,7 @@
  * a hashed keys file written here; used by the gateway suite and the bench.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { GatewayConfigFile } from "../../infra/render/gatewayConfig";
@@ -33,7 +33,7 @@ export function newKey(): string {
 }
 
 export function sha256(key: string): string {
-  return require("node:crypto").createHash("sha256").update(key, "utf8").digest("hex") as string;
+  return createHash("sha256").update(key, "utf8").digest("hex");
 }
 
 export function writeKeysFile(file: string, consumers: ConsumerSpec[]): Record<string, string> {
@@ -53,7 +53,11 @@ function limitsOf(c: ConsumerSpec): Record<string, number> {
   return out;
 }
 
-function waitForFile(child: ChildProcess, file: string, timeoutMs: number): Promise<{ url: string; metricsUrl: string }> {
+function waitForFile(
+  child: ChildProcess,
+  file: string,
+  timeoutMs: number,
+): Promise<{ url: string; metricsUrl: string }> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + timeoutMs;
     const onExit = (code: number | null): void => {
@@ -90,7 +94,10 @@ export async function startGateway(
   const readyFile = path.join(dir, `${name}.ready.json`);
   const log = path.join(dir, `${name}.log`);
   rmSync(readyFile, { force: true });
-  writeFileSync(configFile, JSON.stringify({ ...config, listen: { host: "127.0.0.1", port: 0, metricsPort: 0 } }, null, 2));
+  writeFileSync(
+    configFile,
+    JSON.stringify({ ...config, listen: { host: "127.0.0.1", port: 0, metricsPort: 0 } }, null, 2),
+  );
   const keys = writeKeysFile(keysFile, consumers);
   const out = createWriteStream(log);
   const child = spawn(process.execPath, ["--import", "tsx", GATEWAY_MAIN], {

@@ -47,7 +47,11 @@ describe("latency under huge prompts", () => {
 
     const fiveMb = JSON.stringify({ model: MODEL, prompt: "word ".repeat(1_000_000), max_tokens: 2 });
     // Just under the byte cap: passes the gateway, tokenized by preprocessing, refused as too many tokens.
-    const atCap = JSON.stringify({ model: MODEL, prompt: "ab ".repeat(Math.floor((h.model.maxInputLen * 32) / 3)), max_tokens: 2 });
+    const atCap = JSON.stringify({
+      model: MODEL,
+      prompt: "ab ".repeat(Math.floor((h.model.maxInputLen * 32) / 3)),
+      max_tokens: 2,
+    });
     const refused = { fiveMb: 0, atCap: 0 };
     const huge = async (body: string, expectStatus: number, counter: "fiveMb" | "atCap"): Promise<void> => {
       const r = await fetch(`${h.main.url}/v1/completions`, {
@@ -74,7 +78,9 @@ describe("latency under huge prompts", () => {
       refused5MbPrompts: refused.fiveMb,
       refusedAtCapPrompts: refused.atCap,
     };
-    console.log(`latency (ms): ${JSON.stringify(Object.fromEntries(Object.entries(report).map(([k, v]) => [k, Math.round(v)])))}`);
+    console.log(
+      `latency (ms): ${JSON.stringify(Object.fromEntries(Object.entries(report).map(([k, v]) => [k, Math.round(v)])))}`,
+    );
     expect(refused).toEqual({ fiveMb: SAMPLES, atCap: SAMPLES });
     expect(report.loadedP95 - report.baselineP95).toBeLessThan(LATENCY_BOUND_MS);
   });

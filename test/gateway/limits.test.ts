@@ -51,7 +51,12 @@ describe("per-key limits", () => {
 
   it("answers 429 concurrency_limit_exceeded for a second generation in flight on a one-at-a-time key", async () => {
     const key = h.main.keys["one-at-a-time"];
-    const long = post(h.main.url, key, "/v1/completions", { model: MODEL, prompt: "one two three four five six", max_tokens: h.model.maxOutputLen, temperature: 0 });
+    const long = post(h.main.url, key, "/v1/completions", {
+      model: MODEL,
+      prompt: "one two three four five six",
+      max_tokens: h.model.maxOutputLen,
+      temperature: 0,
+    });
     await new Promise((r) => setTimeout(r, 100));
     const second = await post(h.main.url, key, "/v1/completions", { model: MODEL, prompt: "x", max_tokens: 1 });
     expect(second.status).toBe(429);
@@ -73,7 +78,13 @@ describe("client disconnect and timeouts", () => {
       h.main.url,
       key,
       "/v1/completions",
-      { model: MODEL, prompt: "one two three four five six seven eight", max_tokens: h.model.maxOutputLen, temperature: 0, stream: true },
+      {
+        model: MODEL,
+        prompt: "one two three four five six seven eight",
+        max_tokens: h.model.maxOutputLen,
+        temperature: 0,
+        stream: true,
+      },
       controller.signal,
     );
     expect(response.status).toBe(200);
@@ -83,7 +94,12 @@ describe("client disconnect and timeouts", () => {
     // The slot is free long before the generation would have ended.
     let status = 0;
     for (let i = 0; i < 40 && status !== 200; i++) {
-      const r = await post(h.main.url, key, "/v1/completions", { model: MODEL, prompt: "x", max_tokens: 1, temperature: 0 });
+      const r = await post(h.main.url, key, "/v1/completions", {
+        model: MODEL,
+        prompt: "x",
+        max_tokens: 1,
+        temperature: 0,
+      });
       status = r.status;
       await r.text();
       if (status !== 200) await new Promise((res) => setTimeout(res, 25));
@@ -95,7 +111,12 @@ describe("client disconnect and timeouts", () => {
 
   it("answers 504 when a generation outlives the request timeout (1 s on the plain gateway)", async () => {
     // Three concurrent full-length generations queue behind each other in the stand-in; the last one times out.
-    const body = { model: MODEL, prompt: "one two three four five six seven eight nine ten", max_tokens: h.model.maxOutputLen, temperature: 0 };
+    const body = {
+      model: MODEL,
+      prompt: "one two three four five six seven eight nine ten",
+      max_tokens: h.model.maxOutputLen,
+      temperature: 0,
+    };
     const statuses = await Promise.all(
       Array.from({ length: 6 }, async () => {
         const r = await post(h.plain.url, h.plain.keys["team-a"], "/v1/completions", body);
@@ -115,7 +136,10 @@ describe("KServe v2 through the gateway", () => {
     expect((await fetch(`${h.main.url}/v2/health/ready`, { headers })).status).toBe(200);
     expect((await fetch(`${h.main.url}/v2/health/live`, { headers })).status).toBe(200);
     expect((await fetch(`${h.main.url}/v2/models/ensemble/ready`, { headers })).status).toBe(200);
-    const meta = (await (await fetch(`${h.main.url}/v2/models/ensemble`, { headers })).json()) as { name: string; inputs: { name: string }[] };
+    const meta = (await (await fetch(`${h.main.url}/v2/models/ensemble`, { headers })).json()) as {
+      name: string;
+      inputs: { name: string }[];
+    };
     expect(meta.name).toBe("ensemble");
     expect(meta.inputs.map((i) => i.name)).toContain("text_input");
   });
@@ -129,7 +153,10 @@ describe("KServe v2 through the gateway", () => {
       ],
     });
     expect(r.status).toBe(200);
-    const body = (await r.json()) as { id: string; outputs: { name: string; shape: number[]; data: (string | number)[] }[] };
+    const body = (await r.json()) as {
+      id: string;
+      outputs: { name: string; shape: number[]; data: (string | number)[] }[];
+    };
     expect(body.id).toBe("req-7");
     const out = Object.fromEntries(body.outputs.map((o) => [o.name, o]));
     expect(out.text_output.shape).toEqual([2, 1]);
@@ -141,24 +168,41 @@ describe("KServe v2 through the gateway", () => {
 
 describe("observability", () => {
   it("exports the documented metrics per consumer, on the metrics listener only", async () => {
-    await post(h.main.url, h.main.keys["team-b"], "/v1/completions", { model: MODEL, prompt: "count me", max_tokens: 2, temperature: 0 });
+    await post(h.main.url, h.main.keys["team-b"], "/v1/completions", {
+      model: MODEL,
+      prompt: "count me",
+      max_tokens: 2,
+      temperature: 0,
+    });
     await (await post(h.main.url, "not-a-key", "/v1/completions", {})).text();
     const text = await (await fetch(`${h.main.metricsUrl}/metrics`)).text();
     for (const name of Object.values(METRICS)) expect(text, name).toContain(name);
-    expect(await metric(METRICS.requests, { consumer: "team-b", route: "/v1/completions", status: "200" })).toBeGreaterThan(0);
+    expect(
+      await metric(METRICS.requests, { consumer: "team-b", route: "/v1/completions", status: "200" }),
+    ).toBeGreaterThan(0);
     expect(await metric(METRICS.errors, { status: "401", consumer: "anonymous" })).toBeGreaterThan(0);
     expect(await metric(`${METRICS.timeToFirstToken}_count`, { consumer: "team-b" })).toBeGreaterThan(0);
   });
 
   it("logs JSON lines without the prompt or completion text", async () => {
     const marker = `secret-prompt-${Date.now()}`;
-    const r = await post(h.main.url, h.main.keys["team-a"], "/v1/completions", { model: MODEL, prompt: marker, max_tokens: 3, temperature: 0 });
+    const r = await post(h.main.url, h.main.keys["team-a"], "/v1/completions", {
+      model: MODEL,
+      prompt: marker,
+      max_tokens: 3,
+      temperature: 0,
+    });
     expect(r.status).toBe(200);
     await new Promise((res) => setTimeout(res, 200));
     // JSON lines only: Node's own warnings go to stderr as plain text.
-    const lines = readFileSync(h.main.log, "utf8").trim().split("\n").filter((l) => l.startsWith("{"));
+    const lines = readFileSync(h.main.log, "utf8")
+      .trim()
+      .split("\n")
+      .filter((l) => l.startsWith("{"));
     const entries = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-    expect(entries.some((e) => e.consumer === "team-a" && e.route === "/v1/completions" && e.status === 200)).toBe(true);
+    expect(entries.some((e) => e.consumer === "team-a" && e.route === "/v1/completions" && e.status === 200)).toBe(
+      true,
+    );
     expect(lines.join("\n")).not.toContain(marker);
     expect(lines.join("\n")).not.toContain(h.main.keys["team-a"]);
   });

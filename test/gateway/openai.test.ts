@@ -55,7 +55,12 @@ describe("completions", () => {
   it("serves an array of prompts as separate choices in order", async () => {
     const prompts = ["alpha beta", "gamma delta epsilon"];
     const counts = await Promise.all(prompts.map(promptTokens));
-    const r = await client().completions.create({ model: MODEL, prompt: prompts, max_tokens: Math.max(...counts), temperature: 0 });
+    const r = await client().completions.create({
+      model: MODEL,
+      prompt: prompts,
+      max_tokens: Math.max(...counts),
+      temperature: 0,
+    });
     expect(r.choices.map((c) => c.index)).toEqual([0, 1]);
     r.choices.forEach((c, i) => expect(c.text.startsWith(prompts[i])).toBe(true));
     expect(r.usage?.prompt_tokens).toBe(counts[0] + counts[1]);
@@ -64,7 +69,13 @@ describe("completions", () => {
   it("ends before a stop sequence, which is not returned, with finish_reason stop", async () => {
     const prompt = "red green blue yellow";
     const n = await promptTokens(prompt);
-    const r = await client().completions.create({ model: MODEL, prompt, max_tokens: n, temperature: 0, stop: [" blue"] });
+    const r = await client().completions.create({
+      model: MODEL,
+      prompt,
+      max_tokens: n,
+      temperature: 0,
+      stop: [" blue"],
+    });
     expect(r.choices[0].text).toBe("red green");
     expect(r.choices[0].finish_reason).toBe("stop");
   });
@@ -73,7 +84,16 @@ describe("completions", () => {
     const prompt = "a b c d e f";
     const n = await promptTokens(prompt);
     // The stand-in starts its echo at seed % prompt length: seed 2 skips the first two tokens.
-    const body = { model: MODEL, prompt, max_tokens: 2, seed: 2, temperature: 0.5, top_p: 0.9, top_k: 7, repetition_penalty: 1.1 };
+    const body = {
+      model: MODEL,
+      prompt,
+      max_tokens: 2,
+      seed: 2,
+      temperature: 0.5,
+      top_p: 0.9,
+      top_k: 7,
+      repetition_penalty: 1.1,
+    };
     const shifted = await client().completions.create(body);
     const greedy = await client().completions.create({ model: MODEL, prompt, max_tokens: 2 + 2, temperature: 0 });
     expect(n).toBeGreaterThan(4);
@@ -85,7 +105,13 @@ describe("completions", () => {
     const prompt = "the quick brown fox jumps over the lazy dog";
     const n = Math.min(await promptTokens(prompt), h.model.maxOutputLen);
     const started = performance.now();
-    const stream = await client().completions.create({ model: MODEL, prompt, max_tokens: n, temperature: 0, stream: true });
+    const stream = await client().completions.create({
+      model: MODEL,
+      prompt,
+      max_tokens: n,
+      temperature: 0,
+      stream: true,
+    });
     const arrivals: number[] = [];
     let text = "";
     let last: OpenAI.Completions.Completion | undefined;
@@ -97,7 +123,11 @@ describe("completions", () => {
     expect(text).toBe(prompt.slice(0, text.length));
     expect(text.length).toBeGreaterThan(10);
     expect(last?.choices[0].finish_reason).toBe("length");
-    expect(last?.usage).toEqual({ prompt_tokens: expect.any(Number), completion_tokens: n, total_tokens: expect.any(Number) });
+    expect(last?.usage).toEqual({
+      prompt_tokens: expect.any(Number),
+      completion_tokens: n,
+      total_tokens: expect.any(Number),
+    });
     // Generation takes n * STEP_MS; the first chunk must come long before the last.
     const generation = n * h.stepMs;
     expect(arrivals.length).toBeGreaterThan(n / 2);

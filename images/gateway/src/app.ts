@@ -5,7 +5,13 @@
  * request (never the prompt or the completion unless `logText` is on).
  */
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import { KeyRing } from "./auth";
 import type { Consumer, GatewayConfig } from "./config";
 import { RequestContext } from "./context";
@@ -115,7 +121,11 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
         });
       }
       reply.header("connection", "close");
-      throw tooLarge(`the request body is ${length} bytes; the limit is ${config.limits.bodyBytes}`, null, "body_too_large");
+      throw tooLarge(
+        `the request body is ${length} bytes; the limit is ${config.limits.bodyBytes}`,
+        null,
+        "body_too_large",
+      );
     }
   });
 
@@ -129,7 +139,9 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
       request,
       reply,
       isKserve(request.url)
-        ? notFound(`${request.method} ${request.url.split("?")[0]} is not served: only the ensemble's KServe v2 API is reachable`)
+        ? notFound(
+            `${request.method} ${request.url.split("?")[0]} is not served: only the ensemble's KServe v2 API is reachable`,
+          )
         : notFound(`${request.method} ${request.url.split("?")[0]} is not an endpoint of this API`),
     ),
   );
@@ -203,7 +215,11 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   app.get("/v1/models", async () => ({ object: "list", data: [modelCard()] }));
   app.get<{ Params: { model: string } }>("/v1/models/:model", async (request) => {
     if (request.params.model !== config.model.id) {
-      throw notFound(`the model '${request.params.model}' does not exist; this endpoint serves '${config.model.id}'`, "model_not_found", "model");
+      throw notFound(
+        `the model '${request.params.model}' does not exist; this endpoint serves '${config.model.id}'`,
+        "model_not_found",
+        "model",
+      );
     }
     return modelCard();
   });
@@ -231,16 +247,26 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   };
   app.get<{ Params: { model: string } }>("/v2/models/:model", metadataRoute);
   app.get<{ Params: { model: string; version: string } }>("/v2/models/:model/versions/:version", metadataRoute);
-  const readyRoute = async (request: FastifyRequest<{ Params: { model: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
+  const readyRoute = async (
+    request: FastifyRequest<{ Params: { model: string } }>,
+    reply: FastifyReply,
+  ): Promise<FastifyReply> => {
     checkEnsemble(request.params.model, triton);
     return upstreamProbe(() => triton.ready(), reply);
   };
   app.get<{ Params: { model: string } }>("/v2/models/:model/ready", readyRoute);
   app.get<{ Params: { model: string; version: string } }>("/v2/models/:model/versions/:version/ready", readyRoute);
-  const inferRoute = async (request: FastifyRequest<{ Params: { model: string } }>, reply: FastifyReply): Promise<unknown> => {
+  const inferRoute = async (
+    request: FastifyRequest<{ Params: { model: string } }>,
+    reply: FastifyReply,
+  ): Promise<unknown> => {
     checkEnsemble(request.params.model, triton);
     if (request.headers["inference-header-content-length"] !== undefined) {
-      throw invalid("the binary tensor extension is not supported through the gateway: send JSON tensors (tritonclient: binary_data=False)", null, "unsupported_parameter");
+      throw invalid(
+        "the binary tensor extension is not supported through the gateway: send JSON tensors (tritonclient: binary_data=False)",
+        null,
+        "unsupported_parameter",
+      );
     }
     const parsed = parseInferRequest(request.body, config);
     const batch = parsed.inputs[0].shape[0];

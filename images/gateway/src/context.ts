@@ -83,7 +83,11 @@ export class RequestContext {
   failedMidStream(error: unknown): void {
     this.close();
     const e = error instanceof ApiError ? error : undefined;
-    this.metrics.errors.inc({ status: String(e?.status ?? 500), code: e?.code ?? "stream_failed", consumer: this.consumer.name });
+    this.metrics.errors.inc({
+      status: String(e?.status ?? 500),
+      code: e?.code ?? "stream_failed",
+      consumer: this.consumer.name,
+    });
     this.log.warn({ requestId: this.requestId, consumer: this.consumer.name, error: String(error) }, "stream failed");
   }
 

@@ -42,7 +42,8 @@ export function ensembleInputs(prompt: string, s: Sampling): Tensor[] {
   ];
   if (s.repetitionPenalty !== undefined) inputs.push(scalar("repetition_penalty", "FP32", s.repetitionPenalty));
   // FT stops early at stop words matched as tokens; the gateway matches the text exactly as OpenAI does.
-  if (s.stop.length > 0) inputs.push({ name: "stop_words", datatype: "BYTES", shape: [1, s.stop.length], data: [...s.stop] });
+  if (s.stop.length > 0)
+    inputs.push({ name: "stop_words", datatype: "BYTES", shape: [1, s.stop.length], data: [...s.stop] });
   return inputs;
 }
 

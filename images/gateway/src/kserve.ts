@@ -41,9 +41,11 @@ function element(name: string, datatype: Datatype, v: unknown, config: GatewayCo
     if (typeof v !== "string") throw invalid(`${where}: BYTES elements must be JSON strings`, name, "invalid_type");
     return v;
   }
-  if (typeof v !== "number" || !Number.isFinite(v)) throw invalid(`${where}: elements must be finite numbers`, name, "invalid_type");
+  if (typeof v !== "number" || !Number.isFinite(v))
+    throw invalid(`${where}: elements must be finite numbers`, name, "invalid_type");
   if (datatype === "FP32") return v;
-  if (!Number.isInteger(v) || v < 0) throw invalid(`${where}: elements must be non-negative integers`, name, "invalid_type");
+  if (!Number.isInteger(v) || v < 0)
+    throw invalid(`${where}: elements must be non-negative integers`, name, "invalid_type");
   if (datatype === "UINT32" && v > 0xffffffff) throw invalid(`${where}: ${v} does not fit UINT32`, name);
   if (datatype === "UINT64") {
     if (!Number.isSafeInteger(v)) throw invalid(`${where}: ${v} is beyond 2^53-1 and cannot be exact in JSON`, name);
@@ -68,7 +70,11 @@ function checkValues(t: Tensor, config: GatewayConfig): void {
       (t.data as string[]).forEach((s, i) => {
         if (s === "") throw invalid(`text_input[${i}]: prompt is empty`, t.name);
         if (Buffer.byteLength(s, "utf8") > maxPromptBytes) {
-          throw tooLarge(`text_input[${i}] is ${Buffer.byteLength(s, "utf8")} bytes: at most ${maxPromptBytes}`, t.name, "prompt_too_large");
+          throw tooLarge(
+            `text_input[${i}] is ${Buffer.byteLength(s, "utf8")} bytes: at most ${maxPromptBytes}`,
+            t.name,
+            "prompt_too_large",
+          );
         }
       });
       return;
@@ -87,49 +93,75 @@ function checkValues(t: Tensor, config: GatewayConfig): void {
       const perItem = t.shape.slice(1).reduce((n, d) => n * d, 1);
       if (perItem > maxStop) throw invalid(`${t.name}: at most ${maxStop} words per prompt`, t.name);
       (t.data as string[]).forEach((s, i) => {
-        if (Buffer.byteLength(s, "utf8") > maxStopBytes) throw invalid(`${t.name}[${i}]: at most ${maxStopBytes} bytes`, t.name);
+        if (Buffer.byteLength(s, "utf8") > maxStopBytes)
+          throw invalid(`${t.name}[${i}]: at most ${maxStopBytes} bytes`, t.name);
       });
       return;
     }
   }
 }
 
-export function parseInferRequest(body: unknown, config: GatewayConfig): { id?: string; inputs: Tensor[]; outputs: string[] } {
+export function parseInferRequest(
+  body: unknown,
+  config: GatewayConfig,
+): { id?: string; inputs: Tensor[]; outputs: string[] } {
   if (!isObject(body)) throw invalid("the request body must be a JSON object");
   for (const key of Object.keys(body)) {
-    if (!["id", "inputs", "outputs", "parameters"].includes(key)) throw invalid(`unknown field '${key}'`, key, "unknown_parameter");
+    if (!["id", "inputs", "outputs", "parameters"].includes(key))
+      throw invalid(`unknown field '${key}'`, key, "unknown_parameter");
   }
   if (body.parameters !== undefined && !(isObject(body.parameters) && Object.keys(body.parameters).length === 0)) {
     throw invalid("request parameters are not supported through the gateway", "parameters", "unsupported_parameter");
   }
   if (body.id !== undefined && typeof body.id !== "string") throw invalid("id must be a string", "id", "invalid_type");
-  if (!Array.isArray(body.inputs) || body.inputs.length === 0) throw invalid("inputs must be a non-empty array", "inputs");
+  if (!Array.isArray(body.inputs) || body.inputs.length === 0)
+    throw invalid("inputs must be a non-empty array", "inputs");
   let batch: number | undefined;
   const seen = new Set<string>();
   const inputs = body.inputs.map((raw, i): Tensor => {
     if (!isObject(raw)) throw invalid(`inputs[${i}] must be an object`, "inputs", "invalid_type");
     const { name, datatype, shape, data } = raw;
     if (typeof name !== "string" || !(name in INPUTS)) {
-      throw invalid(`inputs[${i}]: '${String(name)}' is not an input of the ensemble (${Object.keys(INPUTS).join(", ")})`, "inputs");
+      throw invalid(
+        `inputs[${i}]: '${String(name)}' is not an input of the ensemble (${Object.keys(INPUTS).join(", ")})`,
+        "inputs",
+      );
     }
     if (seen.has(name)) throw invalid(`input '${name}' is given twice`, name);
     seen.add(name);
     if (raw.parameters !== undefined && !(isObject(raw.parameters) && Object.keys(raw.parameters).length === 0)) {
-      throw invalid(`input '${name}': tensor parameters (binary data, shared memory) are not supported through the gateway`, name, "unsupported_parameter");
+      throw invalid(
+        `input '${name}': tensor parameters (binary data, shared memory) are not supported through the gateway`,
+        name,
+        "unsupported_parameter",
+      );
     }
     const spec = INPUTS[name];
-    if (datatype !== spec.datatype) throw invalid(`input '${name}' has datatype ${String(datatype)}, expected ${spec.datatype}`, name);
-    if (!Array.isArray(shape) || shape.length !== spec.dims.length + 1 || !shape.every((d) => Number.isInteger(d) && d >= 1)) {
-      throw invalid(`input '${name}' must have shape [batch, ${spec.dims.map((d) => (d < 0 ? "n" : d)).join(", ")}]`, name);
+    if (datatype !== spec.datatype)
+      throw invalid(`input '${name}' has datatype ${String(datatype)}, expected ${spec.datatype}`, name);
+    if (
+      !Array.isArray(shape) ||
+      shape.length !== spec.dims.length + 1 ||
+      !shape.every((d) => Number.isInteger(d) && d >= 1)
+    ) {
+      throw invalid(
+        `input '${name}' must have shape [batch, ${spec.dims.map((d) => (d < 0 ? "n" : d)).join(", ")}]`,
+        name,
+      );
     }
     spec.dims.forEach((d, j) => {
-      if (d > 0 && shape[j + 1] !== d) throw invalid(`input '${name}' must have shape [batch, ${spec.dims.join(", ")}]`, name);
+      if (d > 0 && shape[j + 1] !== d)
+        throw invalid(`input '${name}' must have shape [batch, ${spec.dims.join(", ")}]`, name);
     });
     batch ??= shape[0] as number;
-    if (shape[0] !== batch) throw invalid(`input '${name}' has batch size ${shape[0]}, other inputs have ${batch}`, name);
+    if (shape[0] !== batch)
+      throw invalid(`input '${name}' has batch size ${shape[0]}, other inputs have ${batch}`, name);
     const flat = flatten(data);
     if (flat.length !== elementCount(shape as number[])) {
-      throw invalid(`input '${name}': shape [${shape.join(", ")}] needs ${elementCount(shape as number[])} elements, got ${flat.length}`, name);
+      throw invalid(
+        `input '${name}': shape [${shape.join(", ")}] needs ${elementCount(shape as number[])} elements, got ${flat.length}`,
+        name,
+      );
     }
     const tensor: Tensor = {
       name,
@@ -141,9 +173,11 @@ export function parseInferRequest(body: unknown, config: GatewayConfig): { id?: 
     return tensor;
   });
   for (const [name, spec] of Object.entries(INPUTS)) {
-    if (spec.required && !seen.has(name)) throw invalid(`missing required input '${name}'`, name, "missing_required_parameter");
+    if (spec.required && !seen.has(name))
+      throw invalid(`missing required input '${name}'`, name, "missing_required_parameter");
   }
-  if ((batch ?? 0) > config.model.maxBatchSize) throw invalid(`batch size ${batch} is above the model's ${config.model.maxBatchSize}`, "inputs");
+  if ((batch ?? 0) > config.model.maxBatchSize)
+    throw invalid(`batch size ${batch} is above the model's ${config.model.maxBatchSize}`, "inputs");
   let outputs = OUTPUTS;
   if (body.outputs !== undefined) {
     if (!Array.isArray(body.outputs)) throw invalid("outputs must be an array", "outputs", "invalid_type");
@@ -152,7 +186,11 @@ export function parseInferRequest(body: unknown, config: GatewayConfig): { id?: 
         throw invalid(`outputs[${i}] must name one of ${OUTPUTS.join(", ")}`, "outputs");
       }
       if (o.parameters !== undefined && !(isObject(o.parameters) && Object.keys(o.parameters).length === 0)) {
-        throw invalid(`output '${o.name}': binary data is not supported through the gateway; send binary_data=False`, "outputs", "unsupported_parameter");
+        throw invalid(
+          `output '${o.name}': binary data is not supported through the gateway; send binary_data=False`,
+          "outputs",
+          "unsupported_parameter",
+        );
       }
       return o.name;
     });
@@ -196,6 +234,9 @@ export async function infer(
 
 export function checkEnsemble(model: string, triton: TritonGateway): void {
   if (model !== triton.ensemble) {
-    throw notFound(`model '${model}' is not served here: only '${triton.ensemble}' is reachable through the gateway`, "model_not_found");
+    throw notFound(
+      `model '${model}' is not served here: only '${triton.ensemble}' is reachable through the gateway`,
+      "model_not_found",
+    );
   }
 }

@@ -67,8 +67,14 @@ async function main(): Promise<void> {
   });
 
   const url = await app.listen({ host: config.listen.host, port: port("PORT", config.listen.port) });
-  const metricsUrl = await metricsApp.listen({ host: config.listen.host, port: port("METRICS_PORT", config.listen.metricsPort) });
-  app.log.info({ url, metricsUrl, model: config.model.id, triton: config.triton.grpc, keys: keys.size }, "gateway listening");
+  const metricsUrl = await metricsApp.listen({
+    host: config.listen.host,
+    port: port("METRICS_PORT", config.listen.metricsPort),
+  });
+  app.log.info(
+    { url, metricsUrl, model: config.model.id, triton: config.triton.grpc, keys: keys.size },
+    "gateway listening",
+  );
   const readyFile = process.env.GATEWAY_READY_FILE;
   if (readyFile) writeFileSync(readyFile, JSON.stringify({ url, metricsUrl, pid: process.pid }));
 

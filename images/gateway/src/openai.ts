@@ -57,7 +57,12 @@ export async function serveGeneration(
       onStopCancel: () => ctx.metrics.upstreamCancelled.inc({ reason: "stop_sequence" }),
     }),
   );
-  const results: ChoiceResult[] = prompts.map(() => ({ text: "", finishReason: "stop", promptTokens: 0, completionTokens: 0 }));
+  const results: ChoiceResult[] = prompts.map(() => ({
+    text: "",
+    finishReason: "stop",
+    promptTokens: 0,
+    completionTokens: 0,
+  }));
   let firstTokenSeen = false;
   const onEvent = (index: number, event: GenerationEvent): void => {
     if (event.type === "delta") {

@@ -82,7 +82,11 @@ export function classifyTritonMessage(message: string): ApiError {
   if (/tokens, more than max_input_len/.test(text)) {
     return new ApiError(400, "invalid_request_error", text, "context_length_exceeded", "prompt");
   }
-  if (/\b(text_input|max_tokens|stop_words|bad_words|top_k|top_p|temperature|repetition_penalty|random_seed)\[\d+\]/.test(text)) {
+  if (
+    /\b(text_input|max_tokens|stop_words|bad_words|top_k|top_p|temperature|repetition_penalty|random_seed)\[\d+\]/.test(
+      text,
+    )
+  ) {
     return new ApiError(400, "invalid_request_error", text, "invalid_value");
   }
   return upstream(text);
@@ -161,7 +165,11 @@ export class TritonGateway {
       inputs: TensorSpecMessage[];
       outputs: TensorSpecMessage[];
     }>("ModelMetadata", { name: this.ensemble }, timeoutMs);
-    const spec = (t: TensorSpecMessage): TensorSpec => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number) });
+    const spec = (t: TensorSpecMessage): TensorSpec => ({
+      name: t.name,
+      datatype: t.datatype,
+      shape: t.shape.map(Number),
+    });
     return { ...m, inputs: m.inputs.map(spec), outputs: m.outputs.map(spec) };
   }
 

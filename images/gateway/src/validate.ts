@@ -115,7 +115,8 @@ function optionalNumber(body: Body, key: string): number | undefined {
 
 function optionalInteger(body: Body, key: string): number | undefined {
   const v = optionalNumber(body, key);
-  if (v !== undefined && !Number.isInteger(v)) throw invalid(`${key} must be an integer, got ${v}`, key, "invalid_type");
+  if (v !== undefined && !Number.isInteger(v))
+    throw invalid(`${key} must be an integer, got ${v}`, key, "invalid_type");
   return v;
 }
 
@@ -128,13 +129,23 @@ function unsupported(body: Body, key: string, allowed: (v: unknown) => boolean, 
 export function checkModel(body: Body, config: GatewayConfig): void {
   const model = body.model;
   if (model === undefined) throw invalid("model is required", "model", "missing_required_parameter");
-  if (typeof model !== "string") throw invalid(`model must be a string, got ${describe(model)}`, "model", "invalid_type");
+  if (typeof model !== "string")
+    throw invalid(`model must be a string, got ${describe(model)}`, "model", "invalid_type");
   if (model !== config.model.id) {
-    throw notFound(`the model '${model}' does not exist; this endpoint serves '${config.model.id}'`, "model_not_found", "model");
+    throw notFound(
+      `the model '${model}' does not exist; this endpoint serves '${config.model.id}'`,
+      "model_not_found",
+      "model",
+    );
   }
 }
 
-function sampling(body: Body, config: GatewayConfig, maxTokensKey: string, extraStop: readonly string[] = []): Sampling {
+function sampling(
+  body: Body,
+  config: GatewayConfig,
+  maxTokensKey: string,
+  extraStop: readonly string[] = [],
+): Sampling {
   const { maxOutputLen, vocab } = config.model;
   const maxTokens = optionalInteger(body, maxTokensKey) ?? Math.min(DEFAULT_MAX_TOKENS, maxOutputLen);
   if (maxTokens < 1 || maxTokens > maxOutputLen) {
@@ -168,7 +179,8 @@ function sampling(body: Body, config: GatewayConfig, maxTokensKey: string, extra
     ["frequency_penalty", "use repetition_penalty"],
   ] as const) {
     const v = optionalNumber(body, key);
-    if (v !== undefined && v !== 0) throw invalid(`${key}=${v} is not supported: ${hint}`, key, "unsupported_parameter");
+    if (v !== undefined && v !== 0)
+      throw invalid(`${key}=${v} is not supported: ${hint}`, key, "unsupported_parameter");
   }
   unsupported(body, "n", (v) => v === 1, "only n=1 is served");
   unsupported(body, "logit_bias", (v) => isObject(v) && Object.keys(v).length === 0, "logit biases are not served");
@@ -176,7 +188,15 @@ function sampling(body: Body, config: GatewayConfig, maxTokensKey: string, extra
   if (user !== undefined && (typeof user !== "string" || user.length > USER_MAX_CHARS)) {
     throw invalid(`user must be a string of at most ${USER_MAX_CHARS} characters`, "user");
   }
-  return { maxTokens, temperature, topP, topK, repetitionPenalty, seed, stop: [...stopList(body, config), ...extraStop] };
+  return {
+    maxTokens,
+    temperature,
+    topP,
+    topK,
+    repetitionPenalty,
+    seed,
+    stop: [...stopList(body, config), ...extraStop],
+  };
 }
 
 function stopList(body: Body, config: GatewayConfig): string[] {
@@ -184,28 +204,33 @@ function stopList(body: Body, config: GatewayConfig): string[] {
   const v = body.stop;
   if (v === undefined || v === null) return [];
   const list = typeof v === "string" ? [v] : v;
-  if (!Array.isArray(list)) throw invalid(`stop must be a string or an array of strings, got ${describe(v)}`, "stop", "invalid_type");
+  if (!Array.isArray(list))
+    throw invalid(`stop must be a string or an array of strings, got ${describe(v)}`, "stop", "invalid_type");
   if (list.length > maxStop) throw invalid(`stop has ${list.length} sequences: at most ${maxStop} are allowed`, "stop");
   return list.map((s, i) => {
     if (typeof s !== "string") throw invalid(`stop[${i}] must be a string, got ${describe(s)}`, "stop", "invalid_type");
     if (s === "") throw invalid(`stop[${i}] is empty`, "stop");
-    if (utf8Bytes(s) > maxStopBytes) throw invalid(`stop[${i}] is ${utf8Bytes(s)} bytes: at most ${maxStopBytes}`, "stop");
+    if (utf8Bytes(s) > maxStopBytes)
+      throw invalid(`stop[${i}] is ${utf8Bytes(s)} bytes: at most ${maxStopBytes}`, "stop");
     return s;
   });
 }
 
 function streamFlags(body: Body): { stream: boolean; includeUsage: boolean } {
   const stream = body.stream ?? false;
-  if (typeof stream !== "boolean") throw invalid(`stream must be a boolean, got ${describe(stream)}`, "stream", "invalid_type");
+  if (typeof stream !== "boolean")
+    throw invalid(`stream must be a boolean, got ${describe(stream)}`, "stream", "invalid_type");
   const options = body.stream_options;
   if (options === undefined || options === null) return { stream, includeUsage: false };
   if (!stream) throw invalid("stream_options is only allowed with stream: true", "stream_options");
   if (!isObject(options)) throw invalid("stream_options must be an object", "stream_options", "invalid_type");
   for (const key of Object.keys(options)) {
-    if (key !== "include_usage") throw invalid(`unrecognized stream_options argument: ${key}`, "stream_options", "unknown_parameter");
+    if (key !== "include_usage")
+      throw invalid(`unrecognized stream_options argument: ${key}`, "stream_options", "unknown_parameter");
   }
   const includeUsage = options.include_usage ?? false;
-  if (typeof includeUsage !== "boolean") throw invalid("stream_options.include_usage must be a boolean", "stream_options", "invalid_type");
+  if (typeof includeUsage !== "boolean")
+    throw invalid("stream_options.include_usage must be a boolean", "stream_options", "invalid_type");
   return { stream, includeUsage };
 }
 
@@ -228,7 +253,8 @@ export function parseCompletion(body: unknown, config: GatewayConfig): Completio
   const raw = body.prompt;
   if (raw === undefined || raw === null) throw invalid("prompt is required", "prompt", "missing_required_parameter");
   const list = typeof raw === "string" ? [raw] : raw;
-  if (!Array.isArray(list)) throw invalid(`prompt must be a string or an array of strings, got ${describe(raw)}`, "prompt", "invalid_type");
+  if (!Array.isArray(list))
+    throw invalid(`prompt must be a string or an array of strings, got ${describe(raw)}`, "prompt", "invalid_type");
   const maxPrompts = config.model.maxBatchSize;
   if (list.length === 0) throw invalid("prompt is an empty array", "prompt");
   if (list.length > maxPrompts) throw invalid(`prompt has ${list.length} entries: at most ${maxPrompts}`, "prompt");
@@ -236,7 +262,8 @@ export function parseCompletion(body: unknown, config: GatewayConfig): Completio
     if (typeof p === "number" || Array.isArray(p)) {
       throw invalid("token-id prompts are not supported: send text", "prompt", "unsupported_parameter");
     }
-    if (typeof p !== "string") throw invalid(`prompt[${i}] must be a string, got ${describe(p)}`, "prompt", "invalid_type");
+    if (typeof p !== "string")
+      throw invalid(`prompt[${i}] must be a string, got ${describe(p)}`, "prompt", "invalid_type");
     if (p === "") throw invalid(`prompt${typeof raw === "string" ? "" : `[${i}]`} is empty`, "prompt");
     checkPromptBytes(p, config, "prompt");
     return p;
@@ -254,13 +281,21 @@ function messageContent(content: unknown, i: number): string {
     return content
       .map((part, j) => {
         if (!isObject(part) || part.type !== "text" || typeof part.text !== "string") {
-          throw invalid(`messages[${i}].content[${j}] must be a text part {type: "text", text}`, "messages", "unsupported_parameter");
+          throw invalid(
+            `messages[${i}].content[${j}] must be a text part {type: "text", text}`,
+            "messages",
+            "unsupported_parameter",
+          );
         }
         return part.text;
       })
       .join("");
   }
-  throw invalid(`messages[${i}].content must be a string or text parts, got ${describe(content)}`, "messages", "invalid_type");
+  throw invalid(
+    `messages[${i}].content must be a string or text parts, got ${describe(content)}`,
+    "messages",
+    "invalid_type",
+  );
 }
 
 /** Renders chat turns with the preset's template, ending with the assistant prefix the model continues from. */
@@ -296,8 +331,10 @@ export function parseChat(body: unknown, config: GatewayConfig): ChatRequest {
   }
   const raw = body.messages;
   if (raw === undefined) throw invalid("messages is required", "messages", "missing_required_parameter");
-  if (!Array.isArray(raw) || raw.length === 0) throw invalid("messages must be a non-empty array", "messages", "invalid_type");
-  if (raw.length > MAX_MESSAGES) throw invalid(`messages has ${raw.length} entries: at most ${MAX_MESSAGES}`, "messages");
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw invalid("messages must be a non-empty array", "messages", "invalid_type");
+  if (raw.length > MAX_MESSAGES)
+    throw invalid(`messages has ${raw.length} entries: at most ${MAX_MESSAGES}`, "messages");
   const messages = raw.map((m, i): ChatMessage => {
     if (!isObject(m)) throw invalid(`messages[${i}] must be an object`, "messages", "invalid_type");
     for (const key of Object.keys(m)) {

@@ -31,7 +31,12 @@ function refusal(fn: () => unknown): ApiError {
 }
 
 describe("KeyRing", () => {
-  const keys = { consumers: [{ name: "team-a", keySha256: [sha256Hex("old-key"), sha256Hex("new-key")] }, { name: "team-b", keySha256: [sha256Hex("b-key")] }] };
+  const keys = {
+    consumers: [
+      { name: "team-a", keySha256: [sha256Hex("old-key"), sha256Hex("new-key")] },
+      { name: "team-b", keySha256: [sha256Hex("b-key")] },
+    ],
+  };
   const ring = new KeyRing(KeysFileSchema.parse(keys));
 
   it("maps a bearer key to its consumer; both keys work during a rotation", () => {
@@ -41,7 +46,17 @@ describe("KeyRing", () => {
   });
 
   it("refuses missing, malformed and unknown keys", () => {
-    for (const header of [undefined, "", "Bearer", "Bearer ", "bearer b-key", "Basic b-key", "Bearer b-key extra", "Bearer b-keyx", `Bearer ${"x".repeat(600)}`]) {
+    for (const header of [
+      undefined,
+      "",
+      "Bearer",
+      "Bearer ",
+      "bearer b-key",
+      "Basic b-key",
+      "Bearer b-key extra",
+      "Bearer b-keyx",
+      `Bearer ${"x".repeat(600)}`,
+    ]) {
       expect(ring.authenticate(header), String(header)).toBeUndefined();
     }
   });
@@ -103,14 +118,17 @@ describe("Triton errors", () => {
   });
 
   it("maps the tokenizer's length refusal to 400 context_length_exceeded, other model refusals to 400", () => {
-    expect(classifyTritonMessage("text_input[0]: prompt is 600 tokens, more than max_input_len=512").code).toBe("context_length_exceeded");
+    expect(classifyTritonMessage("text_input[0]: prompt is 600 tokens, more than max_input_len=512").code).toBe(
+      "context_length_exceeded",
+    );
     expect(classifyTritonMessage("temperature[0] is nan: must be finite").status).toBe(400);
     expect(classifyTritonMessage("text_input[0]: prompt is 9 bytes, more than max_prompt_bytes=8").status).toBe(413);
   });
 
   it("never blames the client for a server fault", () => {
     expect(classifyTritonMessage("CUDA error: an illegal memory access").status).toBe(502);
-    const grpc = (code: GrpcStatus): ServiceError => Object.assign(new Error("x"), { code, details: "x", metadata: new Metadata() });
+    const grpc = (code: GrpcStatus): ServiceError =>
+      Object.assign(new Error("x"), { code, details: "x", metadata: new Metadata() });
     expect(classifyGrpcError(grpc(GrpcStatus.UNAVAILABLE), 10).status).toBe(503);
     expect(classifyGrpcError(grpc(GrpcStatus.RESOURCE_EXHAUSTED), 10).status).toBe(503);
     expect(classifyGrpcError(grpc(GrpcStatus.DEADLINE_EXCEEDED), 10).status).toBe(504);
@@ -136,7 +154,9 @@ describe("request validation", () => {
   it("checks the prompt's bytes against the cap the model repository uses", () => {
     expect(config.model.maxPromptBytes).toBe(maxPromptBytes(512));
     parseCompletion({ model: "m", prompt: "é".repeat(maxPromptBytes(512) / 2) }, config);
-    expect(refusal(() => parseCompletion({ model: "m", prompt: `${"é".repeat(maxPromptBytes(512) / 2)}x` }, config)).status).toBe(413);
+    expect(
+      refusal(() => parseCompletion({ model: "m", prompt: `${"é".repeat(maxPromptBytes(512) / 2)}x` }, config)).status,
+    ).toBe(413);
   });
 
   it("passes stop sequences to Triton as stop_words", () => {
@@ -170,14 +190,19 @@ describe("chat templates", () => {
     const withTemplate = GatewayConfigSchema.parse(renderGatewayConfig({ ...MODEL, chatTemplate: h2o }, "t:1"));
     const r = parseChat({ model: "m", messages: [{ role: "user", content: "x" }], stop: "###" }, withTemplate);
     expect(r.sampling.stop).toEqual(["###", "<human>:", "<bot>:"]);
-    expect(refusal(() => parseChat({ model: "m", messages: [{ role: "user", content: "x" }] }, config)).status).toBe(404);
+    expect(refusal(() => parseChat({ model: "m", messages: [{ role: "user", content: "x" }] }, config)).status).toBe(
+      404,
+    );
   });
 });
 
 describe("rendered gateway config", () => {
   it("parses with the gateway's strict schema for every preset's limits", () => {
     for (const preset of MODEL_PRESETS) {
-      const rendered = renderGatewayConfig({ ...MODEL, id: preset.name, vocab: preset.arch.vocab, chatTemplate: preset.chatTemplate }, "triton:8001");
+      const rendered = renderGatewayConfig(
+        { ...MODEL, id: preset.name, vocab: preset.arch.vocab, chatTemplate: preset.chatTemplate },
+        "triton:8001",
+      );
       expect(() => GatewayConfigSchema.parse(JSON.parse(JSON.stringify(rendered)))).not.toThrow();
     }
   });

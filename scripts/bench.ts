@@ -1,0 +1,199 @@
+/**
+ * npm run bench -- [options]
+ *
+ * Load generator for the endpoint: a concurrency sweep of streamed
+ * completions for a fixed duration per level, reporting requests/s, output
+ * tokens/s, time to first token and latency p50/p95/p99, written as
+ * bench.json and a self-contained chart (bench.html).
+ *
+ * Targets (one or both):
+ *   --gateway URL --key KEY [--model ID]   the OpenAI endpoint (SSE)
+ *   --triton HOST:PORT [--ensemble NAME]   Triton's gRPC port directly (ModelStreamInfer)
+ *   --local                                start the test suite's real tritonserver
+ *                                          (FT stand-in, decoupled, --step-ms per token) and a
+ *                                          gateway in front of it, and bench both in one run:
+ *                                          the report then holds the gateway's added latency ratio
+ * Workload:
+ *   --concurrency 1,2,4,8   levels (default 1,2,4,8)
+ *   --duration SECS         per level (default 20)
+ *   --prompt-words N        prompt length in words (default 32)
+ *   --max-tokens N          output length (default 64, capped by the model)
+ *   --step-ms N             (--local) stand-in time per generated token (default 20)
+ *   --out DIR               report folder (default out/bench)
+ * Progress goes to stderr; the last stdout line is the report path.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { renderGatewayConfig } from "../infra/render/gatewayConfig";
+import { startGateway } from "../test/gateway/harness";
+import { startTritonDecoupled } from "../test/gateway/globalSetup";
+import { type BenchReport, renderHtml } from "./bench/chart";
+import { type LevelResult, type Sender, type Workload, gatewaySender, runLevel, tritonSender } from "./bench/loadgen";
+
+function log(message: string): void {
+  process.stderr.write(`${new Date().toISOString().slice(11, 19)} [bench] ${message}\n`);
+}
+
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n`);
+  process.exit(2);
+}
+
+const WORDS = "the quick brown fox jumps over the lazy dog while seven bright stars watch the quiet river flow".split(
+  " ",
+);
+
+async function sweep(
+  name: string,
+  send: Sender,
+  workload: Workload,
+  levels: number[],
+  duration: number,
+): Promise<LevelResult[]> {
+  const results: LevelResult[] = [];
+  for (const c of levels) {
+    log(`${name}: ${c} concurrent client(s) for ${duration}s`);
+    const r = await runLevel(send, workload, c, duration, (done, elapsed) =>
+      process.stderr.write(`\r  ${name} c=${c}: ${done} requests in ${elapsed.toFixed(0)}s   `),
+    );
+    process.stderr.write("\n");
+    log(
+      `${name} c=${c}: ${r.requestsPerSecond} req/s, ${r.outputTokensPerSecond} tok/s, TTFT p50 ${r.ttftMs.p50} ms, latency p50/p95/p99 ${r.latencyMs.p50}/${r.latencyMs.p95}/${r.latencyMs.p99} ms, errors ${r.errors}`,
+    );
+    results.push(r);
+  }
+  return results;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      gateway: { type: "string" },
+      key: { type: "string" },
+      model: { type: "string" },
+      triton: { type: "string" },
+      ensemble: { type: "string", default: "ensemble" },
+      local: { type: "boolean", default: false },
+      concurrency: { type: "string", default: "1,2,4,8" },
+      duration: { type: "string", default: "20" },
+      "prompt-words": { type: "string", default: "32" },
+      "max-tokens": { type: "string", default: "64" },
+      "step-ms": { type: "string", default: "20" },
+      out: { type: "string", default: "out/bench" },
+    },
+  });
+  const levels = values.concurrency.split(",").map(Number);
+  if (levels.some((n) => !Number.isInteger(n) || n < 1))
+    fail(`--concurrency ${values.concurrency}: positive integers, comma-separated`);
+  const duration = Number(values.duration);
+  const promptWords = Number(values["prompt-words"]);
+  let maxTokens = Number(values["max-tokens"]);
+  for (const [k, v] of [
+    ["duration", duration],
+    ["prompt-words", promptWords],
+    ["max-tokens", maxTokens],
+  ] as const) {
+    if (!(v > 0)) fail(`--${k} must be a positive number`);
+  }
+  if (!values.local && !values.gateway && !values.triton)
+    fail("give --gateway URL --key KEY, --triton HOST:PORT, or --local");
+  if (values.gateway && !values.key) fail("--gateway needs --key");
+
+  const cleanup: Array<() => Promise<void> | void> = [];
+  let gateway = values.gateway
+    ? { url: values.gateway, key: values.key as string, model: values.model ?? "" }
+    : undefined;
+  let triton = values.triton;
+  let environment = "external endpoints";
+  try {
+    if (values.local) {
+      const work = mkdtempSync(path.join(os.tmpdir(), "triton-ft-bench-"));
+      cleanup.push(() => rmSync(work, { recursive: true, force: true }));
+      const stepMs = Number(values["step-ms"]);
+      log(`starting tritonserver (FT stand-in, decoupled, ${stepMs} ms per token) in ${work}`);
+      const server = await startTritonDecoupled(work, stepMs);
+      cleanup.unshift(server.stop);
+      const model = server.model;
+      maxTokens = Math.min(maxTokens, model.maxOutputLen);
+      const config = renderGatewayConfig(model, server.info.grpc, {
+        requestTimeoutSeconds: 120,
+        maxInflight: 1024,
+        maxConcurrent: 1024,
+        requestsPerMinute: 1_000_000,
+      });
+      const gw = await startGateway(work, "bench", config, [{ name: "bench" }]);
+      cleanup.unshift(gw.stop);
+      gateway = { url: gw.gateway.url, key: gw.gateway.keys.bench, model: model.id };
+      triton = server.info.grpc;
+      environment = `local: real tritonserver (nvidia-pytriton, CPU) with the FT stand-in at ${stepMs} ms/token, ${os.cpus().length} CPUs`;
+    }
+    if (gateway && !gateway.model) {
+      const models = (await (
+        await fetch(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${gateway.key}` } })
+      ).json()) as { data: { id: string }[] };
+      gateway.model = models.data[0]?.id ?? fail("the gateway lists no model");
+    }
+    const promptOf = (n: number): string => Array.from({ length: n }, (_, i) => WORDS[i % WORDS.length]).join(" ");
+    let words = promptWords;
+    // A prompt longer than the model takes fails every request: shorten it until one is served.
+    const probe = gateway
+      ? gatewaySender({ kind: "gateway", ...gateway })
+      : tritonSender({ kind: "triton", grpc: triton as string, ensemble: values.ensemble }).send;
+    for (;;) {
+      const sample = await probe({ prompt: promptOf(words), maxTokens });
+      if (sample.ok) break;
+      if (words <= 1) fail(`even a one-word prompt fails: ${sample.status}`);
+      const shorter = Math.max(1, Math.floor(words * 0.8));
+      log(`a ${words}-word prompt is refused (${sample.status}); trying ${shorter} words`);
+      words = shorter;
+    }
+    const workload = { prompt: promptOf(words), maxTokens };
+    const report: BenchReport = {
+      createdAt: new Date().toISOString(),
+      workload: { promptWords: words, maxTokens, durationSeconds: duration },
+      environment,
+      targets: {},
+    };
+    if (triton) {
+      const direct = tritonSender({ kind: "triton", grpc: triton, ensemble: values.ensemble });
+      cleanup.unshift(direct.close);
+      await direct.send(workload); // warm-up
+      report.targets["triton (direct gRPC)"] = await sweep("triton", direct.send, workload, levels, duration);
+    }
+    if (gateway) {
+      const send = gatewaySender({ kind: "gateway", ...gateway });
+      await send(workload);
+      report.targets["gateway (OpenAI SSE)"] = await sweep("gateway", send, workload, levels, duration);
+    }
+    const d = report.targets["triton (direct gRPC)"];
+    const g = report.targets["gateway (OpenAI SSE)"];
+    if (d && g) {
+      const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
+      report.gatewayOverhead = g.map((gl, i) => ({
+        concurrency: gl.concurrency,
+        latencyP50Ratio: r(gl.latencyMs.p50, d[i].latencyMs.p50),
+        latencyP95Ratio: r(gl.latencyMs.p95, d[i].latencyMs.p95),
+        ttftP50Ratio: r(gl.ttftMs.p50, d[i].ttftMs.p50),
+      }));
+      for (const o of report.gatewayOverhead) {
+        log(
+          `gateway added latency at c=${o.concurrency}: p50 x${o.latencyP50Ratio}, p95 x${o.latencyP95Ratio}, TTFT p50 x${o.ttftP50Ratio}`,
+        );
+      }
+    }
+    mkdirSync(values.out, { recursive: true });
+    writeFileSync(path.join(values.out, "bench.json"), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(path.join(values.out, "bench.html"), renderHtml(report));
+    log(`report: ${path.join(values.out, "bench.json")}, chart: ${path.join(values.out, "bench.html")}`);
+    process.stdout.write(`${path.join(values.out, "bench.html")}\n`);
+  } finally {
+    for (const c of cleanup) await c();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,161 @@
+/**
+ * Closed-loop load generator: `concurrency` workers each send one streamed
+ * request after another for `durationSeconds`; every request records its
+ * time to first token and total latency. Two targets speak the same
+ * workload: the gateway (OpenAI /v1/completions, SSE) and Triton directly
+ * (gRPC ModelStreamInfer on the ensemble, what the gateway itself calls).
+ */
+import { TritonGateway } from "../../images/gateway/src/triton";
+import { ensembleInputs } from "../../images/gateway/src/generate";
+
+export interface Sample {
+  ok: boolean;
+  status: string;
+  ttftMs: number;
+  latencyMs: number;
+  outputTokens: number;
+}
+
+export interface Workload {
+  prompt: string;
+  maxTokens: number;
+}
+
+export type Target =
+  | { kind: "gateway"; url: string; key: string; model: string }
+  | { kind: "triton"; grpc: string; ensemble: string };
+
+export type Sender = (w: Workload) => Promise<Sample>;
+
+/** One streamed completion through the gateway, timed at the first text chunk and at [DONE]. */
+export function gatewaySender(t: Extract<Target, { kind: "gateway" }>): Sender {
+  return async (w) => {
+    const started = performance.now();
+    let ttft = -1;
+    let outputTokens = 0;
+    const response = await fetch(`${t.url}/v1/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: t.model, prompt: w.prompt, max_tokens: w.maxTokens, temperature: 0, stream: true }),
+    });
+    if (response.status !== 200 || !response.body) {
+      await response.text();
+      return {
+        ok: false,
+        status: String(response.status),
+        ttftMs: -1,
+        latencyMs: performance.now() - started,
+        outputTokens: 0,
+      };
+    }
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const bytes of response.body) {
+      buffer += decoder.decode(bytes as Uint8Array, { stream: true });
+      let end: number;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const event = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
+        const chunk = JSON.parse(event.slice(6)) as {
+          choices?: { text?: string }[];
+          usage?: { completion_tokens: number };
+        };
+        if (ttft < 0 && chunk.choices?.[0]?.text) ttft = performance.now() - started;
+        if (chunk.usage) outputTokens = chunk.usage.completion_tokens;
+      }
+    }
+    return { ok: true, status: "200", ttftMs: ttft, latencyMs: performance.now() - started, outputTokens };
+  };
+}
+
+/** The same request straight to Triton over gRPC streaming. */
+export function tritonSender(t: Extract<Target, { kind: "triton" }>): { send: Sender; close: () => void } {
+  const client = new TritonGateway(t.grpc, t.ensemble);
+  const send: Sender = async (w) => {
+    const started = performance.now();
+    let ttft = -1;
+    let outputTokens = 0;
+    const controller = new AbortController();
+    try {
+      const sampling = { maxTokens: w.maxTokens, temperature: 0, topP: 1, topK: 0, stop: [] };
+      for await (const outputs of client.stream(ensembleInputs(w.prompt, sampling), {
+        signal: controller.signal,
+        deadline: Date.now() + 300_000,
+        timeoutSeconds: 300,
+      })) {
+        const count = Number(outputs.get("output_token_count")?.data[0] ?? 0);
+        if (ttft < 0 && count > 0) ttft = performance.now() - started;
+        outputTokens = count;
+      }
+      return { ok: true, status: "OK", ttftMs: ttft, latencyMs: performance.now() - started, outputTokens };
+    } catch (error) {
+      return {
+        ok: false,
+        status: (error as Error).message.slice(0, 60),
+        ttftMs: -1,
+        latencyMs: performance.now() - started,
+        outputTokens: 0,
+      };
+    }
+  };
+  return { send, close: () => client.close() };
+}
+
+export interface LevelResult {
+  concurrency: number;
+  durationSeconds: number;
+  requests: number;
+  errors: number;
+  errorStatuses: Record<string, number>;
+  requestsPerSecond: number;
+  outputTokensPerSecond: number;
+  ttftMs: { p50: number; p95: number; p99: number };
+  latencyMs: { p50: number; p95: number; p99: number };
+}
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+}
+
+function stats(values: number[]): { p50: number; p95: number; p99: number } {
+  const r = (v: number): number => Math.round(v * 10) / 10;
+  return { p50: r(percentile(values, 50)), p95: r(percentile(values, 95)), p99: r(percentile(values, 99)) };
+}
+
+/** Run one concurrency level for `durationSeconds`, reporting progress once a second. */
+export async function runLevel(
+  send: Sender,
+  workload: Workload,
+  concurrency: number,
+  durationSeconds: number,
+  progress: (done: number, elapsed: number) => void = () => undefined,
+): Promise<LevelResult> {
+  const samples: Sample[] = [];
+  const started = performance.now();
+  const until = started + durationSeconds * 1000;
+  const ticker = setInterval(() => progress(samples.length, (performance.now() - started) / 1000), 1000);
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) samples.push(await send(workload));
+    }),
+  );
+  clearInterval(ticker);
+  const elapsed = (performance.now() - started) / 1000;
+  const ok = samples.filter((s) => s.ok);
+  const errorStatuses: Record<string, number> = {};
+  for (const s of samples.filter((x) => !x.ok)) errorStatuses[s.status] = (errorStatuses[s.status] ?? 0) + 1;
+  return {
+    concurrency,
+    durationSeconds: Math.round(elapsed * 100) / 100,
+    requests: samples.length,
+    errors: samples.length - ok.length,
+    errorStatuses,
+    requestsPerSecond: Math.round((ok.length / elapsed) * 100) / 100,
+    outputTokensPerSecond: Math.round((ok.reduce((n, s) => n + s.outputTokens, 0) / elapsed) * 10) / 10,
+    ttftMs: stats(ok.filter((s) => s.ttftMs >= 0).map((s) => s.ttftMs)),
+    latencyMs: stats(ok.map((s) => s.latencyMs)),
+  };
+}
