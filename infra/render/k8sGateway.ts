@@ -1,0 +1,365 @@
+/**
+ * Kubernetes manifests of the gateway, the only thing behind the load
+ * balancer, and the namespace's NetworkPolicies. Pure: no Pulumi; the
+ * component turns them into resources and `synth` writes them as YAML.
+ *
+ * - Deployment on the system nodes (it tolerates no GPU taint and avoids the
+ *   GPU instance type), restricted pod security profile, probes, PDB.
+ * - NLB Service: TLS on 443 with `serving.tlsCertificateArn`, else plain 80;
+ *   health-checked on /readyz (ready when Triton's ensemble is).
+ * - ConfigMap (the gateway config, rendered from the plan) and a Secret with
+ *   the consumers' key hashes; a checksum of both in the pod template rolls
+ *   the pods when either changes (the keys also reload in place).
+ * - NetworkPolicies: default deny in the namespace; the gateway may be
+ *   reached on 8080 from anywhere (NLB with IP targets keeps client
+ *   addresses) and on 9090 from the metrics scraper; Triton only from the
+ *   gateway on 8000/8001 and from the scraper on 8002; egress only to DNS
+ *   and, for the gateway, to Triton.
+ */
+import { createHash } from "node:crypto";
+import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
+import type { ISecret } from "kubernetes-models/v1/Secret";
+import type { IService } from "kubernetes-models/v1/Service";
+import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
+import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import type { INetworkPolicyEgressRule } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyEgressRule";
+import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import type { ResolvedStack } from "../validate";
+import { GATEWAY_PORTS, type GatewayConfigFile } from "./gatewayConfig";
+
+export const GATEWAY_COMPONENT = "gateway";
+/** Namespaces whose pods may scrape metrics (Prometheus) carry this label. */
+export const SCRAPER_NAMESPACE_LABEL = "triton-ft.io/metrics-scraper";
+export const GATEWAY_HEALTH_PATH = "/readyz";
+export const GATEWAY_LIVE_PATH = "/healthz";
+/** TLS policy of the NLB listener: TLS 1.3 and 1.2 only. */
+export const NLB_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06";
+const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
+const CONFIG_DIR = "/etc/triton-ft-gateway";
+const KEYS_DIR = "/etc/triton-ft-gateway-keys";
+/** NLB deregistration: the same propagation the Triton pods wait for (k8sPlan.ts). */
+const PRE_STOP_SECONDS = 50;
+
+export interface TritonEndpoints {
+  /** Labels of the Triton pods (NetworkPolicy peer). */
+  podSelector: Record<string, string>;
+  /** Labels that are the same on every workload of this stack (the instance). */
+  instanceLabels: Record<string, string>;
+  ports: { http: number; grpc: number; metrics: number };
+}
+
+export interface GatewayRenderInput {
+  stack: ResolvedStack;
+  stackName: string;
+  /** Gateway image by digest (`<repo>@sha256:<hex>`), or synth's marked placeholder. */
+  image: string;
+  config: GatewayConfigFile;
+  /** The keys file (consumers and key hashes) as JSON. */
+  keysJson: string;
+  replicas: number;
+  tlsCertificateArn?: string;
+  triton: TritonEndpoints;
+  /** Labels the Triton manifests use for the stack (recommendedLabels minus component). */
+  labels: (component: string) => Record<string, string>;
+}
+
+export interface GatewayManifests {
+  configMap: IConfigMap;
+  keysSecret: ISecret;
+  deployment: IDeployment;
+  service: IService;
+  metricsService: IService;
+  podDisruptionBudget: IPodDisruptionBudget;
+  networkPolicies: INetworkPolicy[];
+}
+
+const DIGEST_REF = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
+const SYNTH_REF = /^[^\s@]+:synth$/;
+
+export function gatewayName(s: ResolvedStack): string {
+  return `triton-${s.model.name}-gateway`;
+}
+
+/** Terminated pods finish in-flight generations first: up to the request timeout after the NLB stops sending. */
+export function gatewayGracePeriod(config: GatewayConfigFile): number {
+  return PRE_STOP_SECONDS + config.limits.requestTimeoutSeconds + 5;
+}
+
+function gatewayAnnotations(s: ResolvedStack, tls: boolean): Record<string, string> {
+  const sv = s.config.serving;
+  const port = tls ? 443 : 80;
+  return {
+    [`${ANN}type`]: "external",
+    [`${ANN}nlb-target-type`]: "ip",
+    [`${ANN}scheme`]: sv.loadBalancerScheme,
+    [`${ANN}healthcheck-protocol`]: "http",
+    [`${ANN}healthcheck-port`]: String(GATEWAY_PORTS.http),
+    [`${ANN}healthcheck-path`]: GATEWAY_HEALTH_PATH,
+    [`${ANN}healthcheck-interval`]: "10",
+    [`${ANN}healthcheck-timeout`]: "6",
+    [`${ANN}healthcheck-healthy-threshold`]: "2",
+    [`${ANN}healthcheck-unhealthy-threshold`]: "2",
+    [`${ANN}listener-attributes.TCP-${port}`]: `tcp.idle_timeout.seconds=${sv.idleTimeoutSeconds}`,
+    [`${ANN}target-group-attributes`]:
+      "deregistration_delay.timeout_seconds=60,deregistration_delay.connection_termination.enabled=true",
+    [`${ANN}attributes`]: "load_balancing.cross_zone.enabled=true",
+    ...(tls
+      ? {
+          [`${ANN}ssl-ports`]: "443",
+          [`${ANN}ssl-negotiation-policy`]: NLB_TLS_POLICY,
+          // The certificate ARN is set by the caller (it may be a Pulumi output).
+        }
+      : {}),
+  };
+}
+
+export function renderGatewayManifests(input: GatewayRenderInput): GatewayManifests {
+  const { stack: s, image, config, triton } = input;
+  if (!DIGEST_REF.test(image) && !SYNTH_REF.test(image)) {
+    throw new Error(`gateway image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
+  }
+  const ns = s.config.serving.namespace;
+  const name = gatewayName(s);
+  const labels = input.labels(GATEWAY_COMPONENT);
+  const selector = {
+    ...triton.instanceLabels,
+    "app.kubernetes.io/component": GATEWAY_COMPONENT,
+    "app.kubernetes.io/name": "triton-ft-gateway",
+  };
+  const podLabels = { ...labels, ...selector };
+  const configJson = `${JSON.stringify(config, null, 2)}\n`;
+  const checksum = createHash("sha256").update(configJson).update(input.keysJson).digest("hex");
+  const tls = input.tlsCertificateArn !== undefined && input.tlsCertificateArn !== "";
+  const grace = gatewayGracePeriod(config);
+
+  const configMap: IConfigMap = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: `${name}-config`, namespace: ns, labels: podLabels },
+    data: { "config.json": configJson },
+  };
+  const keysSecret: ISecret = {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: `${name}-keys`, namespace: ns, labels: podLabels },
+    type: "Opaque",
+    // Hashes only: the keys themselves exist only in the stack's secret outputs.
+    stringData: { "keys.json": input.keysJson },
+  };
+
+  const deployment: IDeployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: ns, labels: podLabels },
+    spec: {
+      replicas: input.replicas,
+      revisionHistoryLimit: 5,
+      selector: { matchLabels: selector },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+      template: {
+        metadata: { labels: podLabels, annotations: { "triton-ft.io/config-checksum": checksum } },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          terminationGracePeriodSeconds: grace,
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            runAsGroup: 1000,
+            fsGroup: 1000,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
+          // The system nodes: no GPU toleration, and never the serving GPU instance type.
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [
+                  {
+                    matchExpressions: [
+                      { key: "node.kubernetes.io/instance-type", operator: "NotIn", values: [s.servingInstance.type] },
+                    ],
+                  },
+                ],
+              },
+            },
+          },
+          topologySpreadConstraints: [
+            {
+              maxSkew: 1,
+              topologyKey: "topology.kubernetes.io/zone",
+              whenUnsatisfiable: "ScheduleAnyway",
+              labelSelector: { matchLabels: selector },
+            },
+            {
+              maxSkew: 1,
+              topologyKey: "kubernetes.io/hostname",
+              whenUnsatisfiable: "ScheduleAnyway",
+              labelSelector: { matchLabels: selector },
+            },
+          ],
+          containers: [
+            {
+              name: "gateway",
+              image,
+              env: [
+                { name: "GATEWAY_CONFIG", value: `${CONFIG_DIR}/config.json` },
+                { name: "GATEWAY_KEYS_FILE", value: `${KEYS_DIR}/keys.json` },
+                // The heap stays well inside the memory limit.
+                { name: "NODE_OPTIONS", value: "--max-old-space-size=384" },
+              ],
+              ports: [
+                { name: "http", containerPort: GATEWAY_PORTS.http, protocol: "TCP" },
+                { name: "metrics", containerPort: GATEWAY_PORTS.metrics, protocol: "TCP" },
+              ],
+              resources: {
+                requests: { cpu: "250m", memory: "256Mi" },
+                limits: { memory: "512Mi" },
+              },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                capabilities: { drop: ["ALL"] },
+                seccompProfile: { type: "RuntimeDefault" },
+              },
+              volumeMounts: [
+                { name: "config", mountPath: CONFIG_DIR, readOnly: true },
+                { name: "keys", mountPath: KEYS_DIR, readOnly: true },
+              ],
+              startupProbe: {
+                httpGet: { path: GATEWAY_LIVE_PATH, port: "http" },
+                periodSeconds: 2,
+                failureThreshold: 30,
+              },
+              // Ready only while Triton's ensemble is: the NLB then sends nothing a pod cannot serve.
+              readinessProbe: {
+                httpGet: { path: GATEWAY_HEALTH_PATH, port: "http" },
+                periodSeconds: 5,
+                timeoutSeconds: 3,
+                failureThreshold: 2,
+              },
+              livenessProbe: {
+                httpGet: { path: GATEWAY_LIVE_PATH, port: "http" },
+                periodSeconds: 10,
+                timeoutSeconds: 5,
+                failureThreshold: 3,
+              },
+              lifecycle: { preStop: { sleep: { seconds: PRE_STOP_SECONDS } } },
+            },
+          ],
+          volumes: [
+            { name: "config", configMap: { name: `${name}-config` } },
+            { name: "keys", secret: { secretName: `${name}-keys` } },
+          ],
+        },
+      },
+    },
+  };
+
+  const sv = s.config.serving;
+  const service: IService = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name,
+      namespace: ns,
+      labels: podLabels,
+      annotations: {
+        ...gatewayAnnotations(s, tls),
+        ...(tls ? { [`${ANN}ssl-cert`]: input.tlsCertificateArn as string } : {}),
+      },
+    },
+    spec: {
+      type: "LoadBalancer",
+      loadBalancerClass: "service.k8s.aws/nlb",
+      selector,
+      ports: [{ name: tls ? "https" : "http", port: tls ? 443 : 80, targetPort: "http", protocol: "TCP" }],
+      ...(sv.allowedCidrs.length > 0 ? { loadBalancerSourceRanges: [...sv.allowedCidrs] } : {}),
+    },
+  };
+
+  const metricsService: IService = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name: `${name}-metrics`,
+      namespace: ns,
+      labels: { ...podLabels, "app.kubernetes.io/component": "gateway-metrics" },
+    },
+    spec: {
+      type: "ClusterIP",
+      selector,
+      ports: [{ name: "metrics", port: GATEWAY_PORTS.metrics, targetPort: "metrics", protocol: "TCP" }],
+    },
+  };
+
+  const podDisruptionBudget: IPodDisruptionBudget = {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: { name, namespace: ns, labels: podLabels },
+    spec: {
+      minAvailable: Math.max(1, input.replicas - 1),
+      selector: { matchLabels: selector },
+      unhealthyPodEvictionPolicy: "AlwaysAllow",
+    },
+  };
+
+  const scraper = { namespaceSelector: { matchLabels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } };
+  const dns: INetworkPolicyEgressRule = {
+    to: [
+      {
+        namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } },
+        podSelector: { matchLabels: { "k8s-app": "kube-dns" } },
+      },
+    ],
+    ports: [
+      { protocol: "UDP", port: 53 },
+      { protocol: "TCP", port: 53 },
+    ],
+  };
+  const policy = (suffix: string, spec: INetworkPolicy["spec"]): INetworkPolicy => ({
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: `${name.replace(/-gateway$/, "")}-${suffix}`, namespace: ns, labels: podLabels },
+    spec,
+  });
+  const networkPolicies: INetworkPolicy[] = [
+    policy("default-deny", { podSelector: {}, policyTypes: ["Ingress", "Egress"] }),
+    policy("gateway", {
+      podSelector: { matchLabels: selector },
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [
+        // The NLB forwards client addresses (IP targets): the API port is open; the keys guard it.
+        { ports: [{ protocol: "TCP", port: GATEWAY_PORTS.http }] },
+        { from: [scraper], ports: [{ protocol: "TCP", port: GATEWAY_PORTS.metrics }] },
+      ],
+      egress: [
+        {
+          to: [{ podSelector: { matchLabels: triton.podSelector } }],
+          ports: [
+            { protocol: "TCP", port: triton.ports.http },
+            { protocol: "TCP", port: triton.ports.grpc },
+          ],
+        },
+        dns,
+      ],
+    }),
+    policy("triton", {
+      podSelector: { matchLabels: triton.podSelector },
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [
+        {
+          from: [{ podSelector: { matchLabels: selector } }],
+          ports: [
+            { protocol: "TCP", port: triton.ports.http },
+            { protocol: "TCP", port: triton.ports.grpc },
+          ],
+        },
+        { from: [scraper], ports: [{ protocol: "TCP", port: triton.ports.metrics }] },
+      ],
+      egress: [dns],
+    }),
+  ];
+
+  return { configMap, keysSecret, deployment, service, metricsService, podDisruptionBudget, networkPolicies };
+}

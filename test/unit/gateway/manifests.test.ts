@@ -1,0 +1,146 @@
+/**
+ * The gateway's manifests and the namespace's NetworkPolicies: valid against
+ * the Kubernetes schema, restricted pod security profile, TLS listener only
+ * with a certificate, and policies that admit only the gateway to Triton's
+ * 8000/8001 and only the scraper to the metrics ports.
+ */
+import { describe, expect, it } from "vitest";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { Secret } from "kubernetes-models/v1/Secret";
+import { Service } from "kubernetes-models/v1/Service";
+import { Deployment } from "kubernetes-models/apps/v1/Deployment";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import { resolveStack, type ResolvedStack } from "../../../infra/validate";
+import { recommendedLabels, selectorLabels, PORTS } from "../../../infra/render/k8s";
+import { renderGatewayConfig } from "../../../infra/render/gatewayConfig";
+import {
+  SCRAPER_NAMESPACE_LABEL,
+  renderGatewayManifests,
+  type GatewayManifests,
+} from "../../../infra/render/k8sGateway";
+import { gpt2Config, type RawConfig } from "../../lib/fixtures";
+
+const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
+
+function resolved(cfg: RawConfig = gpt2Config()): ResolvedStack {
+  const { stack, problems } = resolveStack(cfg, { hfToken: false, kubeconfig: false });
+  if (!stack) throw new Error(JSON.stringify(problems));
+  return stack;
+}
+
+function render(tlsCertificateArn?: string): GatewayManifests {
+  const s = resolved();
+  const triton = selectorLabels(s, "test");
+  return renderGatewayManifests({
+    stack: s,
+    stackName: "test",
+    image: DIGEST,
+    config: renderGatewayConfig(
+      { id: s.model.name, maxInputLen: 512, maxOutputLen: 256, maxBatchSize: 8, vocab: s.model.arch.vocab },
+      "triton:8001",
+    ),
+    keysJson: JSON.stringify({ consumers: [{ name: "team-a", keySha256: ["0".repeat(64)] }] }),
+    replicas: 2,
+    tlsCertificateArn,
+    triton: {
+      podSelector: triton,
+      instanceLabels: { "app.kubernetes.io/instance": triton["app.kubernetes.io/instance"] },
+      ports: PORTS,
+    },
+    labels: (component) => recommendedLabels(s, "test", component),
+  });
+}
+
+describe("gateway manifests", () => {
+  it("are valid Kubernetes objects", () => {
+    const m = render();
+    new ConfigMap(m.configMap).validate();
+    new Secret(m.keysSecret).validate();
+    new Deployment(m.deployment).validate();
+    new Service(m.service).validate();
+    new Service(m.metricsService).validate();
+    new PodDisruptionBudget(m.podDisruptionBudget).validate();
+    for (const p of m.networkPolicies) new NetworkPolicy(p).validate();
+  });
+
+  it("follow the restricted pod security profile, with probes and resources", () => {
+    const pod = render().deployment.spec!.template.spec!;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+    const c = pod.containers[0];
+    expect(c.image).toBe(DIGEST);
+    expect(c.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(c.readinessProbe?.httpGet?.path).toBe("/readyz");
+    expect(c.livenessProbe?.httpGet?.path).toBe("/healthz");
+    expect(c.resources?.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
+    expect(c.resources?.limits?.memory).toBeDefined();
+    expect(pod.tolerations).toBeUndefined();
+  });
+
+  it("refuses an image that is not pinned by digest", () => {
+    const s = resolved();
+    expect(() =>
+      renderGatewayManifests({
+        stack: s,
+        stackName: "t",
+        image: "gateway:latest",
+        config: renderGatewayConfig({ id: "m", maxInputLen: 8, maxOutputLen: 8, maxBatchSize: 1, vocab: 8 }, "t:1"),
+        keysJson: "{}",
+        replicas: 1,
+        triton: { podSelector: {}, instanceLabels: {}, ports: PORTS },
+        labels: () => ({}),
+      }),
+    ).toThrow(/digest/);
+  });
+
+  it("puts an NLB TLS listener on 443 only with a certificate, else plain 80", () => {
+    const plain = render().service;
+    expect(plain.spec?.ports?.map((p) => p.port)).toEqual([80]);
+    expect(Object.keys(plain.metadata?.annotations ?? {}).some((k) => k.endsWith("ssl-cert"))).toBe(false);
+    const arn = "arn:aws:acm:us-east-1:123456789012:certificate/abc";
+    const tls = render(arn).service;
+    expect(tls.spec?.ports?.map((p) => [p.port, p.targetPort])).toEqual([[443, "http"]]);
+    expect(tls.metadata?.annotations?.["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"]).toBe(arn);
+    expect(tls.metadata?.annotations?.["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"]).toBe("443");
+  });
+
+  it("keeps only hashes in the Secret and rolls pods when the config or keys change", () => {
+    const m = render();
+    expect(m.keysSecret.stringData?.["keys.json"]).toContain("keySha256");
+    expect(m.deployment.spec?.template.metadata?.annotations?.["triton-ft.io/config-checksum"]).toMatch(
+      /^[0-9a-f]{64}$/,
+    );
+  });
+});
+
+describe("network policies", () => {
+  const m = render();
+  const byName = (suffix: string) => m.networkPolicies.find((p) => p.metadata?.name?.endsWith(suffix))!;
+  const gatewaySelector = m.deployment.spec!.selector.matchLabels!;
+
+  it("deny everything in the namespace by default", () => {
+    expect(byName("default-deny").spec).toEqual({ podSelector: {}, policyTypes: ["Ingress", "Egress"] });
+  });
+
+  it("admit only the gateway to Triton's 8000/8001 and only the scraper to 8002", () => {
+    const triton = byName("-triton").spec!;
+    const [fromGateway, fromScraper] = triton.ingress!;
+    expect(fromGateway.from).toEqual([{ podSelector: { matchLabels: gatewaySelector } }]);
+    expect(fromGateway.ports?.map((p) => p.port)).toEqual([PORTS.http, PORTS.grpc]);
+    expect(fromScraper.from).toEqual([{ namespaceSelector: { matchLabels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } }]);
+    expect(fromScraper.ports?.map((p) => p.port)).toEqual([PORTS.metrics]);
+    expect(triton.egress?.every((e) => e.ports?.every((p) => p.port === 53))).toBe(true);
+  });
+
+  it("let the gateway reach only Triton and DNS", () => {
+    const gw = byName("-gateway").spec!;
+    expect(gw.podSelector.matchLabels).toEqual(gatewaySelector);
+    const ports = gw.egress!.flatMap((e) => e.ports!.map((p) => p.port));
+    expect(ports.sort()).toEqual([53, 53, PORTS.http, PORTS.grpc].sort());
+  });
+});
