@@ -176,6 +176,26 @@ export const servingSchema = z
       .boolean()
       .default(false)
       .describe("Create a Prometheus Operator ServiceMonitor for the metrics port 8002 (the cluster needs its CRD)."),
+    streaming: z
+      .boolean()
+      .default(true)
+      .describe(
+        "FT decoupled mode: tokens stream to the gateway as generated. false serves the ensemble one-to-one (KServe unary calls in-cluster), with no streaming.",
+      ),
+    consumers: z
+      .array(z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "a team name: lower-case letters, digits and '-'"))
+      .default([])
+      .describe(
+        "Teams that call the gateway: each gets a generated API key (secret stack output apiKeys.<team>). Required for an internet-facing load balancer.",
+      ),
+    tlsCertificateArn: z
+      .string()
+      .regex(/^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate\/[A-Za-z0-9-]+$/, "an ACM certificate ARN")
+      .optional()
+      .describe(
+        "ACM certificate for the load balancer's TLS listener (443). Required for internet-facing; without it the listener is plain HTTP on 80.",
+      ),
+    gatewayReplicas: positiveInt.default(2).describe("Gateway pods (on the system nodes)."),
   })
   .strict();
 

@@ -10,6 +10,6 @@ export function namePrefix(stackName: string): string {
 }
 
 /** ECR names: lowercase, may contain '/', '-', '_'. The stack namespace keeps stacks apart. */
-export function repositoryNames(prefix: string): { tritonWithFt: string; server: string } {
-  return { tritonWithFt: `${prefix}/triton_with_ft`, server: `${prefix}/server` };
+export function repositoryNames(prefix: string): { tritonWithFt: string; server: string; gateway: string } {
+  return { tritonWithFt: `${prefix}/triton_with_ft`, server: `${prefix}/server`, gateway: `${prefix}/gateway` };
 }

@@ -15,7 +15,7 @@ export function modelSourceUri(source: ModelSource): string {
 }
 
 interface OutputSpec {
-  type: "string" | "number";
+  type: "string" | "number" | "string[]" | "object";
   secret: boolean;
   description: string;
 }
@@ -24,13 +24,26 @@ export const STACK_OUTPUT_CONTRACT = {
   httpEndpoint: {
     type: "string",
     secret: false,
-    description: "KServe v2 HTTP base URL of the NLB, `http://<nlb-dns>:8000` (e.g. `<url>/v2/models/ensemble/infer`).",
+    description:
+      "Base URL of the gateway behind the NLB: `https://<nlb-dns>` with `serving.tlsCertificateArn`, else `http://<nlb-dns>`. Serves the ensemble's KServe v2 HTTP API (`<url>/v2/models/ensemble/infer`) with an API key.",
   },
-  grpcEndpoint: {
+  openaiBaseUrl: {
     type: "string",
     secret: false,
-    description: "KServe v2 gRPC target of the NLB, `<nlb-dns>:8001` (plaintext).",
+    description: "OpenAI-compatible base URL, `<httpEndpoint>/v1` (the `baseURL` of the official clients).",
   },
+  modelIds: {
+    type: "string[]",
+    secret: false,
+    description: "OpenAI `model` ids served (`GET /v1/models`): the stack's model name.",
+  },
+  apiKeys: {
+    type: "object",
+    secret: true,
+    description:
+      "API key per team of `serving.consumers` (`{<team>: <key>}`), sent as `Authorization: Bearer <key>`. The gateway holds only their SHA-256.",
+  },
+  gatewayImage: { type: "string", secret: false, description: "Gateway image, `<ecr-repo>@sha256:<digest>`." },
   modelName: {
     type: "string",
     secret: false,
@@ -68,7 +81,13 @@ export const STACK_OUTPUT_CONTRACT = {
 } as const satisfies Record<string, OutputSpec>;
 
 export type ContractOutputName = keyof typeof STACK_OUTPUT_CONTRACT;
-type TsType<T extends OutputSpec["type"]> = T extends "number" ? number : string;
+type TsType<T extends OutputSpec["type"]> = T extends "number"
+  ? number
+  : T extends "string[]"
+    ? string[]
+    : T extends "object"
+      ? Record<string, string>
+      : string;
 
 /** What the program returns for the contract: each output as an Input of its contract type. */
 export type ContractOutputs = {

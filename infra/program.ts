@@ -18,6 +18,7 @@ import { BuildPipeline } from "./components/buildPipeline";
 import { Cluster, type ClusterArgs, type ClusterNetwork } from "./components/cluster";
 import { Network } from "./components/network";
 import { Registry } from "./components/registry";
+import { GatewayService } from "./components/gatewayService";
 import { TritonService } from "./components/tritonService";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
@@ -42,6 +43,7 @@ interface BuildSide {
   network: ClusterNetwork;
   serverImage: pulumi.Output<string>;
   tritonWithFtImage: pulumi.Output<string>;
+  gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in README). */
   outputs: Record<string, pulumi.Input<unknown>>;
 }
@@ -73,7 +75,7 @@ function buildSide(
       if (!first) throw new pulumi.ResourceError("the network has no public subnet for the builder", network);
       return first;
     }),
-    repositoryArns: [registry.tritonWithFt.arn, registry.server.arn],
+    repositoryArns: [registry.tritonWithFt.arn, registry.server.arn, registry.gateway.arn],
     tags,
   });
   const pipeline = new BuildPipeline("build", {
@@ -91,6 +93,7 @@ function buildSide(
     ecrRegistry: registry.tritonWithFt.repositoryUrl.apply((u) => u.split("/")[0] ?? u),
     tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
     serverRepositoryUrl: registry.server.repositoryUrl,
+    gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
   });
@@ -100,6 +103,7 @@ function buildSide(
     privateSubnetIds: network.privateSubnetIds,
     tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
     serverRepositoryUrl: registry.server.repositoryUrl,
+    gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     tritonWithFtImage: pipeline.tritonWithFtImage,
     serverImage: pipeline.serverImage,
     builderInstanceId: builder.instance.id,
@@ -112,6 +116,7 @@ function buildSide(
     network,
     serverImage: pipeline.serverImage,
     tritonWithFtImage: pipeline.tritonWithFtImage,
+    gatewayImage: pipeline.gatewayImage,
     outputs,
   };
 }
@@ -153,6 +158,14 @@ export function program(): StackOutputs {
     image: build.serverImage,
     provider: cluster.provider,
     gpuReady: cluster.gpuReady,
+  });
+  // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
+  const gateway = new GatewayService("gateway", {
+    workload: { triton: workloadInput(stack, stackName, plan.launch, plan.kubernetes), ...plan.gateway },
+    consumers: plan.gateway.consumers,
+    image: build.gatewayImage,
+    provider: cluster.provider,
+    dependsOn: [triton],
     loadBalancerReady: cluster.loadBalancerReady,
   });
   return {
@@ -163,8 +176,11 @@ export function program(): StackOutputs {
     tensorParallel: plan.serving.tensorParallel,
     serverImage: build.serverImage,
     tritonWithFtImage: build.tritonWithFtImage,
-    httpEndpoint: triton.httpEndpoint,
-    grpcEndpoint: triton.grpcEndpoint,
+    httpEndpoint: gateway.baseUrl,
+    openaiBaseUrl: pulumi.interpolate`${gateway.baseUrl}/v1`,
+    modelIds: [plan.gateway.config.model.id],
+    apiKeys: gateway.apiKeys,
+    gatewayImage: build.gatewayImage,
     clusterName: cluster.clusterName,
     namespace: triton.namespace,
     kubeconfig: cluster.kubeconfig,

@@ -125,6 +125,31 @@ function checkAccess(config: StackConfig, secrets: SecretPresence, add: Add): vo
       "list the client CIDRs allowed to call the endpoint, or use loadBalancerScheme internal",
     );
   }
+  if (s.loadBalancerScheme === "internet-facing" && s.tlsCertificateArn === undefined) {
+    add(
+      "serving.tlsCertificateArn",
+      undefined,
+      "is required while serving.loadBalancerScheme is internet-facing: API keys and prompts would cross the internet in plain text",
+      "issue an ACM certificate for the endpoint's name and set its ARN, or use loadBalancerScheme internal",
+    );
+  }
+  if (s.loadBalancerScheme === "internet-facing" && s.consumers.length === 0) {
+    add(
+      "serving.consumers",
+      s.consumers,
+      "is empty while serving.loadBalancerScheme is internet-facing: no team would hold a key, and the endpoint must not be open",
+      "list the teams that call the endpoint (each gets an API key output), or use loadBalancerScheme internal",
+    );
+  }
+  const duplicates = s.consumers.filter((c, i) => s.consumers.indexOf(c) !== i);
+  if (duplicates.length > 0) {
+    add(
+      "serving.consumers",
+      s.consumers,
+      `lists ${[...new Set(duplicates)].join(", ")} more than once`,
+      "list each team once (a team rotates its key by replacing the apiKey resource, not by a second entry)",
+    );
+  }
   const ssh = config.build.sshAllowedCidrs;
   if (ssh.length === 0) {
     add(

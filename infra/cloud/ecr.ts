@@ -1,7 +1,7 @@
 /** ECR retention: how many images each repository keeps, as a lifecycle policy document. Pure JSON. */
 
 /** How many tagged images each repository keeps. */
-export const KEEP_IMAGES = { tritonWithFt: 5, server: 20 } as const;
+export const KEEP_IMAGES = { tritonWithFt: 5, server: 20, gateway: 20 } as const;
 /** Untagged images (interrupted pushes, superseded manifests) go after this many days. */
 export const UNTAGGED_EXPIRY_DAYS = 7;
 

@@ -35,6 +35,7 @@ export interface BuildPipelineArgs {
   ecrRegistry: pulumi.Input<string>;
   tritonWithFtRepositoryUrl: pulumi.Input<string>;
   serverRepositoryUrl: pulumi.Input<string>;
+  gatewayRepositoryUrl: pulumi.Input<string>;
   /** Secret environment of the steps that declare it (HF_TOKEN for fetch). */
   secretEnv: Partial<Record<SecretEnv, pulumi.Output<string>>>;
   /** Start the builder before the steps and stop it after the bake. */
@@ -42,9 +43,10 @@ export interface BuildPipelineArgs {
 }
 
 /** The image each image-producing step pushes, as an output. */
-const IMAGE_OUTPUT: Partial<Record<StepId, "tritonWithFtImage" | "serverImage">> = {
+const IMAGE_OUTPUT: Partial<Record<StepId, "tritonWithFtImage" | "serverImage" | "gatewayImage">> = {
   "triton-with-ft": "tritonWithFtImage",
   bake: "serverImage",
+  "gateway-image": "gatewayImage",
 };
 
 export class BuildPipeline extends pulumi.ComponentResource {
@@ -53,6 +55,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
   readonly tritonWithFtImage: pulumi.Output<string>;
   /** Digest-pinned server image reference printed by the bake step. */
   readonly serverImage: pulumi.Output<string>;
+  /** Digest-pinned gateway image reference printed by the gateway-image step. */
+  readonly gatewayImage: pulumi.Output<string>;
 
   private readonly name: string;
   private readonly args: BuildPipelineArgs;
@@ -68,6 +72,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
       ecrRegistry: pulumi.output(args.ecrRegistry),
       tritonWithFtRepositoryUrl: pulumi.output(args.tritonWithFtRepositoryUrl),
       serverRepositoryUrl: pulumi.output(args.serverRepositoryUrl),
+      gatewayRepositoryUrl: pulumi.output(args.gatewayRepositoryUrl),
       // tritonWithFtImage joins once its step exists; graph order puts it before its consumers.
     };
 
@@ -78,7 +83,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
     const trees = this.shipTrees(prepare);
 
     const commands = {} as Record<StepId, command.remote.Command>;
-    const images: Partial<Record<"tritonWithFtImage" | "serverImage", pulumi.Output<string>>> = {};
+    const images: Partial<Record<"tritonWithFtImage" | "serverImage" | "gatewayImage", pulumi.Output<string>>> = {};
     for (const step of args.steps) {
       const deps = [
         ...trees,
@@ -95,10 +100,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
       }
     }
     this.commands = commands;
-    if (!images.tritonWithFtImage || !images.serverImage)
-      throw new pulumi.ResourceError("the build steps must include triton-with-ft and bake", this);
+    if (!images.tritonWithFtImage || !images.serverImage || !images.gatewayImage)
+      throw new pulumi.ResourceError("the build steps must include triton-with-ft, bake and gateway-image", this);
     this.tritonWithFtImage = images.tritonWithFtImage;
     this.serverImage = images.serverImage;
+    this.gatewayImage = images.gatewayImage;
 
     if (args.stopBuilderWhenDone) {
       new aws.ec2transitgateway.InstanceState(
@@ -107,7 +113,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
         { parent: this, dependsOn: [commands.bake], replacementTrigger: allInputs },
       );
     }
-    this.registerOutputs({ tritonWithFtImage: this.tritonWithFtImage, serverImage: this.serverImage });
+    this.registerOutputs({
+      tritonWithFtImage: this.tritonWithFtImage,
+      serverImage: this.serverImage,
+      gatewayImage: this.gatewayImage,
+    });
   }
 
   /**

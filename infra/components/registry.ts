@@ -1,7 +1,8 @@
 /**
- * The two ECR repositories the build pipeline pushes to: `triton_with_ft` (the
+ * The three ECR repositories the build pipeline pushes to: `triton_with_ft` (the
  * Triton + FT backend base, rebuilt only when Triton, the pins or the recipe
- * change) and the baked server image the cluster pulls by digest.
+ * change), the baked server image and the gateway image, both pulled by the
+ * cluster by digest.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
@@ -18,6 +19,7 @@ export interface RegistryArgs {
 export class Registry extends pulumi.ComponentResource {
   readonly tritonWithFt: aws.ecr.Repository;
   readonly server: aws.ecr.Repository;
+  readonly gateway: aws.ecr.Repository;
 
   constructor(name: string, args: RegistryArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:registry:Registry", name, {}, opts);
@@ -47,6 +49,11 @@ export class Registry extends pulumi.ComponentResource {
     };
     this.tritonWithFt = repo("tritonWithFt");
     this.server = repo("server");
-    this.registerOutputs({ tritonWithFtUrl: this.tritonWithFt.repositoryUrl, serverUrl: this.server.repositoryUrl });
+    this.gateway = repo("gateway");
+    this.registerOutputs({
+      tritonWithFtUrl: this.tritonWithFt.repositoryUrl,
+      serverUrl: this.server.repositoryUrl,
+      gatewayUrl: this.gateway.repositoryUrl,
+    });
   }
 }

@@ -5,8 +5,8 @@
  * workload numbers (image pull plus model load).
  *
  * No resource uses `pulumi.com/skipAwait`: the Deployment's await is what tells
- * `pulumi up` the new model is serving, and the Service's await is what yields
- * the NLB hostname the endpoint outputs are built from.
+ * `pulumi up` the new model is serving. Its Service is ClusterIP: the load
+ * balancer fronts the gateway (components/gatewayService.ts).
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
@@ -32,8 +32,6 @@ export interface TritonServiceArgs {
   provider: k8s.Provider;
   /** GPU nodes and the device plugin: the pods cannot schedule before them. */
   gpuReady: pulumi.Resource[];
-  /** The load balancer controller: without it nothing provisions the NLB. */
-  loadBalancerReady: pulumi.Resource[];
 }
 
 /**
@@ -47,9 +45,10 @@ function deploymentSpecInput(spec: ReturnType<typeof deploymentSpec>): k8s.types
 
 export class TritonService extends pulumi.ComponentResource {
   readonly namespace: pulumi.Output<string>;
-  readonly hostname: pulumi.Output<string>;
-  readonly httpEndpoint: pulumi.Output<string>;
-  readonly grpcEndpoint: pulumi.Output<string>;
+  /** In-cluster gRPC address of Triton (what the gateway calls). */
+  readonly grpcTarget: pulumi.Output<string>;
+  readonly service: k8s.core.v1.Service;
+  readonly deployment: k8s.apps.v1.Deployment;
 
   constructor(name: string, args: TritonServiceArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:tritonService:TritonService", name, {}, opts);
@@ -76,13 +75,9 @@ export class TritonService extends pulumi.ComponentResource {
       },
     );
 
-    // Created once the pods serve, so its await (endpoints + NLB hostname) does not
-    // run into the model load.
-    const service = new k8s.core.v1.Service(`${name}-service`, renderService(w), {
-      ...opt,
-      dependsOn: [deployment, ...args.loadBalancerReady],
-      customTimeouts: { create: minutes(t.serviceSeconds), update: minutes(t.serviceSeconds) },
-    });
+    // In-cluster only (ClusterIP): the gateway is what the load balancer exposes.
+    this.service = new k8s.core.v1.Service(`${name}-service`, renderService(w), { ...opt, dependsOn: [ns] });
+    this.deployment = deployment;
     new k8s.core.v1.Service(`${name}-metrics`, renderMetricsService(w), { ...opt, dependsOn: [ns] });
     new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, renderPodDisruptionBudget(w), { ...opt, dependsOn: [ns] });
     const monitor = renderServiceMonitor(w);
@@ -91,21 +86,7 @@ export class TritonService extends pulumi.ComponentResource {
     }
 
     this.namespace = ns.metadata.name;
-    this.hostname = service.status.loadBalancer.ingress.apply((ingress) => {
-      const host = ingress?.[0]?.hostname ?? ingress?.[0]?.ip;
-      if (!host)
-        throw new pulumi.ResourceError(
-          "the load balancer Service has no address; check the AWS Load Balancer Controller's logs",
-          this,
-        );
-      return host;
-    });
-    this.httpEndpoint = pulumi.interpolate`http://${this.hostname}:${PORTS.http}`;
-    this.grpcEndpoint = pulumi.interpolate`${this.hostname}:${PORTS.grpc}`;
-    this.registerOutputs({
-      namespace: this.namespace,
-      httpEndpoint: this.httpEndpoint,
-      grpcEndpoint: this.grpcEndpoint,
-    });
+    this.grpcTarget = pulumi.interpolate`${this.service.metadata.name}.${this.namespace}.svc.cluster.local:${PORTS.grpc}`;
+    this.registerOutputs({ namespace: this.namespace, grpcTarget: this.grpcTarget });
   }
 }

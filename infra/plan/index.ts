@@ -8,7 +8,9 @@
  */
 import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
-import type { WorkloadPlan } from "../render/k8s";
+import { findPreset } from "../model/catalog";
+import { renderGatewayConfig, type GatewayConfigFile } from "../render/gatewayConfig";
+import { PORTS, workloadName, type WorkloadPlan } from "../render/k8s";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
 import type { ResolvedStack } from "../stack";
 import { conversionPlan, type ConversionPlan } from "./conversion";
@@ -48,6 +50,8 @@ export interface Plan {
     maxOutputLen: number;
     customAllReduce: boolean;
     dynamicBatching: boolean;
+    /** FT decoupled: the ensemble streams (a Python BLS model then runs its steps). */
+    streaming: boolean;
     /** Estimated memory per GPU, GiB (weights + KV cache + headroom). */
     gpuMemoryGiB: { weights: number; kvCache: number; headroom: number; total: number };
   };
@@ -75,6 +79,8 @@ export interface Plan {
   kubernetes: WorkloadPlan;
   /** The remote build steps in graph order, each with its input hash. */
   buildSteps: BuildStep[];
+  /** The gateway in front of Triton. */
+  gateway: GatewayPlan;
 }
 
 export interface BuildStep extends StepDefinition {
@@ -99,6 +105,40 @@ export function repositoryOptions(stack: ResolvedStack): RepositoryOptions {
     endId: a.endId,
     padId: a.endId,
     customAllReduce: s.tensorParallel === CUSTOM_ALL_REDUCE_TP && stack.servingInstance.nvswitch,
+    vocab: a.vocab,
+    decoupled: s.streaming,
+  };
+}
+
+/** The gateway's side of the plan: its config file (from the same numbers as the repository) and deployment. */
+export interface GatewayPlan {
+  config: GatewayConfigFile;
+  replicas: number;
+  consumers: string[];
+  tlsCertificateArn?: string;
+}
+
+export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
+  const s = stack.config.serving;
+  const tritonService = `${workloadName({ modelName: stack.model.name })}.${s.namespace}.svc.cluster.local`;
+  const config = renderGatewayConfig(
+    {
+      id: stack.model.name,
+      maxInputLen: s.maxInputLen,
+      maxOutputLen: s.maxOutputLen,
+      maxBatchSize: s.maxBatchSize,
+      vocab: stack.model.arch.vocab,
+      ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
+    },
+    `${tritonService}:${PORTS.grpc}`,
+    // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
+    { maxInflight: 2 * s.maxBatchSize * s.replicas },
+  );
+  return {
+    config,
+    replicas: s.gatewayReplicas,
+    consumers: [...s.consumers],
+    ...(s.tlsCertificateArn ? { tlsCertificateArn: s.tlsCertificateArn } : {}),
   };
 }
 
@@ -147,6 +187,7 @@ export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
       maxOutputLen: config.serving.maxOutputLen,
       customAllReduce: repo.customAllReduce,
       dynamicBatching: FAMILY_SERVING[model.family].dynamicBatching,
+      streaming: config.serving.streaming,
       gpuMemoryGiB: {
         weights: gib(m.weightsBytes),
         kvCache: gib(m.kvCacheBytes),
@@ -170,5 +211,6 @@ export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
     modelRepository,
     kubernetes: planWorkload(stack),
     buildSteps: topologicalOrder(steps).map((s) => ({ ...s, inputHash: hashes[s.id] })),
+    gateway: gatewayPlan(stack),
   };
 }

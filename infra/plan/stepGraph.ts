@@ -17,7 +17,7 @@ import { isDigestRef } from "../imageRef";
 import { sha256 } from "./hash";
 import { REMOTE } from "./paths";
 
-export const STEP_IDS = ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake"] as const;
+export const STEP_IDS = ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake", "gateway-image"] as const;
 export type StepId = (typeof STEP_IDS)[number];
 
 /** Source trees shipped verbatim; `remoteParent` receives the folder under its own name. */
@@ -38,6 +38,7 @@ export const DEPLOY_VALUES = [
   "tritonWithFtRepositoryUrl",
   "serverRepositoryUrl",
   "tritonWithFtImage",
+  "gatewayRepositoryUrl",
 ] as const;
 export type DeployValue = (typeof DEPLOY_VALUES)[number];
 

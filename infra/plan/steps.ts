@@ -1,5 +1,5 @@
 /**
- * The six remote build steps of a stack, one function per step: which script
+ * The seven remote build steps of a stack, one function per step: which script
  * each runs, the step config it reads, the files it consumes, the steps it
  * waits for and its time budget. Every value comes from the plan's sections
  * (fetch, conversion, expected weights, gemm, launch, model repository); the
@@ -71,6 +71,7 @@ function timeouts(minutes: number): StepTimeouts {
  * - gemm: image pull plus gpt_gemm's sweep, which grows with batch × input length.
  * - bake: building and pushing the server image (base + fp16 weights) at
  *   a pessimistic 25 MB/s, plus 30 min.
+ * - gateway-image: a small Node image, 20 min.
  */
 export function stepMinutes(stack: ResolvedStack): Record<StepId, number> {
   const p = parameterCount(stack.model.family, stack.model.arch);
@@ -82,6 +83,8 @@ export function stepMinutes(stack: ResolvedStack): Record<StepId, number> {
     convert: 30 + Math.ceil(p / 1e8) + 15,
     gemm: 45 + Math.ceil((stack.gemm.batchSize * stack.gemm.beamWidth * stack.gemm.maxInputLen) / 256),
     bake: 30 + minutesFor(TRITON_WITH_FT_IMAGE_BYTES + p * 2, slow),
+    // A Node base image and npm ci: minutes, whatever the model.
+    "gateway-image": 20,
   };
 }
 
@@ -308,7 +311,28 @@ function bakeStep(src: StepSources, minutes: number): StepDefinition {
   };
 }
 
-/** The six steps of the build graph, from the plan's sections. */
+/** The gateway image: model-independent, so no model change ever rebuilds it. */
+function gatewayImageStep(minutes: number): StepDefinition {
+  return {
+    id: "gateway-image",
+    title: "build the gateway image (images/gateway) and push it, tagged by the content hash of its sources",
+    script: SCRIPT("build-gateway-image"),
+    dependsOn: ["host-ready"],
+    config: [
+      WORK_ROOT,
+      ["AWS_REGION", REGION],
+      ["ECR_REPOSITORY_URL", { deploy: "gatewayRepositoryUrl" }],
+      ["DOCKERFILE_DIR", `${REMOTE.images}/gateway`],
+    ],
+    inputs: ["images/gateway"],
+    files: [],
+    secretEnv: [],
+    producesImage: true,
+    timeouts: timeouts(minutes),
+  };
+}
+
+/** The seven steps of the build graph, from the plan's sections. */
 export function stepDefinitions(src: StepSources): StepDefinition[] {
   const minutes = stepMinutes(src.stack);
   return [
@@ -318,5 +342,6 @@ export function stepDefinitions(src: StepSources): StepDefinition[] {
     convertStep(src, minutes.convert),
     gemmStep(src, minutes.gemm),
     bakeStep(src, minutes.bake),
+    gatewayImageStep(minutes["gateway-image"]),
   ];
 }

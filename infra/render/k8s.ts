@@ -29,7 +29,6 @@ export const LIVE_PATH = "/v2/health/live";
 export const NLB_LOAD_BALANCER_CLASS = "service.k8s.aws/nlb";
 /** Namespace label that makes the controller inject readiness gates: a new pod counts as ready only once the NLB sees it healthy. */
 export const READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject";
-const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
 
 /** NLB target-group health check on /v2/health/ready (AWS limits: interval 5-300 s, thresholds 2-10). */
 export const NLB_HEALTH_CHECK = {
@@ -152,29 +151,6 @@ export function recommendedLabels(
   };
 }
 
-/** NLB annotations for the AWS Load Balancer Controller; scheme, health check, idle timeout, draining. */
-export function loadBalancerAnnotations(lb: LoadBalancerSettings, workload: WorkloadPlan): Record<string, string> {
-  const idle = `tcp.idle_timeout.seconds=${lb.idleTimeoutSeconds}`;
-  return {
-    [`${ANN}type`]: "external",
-    [`${ANN}nlb-target-type`]: "ip",
-    [`${ANN}scheme`]: lb.scheme,
-    [`${ANN}healthcheck-protocol`]: "http",
-    [`${ANN}healthcheck-port`]: String(PORTS.http),
-    [`${ANN}healthcheck-path`]: READY_PATH,
-    [`${ANN}healthcheck-interval`]: String(NLB_HEALTH_CHECK.intervalSeconds),
-    [`${ANN}healthcheck-timeout`]: String(NLB_HEALTH_CHECK.timeoutSeconds),
-    [`${ANN}healthcheck-healthy-threshold`]: String(NLB_HEALTH_CHECK.healthyThreshold),
-    [`${ANN}healthcheck-unhealthy-threshold`]: String(NLB_HEALTH_CHECK.unhealthyThreshold),
-    [`${ANN}listener-attributes.TCP-${PORTS.http}`]: idle,
-    [`${ANN}listener-attributes.TCP-${PORTS.grpc}`]: idle,
-    // Keep flows to a draining pod as long as it still serves, then reset them rather than leave clients hanging.
-    [`${ANN}target-group-attributes`]: `deregistration_delay.timeout_seconds=${workload.deregistrationDelaySeconds},deregistration_delay.connection_termination.enabled=true`,
-    // Pods per AZ are uneven with few replicas; cross-zone keeps every healthy pod reachable from every NLB node.
-    [`${ANN}attributes`]: "load_balancing.cross_zone.enabled=true",
-  };
-}
-
 export function renderNamespace(w: WorkloadInput): INamespace {
   return {
     apiVersion: "v1",
@@ -283,27 +259,23 @@ export function renderDeployment(w: WorkloadInput, image: string): IDeployment {
   return { apiVersion: "apps/v1", kind: "Deployment", metadata: deploymentMetadata(w), spec: deploymentSpec(w, image) };
 }
 
-/** The NLB Service (HTTP + gRPC). */
+/**
+ * Triton's Service (HTTP 8000 + gRPC 8001): ClusterIP, in-cluster only. The
+ * gateway is the only thing behind the load balancer (render/k8sGateway.ts),
+ * and a NetworkPolicy admits only the gateway's pods to these ports.
+ */
 export function renderService(w: WorkloadInput): IService {
-  const lb = w.loadBalancer;
   return {
     apiVersion: "v1",
     kind: "Service",
-    metadata: {
-      name: workloadName(w),
-      namespace: w.namespace,
-      labels: recommendedLabels(w),
-      annotations: loadBalancerAnnotations(lb, w.workload),
-    },
+    metadata: { name: workloadName(w), namespace: w.namespace, labels: recommendedLabels(w) },
     spec: {
-      type: "LoadBalancer",
-      loadBalancerClass: NLB_LOAD_BALANCER_CLASS,
+      type: "ClusterIP",
       selector: selectorLabels(w),
       ports: [
         { name: "http", port: PORTS.http, targetPort: "http", protocol: "TCP" },
         { name: "grpc", port: PORTS.grpc, targetPort: "grpc", protocol: "TCP" },
       ],
-      ...(lb.allowedCidrs.length > 0 ? { loadBalancerSourceRanges: [...lb.allowedCidrs] } : {}),
     },
   };
 }

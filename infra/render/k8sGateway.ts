@@ -24,8 +24,18 @@ import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import type { INetworkPolicyEgressRule } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyEgressRule";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import type { ResolvedStack } from "../validate";
 import { GATEWAY_PORTS, type GatewayConfigFile } from "./gatewayConfig";
+import {
+  NLB_HEALTH_CHECK,
+  NLB_LOAD_BALANCER_CLASS,
+  PORTS,
+  recommendedLabels,
+  selectorLabels,
+  workloadName,
+  type LoadBalancerSettings,
+  type WorkloadInput,
+} from "./k8s";
+import { INSTANCE_TYPE_LABEL } from "./scheduling";
 
 export const GATEWAY_COMPONENT = "gateway";
 /** Namespaces whose pods may scrape metrics (Prometheus) carry this label. */
@@ -40,27 +50,23 @@ const KEYS_DIR = "/etc/triton-ft-gateway-keys";
 /** NLB deregistration: the same propagation the Triton pods wait for (k8sPlan.ts). */
 const PRE_STOP_SECONDS = 50;
 
-export interface TritonEndpoints {
-  /** Labels of the Triton pods (NetworkPolicy peer). */
-  podSelector: Record<string, string>;
-  /** Labels that are the same on every workload of this stack (the instance). */
-  instanceLabels: Record<string, string>;
-  ports: { http: number; grpc: number; metrics: number };
-}
-
-export interface GatewayRenderInput {
-  stack: ResolvedStack;
-  stackName: string;
-  /** Gateway image by digest (`<repo>@sha256:<hex>`), or synth's marked placeholder. */
-  image: string;
+/** What the gateway manifests are rendered from, besides the image and the keys (known at deploy time). */
+export interface GatewayWorkloadInput {
+  /** The Triton workload's identity: names, namespace, labels, load balancer settings. */
+  triton: Pick<
+    WorkloadInput,
+    "modelName" | "stackName" | "tritonVersion" | "namespace" | "instanceType" | "loadBalancer"
+  >;
   config: GatewayConfigFile;
-  /** The keys file (consumers and key hashes) as JSON. */
-  keysJson: string;
   replicas: number;
   tlsCertificateArn?: string;
-  triton: TritonEndpoints;
-  /** Labels the Triton manifests use for the stack (recommendedLabels minus component). */
-  labels: (component: string) => Record<string, string>;
+}
+
+export interface GatewayRenderInput extends GatewayWorkloadInput {
+  /** Gateway image by digest (`<repo>@sha256:<hex>`), or synth's marked placeholder. */
+  image: string;
+  /** The keys file (consumers and key hashes) as JSON. */
+  keysJson: string;
 }
 
 export interface GatewayManifests {
@@ -76,8 +82,16 @@ export interface GatewayManifests {
 const DIGEST_REF = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
 const SYNTH_REF = /^[^\s@]+:synth$/;
 
-export function gatewayName(s: ResolvedStack): string {
-  return `triton-${s.model.name}-gateway`;
+export function gatewayName(w: Pick<WorkloadInput, "modelName">): string {
+  return `${workloadName(w)}-gateway`;
+}
+
+/** The gateway pods' selector: the stack's instance label plus the component. */
+export function gatewaySelector(w: Pick<WorkloadInput, "modelName" | "stackName">): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": "triton-ft-gateway",
+    "app.kubernetes.io/instance": selectorLabels(w)["app.kubernetes.io/instance"],
+  };
 }
 
 /** Terminated pods finish in-flight generations first: up to the request timeout after the NLB stops sending. */
@@ -85,21 +99,20 @@ export function gatewayGracePeriod(config: GatewayConfigFile): number {
   return PRE_STOP_SECONDS + config.limits.requestTimeoutSeconds + 5;
 }
 
-function gatewayAnnotations(s: ResolvedStack, tls: boolean): Record<string, string> {
-  const sv = s.config.serving;
+function gatewayAnnotations(lb: LoadBalancerSettings, tls: boolean): Record<string, string> {
   const port = tls ? 443 : 80;
   return {
     [`${ANN}type`]: "external",
     [`${ANN}nlb-target-type`]: "ip",
-    [`${ANN}scheme`]: sv.loadBalancerScheme,
+    [`${ANN}scheme`]: lb.scheme,
     [`${ANN}healthcheck-protocol`]: "http",
     [`${ANN}healthcheck-port`]: String(GATEWAY_PORTS.http),
     [`${ANN}healthcheck-path`]: GATEWAY_HEALTH_PATH,
-    [`${ANN}healthcheck-interval`]: "10",
-    [`${ANN}healthcheck-timeout`]: "6",
-    [`${ANN}healthcheck-healthy-threshold`]: "2",
-    [`${ANN}healthcheck-unhealthy-threshold`]: "2",
-    [`${ANN}listener-attributes.TCP-${port}`]: `tcp.idle_timeout.seconds=${sv.idleTimeoutSeconds}`,
+    [`${ANN}healthcheck-interval`]: String(NLB_HEALTH_CHECK.intervalSeconds),
+    [`${ANN}healthcheck-timeout`]: String(NLB_HEALTH_CHECK.timeoutSeconds),
+    [`${ANN}healthcheck-healthy-threshold`]: String(NLB_HEALTH_CHECK.healthyThreshold),
+    [`${ANN}healthcheck-unhealthy-threshold`]: String(NLB_HEALTH_CHECK.unhealthyThreshold),
+    [`${ANN}listener-attributes.TCP-${port}`]: `tcp.idle_timeout.seconds=${lb.idleTimeoutSeconds}`,
     [`${ANN}target-group-attributes`]:
       "deregistration_delay.timeout_seconds=60,deregistration_delay.connection_termination.enabled=true",
     [`${ANN}attributes`]: "load_balancing.cross_zone.enabled=true",
@@ -114,19 +127,15 @@ function gatewayAnnotations(s: ResolvedStack, tls: boolean): Record<string, stri
 }
 
 export function renderGatewayManifests(input: GatewayRenderInput): GatewayManifests {
-  const { stack: s, image, config, triton } = input;
+  const { image, config, triton: w } = input;
   if (!DIGEST_REF.test(image) && !SYNTH_REF.test(image)) {
     throw new Error(`gateway image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
   }
-  const ns = s.config.serving.namespace;
-  const name = gatewayName(s);
-  const labels = input.labels(GATEWAY_COMPONENT);
-  const selector = {
-    ...triton.instanceLabels,
-    "app.kubernetes.io/component": GATEWAY_COMPONENT,
-    "app.kubernetes.io/name": "triton-ft-gateway",
-  };
-  const podLabels = { ...labels, ...selector };
+  const ns = w.namespace;
+  const name = gatewayName(w);
+  const selector = gatewaySelector(w);
+  const podLabels = { ...recommendedLabels(w, GATEWAY_COMPONENT), ...selector };
+  const tritonPods = selectorLabels(w);
   const configJson = `${JSON.stringify(config, null, 2)}\n`;
   const checksum = createHash("sha256").update(configJson).update(input.keysJson).digest("hex");
   const tls = input.tlsCertificateArn !== undefined && input.tlsCertificateArn !== "";
@@ -175,9 +184,7 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
               requiredDuringSchedulingIgnoredDuringExecution: {
                 nodeSelectorTerms: [
                   {
-                    matchExpressions: [
-                      { key: "node.kubernetes.io/instance-type", operator: "NotIn", values: [s.servingInstance.type] },
-                    ],
+                    matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "NotIn", values: [w.instanceType] }],
                   },
                 ],
               },
@@ -256,7 +263,7 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
     },
   };
 
-  const sv = s.config.serving;
+  const lb = w.loadBalancer;
   const service: IService = {
     apiVersion: "v1",
     kind: "Service",
@@ -265,16 +272,16 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
       namespace: ns,
       labels: podLabels,
       annotations: {
-        ...gatewayAnnotations(s, tls),
+        ...gatewayAnnotations(lb, tls),
         ...(tls ? { [`${ANN}ssl-cert`]: input.tlsCertificateArn as string } : {}),
       },
     },
     spec: {
       type: "LoadBalancer",
-      loadBalancerClass: "service.k8s.aws/nlb",
+      loadBalancerClass: NLB_LOAD_BALANCER_CLASS,
       selector,
       ports: [{ name: tls ? "https" : "http", port: tls ? 443 : 80, targetPort: "http", protocol: "TCP" }],
-      ...(sv.allowedCidrs.length > 0 ? { loadBalancerSourceRanges: [...sv.allowedCidrs] } : {}),
+      ...(lb.allowedCidrs.length > 0 ? { loadBalancerSourceRanges: [...lb.allowedCidrs] } : {}),
     },
   };
 
@@ -335,27 +342,27 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
       ],
       egress: [
         {
-          to: [{ podSelector: { matchLabels: triton.podSelector } }],
+          to: [{ podSelector: { matchLabels: tritonPods } }],
           ports: [
-            { protocol: "TCP", port: triton.ports.http },
-            { protocol: "TCP", port: triton.ports.grpc },
+            { protocol: "TCP", port: PORTS.http },
+            { protocol: "TCP", port: PORTS.grpc },
           ],
         },
         dns,
       ],
     }),
     policy("triton", {
-      podSelector: { matchLabels: triton.podSelector },
+      podSelector: { matchLabels: tritonPods },
       policyTypes: ["Ingress", "Egress"],
       ingress: [
         {
           from: [{ podSelector: { matchLabels: selector } }],
           ports: [
-            { protocol: "TCP", port: triton.ports.http },
-            { protocol: "TCP", port: triton.ports.grpc },
+            { protocol: "TCP", port: PORTS.http },
+            { protocol: "TCP", port: PORTS.grpc },
           ],
         },
-        { from: [scraper], ports: [{ protocol: "TCP", port: triton.ports.metrics }] },
+        { from: [scraper], ports: [{ protocol: "TCP", port: PORTS.metrics }] },
       ],
       egress: [dns],
     }),

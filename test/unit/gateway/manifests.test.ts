@@ -11,15 +11,17 @@ import { Service } from "kubernetes-models/v1/Service";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { resolveStack, type ResolvedStack } from "../../../infra/validate";
-import { recommendedLabels, selectorLabels, PORTS } from "../../../infra/render/k8s";
-import { renderGatewayConfig } from "../../../infra/render/gatewayConfig";
+import { resolveStack } from "../../../infra/validate";
+import type { ResolvedStack } from "../../../infra/stack";
+import { PORTS } from "../../../infra/render/k8s";
+import { workloadInput } from "../../../infra/plan/workload";
 import {
   SCRAPER_NAMESPACE_LABEL,
   renderGatewayManifests,
   type GatewayManifests,
 } from "../../../infra/render/k8sGateway";
-import { gpt2Config, type RawConfig } from "../../lib/fixtures";
+import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
+import { planOf } from "../../lib/plan";
 
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
 
@@ -29,26 +31,17 @@ function resolved(cfg: RawConfig = gpt2Config()): ResolvedStack {
   return stack;
 }
 
-function render(tlsCertificateArn?: string): GatewayManifests {
-  const s = resolved();
-  const triton = selectorLabels(s, "test");
+function render(tlsCertificateArn?: string, image = DIGEST): GatewayManifests {
+  const cfg = withOverrides(gpt2Config(), {
+    serving: { consumers: ["team-a"], ...(tlsCertificateArn ? { tlsCertificateArn } : {}) },
+  });
+  const s = resolved(cfg);
+  const plan = planOf(s);
   return renderGatewayManifests({
-    stack: s,
-    stackName: "test",
-    image: DIGEST,
-    config: renderGatewayConfig(
-      { id: s.model.name, maxInputLen: 512, maxOutputLen: 256, maxBatchSize: 8, vocab: s.model.arch.vocab },
-      "triton:8001",
-    ),
+    triton: workloadInput(s, "test", plan.launch, plan.kubernetes),
+    ...plan.gateway,
+    image,
     keysJson: JSON.stringify({ consumers: [{ name: "team-a", keySha256: ["0".repeat(64)] }] }),
-    replicas: 2,
-    tlsCertificateArn,
-    triton: {
-      podSelector: triton,
-      instanceLabels: { "app.kubernetes.io/instance": triton["app.kubernetes.io/instance"] },
-      ports: PORTS,
-    },
-    labels: (component) => recommendedLabels(s, "test", component),
   });
 }
 
@@ -83,19 +76,7 @@ describe("gateway manifests", () => {
   });
 
   it("refuses an image that is not pinned by digest", () => {
-    const s = resolved();
-    expect(() =>
-      renderGatewayManifests({
-        stack: s,
-        stackName: "t",
-        image: "gateway:latest",
-        config: renderGatewayConfig({ id: "m", maxInputLen: 8, maxOutputLen: 8, maxBatchSize: 1, vocab: 8 }, "t:1"),
-        keysJson: "{}",
-        replicas: 1,
-        triton: { podSelector: {}, instanceLabels: {}, ports: PORTS },
-        labels: () => ({}),
-      }),
-    ).toThrow(/digest/);
+    expect(() => render(undefined, "gateway:latest")).toThrow(/digest/);
   });
 
   it("puts an NLB TLS listener on 443 only with a certificate, else plain 80", () => {

@@ -1,0 +1,135 @@
+/**
+ * The gateway as Kubernetes resources: API keys per consumer (generated with
+ * @pulumi/random, kept only as secret outputs), their SHA-256 hashes in a
+ * Secret the gateway reads, its config, Deployment, the NLB Service (the only
+ * thing behind the load balancer), metrics Service, PDB, and the namespace's
+ * NetworkPolicies (render/k8sGateway.ts).
+ *
+ * The Service is created after the Deployment is available, so its await (the
+ * NLB hostname) does not run into the pods' start; the gateway's readiness
+ * follows Triton's, so it is also created after Triton is up.
+ */
+import { createHash } from "node:crypto";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import * as random from "@pulumi/random";
+import { isDigestRef } from "../imageRef";
+import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/k8sGateway";
+
+export interface GatewayServiceArgs {
+  workload: GatewayWorkloadInput;
+  consumers: readonly string[];
+  /** Gateway image by digest, from the build pipeline. */
+  image: pulumi.Input<string>;
+  provider: k8s.Provider;
+  /** Triton's namespace, Deployment and Service: the gateway is ready only once they are. */
+  dependsOn: pulumi.Resource[];
+  /** The load balancer controller: without it nothing provisions the NLB. */
+  loadBalancerReady: pulumi.Resource[];
+}
+
+/** Prefix of every generated key, so a leaked one is recognisable (secret scanners, logs). */
+export const API_KEY_PREFIX = "tft-";
+/** 48 random characters from [A-Za-z0-9]: about 285 bits. */
+export const API_KEY_RANDOM_LENGTH = 48;
+/** The synth placeholder passes the renderer's image check; pulumi up always renders the real digest. */
+const PLACEHOLDER_IMAGE = "gateway:synth";
+
+function sha256Hex(value: string): string {
+  return createHash("sha256").update(value, "utf8").digest("hex");
+}
+
+export class GatewayService extends pulumi.ComponentResource {
+  readonly hostname: pulumi.Output<string>;
+  /** `https://<host>` with a TLS certificate, else `http://<host>`. */
+  readonly baseUrl: pulumi.Output<string>;
+  /** Team name -> API key (secret). */
+  readonly apiKeys: pulumi.Output<Record<string, string>>;
+
+  constructor(name: string, args: GatewayServiceArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("triton-ft:gatewayService:GatewayService", name, {}, opts);
+    const opt = { parent: this, provider: args.provider };
+    const w = args.workload;
+
+    // A key is replaced only when its resource is (rotation: README "API keys").
+    const keys = args.consumers.map((team) => {
+      const password = new random.RandomPassword(
+        `${name}-key-${team}`,
+        { length: API_KEY_RANDOM_LENGTH, special: false },
+        { parent: this },
+      );
+      return { team, key: pulumi.secret(pulumi.interpolate`${API_KEY_PREFIX}${password.result}`) };
+    });
+    this.apiKeys = pulumi.secret(
+      pulumi.all(keys.map((k) => k.key)).apply((values) => Object.fromEntries(keys.map((k, i) => [k.team, values[i]]))),
+    );
+    const keysJson = pulumi.secret(
+      pulumi.all(keys.map((k) => k.key)).apply((values) =>
+        JSON.stringify({
+          consumers: keys.map((k, i) => ({ name: k.team, keySha256: [sha256Hex(values[i])] })),
+        }),
+      ),
+    );
+
+    // Everything but the pod template and the Secret's content is known at preview.
+    const known = renderGatewayManifests({ ...w, image: PLACEHOLDER_IMAGE, keysJson: "{}" });
+    const rendered = pulumi.all([args.image, keysJson]).apply(([image, json]) => {
+      if (!isDigestRef(image)) {
+        throw new pulumi.ResourceError(
+          `gateway image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`,
+          this,
+        );
+      }
+      return renderGatewayManifests({ ...w, image, keysJson: json });
+    });
+
+    const after = { ...opt, dependsOn: args.dependsOn };
+    const config = new k8s.core.v1.ConfigMap(`${name}-config`, known.configMap, after);
+    const secret = new k8s.core.v1.Secret(
+      `${name}-keys`,
+      {
+        metadata: known.keysSecret.metadata,
+        type: known.keysSecret.type,
+        stringData: keysJson.apply((json) => ({ "keys.json": json })),
+      },
+      after,
+    );
+    const policies = known.networkPolicies.map(
+      (p) =>
+        new k8s.networking.v1.NetworkPolicy(
+          `${name}-${p.metadata?.name}`,
+          p as k8s.types.input.networking.v1.NetworkPolicy,
+          after,
+        ),
+    );
+    const deployment = new k8s.apps.v1.Deployment(
+      `${name}-deployment`,
+      {
+        metadata: known.deployment.metadata,
+        spec: rendered.apply((m) => m.deployment.spec as k8s.types.input.apps.v1.DeploymentSpec),
+      },
+      { ...opt, dependsOn: [...args.dependsOn, config, secret, ...policies] },
+    );
+    new k8s.core.v1.Service(`${name}-metrics`, known.metricsService, after);
+    new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, known.podDisruptionBudget, after);
+    const service = new k8s.core.v1.Service(`${name}-service`, known.service, {
+      ...opt,
+      dependsOn: [deployment, ...args.loadBalancerReady],
+      customTimeouts: { create: "15m", update: "15m" },
+    });
+
+    this.hostname = service.status.loadBalancer.ingress.apply((ingress) => {
+      const host = ingress?.[0]?.hostname ?? ingress?.[0]?.ip;
+      if (!host) {
+        throw new pulumi.ResourceError(
+          "the gateway's load balancer Service has no address; check the AWS Load Balancer Controller's logs",
+          this,
+        );
+      }
+      return host;
+    });
+    const scheme = w.tlsCertificateArn ? "https" : "http";
+    this.baseUrl = pulumi.interpolate`${scheme}://${this.hostname}`;
+    this.registerOutputs({ hostname: this.hostname, baseUrl: this.baseUrl, apiKeys: this.apiKeys });
+  }
+}
