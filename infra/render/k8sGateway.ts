@@ -17,6 +17,7 @@
  *   and, for the gateway, to Triton.
  */
 import { createHash } from "node:crypto";
+import { stringify } from "yaml";
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import type { IService } from "kubernetes-models/v1/Service";
@@ -369,4 +370,18 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
   ];
 
   return { configMap, keysSecret, deployment, service, metricsService, podDisruptionBudget, networkPolicies };
+}
+
+/** The gateway's manifests as YAML files for `synth`, after Triton's (render/k8s.ts manifestFiles). */
+export function gatewayManifestFiles(m: GatewayManifests): Record<string, string> {
+  const yaml = (o: unknown): string => stringify(o, { aliasDuplicateObjects: false });
+  return {
+    "50-gateway-networkpolicies.yaml": m.networkPolicies.map(yaml).join("---\n"),
+    "51-gateway-config.yaml": yaml(m.configMap),
+    "52-gateway-keys-secret.yaml": yaml(m.keysSecret),
+    "53-gateway-deployment.yaml": yaml(m.deployment),
+    "54-gateway-service.yaml": yaml(m.service),
+    "55-gateway-metrics-service.yaml": yaml(m.metricsService),
+    "56-gateway-poddisruptionbudget.yaml": yaml(m.podDisruptionBudget),
+  };
 }

@@ -13,6 +13,7 @@ import { synthImageRef } from "../imageRef";
 import { namePrefix, repositoryNames } from "../naming";
 import { workloadInput } from "../plan/workload";
 import { manifestFiles, renderManifests } from "../render/k8s";
+import { gatewayManifestFiles, renderGatewayManifests } from "../render/k8sGateway";
 import type { ArtifactWriter } from "./artifacts";
 
 export const K8S_OUT = "k8s";
@@ -32,7 +33,14 @@ export const k8sManifestsWriter: ArtifactWriter = {
       image,
     });
     const header = `# Rendered offline by \`npm run synth\`: the image ${image} is a placeholder;\n# pulumi up deploys the server image by digest.\n`;
-    const files = Object.entries(manifestFiles(m)).map(([name, content]) => ({
+    const triton = workloadInput(ctx.stack, ctx.stackName, ctx.plan.launch, ctx.plan.kubernetes);
+    const gatewayImage = synthImageRef(repositoryNames(namePrefix(ctx.stackName)).gateway);
+    // Keys are generated at pulumi up; synth shows the Secret's shape with one placeholder hash per team.
+    const keysJson = JSON.stringify({
+      consumers: ctx.plan.gateway.consumers.map((name) => ({ name, keySha256: ["<sha256 of the generated key>"] })),
+    });
+    const g = renderGatewayManifests({ triton, ...ctx.plan.gateway, image: gatewayImage, keysJson });
+    const files = Object.entries({ ...manifestFiles(m), ...gatewayManifestFiles(g) }).map(([name, content]) => ({
       path: `${K8S_OUT}/${name}`,
       content: header + content,
     }));

@@ -59,6 +59,12 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
     privateKeyOpenssh: `-----BEGIN OPENSSH PRIVATE KEY-----\n${hex(name + "priv", 64)}\n-----END OPENSSH PRIVATE KEY-----\n`,
     privateKeyPem: `-----BEGIN PRIVATE KEY-----\n${hex(name + "pem", 64)}\n-----END PRIVATE KEY-----\n`,
   }),
+  // Deterministic per name, of the requested length, alphanumeric like `special: false` produces.
+  "random:index/randomPassword:RandomPassword": (name, i) => ({
+    result: Array.from({ length: Number(i.length ?? 16) }, (_, k) => hex(`${name}-${Math.floor(k / 32)}`, 32)[k % 32])
+      .map((c, k) => (k % 3 === 0 ? c.toUpperCase() : c))
+      .join(""),
+  }),
   "command:remote:Command": (name, i) => ({
     // Remote steps that produce an image print `RESULT image=<ref>`; echo a digest-pinned one.
     stdout: `done\nRESULT image=${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/${name}@sha256:${hex(name + JSON.stringify(i.triggers ?? []), 64)}\n`,

@@ -24,7 +24,15 @@ describe("synth build-steps artifacts", () => {
       inputHash: string;
       config: string;
     }>;
-    expect(entries.map((e) => e.id)).toEqual(["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake"]);
+    expect(entries.map((e) => e.id)).toEqual([
+      "host-ready",
+      "triton-with-ft",
+      "fetch",
+      "convert",
+      "gemm",
+      "bake",
+      "gateway-image",
+    ]);
     const bake = entries.find((e) => e.id === "bake");
     expect(bake).toMatchObject({ script: "scripts/remote/bake.sh", args: ["/opt/triton-ft/steps/bake.conf"] });
     expect(bake?.inputHash).toMatch(/^[0-9a-f]{64}$/);

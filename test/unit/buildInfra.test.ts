@@ -86,17 +86,21 @@ describe("network", () => {
 });
 
 describe("ECR registry", () => {
-  it("two repositories named after project and stack, immutable, scanned, KMS-encrypted, with a lifecycle policy", async () => {
+  it("three repositories named after project and stack, immutable, scanned, KMS-encrypted, with a lifecycle policy", async () => {
     const run = await runProgram(gpt2Config(), { stack: "Dev" });
     const repos = run.byType("aws:ecr/repository:Repository");
-    expect(repos.map((r) => r.inputs.name).sort()).toEqual(["triton-ft-dev/server", "triton-ft-dev/triton_with_ft"]);
+    expect(repos.map((r) => r.inputs.name).sort()).toEqual([
+      "triton-ft-dev/gateway",
+      "triton-ft-dev/server",
+      "triton-ft-dev/triton_with_ft",
+    ]);
     for (const r of repos) {
       expect(r.inputs.imageTagMutability).toBe("IMMUTABLE");
       expect(r.inputs.imageScanningConfiguration).toEqual({ scanOnPush: true });
       expect(r.inputs.encryptionConfigurations).toEqual([{ encryptionType: "KMS" }]);
     }
     const policies = run.byType("aws:ecr/lifecyclePolicy:LifecyclePolicy");
-    expect(policies).toHaveLength(2);
+    expect(policies).toHaveLength(3);
     for (const p of policies) {
       const rules = (
         JSON.parse(String(p.inputs.policy)) as { rules: Array<{ selection: { tagStatus: string; countType: string } }> }

@@ -111,7 +111,14 @@ describe("invalidation matrix (two mock runs per change)", () => {
     ["serving replicas", { serving: { replicas: 3 } }, []],
     [
       "load balancer scheme",
-      { serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] } },
+      {
+        serving: {
+          loadBalancerScheme: "internet-facing",
+          allowedCidrs: ["203.0.113.0/24"],
+          tlsCertificateArn: "arn:aws:acm:us-east-1:123456789012:certificate/abc",
+          consumers: ["search"],
+        },
+      },
       [],
     ],
     ["stopBuilderWhenDone", { build: { stopBuilderWhenDone: true } }, []],
@@ -170,8 +177,11 @@ describe("invalidation matrix (two mock runs per change)", () => {
       expect(model["triton-with-ft"]).toBe(before["triton-with-ft"]);
       expect(model.fetch).not.toBe(before.fetch);
       const triton = triggers(await runProgram(withOverrides(gpt2Config(), { build: { tritonVersion: "23.04" } })));
-      for (const id of STEP_IDS.filter((s) => s !== "host-ready" && s !== "fetch"))
+      // The gateway image does not depend on Triton or the model: neither rebuilds it.
+      for (const id of STEP_IDS.filter((s) => s !== "host-ready" && s !== "fetch" && s !== "gateway-image"))
         expect(triton[id]).not.toBe(before[id]);
+      expect(triton["gateway-image"]).toBe(before["gateway-image"]);
+      expect(model["gateway-image"]).toBe(before["gateway-image"]);
     },
     RUN_BUDGET,
   );

@@ -222,7 +222,13 @@ describe("validation rules (one test each, exact messages)", () => {
   });
 
   it("an internet-facing load balancer without allowed CIDRs", () => {
-    const p = onlyProblem(withOverrides(gpt2Config(), { serving: { loadBalancerScheme: "internet-facing" } }));
+    const secured = {
+      tlsCertificateArn: "arn:aws:acm:us-east-1:123456789012:certificate/abc-123",
+      consumers: ["search"],
+    };
+    const p = onlyProblem(
+      withOverrides(gpt2Config(), { serving: { loadBalancerScheme: "internet-facing", ...secured } }),
+    );
     expect(p).toMatchObject({
       key: "triton-ft:serving.allowedCidrs",
       value: [],
@@ -232,10 +238,38 @@ describe("validation rules (one test each, exact messages)", () => {
     expect(
       problemsOf(
         withOverrides(gpt2Config(), {
-          serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] },
+          serving: { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"], ...secured },
         }),
       ),
     ).toEqual([]);
+  });
+
+  it("an internet-facing load balancer without a TLS certificate or consumers", () => {
+    const open = { loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] };
+    const problems = problemsOf(withOverrides(gpt2Config(), { serving: open }));
+    expect(problems.map((p) => p.key)).toEqual(["triton-ft:serving.tlsCertificateArn", "triton-ft:serving.consumers"]);
+    expect(problems[0].message).toMatch(/plain text/);
+    expect(problems[1].message).toMatch(/no team would hold a key/);
+    expect(
+      problemsOf(
+        withOverrides(gpt2Config(), {
+          serving: { ...open, tlsCertificateArn: "arn:aws:acm:us-east-1:123456789012:certificate/x" },
+        }),
+      ).map((p) => p.key),
+    ).toEqual(["triton-ft:serving.consumers"]);
+  });
+
+  it("malformed certificate ARNs and consumer names, duplicate consumers", () => {
+    expect(
+      problemsOf(withOverrides(gpt2Config(), { serving: { tlsCertificateArn: "arn:aws:iam::1:role/x" } })).map(
+        (p) => p.key,
+      ),
+    ).toEqual(["triton-ft:serving.tlsCertificateArn"]);
+    expect(problemsOf(withOverrides(gpt2Config(), { serving: { consumers: ["Team A"] } })).map((p) => p.key)).toEqual([
+      "triton-ft:serving.consumers.0",
+    ]);
+    const dup = onlyProblem(withOverrides(gpt2Config(), { serving: { consumers: ["search", "ads", "search"] } }));
+    expect(dup).toMatchObject({ key: "triton-ft:serving.consumers", message: "lists search more than once" });
   });
 
   it("SSH open to the world, or not reachable at all", () => {
@@ -316,9 +350,9 @@ describe("validation rules (one test each, exact messages)", () => {
       serving: { tensorParallel: 3, loadBalancerScheme: "internet-facing" },
     });
     const problems = problemsOf(cfg);
-    expect(problems).toHaveLength(4);
+    expect(problems).toHaveLength(6);
     const text = formatProblems("prod", problems);
-    expect(text.split("\n")[0]).toBe('triton-ft: 4 configuration problems in stack "prod" (nothing was created):');
+    expect(text.split("\n")[0]).toBe('triton-ft: 6 configuration problems in stack "prod" (nothing was created):');
     expect(text).toContain(
       '  1. triton-ft:build.ftCommit = "v5.3": looks like a branch, tag or short SHA where a pinned commit is required.\n     fix: use the full 40-hex commit SHA',
     );

@@ -40,7 +40,6 @@ const LAUNCH = {
   workingDir: "/workspace",
 };
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
-const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
 
 function resolved(cfg: RawConfig): ResolvedStack {
   const { stack, problems } = resolveStack(cfg, NO_SECRETS);
@@ -248,55 +247,24 @@ describe("rendered workload", () => {
   });
 });
 
-describe("load balancer Service", () => {
-  it("is an internal NLB by default, HTTP and gRPC only, health-checked on /v2/health/ready", () => {
+describe("Triton Service", () => {
+  it("is ClusterIP only: HTTP and gRPC in-cluster, no load balancer (the gateway is what the NLB exposes)", () => {
     const m = render(gpt2Config());
-    const a = m.service.metadata?.annotations ?? {};
-    expect(m.service.spec?.type).toBe("LoadBalancer");
-    expect(m.service.spec?.loadBalancerClass).toBe("service.k8s.aws/nlb");
-    expect(a[`${ANN}type`]).toBe("external");
-    expect(a[`${ANN}nlb-target-type`]).toBe("ip");
-    expect(a[`${ANN}scheme`]).toBe("internal");
-    expect(a[`${ANN}healthcheck-protocol`]).toBe("http");
-    expect(a[`${ANN}healthcheck-port`]).toBe("8000");
-    expect(a[`${ANN}healthcheck-path`]).toBe("/v2/health/ready");
+    expect(m.service.spec?.type).toBe("ClusterIP");
+    expect(m.service.spec?.loadBalancerClass).toBeUndefined();
+    expect(m.service.metadata?.annotations).toBeUndefined();
     expect(m.service.spec?.ports?.map((p) => p.port)).toEqual([8000, 8001]);
     expect(m.service.spec?.loadBalancerSourceRanges).toBeUndefined();
   });
 
-  it("raises the TCP idle timeout on both listeners", () => {
-    const cfg = withOverrides(gpt2Config(), { serving: { instanceType: "g5.xlarge", idleTimeoutSeconds: 1800 } });
-    const a = render(cfg).service.metadata?.annotations ?? {};
-    expect(a[`${ANN}listener-attributes.TCP-8000`]).toBe("tcp.idle_timeout.seconds=1800");
-    expect(a[`${ANN}listener-attributes.TCP-8001`]).toBe("tcp.idle_timeout.seconds=1800");
-  });
-
-  it("keeps draining connections for the pod's grace period", () => {
-    const m = render(gpt2Config());
-    expect(m.service.metadata?.annotations?.[`${ANN}target-group-attributes`]).toBe(
-      `deregistration_delay.timeout_seconds=${m.plan.terminationGracePeriodSeconds},deregistration_delay.connection_termination.enabled=true`,
-    );
-  });
-
-  it("is internet-facing only with source ranges", () => {
-    const cfg = withOverrides(gpt2Config(), {
-      serving: { instanceType: "g5.xlarge", loadBalancerScheme: "internet-facing", allowedCidrs: ["203.0.113.0/24"] },
+  it("internet-facing is refused without source ranges (validation; the gateway's Service carries them)", () => {
+    const open = withOverrides(gpt2Config(), {
+      serving: { instanceType: "g5.xlarge", loadBalancerScheme: "internet-facing", allowedCidrs: [] },
     });
-    const m = render(cfg);
-    expect(m.service.metadata?.annotations?.[`${ANN}scheme`]).toBe("internet-facing");
-    expect(m.service.spec?.loadBalancerSourceRanges).toEqual(["203.0.113.0/24"]);
-
-    // Without source ranges validation refuses the stack, so nothing is rendered (the renderer no longer repeats the check).
-    const open = withOverrides(cfg, { serving: { allowedCidrs: [] } });
     const { stack, problems } = resolveStack(open, NO_SECRETS);
     expect(stack).toBeUndefined();
     expect(problems.map((p) => p.key)).toContain("triton-ft:serving.allowedCidrs");
     expect(problems.find((p) => p.key === "triton-ft:serving.allowedCidrs")?.message).toMatch(/internet-facing/);
-  });
-
-  it("restricts an internal NLB to allowed CIDRs when they are given", () => {
-    const cfg = withOverrides(gpt2Config(), { serving: { instanceType: "g5.xlarge", allowedCidrs: ["10.0.0.0/8"] } });
-    expect(render(cfg).service.spec?.loadBalancerSourceRanges).toEqual(["10.0.0.0/8"]);
   });
 });
 

@@ -27,6 +27,13 @@ describe("synth Kubernetes manifests", () => {
       "k8s/20-service.yaml",
       "k8s/21-metrics-service.yaml",
       "k8s/30-poddisruptionbudget.yaml",
+      "k8s/50-gateway-networkpolicies.yaml",
+      "k8s/51-gateway-config.yaml",
+      "k8s/52-gateway-keys-secret.yaml",
+      "k8s/53-gateway-deployment.yaml",
+      "k8s/54-gateway-service.yaml",
+      "k8s/55-gateway-metrics-service.yaml",
+      "k8s/56-gateway-poddisruptionbudget.yaml",
       "plan.json",
     ]);
     expect(result.owned).toContain(K8S_OUT);

@@ -379,6 +379,8 @@ describe("fastertransformer stand-in", () => {
       endId: 0,
       padId: 0,
       customAllReduce: false,
+      vocab: stack.model.arch.vocab,
+      decoupled: true,
     };
     const standIn = renderFastertransformer(opts, { backend: "python" });
     expect(renderFastertransformer(opts)).toBe(real);

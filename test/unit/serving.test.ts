@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
 import { ACCOUNT, REGION } from "../lib/mocks";
@@ -17,7 +18,10 @@ describe("stack-output contract", () => {
   // The snapshot: renaming, removing or retyping an output must fail here first.
   const EXPECTED = {
     httpEndpoint: "string",
-    grpcEndpoint: "string",
+    openaiBaseUrl: "string",
+    modelIds: "string[]",
+    apiKeys: "object (secret)",
+    gatewayImage: "string",
     modelName: "string",
     modelFamily: "string",
     modelSource: "string",
@@ -38,13 +42,15 @@ describe("stack-output contract", () => {
 
   let run: ProgramRun;
   beforeAll(async () => {
-    run = await runProgram(gpt2Config());
+    run = await runProgram(withOverrides(gpt2Config(), { serving: { consumers: ["search", "ads"] } }));
   });
 
   it("exports every contract output with its type and secrecy", () => {
+    const typeOf = (v: unknown): string =>
+      Array.isArray(v) ? (v.every((x) => typeof x === "string") ? "string[]" : "array") : typeof v;
     for (const [name, spec] of Object.entries(STACK_OUTPUT_CONTRACT)) {
       expect(run.outputs, name).toHaveProperty(name);
-      expect(typeof run.outputs[name], name).toBe(spec.type);
+      expect(typeOf(run.outputs[name]), name).toBe(spec.type);
       expect(run.secretOutputs.includes(name), `${name} secret`).toBe(spec.secret);
     }
   });
@@ -55,13 +61,15 @@ describe("stack-output contract", () => {
     expect(o.modelFamily).toBe("gpt");
     expect(o.modelSource).toBe("hf://openai-community/gpt2@607a30d783dfa663caf39e06633721c8d4cfcd7e");
     expect(o.tensorParallel).toBe(1);
-    expect(o.httpEndpoint).toMatch(/^http:\/\/[a-z0-9.-]+\.elb\.us-east-1\.amazonaws\.com:8000$/);
-    expect(o.grpcEndpoint).toMatch(/^[a-z0-9.-]+\.elb\.us-east-1\.amazonaws\.com:8001$/);
-    expect(
-      String(o.httpEndpoint)
-        .replace(/^http:\/\//, "")
-        .replace(/:8000$/, ""),
-    ).toBe(String(o.grpcEndpoint).replace(/:8001$/, ""));
+    // The gateway's NLB, plain HTTP without serving.tlsCertificateArn; Triton itself has no external address.
+    expect(o.httpEndpoint).toMatch(/^http:\/\/[a-z0-9.-]+$/);
+    expect(o.openaiBaseUrl).toBe(`${String(o.httpEndpoint)}/v1`);
+    expect(o.modelIds).toEqual(["gpt2"]);
+    const keys = o.apiKeys as Record<string, string>;
+    expect(Object.keys(keys).sort()).toEqual(["ads", "search"]);
+    for (const key of Object.values(keys)) expect(key).toMatch(/^tft-[A-Za-z0-9]{48}$/);
+    expect(keys.ads).not.toBe(keys.search);
+    expect(o.gatewayImage).toMatch(ECR_DIGEST_REF);
     expect(o.serverImage).toMatch(ECR_DIGEST_REF);
     expect(o.tritonWithFtImage).toMatch(ECR_DIGEST_REF);
     expect(o.namespace).toBe("triton");
@@ -75,10 +83,23 @@ describe("stack-output contract", () => {
     expect(table).toContain("| `kubeconfig` | string (secret) |");
   });
 
-  it("deploys the image the pipeline baked, by digest", () => {
-    const d = run.one("kubernetes:apps/v1:Deployment");
-    const containers = obj(obj(obj(obj(d.inputs.spec).template).spec)).containers as Obj[];
-    expect(containers[0]?.image).toBe(run.outputs.serverImage);
+  it("deploys the images the pipeline built, by digest", () => {
+    const image = (name: string): unknown =>
+      (
+        obj(obj(obj(obj(run.one("kubernetes:apps/v1:Deployment", name).inputs.spec).template).spec)).containers as Obj[]
+      )[0]?.image;
+    expect(image("triton-deployment")).toBe(run.outputs.serverImage);
+    expect(image("gateway-deployment")).toBe(run.outputs.gatewayImage);
+  });
+
+  it("keeps only SHA-256 hashes of the keys in the gateway's Secret", () => {
+    const secret = run.one("kubernetes:core/v1:Secret", "gateway-keys");
+    const json = String(obj(secret.inputs.stringData)["keys.json"]);
+    const keys = run.outputs.apiKeys as Record<string, string>;
+    for (const key of Object.values(keys)) expect(json).not.toContain(key);
+    const consumers = (JSON.parse(json) as { consumers: { name: string; keySha256: string[] }[] }).consumers;
+    expect(consumers.map((c) => c.name).sort()).toEqual(["ads", "search"]);
+    for (const c of consumers) expect(c.keySha256[0]).toBe(createHash("sha256").update(keys[c.name]).digest("hex"));
   });
 });
 
@@ -190,7 +211,7 @@ describe("create mode: EKS with a GPU node group", () => {
   });
 
   it("applies the workload through the cluster's one Kubernetes provider", () => {
-    const d = run.one("kubernetes:apps/v1:Deployment");
+    const d = run.one("kubernetes:apps/v1:Deployment", "triton-deployment");
     const svc = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
     expect(svc).toBeDefined();
     // Every Kubernetes resource of the workload goes through the cluster's provider.
@@ -209,15 +230,17 @@ describe("workload under mocks", () => {
           instanceType: "g5.xlarge",
           loadBalancerScheme: "internet-facing",
           allowedCidrs: ["203.0.113.0/24"],
+          tlsCertificateArn: "arn:aws:acm:us-east-1:123456789012:certificate/abc",
+          consumers: ["search"],
           replicas: 2,
         },
       }),
     );
   });
 
-  it("registers namespace, Deployment, both Services and the PDB in the configured namespace", () => {
+  it("registers namespace, Deployments, Services and PDBs in the configured namespace; only the gateway has a load balancer", () => {
     expect(run.one("kubernetes:core/v1:Namespace").inputs.metadata).toMatchObject({ name: "triton" });
-    const d = run.one("kubernetes:apps/v1:Deployment");
+    const d = run.one("kubernetes:apps/v1:Deployment", "triton-deployment");
     expect(obj(d.inputs.metadata)).toMatchObject({ name: "triton-gpt2", namespace: "triton" });
     expect(obj(d.inputs.spec).replicas).toBe(2);
     expect(
@@ -225,20 +248,26 @@ describe("workload under mocks", () => {
         .byType("kubernetes:core/v1:Service")
         .map((r) => obj(r.inputs.spec).type)
         .sort(),
-    ).toEqual(["ClusterIP", "LoadBalancer"]);
-    expect(obj(run.one("kubernetes:policy/v1:PodDisruptionBudget").inputs.spec).minAvailable).toBe(1);
+    ).toEqual(["ClusterIP", "ClusterIP", "ClusterIP", "LoadBalancer"]);
+    const lb = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
+    expect(lb?.name).toBe("gateway-service");
+    expect(obj(run.one("kubernetes:policy/v1:PodDisruptionBudget", "triton-pdb").inputs.spec).minAvailable).toBe(1);
+    expect(run.byType("kubernetes:networking.k8s.io/v1:NetworkPolicy")).toHaveLength(3);
   });
 
-  it("passes the scheme and source ranges to the NLB Service", () => {
+  it("passes the scheme, source ranges and TLS certificate to the gateway's NLB Service", () => {
     const svc = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
-    expect(obj(obj(svc?.inputs.metadata).annotations)["service.beta.kubernetes.io/aws-load-balancer-scheme"]).toBe(
-      "internet-facing",
+    const annotations = obj(obj(svc?.inputs.metadata).annotations);
+    expect(annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"]).toBe("internet-facing");
+    expect(annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"]).toBe(
+      "arn:aws:acm:us-east-1:123456789012:certificate/abc",
     );
     expect(obj(svc?.inputs.spec).loadBalancerSourceRanges).toEqual(["203.0.113.0/24"]);
+    expect(run.outputs.httpEndpoint).toMatch(/^https:\/\//);
   });
 
   it("applies GPU, probe and shm settings from the renderer", () => {
-    const d = run.one("kubernetes:apps/v1:Deployment");
+    const d = run.one("kubernetes:apps/v1:Deployment", "triton-deployment");
     const pod = obj(obj(obj(d.inputs.spec).template).spec);
     const c = (pod.containers as Obj[])[0] ?? {};
     expect(obj(obj(c.resources).limits)["nvidia.com/gpu"]).toBe("1");
@@ -270,7 +299,7 @@ describe("existing clusters", () => {
     expect(run.outputs.clusterName).toBe("team-gpu");
     expect(run.outputs.kubeconfig).toBe(kubeconfig);
     expect(run.secretOutputs).toContain("kubeconfig");
-    expect(run.outputs.httpEndpoint).toMatch(/^http:\/\/.+:8000$/);
+    expect(run.outputs.httpEndpoint).toMatch(/^http:\/\/.+$/);
   });
 
   it("stackReference mode: reads the named outputs of the other stack", async () => {
