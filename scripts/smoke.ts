@@ -1,6 +1,9 @@
 /**
  * Smoke test of a deployed (or local) Triton endpoint through the project's
- * ensemble contract.
+ * ensemble contract, or, with --openai, of the gateway as consumers call it
+ * (scripts/smokeGateway.ts):
+ *
+ *   npm run smoke -- --openai <openaiBaseUrl> --api-key <key> [--prompt TEXT]... [--max-tokens N]
  *
  *   npm run smoke -- --endpoint <url> [--prompt TEXT]... [--max-tokens N]
  *                    [--stop-word W]... [--wait SECS] [--timeout SECS] [--model NAME]
@@ -16,6 +19,7 @@ import { parseArgs } from "node:util";
 import { type TritonClient, TritonClientError } from "../infra/client/api";
 import { createClient } from "../infra/client/connect";
 import { REPOSITORY_MODELS, generate, readiness } from "../infra/client/ensemble";
+import { type GatewaySmokeArgs, parseGatewaySmokeArgs, smokeGateway } from "./smokeGateway";
 
 const USAGE =
   "usage: npm run smoke -- --endpoint <url> [--prompt TEXT]... [--max-tokens N] [--stop-word W]... [--wait SECS] [--timeout SECS] [--model NAME]";
@@ -126,6 +130,8 @@ async function smokeWith(client: TritonClient, args: SmokeArgs, log: (line: stri
 }
 
 async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  if (argv.some((a) => a === "--openai" || a.startsWith("--openai="))) return mainGateway(argv);
   let args: SmokeArgs;
   try {
     args = parseSmokeArgs(process.argv.slice(2));
@@ -145,6 +151,25 @@ async function main(): Promise<number> {
           ? error.message
           : String(error);
     console.error(`smoke: FAILED: ${detail}`);
+    return 1;
+  }
+}
+
+/** Through the gateway (what consumers reach): the OpenAI API with a team's key. */
+async function mainGateway(argv: string[]): Promise<number> {
+  let args: GatewaySmokeArgs;
+  try {
+    args = parseGatewaySmokeArgs(argv);
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    return 2;
+  }
+  try {
+    await smokeGateway(args, (line) => console.log(line));
+    console.log("smoke: OK");
+    return 0;
+  } catch (error) {
+    console.error(`smoke: FAILED: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
   }
 }

@@ -93,6 +93,8 @@ export function optionsFromPlan(plan: Plan): RepositoryOptions {
     endId: plan.model.tokens.endId,
     padId: plan.model.tokens.padId,
     customAllReduce: plan.serving.customAllReduce,
+    vocab: plan.model.arch.vocab,
+    decoupled: plan.serving.streaming,
   };
 }
 

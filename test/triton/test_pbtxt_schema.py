@@ -89,7 +89,15 @@ def test_models_agree_on_batching_and_backends(rendered: Path) -> None:
         configs = load(variant)
         sizes = {m: c.max_batch_size for m, c in configs.items()}
         assert len(set(sizes.values())) == 1 and sizes["ensemble"] > 0, f"{variant.name}: {sizes}"
-        assert configs["ensemble"].platform == "ensemble"
+        ensemble = configs["ensemble"]
+        if ensemble.platform != "ensemble":
+            # Streaming (serving.streaming): FT decoupled, and `ensemble` a decoupled Python model running the steps.
+            assert ensemble.backend == "python", variant.name
+            assert ensemble.model_transaction_policy.decoupled, variant.name
+            assert configs["fastertransformer"].model_transaction_policy.decoupled, variant.name
+            assert [g.count for g in ensemble.instance_group] == [ensemble.max_batch_size], variant.name
+        else:
+            assert not configs["fastertransformer"].model_transaction_policy.decoupled, variant.name
         assert configs["preprocessing"].backend == "python"
         assert configs["postprocessing"].backend == "python"
         ft = configs["fastertransformer"]
@@ -115,6 +123,20 @@ def tensor_types(configs: dict[str, mc.ModelConfig]) -> dict[str, dict[str, dict
     return out
 
 
+def ensemble_steps(ensemble: mc.ModelConfig) -> list[mc.ModelEnsembling.Step]:
+    """The ensemble's steps: its scheduling, or for the streaming (Python) ensemble
+    the same step list the renderer passes as the `steps` parameter."""
+    if ensemble.platform == "ensemble":
+        return list(ensemble.ensemble_scheduling.step)
+    steps = []
+    for raw in json.loads(ensemble.parameters["steps"].string_value):
+        step = mc.ModelEnsembling.Step(model_name=raw["model"], model_version=-1)
+        step.input_map.update(raw["inputMap"])
+        step.output_map.update(raw["outputMap"])
+        steps.append(step)
+    return steps
+
+
 def ensemble_wiring_problems(configs: dict[str, mc.ModelConfig]) -> list[str]:
     """What Triton would refuse when loading the ensemble, checked statically."""
     types = tensor_types(configs)
@@ -122,7 +144,7 @@ def ensemble_wiring_problems(configs: dict[str, mc.ModelConfig]) -> list[str]:
     available: dict[str, int] = dict(types["ensemble"]["input"])
     consumed: set[str] = set()
     problems: list[str] = []
-    for step in ensemble.ensemble_scheduling.step:
+    for step in ensemble_steps(ensemble):
         model = types.get(step.model_name)
         if model is None:
             problems.append(f"step {step.model_name}: no such model in the repository")
@@ -169,8 +191,14 @@ def test_ensemble_wiring_is_consistent_for_every_variant(rendered: Path) -> None
 
 def test_wiring_check_catches_a_renamed_tensor(rendered: Path) -> None:
     configs = load(variants(rendered)[0])
-    step = configs["ensemble"].ensemble_scheduling.step[1]
-    step.input_map["runtime_topk"] = step.input_map.pop("runtime_top_k")
+    ensemble = configs["ensemble"]
+    if ensemble.platform == "ensemble":
+        step = ensemble.ensemble_scheduling.step[1]
+        step.input_map["runtime_topk"] = step.input_map.pop("runtime_top_k")
+    else:
+        steps = json.loads(ensemble.parameters["steps"].string_value)
+        steps[1]["inputMap"]["runtime_topk"] = steps[1]["inputMap"].pop("runtime_top_k")
+        ensemble.parameters["steps"].string_value = json.dumps(steps)
     problems = ensemble_wiring_problems(configs)
     assert any("'runtime_topk' is not an input" in p for p in problems), problems
 
