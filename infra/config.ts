@@ -183,10 +183,17 @@ export const servingSchema = z
         "FT decoupled mode: tokens stream to the gateway as generated. false serves the ensemble one-to-one (KServe unary calls in-cluster), with no streaming.",
       ),
     consumers: z
-      .array(z.string().regex(/^[a-z0-9][a-z0-9-]{0,30}$/, "a team name: lower-case letters, digits and '-'"))
+      .array(
+        z
+          .string()
+          .regex(
+            /^[a-z0-9][a-z0-9-]{0,30}(:[a-z0-9-]{1,16})?$/,
+            "a team name (lower-case letters, digits, '-'), optionally ':<key generation>' for a rotation",
+          ),
+      )
       .default([])
       .describe(
-        "Teams that call the gateway: each gets a generated API key (secret stack output apiKeys.<team>). Required for an internet-facing load balancer.",
+        "Teams that call the gateway: each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
       ),
     tlsCertificateArn: z
       .string()

@@ -35,6 +35,11 @@ export const API_KEY_RANDOM_LENGTH = 48;
 /** The synth placeholder passes the renderer's image check; pulumi up always renders the real digest. */
 const PLACEHOLDER_IMAGE = "gateway:synth";
 
+/** `search:v2` -> `search`: the consumer a key belongs to (metrics and limits are per team). */
+export function teamOf(entry: string): string {
+  return entry.split(":")[0] ?? entry;
+}
+
 function sha256Hex(value: string): string {
   return createHash("sha256").update(value, "utf8").digest("hex");
 }
@@ -54,7 +59,7 @@ export class GatewayService extends pulumi.ComponentResource {
     // A key is replaced only when its resource is (rotation: README "API keys").
     const keys = args.consumers.map((team) => {
       const password = new random.RandomPassword(
-        `${name}-key-${team}`,
+        `${name}-key-${team.replace(":", "-")}`,
         { length: API_KEY_RANDOM_LENGTH, special: false },
         { parent: this },
       );
@@ -63,12 +68,16 @@ export class GatewayService extends pulumi.ComponentResource {
     this.apiKeys = pulumi.secret(
       pulumi.all(keys.map((k) => k.key)).apply((values) => Object.fromEntries(keys.map((k, i) => [k.team, values[i]]))),
     );
+    // `team:v2` is a second key of `team` (a rotation in progress): one consumer, several hashes.
     const keysJson = pulumi.secret(
-      pulumi.all(keys.map((k) => k.key)).apply((values) =>
-        JSON.stringify({
-          consumers: keys.map((k, i) => ({ name: k.team, keySha256: [sha256Hex(values[i])] })),
-        }),
-      ),
+      pulumi.all(keys.map((k) => k.key)).apply((values) => {
+        const byTeam = new Map<string, string[]>();
+        keys.forEach((k, i) => {
+          const team = teamOf(k.team);
+          byTeam.set(team, [...(byTeam.get(team) ?? []), sha256Hex(values[i])]);
+        });
+        return JSON.stringify({ consumers: [...byTeam].map(([name, keySha256]) => ({ name, keySha256 })) });
+      }),
     );
 
     // Everything but the pod template and the Secret's content is known at preview.

@@ -103,6 +103,23 @@ describe("stack-output contract", () => {
   });
 });
 
+describe("API key rotation", () => {
+  it("a second key of a team (`team:v2`) works beside the first: one consumer, two hashes", async () => {
+    const run = await runProgram(
+      withOverrides(gpt2Config(), { serving: { consumers: ["search", "search:v2", "ads"] } }),
+    );
+    const keys = run.outputs.apiKeys as Record<string, string>;
+    expect(Object.keys(keys).sort()).toEqual(["ads", "search", "search:v2"]);
+    const json = String(obj(run.one("kubernetes:core/v1:Secret", "gateway-keys").inputs.stringData)["keys.json"]);
+    const consumers = (JSON.parse(json) as { consumers: { name: string; keySha256: string[] }[] }).consumers;
+    const search = consumers.find((c) => c.name === "search");
+    expect(search?.keySha256.sort()).toEqual(
+      [keys.search, keys["search:v2"]].map((k) => createHash("sha256").update(k).digest("hex")).sort(),
+    );
+    expect(consumers.map((c) => c.name).sort()).toEqual(["ads", "search"]);
+  });
+});
+
 describe("create mode: EKS with a GPU node group", () => {
   let run: ProgramRun;
   beforeAll(async () => {
