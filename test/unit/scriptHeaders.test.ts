@@ -99,7 +99,8 @@ function requiredVars(script: string): { top: string[]; any: string[] } {
 function deployedRepository(id: StepId, key: string): string | undefined {
   const dev = repositoryNames(namePrefix("dev"));
   if (key === "IMAGE" || key === "BASE_IMAGE") return dev.tritonWithFt;
-  if (key === "ECR_REPOSITORY_URL") return id === "bake" ? dev.server : dev.tritonWithFt;
+  if (key === "ECR_REPOSITORY_URL")
+    return id === "bake" ? dev.server : id === "gateway-image" ? dev.gateway : dev.tritonWithFt;
   return undefined;
 }
 
@@ -110,12 +111,13 @@ const SCRIPTS: Record<StepId, string> = {
   convert: "scripts/remote/convert.sh",
   gemm: "scripts/remote/gemm.sh",
   bake: "scripts/remote/bake.sh",
+  "gateway-image": "scripts/remote/build-gateway-image.sh",
 };
 
 describe("remote step scripts against the step definitions", () => {
   const steps = emitted();
 
-  it("covers all six steps, each with its script", () => {
+  it("covers all seven steps, each with its script", () => {
     expect([...steps.keys()].sort()).toEqual(Object.keys(SCRIPTS).sort());
     for (const stack of STACKS.slice(0, 1))
       for (const s of planOf(stack, (p) => `h:${p}`).buildSteps) expect(s.script).toBe(SCRIPTS[s.id]);
