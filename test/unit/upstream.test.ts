@@ -59,12 +59,18 @@ describe("known-good upstream builds", () => {
     // Mixing two known sets is not known-good either.
     const [a, b] = KNOWN_GOOD_BUILDS;
     expect(
-      unknownBuildWarning({ tritonVersion: a!.tritonVersion, backendCommit: a!.backend.commit, ftCommit: b!.ft.commit }),
+      unknownBuildWarning({
+        tritonVersion: a!.tritonVersion,
+        backendCommit: a!.backend.commit,
+        ftCommit: b!.ft.commit,
+      }),
     ).toContain(a!.ft.commit);
   });
 
   it("leaves malformed or missing pins to the errors (no warning)", () => {
-    expect(unknownBuildWarning({ tritonVersion: "23.05", backendCommit: "main", ftCommit: PR_MERGE_FT })).toBeUndefined();
+    expect(
+      unknownBuildWarning({ tritonVersion: "23.05", backendCommit: "main", ftCommit: PR_MERGE_FT }),
+    ).toBeUndefined();
     expect(unknownBuildWarning({ tritonVersion: "23.05", ftCommit: PR_MERGE_FT })).toBeUndefined();
   });
 });
