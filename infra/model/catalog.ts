@@ -172,5 +172,7 @@ export function parameterCount(family: Family, a: ModelArch): number {
   const embeddings = a.vocab * a.hidden;
   // GPT-2 ties lm_head to wte but has learned positions; the others carry a separate lm_head.
   const head = family === "gpt" ? a.maxPositions * a.hidden : a.vocab * a.hidden;
-  return a.layers * perLayer + embeddings + head + 2 * a.hidden;
+  // GPT-J's (and so CodeGen's) lm_head carries a bias (model.lm_head.bias in FT's weight set).
+  const headBias = family === "gptj" || family === "codegen" ? a.vocab : 0;
+  return a.layers * perLayer + embeddings + head + headBias + 2 * a.hidden;
 }

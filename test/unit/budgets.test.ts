@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import { findPreset, parameterCount } from "../../infra/model/catalog";
+import { GiB, conversionRamBytes } from "../../infra/model/sizing";
+import {
+  BUDGET_FACTOR,
+  MEASURED,
+  RATES,
+  budgetMinutes,
+  stepBudgetMinutes,
+  stepEstimates,
+  type BudgetInputs,
+} from "../../infra/plan/budgets";
+
+const gemm = { batchSize: 8, beamWidth: 1, maxInputLen: 512 };
+function inputs(preset: string, vcpus = 16): BudgetInputs {
+  const p = findPreset(preset);
+  if (!p) throw new Error(preset);
+  return { family: p.family, parameters: parameterCount(p.family, p.arch), vcpus, gemm };
+}
+
+describe("step time budgets", () => {
+  it("the catalog's parameter counts are the measured models'", () => {
+    expect(inputs("kogpt-6b").parameters).toBe(MEASURED.kogpt.parameters);
+    expect(inputs("h2ogpt-oig-oasst1-512-6_9b").parameters).toBe(MEASURED.h2ogpt.parameters);
+  });
+
+  it("KoGPT's conversion estimate is the measured work plus the image pull", () => {
+    const e = stepEstimates(inputs("kogpt-6b")).convert;
+    const k = MEASURED.kogpt;
+    const work = k.consolidateSeconds + k.converterSeconds + k.fp16Seconds + k.verifySeconds;
+    // Rates take the slower family per phase: at most a few percent above KoGPT's own figures.
+    const measuredParts =
+      (e.parts.consolidate ?? 0) + (e.parts.converter ?? 0) + (e.parts.fp16 ?? 0) + (e.parts.verify ?? 0);
+    expect(measuredParts).toBeGreaterThanOrEqual(work - 0.01);
+    expect(measuredParts).toBeLessThan(work * 1.05);
+    expect(e.parts["pull triton_with_ft"]).toBeGreaterThan(0);
+    // The old budget was 107 minutes, 16× the measured work; now a hung convert fails within the hour.
+    const budget = budgetMinutes(e);
+    expect(budget).toBeLessThan(60);
+    expect(budget).toBeGreaterThan(work / 60);
+  });
+
+  it("h2oGPT's conversion has no fp16 rewrite (the converter writes fp16)", () => {
+    const e = stepEstimates(inputs("h2ogpt-oig-oasst1-512-6_9b")).convert;
+    expect(e.parts.fp16).toBeUndefined();
+    expect(e.parts.converter).toBeCloseTo(MEASURED.h2ogpt.parameters * RATES.converter, 6);
+  });
+
+  it("every budget is at least its estimate and within 3× of it", () => {
+    expect(BUDGET_FACTOR).toBeLessThanOrEqual(3);
+    for (const preset of ["gpt2", "kogpt-6b", "h2ogpt-oig-oasst1-512-6_9b", "codegen-16b-mono", "gpt-j-6b-jax"]) {
+      for (const vcpus of [4, 16, 96]) {
+        const i = inputs(preset, vcpus);
+        const e = stepEstimates(i);
+        const b = stepBudgetMinutes(i);
+        for (const [step, est] of Object.entries(e)) {
+          const minutes = b[step as keyof typeof b];
+          expect(minutes * 60, `${preset} ${vcpus} ${step}`).toBeGreaterThanOrEqual(est.seconds);
+          expect(minutes * 60, `${preset} ${vcpus} ${step}`).toBeLessThanOrEqual(3 * est.seconds + 60);
+        }
+      }
+    }
+  });
+
+  it("a smaller builder gets a longer conversion budget, a larger one no shorter than at 16 vCPUs", () => {
+    const at = (v: number) => stepBudgetMinutes(inputs("kogpt-6b", v)).convert;
+    expect(at(4)).toBeGreaterThan(at(16));
+    expect(at(96)).toBe(at(16));
+  });
+
+  it("the conversion RAM formula stays above what was measured", () => {
+    const h = findPreset("h2ogpt-oig-oasst1-512-6_9b")!;
+    const k = findPreset("kogpt-6b")!;
+    expect(conversionRamBytes(h.family, h.arch) / GiB).toBeGreaterThan(MEASURED.h2ogpt.converterPeakRamGiB);
+    expect(conversionRamBytes(h.family, h.arch) / GiB).toBeCloseTo(35.9, 1);
+    expect(conversionRamBytes(k.family, k.arch) / GiB).toBeGreaterThan(MEASURED.kogpt.converterPeakRamGiB);
+  });
+});
