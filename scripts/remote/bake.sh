@@ -113,7 +113,7 @@ pull_image "$AWS_REGION" "$BASE_IMAGE" "$ECR_REGISTRY"
 
 phase verify-weights
 # Same check as the end of convert: the bake must never ship a partial set.
-docker run --rm --user "$(id -u):$(id -g)" -e HOME=/tmp \
+docker run --rm --user "$(id -u):$(id -g)" -e HOME=/tmp -e PYTHONDONTWRITEBYTECODE=1 \
   -v "$WEIGHTS_DIR:$WEIGHTS_DIR:ro" -v "$TRITON_FT_SCRIPTS_ROOT:$TRITON_FT_SCRIPTS_ROOT:ro" \
   -v "$(dirname "$EXPECTED_WEIGHTS_JSON"):$(dirname "$EXPECTED_WEIGHTS_JSON"):ro" \
   "$BASE_IMAGE" python3 "$verifier" --expected "$EXPECTED_WEIGHTS_JSON" "$WEIGHTS_DIR" >&2 \

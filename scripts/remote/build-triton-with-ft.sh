@@ -19,7 +19,7 @@
 #   REQUIRED_FREE_GIB     int     Optional; free disk needed before building.      default '60'
 #   RESULT_FILE           string  Optional; where `image=<ref>` is written.        default "$WORK_ROOT/results/triton-with-ft.env"
 #
-# The image tag is "<TRITON_VERSION>-<hash>", hash = sha256 over the Triton
+# The image tag is "twf-<TRITON_VERSION>-<hash>", hash = sha256 over the Triton
 # version, both commits, the SM list and every file of DOCKERFILE_DIR. When
 # that tag already exists in ECR the build is skipped.
 #
@@ -55,7 +55,8 @@ phase tag
 recipe_hash=$(hash_files "$DOCKERFILE_DIR")
 content_hash=$(printf 'triton=%s\nbackend=%s\nft=%s\nsm=%s\nrecipe=%s\n' \
   "$TRITON_VERSION" "$FT_BACKEND_COMMIT" "$FT_COMMIT" "$SM_LIST" "$recipe_hash" | sha256sum | cut -c1-24)
-tag="$TRITON_VERSION-$content_hash"
+# The twf- prefix is what the repository's lifecycle policy counts (infra/cloud/ecr.ts).
+tag="twf-$TRITON_VERSION-$content_hash"
 log "image tag $tag"
 
 phase ecr-login
@@ -92,8 +93,27 @@ else
     git -C "$tmp" -c advice.detachedHead=false checkout -q --force "$commit"
     head=$(git -C "$tmp" rev-parse HEAD)
     [[ $head == "$commit" ]] || die "checkout of $url gave $head, expected $commit"
+    verify_upstream "$tmp" "$url" "$commit"
     replace_dir "$tmp" "$dest"
     log "checked out $url at $commit"
+  }
+
+  # verify_upstream <repo-dir> <url> <commit> : the commit must be reachable
+  # from an upstream branch or tag. GitHub serves any commit by SHA, including
+  # a pull request's test merge (refs/pull/N/merge), which is on no branch, can
+  # disappear and is not what upstream released: refuse those before an hour
+  # of compiling. Branch and tag history comes without file contents
+  # (--filter=blob:none), so this costs seconds even for FasterTransformer.
+  verify_upstream() {
+    local dir=$1 url=$2 commit=$3 refs
+    local spec=('+refs/heads/*:refs/remotes/origin/*' '+refs/tags/*:refs/tags/*')
+    if ! retry 3 10 git -C "$dir" fetch -q --filter=blob:none origin "${spec[@]}"; then
+      warn "partial fetch of the branches and tags of $url refused; fetching them in full"
+      retry 3 10 git -C "$dir" fetch -q origin "${spec[@]}"
+    fi
+    refs=$(git -C "$dir" for-each-ref --contains "$commit" --format='%(refname:short)' refs/remotes/origin refs/tags | head -n 3 | tr '\n' ' ')
+    [[ -n $refs ]] || die "pinned commit $commit of $url is on no upstream branch or tag (a pull request's test merge or a deleted branch?); pin a commit of a branch or tag (see README, Upstream pins)"
+    log "$commit is reachable from $refs"
   }
 
   phase clone

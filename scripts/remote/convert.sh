@@ -16,6 +16,9 @@
 #   CONVERT_ARGV           array   The FT converter command.                 e.g. (python3 /workspace/FasterTransformer/examples/pytorch/gptneox/utils/huggingface_gptneox_convert.py -i '{{SRC}}' -o '{{OUT}}' -i_g 2 -m_n gptneox -weight_data_type fp16)
 #   FP16_ARGV              array   Optional; fp16 rewrite of the converter output. e.g. (python3 '{{SCRIPTS}}/convert/to_fp16.py' '{{OUT}}/2-gpu')
 #   EXPECTED_WEIGHTS_JSON  string  Absolute path of the expected weight-set JSON for verify_weights.py.
+#   CONVERT_HELPERS        array   The project's Python helpers this conversion runs, with every helper they
+#                                  import, as repo paths: exactly the files the Pulumi side hashes for this
+#                                  step. e.g. (scripts/convert/consolidate_checkpoint.py scripts/convert/hf_checkpoint.py)
 #   CONFIG_INI             string  Optional; a planned config.ini installed into <TP>-gpu right after the
 #                                  converter, for converters that write none (GPT-J JAX slim). e.g. '/opt/triton-ft/plan/config.ini'
 #   DOCKER_GPUS            string  Optional; value of docker run --gpus.      default 'all'
@@ -63,8 +66,15 @@ verifier=$TRITON_FT_SCRIPTS_ROOT/convert/verify_weights.py
 [[ -f $verifier ]] || die "weight-set verifier not found: $verifier"
 
 # The model's identity comes from the fetch stamp; the helper scripts and the
-# expected weight list change what a conversion produces.
-hash_extra=("$EXPECTED_WEIGHTS_JSON" "$TRITON_FT_SCRIPTS_ROOT/convert")
+# expected weight list change what a conversion produces. The helpers are the
+# listed files only (never the folder: running them leaves __pycache__ there).
+declare -p CONVERT_HELPERS >/dev/null 2>&1 || CONVERT_HELPERS=()
+((${#CONVERT_HELPERS[@]})) || die "CONVERT_HELPERS is empty; the plan must list the helper scripts it runs"
+hash_extra=("$EXPECTED_WEIGHTS_JSON")
+for helper in "${CONVERT_HELPERS[@]}"; do
+  [[ $helper == scripts/convert/*.py ]] || die "CONVERT_HELPERS entry '$helper' is not a scripts/convert/*.py path"
+  hash_extra+=("$TRITON_FT_SCRIPTS_ROOT/${helper#scripts/}")
+done
 if [[ -n ${CONFIG_INI:-} ]]; then
   require_abs_path CONFIG_INI
   [[ -f $CONFIG_INI ]] || die "CONFIG_INI not found: $CONFIG_INI"
@@ -101,10 +111,10 @@ else
 
   pull_image "$AWS_REGION" "$IMAGE"
 
-  mounts=(-v "$WORK_ROOT:$WORK_ROOT")
-  if [[ $TRITON_FT_SCRIPTS_ROOT != "$WORK_ROOT"/* ]]; then
-    mounts+=(-v "$TRITON_FT_SCRIPTS_ROOT:$TRITON_FT_SCRIPTS_ROOT:ro")
-  fi
+  # The scripts are mounted read-only even when they sit under WORK_ROOT (the
+  # later mount wins for that path): nothing a helper does can change the
+  # files the step's input hash covers.
+  mounts=(-v "$WORK_ROOT:$WORK_ROOT" -v "$TRITON_FT_SCRIPTS_ROOT:$TRITON_FT_SCRIPTS_ROOT:ro")
   expected_dir=$(dirname "$EXPECTED_WEIGHTS_JSON")
   if [[ $expected_dir != "$WORK_ROOT"/* && $expected_dir != "$TRITON_FT_SCRIPTS_ROOT"/* ]]; then
     mounts+=(-v "$expected_dir:$expected_dir:ro")
@@ -114,7 +124,7 @@ else
   in_image() {
     docker run --rm --gpus "$DOCKER_GPUS" --shm-size "$SHM_SIZE" \
       --user "$(id -u):$(id -g)" "${mounts[@]}" -w "$attempt" \
-      -e HOME=/tmp -e HF_HUB_OFFLINE=1 -e TRANSFORMERS_OFFLINE=1 \
+      -e HOME=/tmp -e HF_HUB_OFFLINE=1 -e TRANSFORMERS_OFFLINE=1 -e PYTHONDONTWRITEBYTECODE=1 \
       -e PYTHONPATH=/workspace/FasterTransformer \
       "$IMAGE" "$@" >&2
   }

@@ -207,7 +207,7 @@ for f in "${EXPECTED_FILES[@]}"; do
 done
 log "all ${#EXPECTED_FILES[@]} expected file patterns present"
 if [[ -n ${CHECK_FAMILY:-} ]]; then
-  "$CHECK_PYTHON" "$check_script" --family "$CHECK_FAMILY" --expected "$CHECK_EXPECTED_JSON" --config "$staging" >&2 \
+  PYTHONDONTWRITEBYTECODE=1 "$CHECK_PYTHON" "$check_script" --family "$CHECK_FAMILY" --expected "$CHECK_EXPECTED_JSON" --config "$staging" >&2 \
     || die "model config in $staging does not match the expected $CHECK_FAMILY architecture (see check output above)"
 fi
 

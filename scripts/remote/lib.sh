@@ -136,6 +136,21 @@ step_init() {
   ensure_dir "$STATE_DIR"
   ensure_dir "$TMP_ROOT"
   log "config $STEP_CONFIG, work root $WORK_ROOT"
+  step_lock
+}
+
+# step_lock : one run of a step at a time on this host. A second `pulumi up`
+# (or a retry while the first still runs over a dropped SSH session) waits
+# here, then finds the marker and skips. The lock is an open file descriptor,
+# released by the kernel when the process ends, however it ends.
+step_lock() {
+  local lock=$STATE_DIR/$STEP_NAME.lock
+  exec {STEP_LOCK_FD}>>"$lock"
+  if ! flock -n "$STEP_LOCK_FD"; then
+    log "another run of step $STEP_NAME holds $lock; waiting for it to finish"
+    flock "$STEP_LOCK_FD"
+  fi
+  log "holding the step lock $lock"
 }
 
 # ensure_dir <dir> : creates a folder owned by the current user, using
@@ -156,11 +171,22 @@ ensure_dir() {
 
 # ------------------------------------------------------------ input hashes --
 
+# Names that never reach a remote step's work even when they sit in a shipped
+# folder: Python bytecode caches (the helpers write them when they run), test
+# and type-checker caches, editor backups. The Pulumi side skips the same
+# names (infra/plan/contentHash.ts), so both hash the same files.
+HASH_IGNORED_DIRS=(__pycache__ .pytest_cache .mypy_cache node_modules)
+HASH_IGNORED_FILES=('*.pyc' '*~')
+
 # hash_files <file-or-dir>... : prints one sha256 over the names and contents
-# of the given files; folders are walked in a stable order. Missing paths are
-# an error, since a silently skipped input would make the hash lie.
+# of the given files; folders are walked in a stable order, without the
+# ignored names above. Missing paths are an error, since a silently skipped
+# input would make the hash lie.
 hash_files() {
-  local p
+  local p d f
+  local prune=() skip=()
+  for d in "${HASH_IGNORED_DIRS[@]}"; do prune+=(-name "$d" -o); done
+  for f in "${HASH_IGNORED_FILES[@]}"; do skip+=(! -name "$f"); done
   # Checked up front: a die inside the pipeline below would only end a subshell.
   for p in "$@"; do
     [[ -e $p ]] || die "input to hash does not exist: $p"
@@ -169,7 +195,8 @@ hash_files() {
     for p in "$@"; do
       if [[ -d $p ]]; then
         printf 'dir %s\n' "$p"
-        (cd "$p" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+        (cd "$p" && find . \( -type d \( "${prune[@]::${#prune[@]}-1}" \) -prune \) -o \( -type f "${skip[@]}" -print0 \) \
+          | LC_ALL=C sort -z | xargs -0 -r sha256sum)
       elif [[ -f $p ]]; then
         printf 'file %s %s\n' "$p" "$(sha256sum <"$p" | cut -d' ' -f1)"
       fi
@@ -285,17 +312,30 @@ check_free_disk() {
 }
 
 # replace_dir <staged> <final> : moves a completed staging folder into place.
-# The old folder is moved aside first and removed only after the rename, so
-# the final path is never a half-written mix of old and new content.
+# The old folder is moved aside first (to <final>.old) and removed after the
+# rename, so the final path is never a half-written mix of old and new
+# content. An interruption between the two renames (INT, TERM, HUP: the SSH
+# session of `pulumi up` going away) puts the old folder back; after a kill
+# that no trap sees, the next call removes the leftover first. Either way no
+# second copy of multi-GB weights stays behind.
 replace_dir() {
-  local staged=$1 final=$2 old=""
+  local staged=$1 final=$2 old
+  old=$final.old
   ensure_dir "$(dirname "$final")"
+  # Leftovers of interrupted runs, including the <final>.old.<pid> copies older versions made.
+  rm -rf "$old" "$final".old.[0-9]*
   if [[ -e $final ]]; then
-    old=$final.old.$$
     mv "$final" "$old"
   fi
+  trap '_replace_dir_rollback "$old" "$final"; exit 130' INT TERM HUP
   mv "$staged" "$final"
-  if [[ -n $old ]]; then rm -rf "$old"; fi
+  trap - INT TERM HUP
+  rm -rf "$old"
+}
+
+_replace_dir_rollback() {
+  if [[ ! -e $2 && -e $1 ]]; then mv "$1" "$2"; fi
+  log "interrupted while swapping $2 in; the previous content is back in place"
 }
 
 # substitute_placeholders <array-name> <KEY=value>... : replaces {{KEY}} in
@@ -400,9 +440,42 @@ build_and_push() {
   IMAGE_DIGEST=$(push_image "$AWS_REGION" "$ECR_REPO_NAME" "$local_ref" "$tag")
 }
 
-# finish_image_step <digest> <tag> : the image steps' results, then the marker.
+# finish_image_step <digest> <tag> : protects the image from expiry (tag live),
+# then the image steps' results, then the marker.
 finish_image_step() {
+  phase protect
+  ecr_protect "$AWS_REGION" "$ECR_REPO_NAME" "$1"
   result image "$ECR_REPOSITORY_URL@$1"
   result tag "$2"
   step_done
+}
+
+# ecr_protect <region> <repository-name> <digest> : tags the image `live`,
+# and the image that was `live` before it `previous`. These are the only
+# mutable tags of the repositories, and the lifecycle policy never expires an
+# image that carries one (infra/cloud/ecr.ts): the deployed image
+# survives even when it is the oldest push (a skipped bake keeps its date).
+ecr_protect() {
+  local region=$1 repo=$2 digest=$3 current
+  current=$(aws ecr describe-images --region "$region" --repository-name "$repo" \
+    --image-ids imageTag=live --query 'imageDetails[0].imageDigest' --output text 2>/dev/null || true)
+  if [[ $current == sha256:* && $current != "$digest" ]]; then
+    _ecr_move_tag "$region" "$repo" "$current" previous
+  fi
+  if [[ $current != "$digest" ]]; then
+    _ecr_move_tag "$region" "$repo" "$digest" live
+  fi
+  log "protected $repo@$digest from expiry (tag live)"
+}
+
+# _ecr_move_tag <region> <repository-name> <digest> <tag> : points a mutable tag at a digest.
+_ecr_move_tag() {
+  local manifest media
+  manifest=$(aws ecr batch-get-image --region "$1" --repository-name "$2" --image-ids "imageDigest=$3" \
+    --query 'images[0].imageManifest' --output text) || die "cannot read the manifest of $2@$3"
+  media=$(aws ecr batch-get-image --region "$1" --repository-name "$2" --image-ids "imageDigest=$3" \
+    --query 'images[0].imageManifestMediaType' --output text) || die "cannot read the manifest type of $2@$3"
+  aws ecr put-image --region "$1" --repository-name "$2" --image-tag "$4" \
+    --image-manifest "$manifest" --image-manifest-media-type "$media" >/dev/null \
+    || die "cannot tag $2@$3 as $4 (the repository must allow moving tag $4: IMMUTABLE_WITH_EXCLUSION)"
 }

@@ -29,7 +29,7 @@ setup() {
   assert_calls 1 docker "build"
   assert_calls 1 docker "--build-arg SM=86"
   assert_calls 1 docker "--build-arg TRITON_VERSION=23.05"
-  assert_calls 1 docker "push $REPO_URL:23.05-"
+  assert_calls 1 docker "push $REPO_URL:twf-23.05-"
   [[ $output =~ RESULT\ image=$REPO_URL@sha256:[0-9a-f]{64} ]]
   # The context holds the recipe and both checkouts, without .git.
   grep -qx './Dockerfile' "$STUB_STATE/last-build-context"
@@ -83,7 +83,7 @@ setup() {
   run bash "$S/build-triton-with-ft.sh" "$CFG"
   tag4=$(sed -n 's/^RESULT tag=//p' <<<"$output")
   [ "$tag4" != "$tag3" ]
-  [[ $tag1 == 23.05-* ]]
+  [[ $tag1 == twf-23.05-* ]]
 }
 
 @test "build: resumes after a failed push without re-cloning" {
@@ -152,4 +152,29 @@ setup() {
   run bash "$S/build-triton-with-ft.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "TRITON_VERSION must look like YY.MM"
+}
+
+@test "build: a pinned commit on no upstream branch or tag is refused before compiling" {
+  export STUB_GIT_UNREACHABLE=$FT_SHA
+  run bash "$S/build-triton-with-ft.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "pinned commit $FT_SHA of https://github.com/NVIDIA/FasterTransformer.git is on no upstream branch or tag"
+  # Both repositories' branch and tag history was fetched without blobs; nothing was built.
+  assert_calls 2 git "fetch -q --filter=blob:none origin +refs/heads/\*:refs/remotes/origin/\* +refs/tags/\*:refs/tags/\*"
+  assert_calls 0 docker build
+  [ ! -e "$WORK/src/FasterTransformer" ]
+}
+
+@test "build: the pushed image is tagged live; the one before becomes previous" {
+  run bash "$S/build-triton-with-ft.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  first=$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/live")
+  [[ $first == sha256:* ]]
+  [ ! -e "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/previous" ]
+  sed -i "s/^SM_LIST=.*/SM_LIST='80,86'/" "$CFG"
+  run bash "$S/build-triton-with-ft.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  [ "$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/previous")" = "$first" ]
+  [ "$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/live")" != "$first" ]
+  assert_output_has "RESULT image=$REPO_URL@$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/live")"
 }

@@ -123,6 +123,12 @@ case $tool in
         cat "$dir/.git/HEAD_SHA"
         ;;
       config) exit 1 ;; # no .gitmodules in the stub checkouts
+      for-each-ref)
+        # Upstream branches containing the checked-out commit; STUB_GIT_UNREACHABLE
+        # names commits that are on none (a pull request's test merge).
+        sha=$(cat "$dir/.git/HEAD_SHA")
+        [[ -n ${STUB_GIT_UNREACHABLE:-} && $STUB_GIT_UNREACHABLE == *"$sha"* ]] || echo "origin/main"
+        ;;
       *) echo "stub git: unsupported subcommand $sub" >&2; exit 2 ;;
     esac
     ;;
@@ -139,6 +145,22 @@ case $tool in
           echo "An error occurred (ImageNotFoundException) when calling the DescribeImages operation: The image with imageId {imageTag:'$tag'} does not exist" >&2
           exit 254
         fi
+        ;;
+      "ecr batch-get-image")
+        ids=$(opt_value --image-ids "$@")
+        query=$(opt_value --query "$@")
+        if [[ $query == *MediaType* ]]; then
+          echo "application/vnd.docker.distribution.manifest.v2+json"
+        else
+          echo "manifest:${ids#imageDigest=}"
+        fi
+        ;;
+      "ecr put-image")
+        repo=$(opt_value --repository-name "$@")
+        tag=$(opt_value --image-tag "$@")
+        manifest=$(opt_value --image-manifest "$@")
+        mkdir -p "$STUB_STATE/ecr/$repo"
+        printf '%s\n' "${manifest#manifest:}" >"$STUB_STATE/ecr/$repo/$tag"
         ;;
       *) echo "stub aws: unsupported $*" >&2; exit 2 ;;
     esac
