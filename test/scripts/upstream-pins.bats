@@ -41,6 +41,7 @@ setup() {
   CFG=$T/build.env
 }
 
+# shellcheck disable=SC2153 # WORK is exported by common_setup
 config() {
   cat >"$CFG" <<CONF
 WORK_ROOT='$WORK'
