@@ -21,9 +21,27 @@ if [[ ! -f $venv/.complete ]]; then
   # install: start it again from scratch rather than trust it.
   rm -rf "$venv"
   mkdir -p "$cache_root"
-  echo "pyenv: creating $venv from $lock" >&2
+  echo "pyenv: creating $venv from $lock (a cold build of a torch lock downloads about 5 GB)" >&2
   "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input -r "$lock" >&2
+  # Progress: pip's own lines for each package, and a heartbeat with the venv's
+  # size every 30 s, since one wheel can take minutes to download.
+  started=$SECONDS
+  (
+    while sleep 30; do
+      echo "pyenv: still installing after $((SECONDS - started)) s; venv is $(du -sm "$venv" 2>/dev/null | cut -f1) MB" >&2
+    done
+  ) &
+  heartbeat=$!
+  rc=0
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar off -r "$lock" 2>&1 \
+    | sed -un 's/^\(Collecting\|Downloading\|Successfully installed\).*/pyenv: &/p' >&2 || rc=$?
+  kill "$heartbeat" 2>/dev/null || true
+  wait "$heartbeat" 2>/dev/null || true
+  if ((rc != 0)); then
+    echo "pyenv: pip install from $lock failed (exit $rc); the half-built venv is removed on the next run" >&2
+    exit "$rc"
+  fi
+  echo "pyenv: $venv ready after $((SECONDS - started)) s" >&2
   touch "$venv/.complete"
 fi
 echo "$venv"
