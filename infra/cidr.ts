@@ -90,7 +90,10 @@ export function sshCidrFindings(cidrs: readonly string[]): CidrFinding[] {
         level: "error",
         index,
         value,
-        message: `opens SSH on a GPU host to ${p.cidr.size.toLocaleString("en-US")} addresses; the widest allowed is a /${SSH_MAX_PREFIX} (65,536)`,
+        message:
+          p.cidr.prefix === 0
+            ? "opens SSH on a GPU host to the whole internet"
+            : `opens SSH on a GPU host to ${p.cidr.size.toLocaleString("en-US")} addresses; the widest allowed is a /${SSH_MAX_PREFIX} (65,536)`,
         fix: "list the CIDR of the machine that runs pulumi up (its public IP/32), or of a runner inside the VPC",
       });
     } else if (isDocumentationRange(p.cidr)) {

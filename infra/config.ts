@@ -8,11 +8,19 @@
  * are set does.
  */
 import { z } from "zod";
+import { DEFAULT_KUBERNETES_VERSION } from "./catalog/eks";
+import { parseCidr } from "./cidr";
+import { knownKeysAt, parseLeniently, type Problem } from "./configIssues";
+import { unknownKeyProblems } from "./configKeys";
 import { FAMILIES } from "./model/types";
 
 export const PROJECT = "triton-ft";
 
-const cidr = z.string().regex(/^(\d{1,3}\.){3}\d{1,3}\/\d{1,2}$/, "must be an IPv4 CIDR such as 203.0.113.0/24");
+/** An IPv4 CIDR, parsed by ipaddr.js (infra/cidr.ts): 999.1.1.1/32, 10.0.0.0/33 and 10.0.0.1/16 are refused with the reason. */
+const cidr = z.string().superRefine((value, ctx) => {
+  const p = parseCidr(value);
+  if (!p.ok) ctx.addIssue({ code: "custom", message: p.reason, params: { fix: p.fix } });
+});
 
 const positiveInt = z.number().int().positive();
 
@@ -25,7 +33,7 @@ const modelSourceSchema = z.union([
           revision: z
             .string()
             .min(1)
-            .describe("Commit SHA (40 hex) of the repo to fetch. Branches and tags are refused."),
+            .describe("Commit SHA (40 hex) of the repo to fetch; required. Branches and tags are refused."),
         })
         .strict(),
     })
@@ -39,10 +47,10 @@ const modelSourceSchema = z.union([
             .url()
             .optional()
             .describe("https URL of a mesh-transformer-jax slim checkpoint (.tar.zstd). Defaults to the preset's."),
-          sha256: z.string().describe("SHA-256 of the archive (64 hex)."),
+          sha256: z.string().describe('SHA-256 of the archive (64 hex), quoted in YAML: sha256: "…".'),
           tokenizerRevision: z
             .string()
-            .describe("Commit SHA (40 hex) of the preset's Hugging Face repo to take the tokenizer from."),
+            .describe("Commit SHA (40 hex) of the preset's Hugging Face repo to take the tokenizer from; required."),
         })
         .strict(),
     })
@@ -76,7 +84,7 @@ export const modelSchema = z
     source: modelSourceSchema
       .optional()
       .describe(
-        "{huggingface: {repo, revision}} or {archive: {url, sha256}}. Defaults to the preset's repo; a revision is always required.",
+        "{huggingface: {repo, revision}} (revision: a 40-hex commit, required) or, for the gpt-j-6b-jax preset, {archive: {sha256, tokenizerRevision, url?}} (sha256 quoted; tokenizerRevision a 40-hex commit).",
       ),
     arch: archSchema
       .optional()
@@ -232,7 +240,12 @@ export const clusterSchema = z
       .string()
       .default("clusterName")
       .describe("Output name of the cluster name in the referenced stack."),
-    kubernetesVersion: z.string().default("1.31").describe("EKS control-plane version (mode create)."),
+    kubernetesVersion: z
+      .string()
+      .default(DEFAULT_KUBERNETES_VERSION)
+      .describe(
+        'EKS control-plane version (mode create), quoted ("1.35"). Refused when EKS does not offer it; a warning in extended support (infra/catalog/eks.ts).',
+      ),
     nodeRootVolumeGiB: positiveInt.optional().describe("GPU node root volume. Defaults to room for two server images."),
   })
   .strict();
@@ -286,71 +299,39 @@ export type SecretKey = keyof typeof SECRET_KEYS;
 export type SecretPresence = Partial<Record<SecretKey, boolean>>;
 
 /** One configuration mistake, phrased for a person: which key, what value, how to fix it. */
-export interface ConfigProblem {
-  key: string;
-  value: unknown;
-  message: string;
-  fix: string;
-}
+export type ConfigProblem = Problem;
 
 export const CONFIG_KEYS = ["model", "build", "serving", "gemm", "cluster", "network", "tags"] as const;
 
+/** Every top-level key of the namespace the program reads: the objects above and the secrets. */
+export const NAMESPACE_KEYS: readonly string[] = [...CONFIG_KEYS, ...Object.keys(SECRET_KEYS)];
+
 /**
- * Schema-level parse. Collects every type/format problem (not just the first) so
- * that a bad stack file is reported in one pass together with the semantic rules.
+ * Schema-level parse. Collects every problem, not just the first: unknown
+ * top-level keys (with a did-you-mean and the `--path` hint), unknown nested
+ * keys, wrong types, ranges and formats. Bad values are dropped (their
+ * defaults apply) so the semantic rules still run and report in the same
+ * pass; `dropped` names them so rules about them are left out.
+ *
+ * `raw` holds the namespace's keys without the `triton-ft:` prefix; a key
+ * whose value the program did not read (unknown keys from the engine) may map
+ * to undefined: it is reported by name only.
  */
-export function parseConfig(raw: Record<string, unknown>): { config?: StackConfig; problems: ConfigProblem[] } {
-  const known = new Set<string>([...CONFIG_KEYS, ...Object.keys(SECRET_KEYS)]);
-  const problems: ConfigProblem[] = [];
+export function parseConfig(raw: Record<string, unknown>): {
+  config?: StackConfig;
+  problems: ConfigProblem[];
+  dropped: string[];
+} {
+  const keys = Object.keys(raw);
+  const problems: ConfigProblem[] = unknownKeyProblems(
+    keys,
+    { topLevel: NAMESPACE_KEYS, nested: (k) => knownKeysAt(configSchema, [k]) },
+    PROJECT,
+  );
   const values: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) {
-    if (known.has(key)) {
-      if (!(key in SECRET_KEYS)) values[key] = value;
-    } else {
-      problems.push({
-        key: `${PROJECT}:${key}`,
-        value,
-        message: "is not a known configuration key",
-        fix: `remove it, or use one of: ${[...known].join(", ")}`,
-      });
-    }
+  for (const key of keys) {
+    if ((CONFIG_KEYS as readonly string[]).includes(key) && raw[key] !== undefined) values[key] = raw[key];
   }
-  const result = configSchema.safeParse(values);
-  if (!result.success) {
-    for (const issue of result.error.issues) {
-      const key = [PROJECT + ":" + String(issue.path[0] ?? ""), ...issue.path.slice(1).map(String)].join(".");
-      problems.push({
-        key,
-        value: valueAt(values, issue.path),
-        message: issue.message,
-        fix: fixFor(issue),
-      });
-    }
-    return { problems };
-  }
-  return { config: result.data, problems };
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let cur: unknown = root;
-  for (const part of path) {
-    if (cur === null || typeof cur !== "object") return undefined;
-    cur = (cur as Record<PropertyKey, unknown>)[part];
-  }
-  return cur;
-}
-
-function fixFor(issue: z.core.$ZodIssue): string {
-  switch (issue.code) {
-    case "unrecognized_keys":
-      return `remove ${issue.keys.join(", ")}; see the configuration reference in README.md`;
-    case "invalid_value":
-      return `use one of: ${issue.values.map(String).join(", ")}`;
-    case "invalid_type":
-      return issue.input === undefined ? "set this key" : `give a value of type ${issue.expected}`;
-    case "invalid_union":
-      return "use {huggingface: {repo, revision}} or {archive: {url, sha256}}";
-    default:
-      return "see the configuration reference in README.md";
-  }
+  const parsed = parseLeniently(configSchema, values, PROJECT);
+  return { config: parsed.config, problems: [...problems, ...parsed.problems], dropped: parsed.dropped };
 }

@@ -5,7 +5,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./config";
-import { ConfigError, resolveStack } from "./validate";
+import { namespaceKeys } from "./configKeys";
+import { ConfigError, formatWarnings, resolveStack } from "./validate";
 import type { ResolvedStack } from "./stack";
 
 export type StackSecrets = Partial<Record<SecretKey, pulumi.Output<string>>>;
@@ -19,9 +20,15 @@ export interface LoadedStack {
 export function loadStack(): LoadedStack {
   const cfg = new pulumi.Config(PROJECT);
   const raw: Record<string, unknown> = {};
+  // Every key of the namespace, not only the known ones: `triton-ft:servng`, or
+  // `triton-ft:serving.replicas` set without --path, must fail the preview
+  // instead of deploying the defaults. Unknown keys' values are never read
+  // (one may be a secret under a misspelt name).
+  for (const key of namespaceKeys(Object.keys(pulumi.runtime.allConfig()), PROJECT)) raw[key] = undefined;
   for (const key of CONFIG_KEYS) {
     const value = cfg.getObject<unknown>(key);
     if (value !== undefined) raw[key] = value;
+    else delete raw[key];
   }
   const secrets: StackSecrets = {};
   for (const key of Object.keys(SECRET_KEYS) as SecretKey[]) {
@@ -29,7 +36,8 @@ export function loadStack(): LoadedStack {
     if (value !== undefined) secrets[key] = value;
   }
   const presence = Object.fromEntries(Object.keys(secrets).map((k) => [k, true]));
-  const { stack, problems } = resolveStack(raw, presence);
+  const { stack, problems, warnings } = resolveStack(raw, presence);
+  if (warnings.length > 0) void pulumi.log.warn(formatWarnings(pulumi.getStack(), warnings));
   if (!stack) throw new ConfigError(pulumi.getStack(), problems);
   return { stack, secrets };
 }

@@ -18,6 +18,9 @@ import {
 import type { Family, ModelSource } from "./model/types";
 import type { GemmShape, ResolvedModel, ResolvedStack } from "./stack";
 import { VPC_PREFIX_RANGE, vpcPrefix } from "./plan/network";
+import { isoDate } from "./catalog/eks";
+import { touchesDropped } from "./configIssues";
+import { platformFindings } from "./platformChecks";
 
 export class ConfigError extends Error {
   constructor(
@@ -30,14 +33,29 @@ export class ConfigError extends Error {
 }
 
 export function formatProblems(stack: string, problems: ConfigProblem[]): string {
-  const lines = problems.map((p, i) => `  ${i + 1}. ${p.key} = ${display(p.value)}: ${p.message}.\n     fix: ${p.fix}`);
   const noun = problems.length === 1 ? "problem" : "problems";
-  return `${PROJECT}: ${problems.length} configuration ${noun} in stack "${stack}" (nothing was created):\n${lines.join("\n")}`;
+  return `${PROJECT}: ${problems.length} configuration ${noun} in stack "${stack}" (nothing was created):\n${problemLines(problems)}`;
 }
 
-function display(value: unknown): string {
-  if (value === undefined) return "(unset)";
-  return JSON.stringify(value);
+/** Warnings: the stack can deploy, but its author should know (printed at preview and by synth). */
+export function formatWarnings(stack: string, warnings: ConfigProblem[]): string {
+  const noun = warnings.length === 1 ? "warning" : "warnings";
+  return `${PROJECT}: ${warnings.length} configuration ${noun} in stack "${stack}":\n${problemLines(warnings)}`;
+}
+
+function problemLines(problems: ConfigProblem[]): string {
+  return problems.map((p, i) => `  ${i + 1}. ${p.key} = ${display(p)}: ${p.message}.\n     fix: ${p.fix}`).join("\n");
+}
+
+function display(p: ConfigProblem): string {
+  if (p.hideValue) return "(value not shown)";
+  if (p.value === undefined) return "(unset)";
+  return JSON.stringify(p.value);
+}
+
+export interface ResolveOptions {
+  /** ISO date the EKS support windows are judged at; today (UTC) by default. */
+  today?: string;
 }
 
 const COMMIT = /^[0-9a-f]{40}$/;
@@ -47,17 +65,28 @@ const SHA256 = /^[0-9a-f]{64}$/;
 export function resolveStack(
   raw: Record<string, unknown>,
   secrets: SecretPresence,
-): { stack?: ResolvedStack; problems: ConfigProblem[] } {
+  opts: ResolveOptions = {},
+): { stack?: ResolvedStack; problems: ConfigProblem[]; warnings: ConfigProblem[] } {
   const parsed = parseConfig(raw);
-  if (!parsed.config) return { problems: parsed.problems };
+  if (!parsed.config) return { problems: parsed.problems, warnings: [] };
   const config = parsed.config;
   const problems: ConfigProblem[] = [...parsed.problems];
-  const add: Add = (key, value, message, fix) => problems.push({ key: `${PROJECT}:${key}`, value, message, fix });
+  const warnings: ConfigProblem[] = [];
+  // Schema problems and rule problems are reported together; a rule about a
+  // value the schema refused (and replaced by its default) would only confuse.
+  const add: Add = (key, value, message, fix) => {
+    const full = `${PROJECT}:${key}`;
+    if (!touchesDropped(full, parsed.dropped)) problems.push({ key: full, value, message, fix });
+  };
+  const warn: Add = (key, value, message, fix) => {
+    const full = `${PROJECT}:${key}`;
+    if (!touchesDropped(full, parsed.dropped)) warnings.push({ key: full, value, message, fix });
+  };
 
   const model = resolveModel(config, add);
   const servingInstance = instance(config.serving.instanceType, "serving.instanceType", add);
   const builderInstance = instance(config.build.builderInstanceType, "build.builderInstanceType", add);
-  checkPins(config, add);
+  checkPlatform(config, opts.today ?? isoDate(new Date()), add, warn);
   checkAccess(config, secrets, add);
   checkCluster(config, secrets, add);
   checkNetwork(config, add);
@@ -75,7 +104,7 @@ export function resolveStack(
   }
   if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, add);
 
-  if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems };
+  if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems, warnings };
   return {
     stack: {
       config,
@@ -89,29 +118,19 @@ export function resolveStack(
       secrets,
     },
     problems,
+    warnings,
   };
 }
 
-/** The backend and FT pins: present, and full commits rather than branches. */
-function checkPins(config: StackConfig, add: Add): void {
-  for (const key of ["backendCommit", "ftCommit"] as const) {
-    const value = config.build[key];
-    if (value === undefined) {
-      add(
-        `build.${key}`,
-        value,
-        "is required: the build must be reproducible",
-        "set it to a full 40-hex commit SHA of the repository",
-      );
-    } else if (!COMMIT.test(value)) {
-      add(
-        `build.${key}`,
-        value,
-        "looks like a branch, tag or short SHA where a pinned commit is required",
-        "use the full 40-hex commit SHA (git ls-remote <repo> <branch> prints it)",
-      );
-    }
-  }
+/**
+ * What names things outside this repository: the backend/FT pins (40-hex; a
+ * set upstream never built together warns), the EKS version (refused when EKS
+ * does not offer it, a warning in extended support) and every CIDR.
+ */
+function checkPlatform(config: StackConfig, today: string, add: Add, warn: Add): void {
+  const f = platformFindings(config, today);
+  for (const e of f.errors) add(e.key, e.value, e.message, e.fix);
+  for (const w of f.warnings) warn(w.key, w.value, w.message, w.fix);
 }
 
 /** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */
@@ -150,23 +169,6 @@ function checkAccess(config: StackConfig, secrets: SecretPresence, add: Add): vo
       "list each team once (a team rotates its key by replacing the apiKey resource, not by a second entry)",
     );
   }
-  const ssh = config.build.sshAllowedCidrs;
-  if (ssh.length === 0) {
-    add(
-      "build.sshAllowedCidrs",
-      ssh,
-      "is empty, so pulumi up could not reach the builder over SSH",
-      "add the CIDR of the machine that runs pulumi up (e.g. its public IP/32), or of a runner inside the VPC",
-    );
-  } else if (ssh.includes("0.0.0.0/0")) {
-    add(
-      "build.sshAllowedCidrs",
-      ssh,
-      "opens SSH on a GPU host to the whole internet",
-      "replace 0.0.0.0/0 with the CIDR of the machine that runs pulumi up",
-    );
-  }
-
   if (config.build.sshPublicKey !== undefined && !secrets.sshPrivateKey) {
     add(
       "sshPrivateKey",

@@ -18,7 +18,7 @@ import { buildPlan } from "../infra/plan";
 import { repoPathHasher } from "../infra/repoFiles";
 import { ARTIFACT_WRITERS, synthesize, type ArtifactWriter, type SynthContext } from "../infra/synth/artifacts";
 import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
-import { formatProblems, resolveStack } from "../infra/validate";
+import { formatProblems, formatWarnings, resolveStack } from "../infra/validate";
 import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventory";
 import { INVENTORY_FILE, INVENTORY_SUMMARY_FILE } from "../infra/synth/inventory";
 
@@ -121,7 +121,8 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
     );
   }
 
-  const { stack, problems } = resolveStack(file.raw, file.secrets);
+  const { stack, problems, warnings } = resolveStack(file.raw, file.secrets);
+  if (warnings.length > 0) io.stderr(formatWarnings(args.stack, warnings));
   if (!stack) {
     io.stderr(formatProblems(args.stack, problems));
     return 1;

@@ -1,6 +1,7 @@
 /** Known-good stack configs that tests start from and then break one key at a time. */
-export const BACKEND_COMMIT = "b09b6352dc56e41cbd087eef195551df3d26f892";
-export const FT_COMMIT = "fc6e53fee7674361475e06e003e263b768f50f77";
+/** Upstream's final, known-good pair (infra/catalog/upstream.ts). */
+export const BACKEND_COMMIT = "c6936c39be6fc57c161db34cfe5c45d1bef81ee2";
+export const FT_COMMIT = "df4a7534860137e060e18d2ebf019906120ea204";
 export const GPT2_REVISION = "607a30d783dfa663caf39e06633721c8d4cfcd7e";
 export const GPTJ_REVISION = "47e169305d2e8376be1d31e765533382721b2cc1";
 

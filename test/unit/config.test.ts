@@ -188,8 +188,8 @@ describe("validation rules (one test each, exact messages)", () => {
     expect(p).toMatchObject({
       key: "triton-ft:build.ftCommit",
       value: "main",
-      message: "looks like a branch, tag or short SHA where a pinned commit is required",
-      fix: "use the full 40-hex commit SHA (git ls-remote <repo> <branch> prints it)",
+      message: "is not a 40-hex commit: a branch, tag or short SHA moves or is ambiguous",
+      fix: "use the full commit (git ls-remote https://github.com/NVIDIA/FasterTransformer.git <branch>); upstream's final, known-good one is df4a7534860137e060e18d2ebf019906120ea204",
     });
   });
 
@@ -354,7 +354,7 @@ describe("validation rules (one test each, exact messages)", () => {
     const text = formatProblems("prod", problems);
     expect(text.split("\n")[0]).toBe('triton-ft: 6 configuration problems in stack "prod" (nothing was created):');
     expect(text).toContain(
-      '  1. triton-ft:build.ftCommit = "v5.3": looks like a branch, tag or short SHA where a pinned commit is required.\n     fix: use the full 40-hex commit SHA',
+      '  1. triton-ft:build.ftCommit = "v5.3": is not a 40-hex commit: a branch, tag or short SHA moves or is ambiguous.\n     fix: use the full commit',
     );
   });
 });

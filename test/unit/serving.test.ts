@@ -133,7 +133,7 @@ describe("create mode: EKS with a GPU node group", () => {
     expect(c.inputs.privateSubnetIds).toEqual(vpc.state.privateSubnetIds);
     expect(c.inputs.publicSubnetIds).toEqual(vpc.state.publicSubnetIds);
     expect(c.inputs).toMatchObject({
-      version: "1.31",
+      version: "1.35",
       skipDefaultNodeGroup: true,
       authenticationMode: "API",
       createOidcProvider: true,
