@@ -19,6 +19,7 @@
  * - a config.ini or weight set that does not match the planned architecture
  *   fails the verifier, which gates the bake.
  */
+import { importClosure } from "./pythonImports";
 import type { GpuInstance } from "../catalog/gpus";
 import type { Family, ModelArch } from "../model/types";
 import type { ResolvedModel } from "../stack";
@@ -358,13 +359,35 @@ export function conversionPlan(
   };
 }
 
-/** Repo-relative project helpers the phases run (editing one re-runs convert), sorted. */
+/**
+ * The project helpers each helper imports (`from hf_checkpoint import …`). The
+ * plan reads no files, so this is declared here; test/unit/pythonImports.test.ts
+ * fails when it disagrees with the helpers' real imports.
+ */
+export const HELPER_IMPORTS: Readonly<Record<string, readonly string[]>> = {
+  "scripts/convert/check_model_config.py": [],
+  "scripts/convert/codegen_to_gptj.py": ["scripts/convert/hf_checkpoint.py"],
+  "scripts/convert/consolidate_checkpoint.py": ["scripts/convert/hf_checkpoint.py"],
+  "scripts/convert/hf_checkpoint.py": [],
+  "scripts/convert/to_fp16.py": ["scripts/convert/verify_weights.py"],
+  "scripts/convert/verify_weights.py": [],
+};
+
+/**
+ * Repo-relative project helpers the phases run and every helper they import
+ * (editing any of them re-runs convert), sorted. The convert step hashes
+ * exactly these files on both sides: the Pulumi step hash and convert.sh's
+ * marker hash (its CONVERT_HELPERS list).
+ */
 export function conversionHelpers(plan: ConversionPlan): string[] {
   const p = plan.phases;
   const used = [p.consolidate, p.relayout, p.convert, p.fp16, p.verify].flatMap((phase) =>
     phase?.helper ? [phase.helper] : [],
   );
-  return [...new Set(used)].sort();
+  return importClosure([CONVERT_SCRIPTS.verify.repo, ...used], (file) => {
+    const imports = HELPER_IMPORTS[file];
+    return imports === undefined ? undefined : imports.map((i) => `import ${i.slice(i.lastIndexOf("/") + 1, -3)}`).join("\n");
+  });
 }
 
 /** The files the convert step ships besides the expected-weights list, in shipping order. */

@@ -234,8 +234,10 @@ function convertStep(src: StepSources, minutes: number): StepDefinition {
       ["FP16_ARGV", p.fp16?.argv ?? []],
       ["EXPECTED_WEIGHTS_JSON", weightsFile.remotePath],
       ...(p.configIni ? ([["CONFIG_INI", p.configIni.remotePath]] as Array<[string, ConfigValue]>) : []),
+      // The same files as `inputs`: convert.sh's marker hash and the step hash agree.
+      ["CONVERT_HELPERS", conversionHelpers(c)],
     ],
-    inputs: ["scripts/convert/verify_weights.py", ...conversionHelpers(c)],
+    inputs: conversionHelpers(c),
     files: [weightsFile, ...conversionFiles(c, src.expectedWeights)],
     secretEnv: [],
     producesImage: false,
