@@ -84,7 +84,9 @@ function buildSide(
       host: builder.publicIp,
       user: BUILDER_SSH_USER,
       privateKey: builder.privateKey,
-      // A fresh DLAMI instance takes minutes before sshd answers.
+      // Only the builder's own (generated, pinned) host key is accepted.
+      hostKey: builder.hostPublicKey,
+      // A fresh DLAMI instance takes minutes before sshd answers with the pinned key.
       dialErrorLimit: 60,
       perDialTimeout: 30,
     },

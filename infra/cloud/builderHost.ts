@@ -1,9 +1,11 @@
 /**
  * The GPU build host's machine image and first boot: the AWS Deep Learning AMI
  * (driver, Docker and the NVIDIA container toolkit preinstalled) and the user
- * data that lets the build steps' secrets through sshd. Pure.
+ * data that lets the build steps' secrets through sshd and installs the pinned
+ * SSH host key. Pure.
  */
 import { SECRET_ENV } from "../plan/stepGraph";
+import { hostKeyInstallScript } from "./hostKey";
 
 /** Name filter of the DLAMI: Ubuntu 22.04, open NVIDIA driver, Docker + NVIDIA runtime. */
 export const DLAMI_NAME_FILTER = "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)*";
@@ -15,7 +17,7 @@ export const BUILDER_SSH_USER = "ubuntu";
  * secret variables are accepted, so the HF token reaches the fetch step without
  * ever being part of a command line.
  */
-export function builderUserData(): string {
+export function builderUserData(hostKey: { region: string; parameterName: string }): string {
   return [
     "#!/bin/bash",
     "set -euo pipefail",
@@ -23,6 +25,7 @@ export function builderUserData(): string {
     `AcceptEnv ${SECRET_ENV.join(" ")}`,
     "CONF",
     "systemctl reload ssh || systemctl reload sshd",
-    "",
+    // The pinned host key (infra/cloud/hostKey.ts): fetched from SSM, never part of the user data.
+    hostKeyInstallScript(hostKey.region, hostKey.parameterName),
   ].join("\n");
 }

@@ -5,15 +5,8 @@
  */
 import { GPU_TAINT, gpuTolerations, instanceTypeAffinity } from "../render/scheduling";
 
-/** Pinned Helm charts. Controller v2.10+ is needed for NLB listener attributes (the idle timeout). */
-export const CHARTS = {
-  lbController: { chart: "aws-load-balancer-controller", repo: "https://aws.github.io/eks-charts", version: "1.13.0" },
-  devicePlugin: {
-    chart: "nvidia-device-plugin",
-    repo: "https://nvidia.github.io/k8s-device-plugin",
-    version: "0.17.0",
-  },
-} as const;
+/** Pinned Helm charts, with where each version was checked (infra/catalog/charts.ts). */
+export { CHARTS } from "../catalog/charts";
 
 /** EKS AMI type with the NVIDIA driver; it does not advertise nvidia.com/gpu without the device plugin. */
 export const GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA";

@@ -9,7 +9,7 @@ import * as aws from "@pulumi/aws";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import type { BuildStep } from "../plan";
-import { sha256 } from "../plan/hash";
+import { builderRestartTrigger } from "../plan/restart";
 import { REMOTE } from "../plan/paths";
 import {
   SHIPPED_TREES,
@@ -76,9 +76,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
       // tritonWithFtImage joins once its step exists; graph order puts it before its consumers.
     };
 
-    // One hash over every step: it moves exactly when some step has to run again.
-    const allInputs = sha256(JSON.stringify(Object.fromEntries(args.steps.map((s) => [s.id, s.inputHash]))));
-    const running = this.startBuilder(allInputs);
+    const restart = this.restartTrigger();
+    const running = this.startBuilder(restart);
     const prepare = this.prepareHost(running);
     const trees = this.shipTrees(prepare);
 
@@ -110,7 +109,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
       new aws.ec2transitgateway.InstanceState(
         `${name}-stopped`,
         { instanceId: args.instanceId, state: "stopped" },
-        { parent: this, dependsOn: [commands.bake], replacementTrigger: allInputs },
+        { parent: this, dependsOn: [commands.bake], replacementTrigger: restart },
       );
     }
     this.registerOutputs({
@@ -120,17 +119,38 @@ export class BuildPipeline extends pulumi.ComponentResource {
     });
   }
 
+  /** Starts a stopped builder exactly when some step will run (infra/plan/restart.ts). */
+  private restartTrigger(): pulumi.Output<string> {
+    const a = this.args;
+    return pulumi
+      .all([
+        a.instanceId,
+        pulumi.all([a.region, a.ecrRegistry, a.tritonWithFtRepositoryUrl, a.serverRepositoryUrl]),
+        pulumi.output(a.connection),
+        pulumi.all(Object.values(a.secretEnv)),
+      ])
+      .apply(([instanceId, deployValues, c, secretEnv]) =>
+        builderRestartTrigger({
+          stepHashes: Object.fromEntries(a.steps.map((s) => [s.id, s.inputHash])),
+          instanceId,
+          deployValues,
+          connection: { host: c.host, user: c.user, port: c.port, hostKey: c.hostKey, privateKey: c.privateKey },
+          secretEnv,
+        }),
+      );
+  }
+
   /**
    * Stopped by a previous run: start it before anything needs SSH. The trigger
-   * replaces (re-creates) this resource only when a step's inputs changed, so
-   * an unchanged stack leaves a stopped builder stopped.
+   * replaces (re-creates) this resource exactly when some step will run again,
+   * so an unchanged stack leaves a stopped builder stopped.
    */
-  private startBuilder(allInputs: string): pulumi.Resource | undefined {
+  private startBuilder(restart: pulumi.Output<string>): pulumi.Resource | undefined {
     if (!this.args.stopBuilderWhenDone) return undefined;
     return new aws.ec2transitgateway.InstanceState(
       `${this.name}-running`,
       { instanceId: this.args.instanceId, state: "running" },
-      { parent: this, replacementTrigger: allInputs, ignoreChanges: ["state"] },
+      { parent: this, replacementTrigger: restart, ignoreChanges: ["state"] },
     );
   }
 
@@ -227,8 +247,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
       {
         connection: conn,
         create: stepCommand(step),
-        // Exactly the step's inputs: its hash, then the deploy-time values its config holds.
-        triggers: usedValues.apply((vals) => [step.inputHash, ...vals]),
+        // Exactly the step's inputs: the builder's identity (a replaced instance is an
+        // empty host), its hash, then the deploy-time values its config holds.
+        triggers: pulumi
+          .all([this.args.instanceId, usedValues])
+          .apply(([instanceId, vals]) => [instanceId, step.inputHash, ...vals]),
         environment: Object.keys(environment).length > 0 ? environment : undefined,
         addPreviousOutputInEnv: false,
       },

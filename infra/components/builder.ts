@@ -8,6 +8,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as tls from "@pulumi/tls";
 import { DLAMI_NAME_FILTER, builderUserData } from "../cloud/builderHost";
+import { hostKeyParameterName, hostKeyReadStatement } from "../cloud/hostKey";
 import { EC2_ASSUME_ROLE_POLICY, builderEcrPolicy } from "../cloud/iam";
 
 export interface BuilderArgs {
@@ -41,6 +42,11 @@ export class Builder extends pulumi.ComponentResource {
   readonly generatedKey: boolean;
   readonly securityGroup: aws.ec2.SecurityGroup;
   readonly role: aws.iam.Role;
+  /**
+   * The builder's SSH host key (OpenSSH public key line), generated here and
+   * installed by the user data: every connection pins it (`hostKey`).
+   */
+  readonly hostPublicKey: pulumi.Output<string>;
 
   constructor(name: string, args: BuilderArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:builder:Builder", name, {}, opts);
@@ -134,6 +140,37 @@ export class Builder extends pulumi.ComponentResource {
       { role: this.role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore },
       parent,
     );
+    // The SSH host key: generated here, the private half stored as an SSM
+    // SecureString that only this role may read, fetched by the user data at
+    // first boot. Never in user data (readable with ec2:DescribeInstanceAttribute).
+    const hostKey = new tls.PrivateKey(
+      `${name}-host-key`,
+      { algorithm: "ED25519" },
+      { ...parent, additionalSecretOutputs: ["privateKeyOpenssh", "privateKeyPem"] },
+    );
+    this.hostPublicKey = hostKey.publicKeyOpenssh;
+    const hostKeyParameter = new aws.ssm.Parameter(
+      `${name}-host-key`,
+      {
+        name: hostKeyParameterName(args.namePrefix),
+        type: "SecureString",
+        value: pulumi.secret(hostKey.privateKeyOpenssh),
+        description: "triton-ft builder: private SSH host key (the program pins its public half)",
+        tags,
+      },
+      parent,
+    );
+    const hostKeyRead = new aws.iam.RolePolicy(
+      `${name}-host-key`,
+      {
+        role: this.role.id,
+        policy: hostKeyParameter.arn.apply((arn) =>
+          JSON.stringify({ Version: "2012-10-17", Statement: [hostKeyReadStatement(arn)] }),
+        ),
+      },
+      parent,
+    );
+    const region = aws.getRegionOutput({}, parent).region;
     const profile = new aws.iam.InstanceProfile(
       `${name}`,
       { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), role: this.role.name, tags },
@@ -150,7 +187,9 @@ export class Builder extends pulumi.ComponentResource {
         vpcSecurityGroupIds: [this.securityGroup.id],
         keyName: keyPair.keyName,
         iamInstanceProfile: profile.name,
-        userData: builderUserData(),
+        userData: region.apply((r) =>
+          builderUserData({ region: r, parameterName: hostKeyParameterName(args.namePrefix) }),
+        ),
         metadataOptions: { httpTokens: "required", httpEndpoint: "enabled", httpPutResponseHopLimit: 1 },
         rootBlockDevice: {
           volumeType: "gp3",
@@ -167,6 +206,8 @@ export class Builder extends pulumi.ComponentResource {
       },
       {
         ...parent,
+        // The first boot reads the host key: the parameter and the permission come first.
+        dependsOn: [hostKeyParameter, hostKeyRead],
         // An unpinned AMI lookup moves when AWS publishes a new DLAMI; replacing
         // the builder then would throw away every finished step. Pin
         // build.builderAmiId (or `pulumi up --replace`) to move deliberately.

@@ -18,12 +18,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { CHARTS, GPU_AMI_TYPE, GPU_NODE_LABEL, GPU_NODE_TAINT, SYSTEM_NODES, devicePluginValues } from "../cloud/eks";
 import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES } from "../cloud/iam";
 import { kubeconfigClusterName, kubeconfigText } from "../cloud/kubeconfig";
-import {
-  LB_CONTROLLER_NAMESPACE,
-  LB_CONTROLLER_SERVICE_ACCOUNT,
-  irsaTrustPolicy,
-  lbControllerPolicy,
-} from "./lbControllerPolicy";
+import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, irsaTrustPolicy } from "./lbControllerPolicy";
+import { LB_CONTROLLER_POLICY_VERSION, publishedLbControllerPolicy } from "../cloud/lbControllerIamPolicy";
 
 export interface ClusterNetwork {
   vpcId: pulumi.Input<string>;
@@ -147,7 +143,7 @@ export class Cluster extends pulumi.ComponentResource {
     const partition = aws.getPartitionOutput({}, parent).partition;
     const { systemNodes, gpuNodes } = this.nodeGroups(name, c, cluster, partition, tags);
     const region = aws.getRegionOutput({}, parent).region;
-    const { role, attachment } = this.lbControllerIam(name, cluster, partition, region, clusterName, net.vpcId, tags);
+    const { role, attachment } = this.lbControllerIam(name, cluster, partition, tags);
     return {
       cluster,
       clusterName,
@@ -214,18 +210,14 @@ export class Cluster extends pulumi.ComponentResource {
     return { systemNodes, gpuNodes };
   }
 
-  /** IRSA role of the load balancer controller, with the NLB policy scoped to this cluster and VPC. */
+  /** IRSA role of the load balancer controller, with the controller's published policy. */
   private lbControllerIam(
     name: string,
     cluster: eks.Cluster,
     partition: pulumi.Output<string>,
-    region: pulumi.Output<string>,
-    clusterName: pulumi.Output<string>,
-    vpcId: pulumi.Input<string>,
     tags: Record<string, string>,
   ): { role: aws.iam.Role; attachment: aws.iam.RolePolicyAttachment } {
     const parent = { parent: this };
-    const accountId = aws.getCallerIdentityOutput({}, parent).accountId;
     const role = new aws.iam.Role(
       `${name}-lb-controller`,
       {
@@ -236,15 +228,13 @@ export class Cluster extends pulumi.ComponentResource {
       },
       parent,
     );
+    // The controller's own published policy for the installed version: what the
+    // controller needs is the controller's to say (a test ties it to the chart).
     const policy = new aws.iam.Policy(
       `${name}-lb-controller`,
       {
-        description: "AWS Load Balancer Controller: NLBs for Services of this cluster only",
-        policy: pulumi
-          .all([partition, region, accountId, clusterName, vpcId])
-          .apply(([p, r, a, cn, vpc]) =>
-            JSON.stringify(lbControllerPolicy({ partition: p, region: r, accountId: a, clusterName: cn, vpcId: vpc })),
-          ),
+        description: `AWS Load Balancer Controller ${LB_CONTROLLER_POLICY_VERSION}: the controller's published IAM policy`,
+        policy: partition.apply((p) => JSON.stringify(publishedLbControllerPolicy(p))),
         tags,
       },
       parent,

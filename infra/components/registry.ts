@@ -6,7 +6,7 @@
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { KEEP_IMAGES, lifecyclePolicy } from "../cloud/ecr";
+import { TAG_MUTABILITY, lifecyclePolicy } from "../cloud/ecr";
 import { repositoryNames } from "../naming";
 
 export interface RegistryArgs {
@@ -29,8 +29,10 @@ export class Registry extends pulumi.ComponentResource {
         `${name}-${key}`,
         {
           name: names[key],
-          // Tags are content hashes; an immutable tag can never point at other bytes.
-          imageTagMutability: "IMMUTABLE",
+          // Content tags are hashes: immutable, they can never point at other bytes. Only
+          // the protected tags (live, previous) move, onto the images the steps output.
+          ...TAG_MUTABILITY,
+          imageTagMutabilityExclusionFilters: [...TAG_MUTABILITY.imageTagMutabilityExclusionFilters],
           imageScanningConfiguration: { scanOnPush: true },
           // KMS with the account's aws/ecr key: encrypted at rest with an auditable key.
           encryptionConfigurations: [{ encryptionType: "KMS" }],
@@ -42,7 +44,7 @@ export class Registry extends pulumi.ComponentResource {
       );
       new aws.ecr.LifecyclePolicy(
         `${name}-${key}`,
-        { repository: r.name, policy: lifecyclePolicy(KEEP_IMAGES[key]) },
+        { repository: r.name, policy: lifecyclePolicy(key) },
         { parent: this },
       );
       return r;

@@ -67,6 +67,4 @@ else
 fi
 rm -rf "$ctx"
 
-result image "$ECR_REPOSITORY_URL@$digest"
-result tag "$tag"
-step_done
+finish_image_step "$digest" "$tag"

@@ -20,7 +20,7 @@ STUB
   printf '#!/usr/bin/env bash\nexit 0\n' >"$T/bin/sleep"
   chmod +x "$T/bin/"*
   (cd "$REPO_ROOT" && node_modules/.bin/tsx -e '
-    import { hostKeyInstallScript } from "./infra/plan/hostKey";
+    import { hostKeyInstallScript } from "./infra/cloud/hostKey";
     process.stdout.write("#!/bin/bash\nset -euo pipefail\n" + hostKeyInstallScript("us-east-1", "/triton-ft-dev/builder/ssh-host-ed25519-key"));
   ') >"$T/userdata.sh"
 }

@@ -95,7 +95,11 @@ describe("ECR registry", () => {
       "triton-ft-dev/triton_with_ft",
     ]);
     for (const r of repos) {
-      expect(r.inputs.imageTagMutability).toBe("IMMUTABLE");
+      expect(r.inputs.imageTagMutability).toBe("IMMUTABLE_WITH_EXCLUSION");
+      expect(r.inputs.imageTagMutabilityExclusionFilters).toEqual([
+        { filter: "live", filterType: "WILDCARD" },
+        { filter: "previous", filterType: "WILDCARD" },
+      ]);
       expect(r.inputs.imageScanningConfiguration).toEqual({ scanOnPush: true });
       expect(r.inputs.encryptionConfigurations).toEqual([{ encryptionType: "KMS" }]);
     }
@@ -105,9 +109,12 @@ describe("ECR registry", () => {
       const rules = (
         JSON.parse(String(p.inputs.policy)) as { rules: Array<{ selection: { tagStatus: string; countType: string } }> }
       ).rules;
+      // Protected tags first (never expired), then untagged, then a count by content-tag prefix.
       expect(rules.map((r) => [r.selection.tagStatus, r.selection.countType])).toEqual([
+        ["tagged", "imageCountMoreThan"],
+        ["tagged", "imageCountMoreThan"],
         ["untagged", "sinceImagePushed"],
-        ["any", "imageCountMoreThan"],
+        ["tagged", "imageCountMoreThan"],
       ]);
     }
     expect(run.outputs.serverRepositoryUrl).toBe(`${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-dev/server`);
@@ -157,7 +164,7 @@ describe("builder host", () => {
       .byType("aws:ecr/repository:Repository")
       .map((r) => String(r.state.arn))
       .sort();
-    const doc = JSON.parse(String(run.one("aws:iam/rolePolicy:RolePolicy").inputs.policy)) as {
+    const doc = JSON.parse(String(run.one("aws:iam/rolePolicy:RolePolicy", "builder-ecr").inputs.policy)) as {
       Statement: PolicyStatement[];
     };
     const push = doc.Statement.find((s) => (s.Action as string[]).includes("ecr:PutImage"));
@@ -177,7 +184,7 @@ describe("builder host", () => {
 
   it("generates an ED25519 key and exports the private key only as a secret", async () => {
     const run = await runProgram(gpt2Config());
-    expect(run.one("tls:index/privateKey:PrivateKey").inputs.algorithm).toBe("ED25519");
+    expect(run.one("tls:index/privateKey:PrivateKey", "builder-ssh").inputs.algorithm).toBe("ED25519");
     expect(run.secretOutputs).toContain("builderPrivateKey");
     expect(String(run.outputs.builderPrivateKey)).toContain("OPENSSH PRIVATE KEY");
   });
@@ -192,7 +199,8 @@ describe("builder host", () => {
     const run = await runProgram(cfg, {
       secrets: { sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n" },
     });
-    expect(run.byType("tls:index/privateKey:PrivateKey")).toHaveLength(0);
+    // Only the host key is generated (the program pins it); no login key.
+    expect(run.byType("tls:index/privateKey:PrivateKey").map((k) => k.name)).toEqual(["builder-host-key"]);
     expect(run.one("aws:ec2/keyPair:KeyPair").inputs.publicKey).toBe(
       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops",
     );

@@ -8,7 +8,7 @@ import {
   LB_CONTROLLER_POLICY_VERSION,
   publishedLbControllerPolicy,
   type PolicyStatement,
-} from "../../infra/catalog/lbControllerIamPolicy";
+} from "../../infra/cloud/lbControllerIamPolicy";
 
 const DATA = join(__dirname, "..", "..", "infra", "data", "aws-load-balancer-controller");
 

@@ -7,7 +7,7 @@ import {
   lifecyclePolicy,
   lifecycleRules,
   type LifecycleRule,
-} from "../../infra/plan/ecrRetention";
+} from "../../infra/cloud/ecr";
 
 interface Image {
   digest: string;

@@ -1,11 +1,11 @@
 import { createHash } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
-import { ACCOUNT, REGION } from "../lib/mocks";
+import { REGION } from "../lib/mocks";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 import { STACK_OUTPUT_CONTRACT, outputsMarkdownTable } from "../../infra/outputs";
 import { kubeconfigClusterName } from "../../infra/cloud/kubeconfig";
-import { lbControllerPolicy } from "../../infra/components/lbControllerPolicy";
+import { publishedLbControllerPolicy } from "../../infra/cloud/lbControllerIamPolicy";
 import { findPreset } from "../../infra/model/catalog";
 import { nodeDiskGiB } from "../../infra/model/sizing";
 
@@ -177,7 +177,7 @@ describe("create mode: EKS with a GPU node group", () => {
 
   it("installs the NVIDIA device plugin on the GPU nodes, pinned", () => {
     const r = run.one("kubernetes:helm.sh/v3:Release", "cluster-nvidia-device-plugin");
-    expect(r.inputs).toMatchObject({ chart: "nvidia-device-plugin", version: "0.17.0", namespace: "kube-system" });
+    expect(r.inputs).toMatchObject({ chart: "nvidia-device-plugin", version: "0.20.0", namespace: "kube-system" });
     const values = obj(r.inputs.values);
     expect(values.tolerations).toEqual([{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }]);
     expect(JSON.stringify(values.affinity)).toContain('"values":["g5.xlarge"]');
@@ -189,7 +189,7 @@ describe("create mode: EKS with a GPU node group", () => {
     const clusterName = obj(c.state.eksCluster).name;
     expect(r.inputs).toMatchObject({
       chart: "aws-load-balancer-controller",
-      version: "1.13.0",
+      version: "3.5.0",
       namespace: "kube-system",
     });
     const values = obj(r.inputs.values);
@@ -207,23 +207,20 @@ describe("create mode: EKS with a GPU node group", () => {
     });
   });
 
-  it("scopes the controller's policy to this cluster's tags and this VPC", () => {
+  it("gives the controller its own published policy, whose tag-mutating statements are conditioned", () => {
     const policy = run.one("aws:iam/policy:Policy", "cluster-lb-controller");
-    const c = run.one("eks:index:Cluster");
-    const vpcId = String(run.one("awsx:ec2:Vpc").state.vpcId);
     const doc = JSON.parse(String(policy.inputs.policy));
-    const expected = lbControllerPolicy({
-      partition: "aws",
-      region: REGION,
-      accountId: ACCOUNT,
-      clusterName: String(obj(c.state.eksCluster).name),
-      vpcId,
-    });
-    expect(doc).toEqual(expected);
-    const text = JSON.stringify(doc);
-    expect(text).not.toMatch(/elasticloadbalancing:\*|ec2:\*/);
-    for (const s of expected.Statement) {
-      if (s.Resource === "*" && s.Sid !== "Discover") expect(s.Condition, s.Sid).toBeDefined();
+    expect(doc).toEqual(publishedLbControllerPolicy("aws"));
+    for (const s of doc.Statement as Array<{
+      Action: string | string[];
+      Resource: string | string[];
+      Condition?: unknown;
+    }>) {
+      const actions = [s.Action].flat();
+      expect(actions.filter((a) => a === "ec2:*" || a === "elasticloadbalancing:*")).toEqual([]);
+      const onLbOrSg = [s.Resource].flat().some((r) => /:(loadbalancer|targetgroup|security-group)\//.test(r));
+      if (actions.some((a) => /^(ec2:(Create|Delete)Tags|elasticloadbalancing:(Add|Remove)Tags)$/.test(a)) && onLbOrSg)
+        expect(s.Condition, JSON.stringify(actions)).toBeDefined();
     }
   });
 

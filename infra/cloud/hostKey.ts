@@ -17,14 +17,10 @@ export function hostKeyParameterName(namePrefix: string): string {
   return `/${namePrefix}/builder/ssh-host-ed25519-key`;
 }
 
-/**
- * Dial attempts of every SSH connection to the builder. sshd answers with the
- * AMI's own host key for the first minute or two after boot, until the user
- * data has installed the pinned one; the provider counts those refusals as
- * dial errors and retries with backoff. A wrong key is still refused after
- * this many attempts.
- */
-export const HOST_KEY_DIAL_ATTEMPTS = 40;
+// Until the user data has installed the pinned key (a minute or two after
+// boot), sshd answers with the AMI's own key; the command provider counts each
+// refusal as a dial error and retries with backoff (the program's
+// dialErrorLimit). A wrong key is still refused once the attempts run out.
 
 /** IAM statement: read (and decrypt, with the AWS-managed aws/ssm key) exactly the host-key parameter. */
 export function hostKeyReadStatement(parameterArn: string): Record<string, unknown> {

@@ -1,0 +1,72 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { builderRestartTrigger, type RestartMaterial } from "../../infra/plan/restart";
+import { gpt2Config } from "../lib/fixtures";
+import { runProgram, type ProgramRun } from "../lib/pulumi";
+
+describe("SSH host key pinning", () => {
+  let run: ProgramRun;
+  beforeAll(async () => {
+    run = await runProgram(gpt2Config(), { stack: "dev" });
+  });
+
+  it("every SSH connection (commands and copies) pins the program's generated host key", () => {
+    const hostKey = run.one("tls:index/privateKey:PrivateKey", "builder-host-key");
+    expect(hostKey.inputs.algorithm).toBe("ED25519");
+    const pub = String(hostKey.state.publicKeyOpenssh);
+    expect(pub).toMatch(/\S/);
+    const remote = [...run.byType("command:remote:Command"), ...run.byType("command:remote:CopyToRemote")];
+    expect(remote.length).toBeGreaterThan(10);
+    for (const r of remote) expect((r.inputs.connection as { hostKey?: string }).hostKey, r.name).toBe(pub);
+  });
+
+  it("the private host key is an SSM SecureString only the builder's role may read, never in user data", () => {
+    const hostKey = run.one("tls:index/privateKey:PrivateKey", "builder-host-key");
+    const param = run.one("aws:ssm/parameter:Parameter", "builder-host-key");
+    expect(param.inputs).toMatchObject({ type: "SecureString", name: "/triton-ft-dev/builder/ssh-host-ed25519-key" });
+    expect(param.inputs.value).toBe(hostKey.state.privateKeyOpenssh);
+    const policy = JSON.parse(String(run.one("aws:iam/rolePolicy:RolePolicy", "builder-host-key").inputs.policy));
+    expect(policy.Statement).toEqual([
+      { Sid: "ReadHostKey", Effect: "Allow", Action: ["ssm:GetParameter"], Resource: param.state.arn },
+    ]);
+    const userData = String(run.one("aws:ec2/instance:Instance").inputs.userData);
+    expect(userData).toContain("--name '/triton-ft-dev/builder/ssh-host-ed25519-key' --with-decryption");
+    expect(userData).not.toContain("BEGIN OPENSSH PRIVATE KEY");
+    expect(userData).not.toContain(String(hostKey.state.privateKeyOpenssh));
+  });
+
+  it("every step's triggers start with the builder's identity, so a replaced builder re-runs every step", () => {
+    const instanceId = run.one("aws:ec2/instance:Instance").id;
+    const steps = run
+      .byType("command:remote:Command")
+      .filter((c) => /^build-(host-ready|triton-with-ft|fetch|convert|gemm|bake)$/.test(c.name));
+    expect(steps).toHaveLength(6);
+    for (const s of steps) expect((s.inputs.triggers as unknown[])[0], s.name).toBe(instanceId);
+  });
+});
+
+describe("restarting a stopped builder", () => {
+  const base: RestartMaterial = {
+    stepHashes: { fetch: "a", convert: "b" },
+    instanceId: "i-1",
+    deployValues: ["us-east-1", "123.dkr.ecr", "repo/twf", "repo/server"],
+    connection: { host: "1.2.3.4", user: "ubuntu", hostKey: "ssh-ed25519 AAA", privateKey: "KEY" },
+    secretEnv: ["hf_token"],
+  };
+  const t0 = builderRestartTrigger(base);
+
+  it.each([
+    ["a step's input hash", { ...base, stepHashes: { ...base.stepHashes, convert: "c" } }],
+    ["the builder's identity", { ...base, instanceId: "i-2" }],
+    ["a deploy-time value (repository URL)", { ...base, deployValues: [...base.deployValues.slice(0, 3), "other"] }],
+    ["the pinned host key", { ...base, connection: { ...base.connection, hostKey: "ssh-ed25519 BBB" } }],
+    ["the login key", { ...base, connection: { ...base.connection, privateKey: "KEY2" } }],
+    ["the HF token", { ...base, secretEnv: ["hf_other"] }],
+  ])("changes with %s (each re-runs a step command)", (_what, m) => {
+    expect(builderRestartTrigger(m)).not.toBe(t0);
+  });
+
+  it("is stable otherwise, and holds no secret in clear", () => {
+    expect(builderRestartTrigger(structuredClone(base))).toBe(t0);
+    expect(t0).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
