@@ -386,7 +386,9 @@ export function conversionHelpers(plan: ConversionPlan): string[] {
   );
   return importClosure([CONVERT_SCRIPTS.verify.repo, ...used], (file) => {
     const imports = HELPER_IMPORTS[file];
-    return imports === undefined ? undefined : imports.map((i) => `import ${i.slice(i.lastIndexOf("/") + 1, -3)}`).join("\n");
+    return imports === undefined
+      ? undefined
+      : imports.map((i) => `import ${i.slice(i.lastIndexOf("/") + 1, -3)}`).join("\n");
   });
 }
 
