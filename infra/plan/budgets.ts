@@ -16,6 +16,7 @@
  *
  * Pure: plain numbers in, minutes out.
  */
+import { TRITON_WITH_FT_IMAGE_BYTES } from "../model/sizing";
 import type { Family } from "../model/types";
 
 /** Budget = this × estimate (rounded up to a minute): headroom for a slower host, never more than 3×. */
@@ -72,6 +73,8 @@ export const ASSUMED = {
   diskBytesPerSecond: 250 * 1024 ** 2,
   /** Starting one container (each conversion phase runs in its own). */
   containerStartSeconds: 15,
+  /** fetch's tooling: a venv with huggingface_hub, the Hub's API calls, the config check. */
+  fetchSetupSeconds: 5 * 60,
   /** cloud-init, driver and Docker checks, git-lfs install, ECR login. */
   hostReadySeconds: 10 * 60,
   /** The Triton base image pull and the pip installs of the recipe. */
@@ -81,9 +84,12 @@ export const ASSUMED = {
   /** gpt_gemm sweep: seconds per (batch × beam × input length) unit, plus a fixed part. */
   gemmSecondsPerUnit: 60 / 1024,
   gemmFixedSeconds: 5 * 60,
+  /** The gateway image: a Node base image, npm ci, a small push; whatever the model. */
+  gatewayImageSeconds: 8 * 60,
 } as const;
 
-export const TRITON_WITH_FT_BYTES = 30 * 1024 ** 3;
+/** The triton_with_ft image (model/sizing.ts): pulled by convert and gemm, pushed by its build, the base of the bake. */
+const TRITON_WITH_FT_BYTES = TRITON_WITH_FT_IMAGE_BYTES;
 
 export interface BudgetInputs {
   family: Family;
@@ -95,7 +101,7 @@ export interface BudgetInputs {
   gemm: { batchSize: number; beamWidth: number; maxInputLen: number };
 }
 
-export type StepId = "host-ready" | "triton-with-ft" | "fetch" | "convert" | "gemm" | "bake";
+export type StepId = "host-ready" | "triton-with-ft" | "fetch" | "convert" | "gemm" | "bake" | "gateway-image";
 
 export interface StepEstimate {
   seconds: number;
@@ -135,6 +141,7 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
       push: TRITON_WITH_FT_BYTES / ASSUMED.ecrPushBytesPerSecond,
     }),
     fetch: est({
+      "tool setup": ASSUMED.fetchSetupSeconds,
       download: checkpoint / ASSUMED.downloadBytesPerSecond,
       "check and stamp": checkpoint / ASSUMED.diskBytesPerSecond + 60,
     }),
@@ -147,6 +154,7 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
       "verify and build context": weights / ASSUMED.diskBytesPerSecond + 60,
       push: (TRITON_WITH_FT_BYTES + weights) / ASSUMED.ecrPushBytesPerSecond,
     }),
+    "gateway-image": est({ "build and push": ASSUMED.gatewayImageSeconds }),
   };
 }
 

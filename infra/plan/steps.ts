@@ -12,13 +12,9 @@
  */
 import { GPU_MODELS } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
-import {
-  HOST_READY_FREE_DISK_GIB,
-  TRITON_WITH_FT_IMAGE_BYTES,
-  bakeFreeDiskGiB,
-  fetchFreeDiskGiB,
-} from "../model/sizing";
+import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../stack";
+import { stepBudgetMinutes } from "./budgets";
 import { CONVERT_FILES, conversionFiles, conversionHelpers, type ConversionPlan } from "./conversion";
 import type { FetchPlan } from "./fetch";
 import type { GemmPlan } from "./gemm";
@@ -49,43 +45,24 @@ const TRITON_IMAGE = { deploy: "tritonWithFtImage" } as const;
 const WORK_ROOT: [string, ConfigValue] = ["WORK_ROOT", REMOTE.root];
 const MODEL_REPOSITORY_DIR = PLAN_FILE("model-repository");
 
-/** Minutes, rounded up, for `bytes` at `bytesPerSecond`. */
-function minutesFor(bytes: number, bytesPerSecond: number): number {
-  return Math.ceil(bytes / bytesPerSecond / 60);
-}
-
 function timeouts(minutes: number): StepTimeouts {
   const t = `${minutes}m`;
   return { create: t, update: t, delete: "10m" };
 }
 
 /**
- * Per-step time budgets (minutes), from the model size and the builder's cores.
- * - triton_with_ft: base image pull and pip installs (~60 min) plus the FT
- *   compile, about 16 core-hours, so 960 / vCPUs minutes: 5.5 h on 4 vCPUs,
- *   2.5 h on 16. Always above an hour.
- * - fetch: the checkpoint at up to 4 bytes per parameter, at a pessimistic
- *   25 MB/s, plus 20 min.
- * - convert: pulling triton_with_ft (30 min) plus the fp32 CPU conversion at
- *   about 1 min per 100 M parameters.
- * - gemm: image pull plus gpt_gemm's sweep, which grows with batch × input length.
- * - bake: building and pushing the server image (base + fp16 weights) at
- *   a pessimistic 25 MB/s, plus 30 min.
- * - gateway-image: a small Node image, 20 min.
+ * Per-step time budgets (minutes): BUDGET_FACTOR × an estimate of each step's
+ * work (infra/plan/budgets.ts). The conversion estimate comes from the measured
+ * rates of the real FT converters plus the image pull; the others from assumed
+ * transfer rates and the FT compile's core-hours. A hung step fails in minutes.
  */
 export function stepMinutes(stack: ResolvedStack): Record<StepId, number> {
-  const p = parameterCount(stack.model.family, stack.model.arch);
-  const slow = 25e6;
-  return {
-    "host-ready": 45,
-    "triton-with-ft": 60 + Math.ceil(960 / stack.builderInstance.vcpus) + 30,
-    fetch: 20 + minutesFor(p * 4, slow),
-    convert: 30 + Math.ceil(p / 1e8) + 15,
-    gemm: 45 + Math.ceil((stack.gemm.batchSize * stack.gemm.beamWidth * stack.gemm.maxInputLen) / 256),
-    bake: 30 + minutesFor(TRITON_WITH_FT_IMAGE_BYTES + p * 2, slow),
-    // A Node base image and npm ci: minutes, whatever the model.
-    "gateway-image": 20,
-  };
+  return stepBudgetMinutes({
+    family: stack.model.family,
+    parameters: parameterCount(stack.model.family, stack.model.arch),
+    vcpus: stack.builderInstance.vcpus,
+    gemm: stack.gemm,
+  });
 }
 
 const json = (value: unknown) => JSON.stringify(value, null, 2) + "\n";
