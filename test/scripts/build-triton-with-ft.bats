@@ -4,8 +4,8 @@
 
 load helpers
 
-BACKEND_SHA=b09b6352dc56e41cbd087eef195551df3d26f892
-FT_SHA=fc6e53fee7674361475e06e003e263b768f50f77
+BACKEND_SHA=c6936c39be6fc57c161db34cfe5c45d1bef81ee2
+FT_SHA=df4a7534860137e060e18d2ebf019906120ea204
 REPO_URL=$TEST_REGISTRY/triton-ft-test/triton_with_ft
 
 setup() {
@@ -168,13 +168,13 @@ setup() {
 @test "build: the pushed image is tagged live; the one before becomes previous" {
   run bash "$S/build-triton-with-ft.sh" "$CFG"
   [ "$status" -eq 0 ]
-  first=$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/live")
+  first=$(cat "$STUB_STATE/ecr/${REPO_URL#*/}/live")
   [[ $first == sha256:* ]]
-  [ ! -e "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/previous" ]
+  [ ! -e "$STUB_STATE/ecr/${REPO_URL#*/}/previous" ]
   sed -i "s/^SM_LIST=.*/SM_LIST='80,86'/" "$CFG"
   run bash "$S/build-triton-with-ft.sh" "$CFG"
   [ "$status" -eq 0 ]
-  [ "$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/previous")" = "$first" ]
-  [ "$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/live")" != "$first" ]
-  assert_output_has "RESULT image=$REPO_URL@$(cat "$STUB_STATE/ecr/triton-ft-test-triton-with-ft/live")"
+  [ "$(cat "$STUB_STATE/ecr/${REPO_URL#*/}/previous")" = "$first" ]
+  [ "$(cat "$STUB_STATE/ecr/${REPO_URL#*/}/live")" != "$first" ]
+  assert_output_has "RESULT image=$REPO_URL@$(cat "$STUB_STATE/ecr/${REPO_URL#*/}/live")"
 }
