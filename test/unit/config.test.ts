@@ -266,7 +266,7 @@ describe("validation rules (one test each, exact messages)", () => {
       ),
     ).toEqual(["triton-ft:serving.tlsCertificateArn"]);
     expect(problemsOf(withOverrides(gpt2Config(), { serving: { consumers: ["Team A"] } })).map((p) => p.key)).toEqual([
-      "triton-ft:serving.consumers.0",
+      "triton-ft:serving.consumers[0]",
     ]);
     const dup = onlyProblem(withOverrides(gpt2Config(), { serving: { consumers: ["search", "ads", "search"] } }));
     expect(dup).toMatchObject({ key: "triton-ft:serving.consumers", message: "lists search more than once" });
