@@ -19,6 +19,7 @@ suites=(
   "python|bash test/python/run.sh"
   "triton|bash test/triton/run.sh"
   "gateway|bash test/gateway/run.sh"
+  "security|bash test/security/run.sh"
 )
 only=${TEST_SUITES:-}
 
