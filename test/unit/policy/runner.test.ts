@@ -31,11 +31,11 @@ let child: ChildProcess;
 let client: analyzerGrpc.AnalyzerClient;
 let stderr = "";
 
-function call<Req, Res>(
-  fn: (req: Req, cb: (err: grpcTypes.ServiceError | null, res: Res) => void) => unknown,
-  request: Req,
-): Promise<Res> {
-  return new Promise((resolve, reject) => fn.call(client, request, (err, res) => (err ? reject(err) : resolve(res))));
+type Callback<Res> = (err: grpcTypes.ServiceError | null, res: Res) => void;
+
+/** Promisified unary calls (the stubs are callback-style). */
+function unary<Res>(invoke: (cb: Callback<Res>) => unknown): Promise<Res> {
+  return new Promise((resolve, reject) => invoke((err, res) => (err ? reject(err) : resolve(res))));
 }
 
 const urn = (type: string, name: string) => `urn:pulumi:dev::triton-ft::${type}::${name}`;
@@ -81,7 +81,7 @@ afterAll(() => {
 
 describe("policy pack under Pulumi's policy-pack runner", () => {
   it("serves every rule of the pack, all mandatory", async () => {
-    const info = await call<unknown, analyzerPb.AnalyzerInfo>(client.getAnalyzerInfo, new emptyPb.Empty());
+    const info = await unary<analyzerPb.AnalyzerInfo>((cb) => client.getAnalyzerInfo(new emptyPb.Empty() as never, cb));
     expect(info.getName()).toBe("triton-ft-security");
     const policies = info.getPoliciesList();
     expect(policies.map((p) => p.getName()).sort()).toEqual(
@@ -93,13 +93,15 @@ describe("policy pack under Pulumi's policy-pack runner", () => {
   });
 
   it("reports a violation on a resource, naming it and the fix", async () => {
-    const res = await call(
-      client.analyze,
-      analyzeRequest("aws:ecr/repository:Repository", "server", {
-        imageTagMutability: "MUTABLE",
-        imageScanningConfiguration: { scanOnPush: true },
-        encryptionConfigurations: [{ encryptionType: "KMS" }],
-      }),
+    const res = await unary<analyzerPb.AnalyzeResponse>((cb) =>
+      client.analyze(
+        analyzeRequest("aws:ecr/repository:Repository", "server", {
+          imageTagMutability: "MUTABLE",
+          imageScanningConfiguration: { scanOnPush: true },
+          encryptionConfigurations: [{ encryptionType: "KMS" }],
+        }),
+        cb,
+      ),
     );
     const d = res.getDiagnosticsList();
     expect(d.map((x) => x.getPolicyname())).toEqual(["ecr-repository-hardened"]);
@@ -108,12 +110,14 @@ describe("policy pack under Pulumi's policy-pack runner", () => {
   });
 
   it("accepts a compliant resource", async () => {
-    const res = await call(
-      client.analyze,
-      analyzeRequest("aws:ec2/instance:Instance", "builder", {
-        metadataOptions: { httpTokens: "required", httpPutResponseHopLimit: 1 },
-        rootBlockDevice: { encrypted: true },
-      }),
+    const res = await unary<analyzerPb.AnalyzeResponse>((cb) =>
+      client.analyze(
+        analyzeRequest("aws:ec2/instance:Instance", "builder", {
+          metadataOptions: { httpTokens: "required", httpPutResponseHopLimit: 1 },
+          rootBlockDevice: { encrypted: true },
+        }),
+        cb,
+      ),
     );
     expect(res.getDiagnosticsList().map((x) => x.getMessage())).toEqual([]);
   });
@@ -137,7 +141,7 @@ describe("policy pack under Pulumi's policy-pack runner", () => {
       }),
       resource("aws:ecr/repository:Repository", "server", { name: "p/server" }),
     ]);
-    const res = await call(client.analyzeStack, req2);
+    const res = await unary<analyzerPb.AnalyzeResponse>((cb) => client.analyzeStack(req2, cb));
     const byPolicy = Object.fromEntries(res.getDiagnosticsList().map((x) => [x.getPolicyname(), x]));
     expect(Object.keys(byPolicy).sort()).toEqual(["ecr-lifecycle-policy", "k8s-network-policy-default-deny"]);
     expect(byPolicy["k8s-network-policy-default-deny"].getUrn()).toBe(urn("kubernetes:apps/v1:Deployment", "triton"));
