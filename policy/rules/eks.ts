@@ -15,6 +15,7 @@ export const TYPES = {
   component: "eks:index:Cluster",
   cluster: "aws:eks/cluster:Cluster",
   kmsKey: "aws:kms/key:Key",
+  addon: "aws:eks/addon:Addon",
 } as const;
 
 export const REQUIRED_LOG_TYPES = ["api", "audit", "authenticator"] as const;
@@ -128,4 +129,47 @@ export const kmsKeyHygiene: ResourceRule = {
   },
 };
 
-export const EKS_RULES = [endpointAccess, controlPlaneLogging, secretsEncryption, kmsKeyHygiene];
+/**
+ * NetworkPolicies are inert unless something enforces them: on EKS, the VPC
+ * CNI's network policy agent, off by default. A cluster the stack creates
+ * turns it on (`vpcCniOptions.enableNetworkPolicy`, or the vpc-cni add-on's
+ * `enableNetworkPolicy: "true"` configuration value).
+ */
+export const networkPolicyEnforcement: ResourceRule = {
+  kind: "resource",
+  name: "eks-network-policy-enforced",
+  description: "Clusters the stack creates enforce Kubernetes NetworkPolicies (VPC CNI network policy agent on).",
+  check(r) {
+    if (r.type === TYPES.component) {
+      const cni = obj(r.props.vpcCniOptions);
+      if (cni.enableNetworkPolicy === true) return [];
+      return [
+        `EKS cluster '${r.name}' does not enforce NetworkPolicies (the VPC CNI's network policy agent is off), so the namespace's default-deny is inert. Fix: set vpcCniOptions: { enableNetworkPolicy: true }.`,
+      ];
+    }
+    if (r.type === TYPES.addon && r.props.addonName === "vpc-cni") {
+      const raw = r.props.configurationValues;
+      let values: Record<string, unknown> = {};
+      if (typeof raw === "string") {
+        try {
+          values = obj(JSON.parse(raw));
+        } catch {
+          values = {};
+        }
+      }
+      if (String(values.enableNetworkPolicy) === "true") return [];
+      return [
+        `EKS add-on '${r.name}' (vpc-cni) does not enforce NetworkPolicies. Fix: set configurationValues to include "enableNetworkPolicy": "true".`,
+      ];
+    }
+    return [];
+  },
+};
+
+export const EKS_RULES = [
+  endpointAccess,
+  controlPlaneLogging,
+  secretsEncryption,
+  kmsKeyHygiene,
+  networkPolicyEnforcement,
+];

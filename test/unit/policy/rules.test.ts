@@ -57,6 +57,7 @@ const iamPolicy = (statement: Props): ResourceView =>
   r("aws:iam/policy:Policy", "p", { policy: JSON.stringify({ Version: "2012-10-17", Statement: [statement] }) });
 
 const goodCluster: Props = {
+  vpcCniOptions: { enableNetworkPolicy: true },
   endpointPublicAccess: true,
   endpointPrivateAccess: true,
   publicAccessCidrs: ["198.51.100.7/32"],
@@ -354,6 +355,23 @@ const CASES: Record<string, Case> = {
       {
         resources: [r("aws:kms/key:Key", "secrets", { enableKeyRotation: true, deletionWindowInDays: 3 })],
         match: /deletion window 3/,
+      },
+    ],
+  },
+  "eks-network-policy-enforced": {
+    pass: [
+      r("eks:index:Cluster", "cluster", goodCluster),
+      r("aws:eks/addon:Addon", "cni", { addonName: "vpc-cni", configurationValues: '{"enableNetworkPolicy":"true"}' }),
+      r("aws:eks/addon:Addon", "coredns", { addonName: "coredns" }),
+    ],
+    fail: [
+      {
+        resources: [r("eks:index:Cluster", "cluster", { ...goodCluster, vpcCniOptions: undefined })],
+        match: /'cluster' does not enforce NetworkPolicies.*enableNetworkPolicy: true/,
+      },
+      {
+        resources: [r("aws:eks/addon:Addon", "cni", { addonName: "vpc-cni", configurationValues: "{}" })],
+        match: /add-on 'cni' \(vpc-cni\) does not enforce NetworkPolicies/,
       },
     ],
   },
