@@ -20,36 +20,39 @@ export const TYPES = {
 
 export const REQUIRED_LOG_TYPES = ["api", "audit", "authenticator"] as const;
 
+/**
+ * The settings the rules read, from either shape, with each one's defaults
+ * (public endpoint on, private off, CIDRs 0.0.0.0/0). Getters, not values: at
+ * preview a property can be unknown (the KMS key's ARN before the key
+ * exists), and reading it makes @pulumi/policy skip only the rule that needs it.
+ */
 interface ClusterSettings {
-  publicAccess: boolean;
-  privateAccess: boolean;
-  publicCidrs: string[];
-  logTypes: string[];
-  secretsKeyArn?: string;
+  publicAccess(): boolean;
+  publicCidrs(): string[];
+  logTypes(): string[];
+  secretsKeyArn(): string | undefined;
 }
 
-/** Reads either shape, applying each one's defaults (public endpoint on, private off, CIDRs 0.0.0.0/0). */
 export function clusterSettings(r: ResourceView): ClusterSettings | undefined {
+  const p = r.props;
   if (r.type === TYPES.component) {
-    const p = r.props;
     return {
-      publicAccess: p.endpointPublicAccess !== false,
-      privateAccess: p.endpointPrivateAccess === true,
-      publicCidrs: p.publicAccessCidrs === undefined ? ["0.0.0.0/0"] : strings(p.publicAccessCidrs),
-      logTypes: strings(p.enabledClusterLogTypes),
-      secretsKeyArn: str(p.encryptionConfigKeyArn),
+      publicAccess: () => p.endpointPublicAccess !== false,
+      publicCidrs: () => (p.publicAccessCidrs === undefined ? ["0.0.0.0/0"] : strings(p.publicAccessCidrs)),
+      logTypes: () => strings(p.enabledClusterLogTypes),
+      secretsKeyArn: () => str(p.encryptionConfigKeyArn),
     };
   }
   if (r.type === TYPES.cluster) {
-    const vpc = obj(r.props.vpcConfig);
-    const enc = obj(r.props.encryptionConfig);
-    const secrets = strings(enc.resources).includes("secrets");
+    const vpc = () => obj(p.vpcConfig);
     return {
-      publicAccess: vpc.endpointPublicAccess !== false,
-      privateAccess: vpc.endpointPrivateAccess === true,
-      publicCidrs: vpc.publicAccessCidrs === undefined ? ["0.0.0.0/0"] : strings(vpc.publicAccessCidrs),
-      logTypes: strings(r.props.enabledClusterLogTypes),
-      secretsKeyArn: secrets ? str(obj(enc.provider).keyArn) : undefined,
+      publicAccess: () => vpc().endpointPublicAccess !== false,
+      publicCidrs: () => (vpc().publicAccessCidrs === undefined ? ["0.0.0.0/0"] : strings(vpc().publicAccessCidrs)),
+      logTypes: () => strings(p.enabledClusterLogTypes),
+      secretsKeyArn: () => {
+        const enc = obj(p.encryptionConfig);
+        return strings(enc.resources).includes("secrets") ? str(obj(enc.provider).keyArn) : undefined;
+      },
     };
   }
   return undefined;
@@ -61,9 +64,10 @@ export const endpointAccess: ResourceRule = {
   description: "The EKS API endpoint is private, or public only from listed CIDRs that are not the whole internet.",
   check(r) {
     const s = clusterSettings(r);
-    if (!s || !s.publicAccess) return [];
-    const open = s.publicCidrs.filter(isWholeInternet);
-    if (s.publicCidrs.length > 0 && open.length === 0) return [];
+    if (!s || !s.publicAccess()) return [];
+    const cidrs = s.publicCidrs();
+    const open = cidrs.filter(isWholeInternet);
+    if (cidrs.length > 0 && open.length === 0) return [];
     return [
       `EKS cluster '${r.name}' exposes its API endpoint to ${open.length > 0 ? open.join(", ") : "the whole internet"}. Fix: set cluster.endpointPublicAccessCidrs to the deployers' CIDRs, or cluster.endpointAccess: private when pulumi up runs inside the VPC.`,
     ];
@@ -77,7 +81,8 @@ export const controlPlaneLogging: ResourceRule = {
   check(r) {
     const s = clusterSettings(r);
     if (!s) return [];
-    const missing = REQUIRED_LOG_TYPES.filter((t) => !s.logTypes.includes(t));
+    const logged = s.logTypes();
+    const missing = REQUIRED_LOG_TYPES.filter((t) => !logged.includes(t));
     if (missing.length === 0) return [];
     return [
       `EKS cluster '${r.name}' does not log ${missing.join(", ")} to CloudWatch. Fix: set enabledClusterLogTypes to include ${REQUIRED_LOG_TYPES.join(", ")}.`,
@@ -97,10 +102,9 @@ export const secretsEncryption: ResourceRule = {
   check(r) {
     const s = clusterSettings(r);
     if (!s) return [];
-    if (s.secretsKeyArn && isCustomerKey(s.secretsKeyArn)) return [];
-    const what = s.secretsKeyArn
-      ? `with ${s.secretsKeyArn}, which is not a customer-managed key ARN`
-      : "with no KMS key";
+    const arn = s.secretsKeyArn();
+    if (arn && isCustomerKey(arn)) return [];
+    const what = arn ? `with ${arn}, which is not a customer-managed key ARN` : "with no KMS key";
     return [
       `EKS cluster '${r.name}' stores Kubernetes secrets ${what}. Fix: create an aws.kms.Key (rotation on) and pass its ARN as encryptionConfigKeyArn.`,
     ];
