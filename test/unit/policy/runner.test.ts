@@ -122,6 +122,27 @@ describe("policy pack under Pulumi's policy-pack runner", () => {
     expect(res.getDiagnosticsList().map((x) => x.getMessage())).toEqual([]);
   });
 
+  it("skips only the rule that needs a value unknown at preview", async () => {
+    // The engine's marker for a value not known until the resource it depends on exists.
+    const UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9";
+    const res = await unary<analyzerPb.AnalyzeResponse>((cb) =>
+      client.analyze(
+        analyzeRequest("eks:index:Cluster", "cluster", {
+          endpointPublicAccess: true,
+          publicAccessCidrs: ["198.51.100.7/32"],
+          enabledClusterLogTypes: ["api", "audit", "authenticator"],
+          vpcCniOptions: { enableNetworkPolicy: true },
+          encryptionConfigKeyArn: UNKNOWN,
+        }),
+        cb,
+      ),
+    );
+    const d = res.getDiagnosticsList();
+    expect(d.map((x) => x.getPolicyname())).toEqual(["eks-secrets-encryption"]);
+    expect(d[0].getMessage()).toMatch(/can't run .* during preview/);
+    expect(d[0].getEnforcementlevel()).toBe(pb.EnforcementLevel.ADVISORY);
+  });
+
   it("runs the stack rules over all resources and points at the offending one", async () => {
     const resource = (type: string, name: string, props: Record<string, unknown>) => {
       const r = new pb.AnalyzerResource();
