@@ -2,7 +2,9 @@
  * The server's launch command. FT drives the GPUs of one node from threads of a
  * single MPI rank, and it refuses a visible GPU count that is not a multiple of
  * TP×PP, so the command limits CUDA_VISIBLE_DEVICES to the GPUs the model uses.
- * It runs from the image WORKDIR, where gemm_config.in is.
+ * It runs from the image WORKDIR, where gemm_config.in is, as the image's
+ * unprivileged user: mpirun is not given --allow-run-as-root, so OpenMPI itself
+ * refuses to start should the container ever run as root.
  */
 import { MODEL_REPOSITORY_DIR, SERVER_WORKDIR, TRITONSERVER_BIN } from "./paths";
 
@@ -22,7 +24,7 @@ export function launchPlan(tensorParallel: number, modelRepository: string = MOD
   if (!modelRepository.startsWith("/"))
     throw new Error(`the model repository path must be absolute, got ${modelRepository}`);
   return {
-    argv: ["mpirun", "-n", "1", "--allow-run-as-root", TRITONSERVER_BIN, `--model-repository=${modelRepository}`],
+    argv: ["mpirun", "-n", "1", TRITONSERVER_BIN, `--model-repository=${modelRepository}`],
     env: { CUDA_VISIBLE_DEVICES: visibleDevices(tensorParallel) },
     workingDir: SERVER_WORKDIR,
   };

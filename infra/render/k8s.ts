@@ -19,6 +19,15 @@ import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/O
 import { stringify } from "yaml";
 import { PROJECT } from "../config";
 import { isDigestRef, isSynthRef } from "../imageRef";
+import {
+  TRITON_SCANNER_SKIPS,
+  TRITON_SERVER_UID,
+  containerSecurityContext,
+  podSecurityContext,
+  scannerSkipAnnotations,
+  scratchEnv,
+  scratchVolume,
+} from "./podSecurity";
 import { mebibytes, millicores } from "./quantities";
 import { GPU_RESOURCE, gpuTolerations, instanceTypeAffinity } from "./scheduling";
 
@@ -161,7 +170,13 @@ export function renderNamespace(w: WorkloadInput): INamespace {
 
 /** The Deployment's metadata: known before the image, so its name is known at preview. */
 export function deploymentMetadata(w: WorkloadInput): IObjectMeta & { name: string; namespace: string } {
-  return { name: workloadName(w), namespace: w.namespace, labels: recommendedLabels(w) };
+  return {
+    name: workloadName(w),
+    namespace: w.namespace,
+    labels: recommendedLabels(w),
+    // Scanner findings that are deliberate, each with its reason (README, Security).
+    annotations: scannerSkipAnnotations(TRITON_SCANNER_SKIPS),
+  };
 }
 
 /** The Deployment's spec, rendered with the server image reference. */
@@ -175,6 +190,10 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
   const gpus = String(plan.tensorParallel);
   const memory = mebibytes(plan.memoryRequestBytes);
   const { launch } = w;
+  const scratch = scratchVolume();
+  // The launch env wins over the scratch defaults on a name clash.
+  const env = new Map(scratchEnv().map((e) => [e.name, e.value ?? ""]));
+  for (const [k, v] of Object.entries(launch.env)) env.set(k, v);
   return {
     replicas: plan.replicas,
     revisionHistoryLimit: 5,
@@ -188,6 +207,10 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
       spec: {
         terminationGracePeriodSeconds: plan.terminationGracePeriodSeconds,
         enableServiceLinks: false,
+        // Triton never calls the Kubernetes API.
+        automountServiceAccountToken: false,
+        // Restricted Pod Security profile, as the image's own triton-server user.
+        securityContext: podSecurityContext(TRITON_SERVER_UID),
         tolerations: gpuTolerations(),
         affinity: instanceTypeAffinity(w.instanceType),
         topologySpreadConstraints: [
@@ -211,9 +234,9 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
             // Triton waits this long for in-flight requests after SIGTERM; it must fit in the grace period.
             command: [...launch.argv, `--exit-timeout-secs=${plan.drainSeconds}`],
             workingDir: launch.workingDir,
-            env: Object.entries(launch.env)
-              .sort(([a], [b]) => a.localeCompare(b))
-              .map(([k, v]) => ({ name: k, value: v })),
+            env: [...env.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => ({ name: k, value: v })),
+            // Read-only root: the server writes only to /dev/shm and the /tmp scratch volume.
+            securityContext: containerSecurityContext(),
             ports: [
               { name: "http", containerPort: PORTS.http, protocol: "TCP" },
               { name: "grpc", containerPort: PORTS.grpc, protocol: "TCP" },
@@ -225,7 +248,7 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
               requests: { cpu: millicores(plan.cpuRequestMillis), memory, [GPU_RESOURCE]: gpus },
               limits: { memory, [GPU_RESOURCE]: gpus },
             },
-            volumeMounts: [{ name: "dshm", mountPath: "/dev/shm" }],
+            volumeMounts: [{ name: "dshm", mountPath: "/dev/shm" }, scratch.mount],
             startupProbe: {
               httpGet: { path: READY_PATH, port: "http" },
               periodSeconds: 10,
@@ -249,7 +272,10 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
             lifecycle: { preStop: { exec: { command: ["sleep", String(plan.preStopSeconds)] } } },
           },
         ],
-        volumes: [{ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: mebibytes(plan.shmBytes) } }],
+        volumes: [
+          { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: mebibytes(plan.shmBytes) } },
+          scratch.volume,
+        ],
       },
     },
   };

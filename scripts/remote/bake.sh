@@ -24,7 +24,7 @@
 #   TOKENIZER_FILES        array   Files to copy from it; each must exist.     e.g. ('config.json' 'tokenizer.json')
 #   TOKENIZER_OPTIONAL_FILES array Optional; files copied when present.       e.g. ('tokenizer_config.json' 'special_tokens_map.json')
 #   TOKENIZER_PATH         string  Absolute tokenizer folder in the image (= tokenizer_path parameter). e.g. '/opt/triton-ft/tokenizer'
-#   LAUNCH_ARGV            array   Server command.                            e.g. (mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/opt/triton-ft/model-repository)
+#   LAUNCH_ARGV            array   Server command.                            e.g. (mpirun -n 1 /opt/tritonserver/bin/tritonserver --model-repository=/opt/triton-ft/model-repository)
 #   LAUNCH_CUDA_VISIBLE_DEVICES string GPUs the model uses.                   e.g. '0,1'
 #   REQUIRED_FREE_GIB      int     Optional; free disk needed before baking.   default '0'
 #   RESULT_FILE            string  Optional; where `image=<ref>` is written.   default "$WORK_ROOT/results/server-image.env"

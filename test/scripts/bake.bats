@@ -51,7 +51,7 @@ setup() {
   done
   # The launcher runs the plan's command from the WORKDIR holding gemm_config.in.
   grep -qx 'cd /workspace' "$STUB_STATE/last-serve"
-  grep -q 'exec mpirun -n 1 --allow-run-as-root /opt/tritonserver/bin/tritonserver --model-repository=/opt/triton-ft/model-repository "\$@"' "$STUB_STATE/last-serve"
+  grep -q 'exec mpirun -n 1 /opt/tritonserver/bin/tritonserver --model-repository=/opt/triton-ft/model-repository "\$@"' "$STUB_STATE/last-serve"
   grep -q 'CUDA_VISIBLE_DEVICES:-0' "$STUB_STATE/last-serve"
   bash -n "$STUB_STATE/last-serve"
   grep -q "^image=$SERVER_REPO@sha256:" "$WORK/results/server-image.env"

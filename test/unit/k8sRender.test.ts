@@ -28,14 +28,7 @@ import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib
 
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
 const LAUNCH = {
-  argv: [
-    "mpirun",
-    "-n",
-    "1",
-    "--allow-run-as-root",
-    "/opt/tritonserver/bin/tritonserver",
-    "--model-repository=/models",
-  ],
+  argv: ["mpirun", "-n", "1", "/opt/tritonserver/bin/tritonserver", "--model-repository=/models"],
   env: { CUDA_VISIBLE_DEVICES: "0" },
   workingDir: "/workspace",
 };
@@ -136,7 +129,15 @@ describe("rendered workload", () => {
     expect(c.command).toEqual([...LAUNCH.argv, `--exit-timeout-secs=${plan.drainSeconds}`]);
     expect(plan.drainSeconds).toBeLessThan(plan.terminationGracePeriodSeconds);
     expect(c.workingDir).toBe("/workspace");
-    expect(c.env).toEqual([{ name: "CUDA_VISIBLE_DEVICES", value: "0" }]);
+    // The launch env plus the scratch locations of the read-only root filesystem.
+    expect(c.env).toEqual([
+      { name: "CUDA_CACHE_PATH", value: "/tmp/cuda-cache" },
+      { name: "CUDA_VISIBLE_DEVICES", value: "0" },
+      { name: "HF_HOME", value: "/tmp/huggingface" },
+      { name: "HOME", value: "/tmp" },
+      { name: "PYTHONDONTWRITEBYTECODE", value: "1" },
+      { name: "TMPDIR", value: "/tmp" },
+    ]);
     expect(c.ports?.map((p) => [p.name, p.containerPort])).toEqual([
       ["http", 8000],
       ["grpc", 8001],
@@ -163,10 +164,38 @@ describe("rendered workload", () => {
 
   it("mounts a sized memory-backed /dev/shm", () => {
     const m = render(gptjConfig());
-    expect(container(m).volumeMounts).toEqual([{ name: "dshm", mountPath: "/dev/shm" }]);
+    expect(container(m).volumeMounts).toEqual([
+      { name: "dshm", mountPath: "/dev/shm" },
+      { name: "tmp", mountPath: "/tmp" },
+    ]);
     expect(m.deployment.spec?.template.spec?.volumes).toEqual([
       { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "768Mi" } },
+      { name: "tmp", emptyDir: { sizeLimit: "1Gi" } },
     ]);
+  });
+
+  it("runs under the restricted Pod Security profile as the image's triton-server user", () => {
+    const m = render(gpt2Config());
+    const pod = m.deployment.spec?.template.spec;
+    expect(pod?.automountServiceAccountToken).toBe(false);
+    expect(pod?.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 1000,
+      runAsGroup: 1000,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(container(m).securityContext).toEqual({
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      privileged: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
+    expect(container(m).command).not.toContain("--allow-run-as-root");
+    // Deliberate scanner findings carry their reason on the Deployment.
+    const ann = m.deployment.metadata?.annotations ?? {};
+    expect(Object.values(ann).map((v) => v.split("=")[0])).toEqual(["CKV_K8S_11", "CKV_K8S_40"]);
+    for (const v of Object.values(ann)) expect(v.split("=")[1]?.length).toBeGreaterThan(40);
   });
 
   it("probes startup and readiness on /v2/health/ready and liveness on /v2/health/live", () => {

@@ -238,7 +238,6 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
         "mpirun",
         "-n",
         "1",
-        "--allow-run-as-root",
         "/opt/tritonserver/bin/tritonserver",
         "--model-repository=/opt/triton-ft/model-repository",
       ],

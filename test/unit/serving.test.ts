@@ -287,7 +287,12 @@ describe("workload under mocks", () => {
     expect(obj(obj(c.resources).limits)["nvidia.com/gpu"]).toBe("1");
     expect(obj(obj(c.startupProbe).httpGet).path).toBe("/v2/health/ready");
     expect(obj(obj(c.livenessProbe).httpGet).path).toBe("/v2/health/live");
-    expect(pod.volumes).toEqual([{ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "256Mi" } }]);
+    expect(pod.volumes).toEqual([
+      { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "256Mi" } },
+      { name: "tmp", emptyDir: { sizeLimit: "1Gi" } },
+    ]);
+    expect(obj(pod.securityContext).runAsUser).toBe(1000);
+    expect(obj(c.securityContext).readOnlyRootFilesystem).toBe(true);
   });
 });
 
