@@ -247,6 +247,18 @@ export const clusterSchema = z
         'EKS control-plane version (mode create), quoted ("1.35"). Refused when EKS does not offer it; a warning in extended support (infra/catalog/eks.ts).',
       ),
     nodeRootVolumeGiB: positiveInt.optional().describe("GPU node root volume. Defaults to room for two server images."),
+    endpointAccess: z
+      .enum(["public", "private"])
+      .optional()
+      .describe(
+        "EKS API endpoint (mode create): private, or public from endpointPublicAccessCidrs only. Default: private when every build.sshAllowedCidrs entry is RFC 1918 (pulumi up runs inside the VPC or a network joined to it), else public.",
+      ),
+    endpointPublicAccessCidrs: z
+      .array(cidr)
+      .optional()
+      .describe(
+        "CIDRs that may reach a public EKS API endpoint. Defaults to build.sshAllowedCidrs (where pulumi up runs). Never 0.0.0.0/0.",
+      ),
   })
   .strict();
 

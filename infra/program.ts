@@ -24,6 +24,7 @@ import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildPlan, type Plan } from "./plan";
+import { endpointAccess } from "./plan/clusterAccess";
 import { workloadInput } from "./plan/workload";
 import { REPO_ROOT, repoPathHasher } from "./repoFiles";
 import type { ResolvedStack } from "./stack";
@@ -135,6 +136,11 @@ function clusterSource(stack: ResolvedStack, plan: Plan, secrets: StackSecrets, 
           gpuInstanceType: plan.serving.instanceType,
           gpuNodes: plan.kubernetes.gpuNodes,
           gpuNodeDiskGiB: stack.nodeDiskGiB,
+          endpoint: endpointAccess({
+            access: c.endpointAccess,
+            publicAccessCidrs: c.endpointPublicAccessCidrs,
+            deployerCidrs: stack.config.build.sshAllowedCidrs,
+          }),
         }
       : c.mode === "kubeconfig"
         ? { mode: "kubeconfig", kubeconfig: validatedSecret(secrets, "kubeconfig") }

@@ -17,6 +17,7 @@ import {
 } from "./model/sizing";
 import type { Family, ModelSource } from "./model/types";
 import type { GemmShape, ResolvedModel, ResolvedStack } from "./stack";
+import { endpointAccessProblems } from "./plan/clusterAccess";
 import { VPC_PREFIX_RANGE, vpcPrefix } from "./plan/network";
 import { isoDate } from "./catalog/eks";
 import { touchesDropped } from "./configIssues";
@@ -459,6 +460,12 @@ function resolveSource(
 
 function checkCluster(config: StackConfig, secrets: SecretPresence, add: Add): void {
   const c = config.cluster;
+  if (c.mode === "create") {
+    const access = { access: c.endpointAccess, publicAccessCidrs: c.endpointPublicAccessCidrs };
+    // Problems of the build.sshAllowedCidrs default are already reported by the build checks.
+    for (const p of endpointAccessProblems({ ...access, deployerCidrs: config.build.sshAllowedCidrs }))
+      if (p.key !== "build.sshAllowedCidrs") add(p.key, p.value, p.message, p.fix);
+  }
   if (c.mode === "kubeconfig" && !secrets.kubeconfig) {
     add(
       "kubeconfig",

@@ -15,7 +15,45 @@ export const GPU_AMI_TYPE = "AL2023_x86_64_NVIDIA";
  * tolerate the GPU taint. Two small nodes in different AZs keep both highly
  * available; their size does not depend on the model.
  */
-export const SYSTEM_NODES = { instanceType: "t3.large", count: 2, amiType: "AL2023_x86_64_STANDARD" } as const;
+export const SYSTEM_NODES = {
+  instanceType: "t3.large",
+  count: 2,
+  amiType: "AL2023_x86_64_STANDARD",
+  diskGiB: 20,
+} as const;
+
+/** Control-plane logs shipped to CloudWatch: API calls, the audit trail, and who authenticated. */
+export const CONTROL_PLANE_LOG_TYPES = ["api", "audit", "authenticator"] as const;
+
+/** Root device of the EKS AL2023 AMIs, where a node group's launch template puts the encrypted volume. */
+export const NODE_ROOT_DEVICE = "/dev/xvda";
+
+/**
+ * Node launch template settings: IMDSv2 only with a hop limit of 1, so pods
+ * cannot reach the node role's credentials (the load balancer controller uses
+ * IRSA and is given region and VPC explicitly; the VPC CNI runs on the host
+ * network), and an encrypted gp3 root volume.
+ */
+export function nodeLaunchTemplate(diskGiB: number): {
+  metadataOptions: { httpEndpoint: "enabled"; httpTokens: "required"; httpPutResponseHopLimit: 1 };
+  blockDeviceMappings: Array<{
+    deviceName: string;
+    ebs: { volumeSize: number; volumeType: "gp3"; encrypted: "true"; deleteOnTermination: "true" };
+  }>;
+} {
+  return {
+    metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 1 },
+    blockDeviceMappings: [
+      {
+        deviceName: NODE_ROOT_DEVICE,
+        ebs: { volumeSize: diskGiB, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" },
+      },
+    ],
+  };
+}
+
+/** The KMS key that envelope-encrypts Kubernetes secrets: yearly rotation; 30 days to undo a deletion. */
+export const SECRETS_KEY = { enableKeyRotation: true, deletionWindowInDays: 30 } as const;
 /** Node label identifying the GPU pool (also set by NVIDIA's feature discovery, which this stack does not install). */
 export const GPU_NODE_LABEL = "nvidia.com/gpu.present";
 

@@ -15,11 +15,22 @@ import * as aws from "@pulumi/aws";
 import * as eks from "@pulumi/eks";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { CHARTS, GPU_AMI_TYPE, GPU_NODE_LABEL, GPU_NODE_TAINT, SYSTEM_NODES, devicePluginValues } from "../cloud/eks";
+import {
+  CHARTS,
+  CONTROL_PLANE_LOG_TYPES,
+  GPU_AMI_TYPE,
+  GPU_NODE_LABEL,
+  GPU_NODE_TAINT,
+  SECRETS_KEY,
+  SYSTEM_NODES,
+  devicePluginValues,
+  nodeLaunchTemplate,
+} from "../cloud/eks";
 import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES } from "../cloud/iam";
 import { kubeconfigClusterName, kubeconfigText } from "../cloud/kubeconfig";
 import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, irsaTrustPolicy } from "./lbControllerPolicy";
 import { LB_CONTROLLER_POLICY_VERSION, publishedLbControllerPolicy } from "../cloud/lbControllerIamPolicy";
+import type { EndpointAccess } from "../plan/clusterAccess";
 
 export interface ClusterNetwork {
   vpcId: pulumi.Input<string>;
@@ -39,6 +50,8 @@ export interface CreatedCluster {
   gpuNodes: number;
   /** GPU node root volume, GiB (room for two server images). */
   gpuNodeDiskGiB: number;
+  /** Who reaches the API endpoint (plan/clusterAccess.ts). */
+  endpoint: EndpointAccess;
 }
 
 /** An existing cluster, from the `kubeconfig` secret. */
@@ -119,6 +132,12 @@ export class Cluster extends pulumi.ComponentResource {
     const parent = { parent: this };
     const net = c.network;
 
+    // Envelope encryption of Kubernetes secrets with a key this stack owns.
+    const secretsKey = new aws.kms.Key(
+      `${name}-secrets`,
+      { description: `EKS secrets encryption for ${name} (triton-ft)`, ...SECRETS_KEY, tags },
+      parent,
+    );
     // @pulumi/eks is a multi-language component: the control plane, its security
     // groups, OIDC provider and add-ons are created inside the eks plugin.
     const cluster = new eks.Cluster(
@@ -135,6 +154,14 @@ export class Cluster extends pulumi.ComponentResource {
         // The managed CoreDNS add-on waits for schedulable nodes, which do not exist
         // until the node groups below; EKS's self-managed CoreDNS has no such wait.
         corednsAddonOptions: { enabled: false },
+        // The API endpoint: private, or public from the deployers' CIDRs only (plan/clusterAccess.ts).
+        endpointPrivateAccess: c.endpoint.endpointPrivateAccess,
+        endpointPublicAccess: c.endpoint.endpointPublicAccess,
+        ...(c.endpoint.publicAccessCidrs ? { publicAccessCidrs: c.endpoint.publicAccessCidrs } : {}),
+        enabledClusterLogTypes: [...CONTROL_PLANE_LOG_TYPES],
+        encryptionConfigKeyArn: secretsKey.arn,
+        // The VPC CNI's network policy agent: without it the NetworkPolicies are not enforced.
+        vpcCniOptions: { enableNetworkPolicy: true },
         tags,
       },
       parent,
@@ -175,6 +202,23 @@ export class Cluster extends pulumi.ComponentResource {
           parent,
         ),
     );
+    // Launch templates: encrypted root volumes and IMDSv2 with hop limit 1 (cloud/eks.ts).
+    const template = (pool: string, diskGiB: number) => {
+      const lt = new aws.ec2.LaunchTemplate(
+        `${name}-${pool}`,
+        {
+          description: `triton-ft ${pool} nodes: encrypted root volume, IMDSv2 hop limit 1`,
+          ...nodeLaunchTemplate(diskGiB),
+          tagSpecifications: [
+            { resourceType: "instance", tags },
+            { resourceType: "volume", tags },
+          ],
+          tags,
+        },
+        parent,
+      );
+      return { id: lt.id, version: lt.latestVersion.apply((v) => String(v)) };
+    };
     const systemNodes = new eks.ManagedNodeGroup(
       `${name}-system`,
       {
@@ -182,6 +226,7 @@ export class Cluster extends pulumi.ComponentResource {
         nodeRoleArn: nodeRole.arn,
         amiType: SYSTEM_NODES.amiType,
         instanceTypes: [SYSTEM_NODES.instanceType],
+        launchTemplate: template("system", SYSTEM_NODES.diskGiB),
         subnetIds: c.network.privateSubnetIds,
         scalingConfig: { minSize: SYSTEM_NODES.count, desiredSize: SYSTEM_NODES.count, maxSize: SYSTEM_NODES.count },
         tags,
@@ -197,7 +242,7 @@ export class Cluster extends pulumi.ComponentResource {
         instanceTypes: [c.gpuInstanceType],
         capacityType: "ON_DEMAND",
         // Room for two server images side by side during a rollout (model/sizing.ts nodeDiskGiB).
-        diskSize: c.gpuNodeDiskGiB,
+        launchTemplate: template("gpu", c.gpuNodeDiskGiB),
         subnetIds: c.network.privateSubnetIds,
         // No autoscaler: a fixed pool with one spare pod slot for the rolling update's surge pod.
         scalingConfig: { minSize: c.gpuNodes, desiredSize: c.gpuNodes, maxSize: c.gpuNodes },

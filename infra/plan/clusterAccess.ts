@@ -79,21 +79,34 @@ export function endpointAccess(i: EndpointAccessInput): EndpointAccess {
   };
 }
 
-/** Config problems, in the validator's "key: value: fix" style. */
-export function endpointAccessProblems(i: EndpointAccessInput): string[] {
-  const out: string[] = [];
+export interface EndpointAccessProblem {
+  key: string;
+  value: unknown;
+  message: string;
+  fix: string;
+}
+
+/** Config problems, in the validator's key / value / message / fix shape. */
+export function endpointAccessProblems(i: EndpointAccessInput): EndpointAccessProblem[] {
   const a = endpointAccess(i);
-  if (!a.endpointPublicAccess) return out;
+  if (!a.endpointPublicAccess) return [];
   const cidrs = a.publicAccessCidrs ?? [];
   const key = i.publicAccessCidrs ? "cluster.endpointPublicAccessCidrs" : "build.sshAllowedCidrs";
+  const out: EndpointAccessProblem[] = [];
   if (cidrs.length === 0)
-    out.push(
-      `${key} is empty, so a public EKS endpoint would be reachable by nobody (or everybody): list the deploying machine's CIDR, or set cluster.endpointAccess: private`,
-    );
+    out.push({
+      key,
+      value: cidrs,
+      message: "is empty, so the public EKS API endpoint would admit nobody",
+      fix: "list the deploying machine's CIDR, or set cluster.endpointAccess: private",
+    });
   for (const c of cidrs)
     if (/\/0$/.test(c.trim()))
-      out.push(
-        `${key} contains ${c}: the EKS API endpoint must not be open to the whole internet; list the deployers' CIDRs`,
-      );
+      out.push({
+        key,
+        value: c,
+        message: "opens the EKS API endpoint to the whole internet",
+        fix: "list the deployers' CIDRs (e.g. the runner's /32), or set cluster.endpointAccess: private",
+      });
   return out;
 }

@@ -48,6 +48,16 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
   }),
   "aws:iam/policy:Policy": (name, i) => ({ arn: `arn:aws:iam::${ACCOUNT}:policy/${String(i.name ?? name)}` }),
   "aws:ec2/securityGroup:SecurityGroup": (name) => ({ arn: arn("ec2", `security-group/sg-${hex(name, 17)}`) }),
+  "aws:kms/key:Key": (name) => {
+    const h = hex(name, 32);
+    const keyId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+    return { keyId, arn: arn("kms", `key/${keyId}`) };
+  },
+  "aws:ec2/launchTemplate:LaunchTemplate": (name) => ({
+    arn: arn("ec2", `launch-template/lt-${hex(name, 17)}`),
+    latestVersion: 1,
+    defaultVersion: 1,
+  }),
   "aws:ec2/keyPair:KeyPair": (name, i) => ({ keyName: i.keyName ?? name, arn: arn("ec2", `key-pair/${name}`) }),
   "aws:s3/bucketV2:BucketV2": (name, i) => ({
     bucket: i.bucket ?? name,

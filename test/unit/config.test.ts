@@ -281,6 +281,20 @@ describe("validation rules (one test each, exact messages)", () => {
     );
   });
 
+  it("EKS API endpoint open to the world", () => {
+    const p = onlyProblem(withOverrides(gpt2Config(), { cluster: { endpointPublicAccessCidrs: ["0.0.0.0/0"] } }));
+    expect(p).toMatchObject({ key: "triton-ft:cluster.endpointPublicAccessCidrs", value: "0.0.0.0/0" });
+    expect(p.message).toBe("opens the EKS API endpoint to the whole internet");
+    expect(
+      problemsOf(
+        withOverrides(gpt2Config(), { cluster: { endpointAccess: "private", endpointPublicAccessCidrs: [] } }),
+      ),
+    ).toEqual([]);
+    expect(onlyProblem(withOverrides(gpt2Config(), { cluster: { endpointAccess: "open" } })).key).toBe(
+      "triton-ft:cluster.endpointAccess",
+    );
+  });
+
   it("lengths beyond the model's positions", () => {
     const p = onlyProblem(withOverrides(gpt2Config(), { serving: { maxInputLen: 900, maxOutputLen: 200 } }));
     expect(p).toMatchObject({

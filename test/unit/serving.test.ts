@@ -156,11 +156,45 @@ describe("create mode: EKS with a GPU node group", () => {
     // nodeDiskGiB: two server images (triton_with_ft base + fp16 weights) with headroom.
     const preset = findPreset("gpt2");
     if (!preset) throw new Error("gpt2 preset missing");
-    expect(gpu.inputs.diskSize).toBe(nodeDiskGiB(preset.family, preset.arch));
-    expect(gpu.inputs.diskSize).toBeGreaterThan(60);
+    // The disk is the launch template's encrypted root volume; IMDS is v2-only with hop limit 1.
+    const lt = run.one("aws:ec2/launchTemplate:LaunchTemplate", "cluster-gpu");
+    expect(gpu.inputs.launchTemplate).toEqual({ id: lt.id, version: "1" });
+    expect(gpu.inputs.diskSize).toBeUndefined();
+    const root = (lt.inputs.blockDeviceMappings as Obj[])[0] ?? {};
+    expect(root.deviceName).toBe("/dev/xvda");
+    expect(obj(root.ebs)).toMatchObject({ volumeType: "gp3", encrypted: "true" });
+    expect(obj(root.ebs).volumeSize).toBe(nodeDiskGiB(preset.family, preset.arch));
+    expect(obj(root.ebs).volumeSize).toBeGreaterThan(60);
+    expect(lt.inputs.metadataOptions).toEqual({
+      httpEndpoint: "enabled",
+      httpTokens: "required",
+      httpPutResponseHopLimit: 1,
+    });
     const system = run.one("eks:index:ManagedNodeGroup", "cluster-system");
     expect(system.inputs.taints).toBeUndefined();
     expect(system.inputs.amiType).toBe("AL2023_x86_64_STANDARD");
+    expect(system.inputs.launchTemplate).toEqual({
+      id: run.one("aws:ec2/launchTemplate:LaunchTemplate", "cluster-system").id,
+      version: "1",
+    });
+  });
+
+  it("logs the control plane, encrypts secrets with its own rotating KMS key, enforces NetworkPolicies", () => {
+    const cluster = run.one("eks:index:Cluster");
+    const key = run.one("aws:kms/key:Key", "cluster-secrets");
+    expect(key.inputs).toMatchObject({ enableKeyRotation: true, deletionWindowInDays: 30 });
+    expect(cluster.inputs.encryptionConfigKeyArn).toBe(key.state.arn);
+    expect(cluster.inputs.enabledClusterLogTypes).toEqual(["api", "audit", "authenticator"]);
+    expect(cluster.inputs.vpcCniOptions).toMatchObject({ enableNetworkPolicy: true });
+  });
+
+  it("opens the API endpoint only to the machine that runs pulumi up (build.sshAllowedCidrs)", () => {
+    const cluster = run.one("eks:index:Cluster");
+    expect(cluster.inputs).toMatchObject({
+      endpointPrivateAccess: true,
+      endpointPublicAccess: true,
+      publicAccessCidrs: ["198.51.100.7/32"],
+    });
   });
 
   it("gives nodes only the worker, CNI and ECR read-only policies", () => {
