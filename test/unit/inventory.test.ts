@@ -97,7 +97,9 @@ describe("offline inventory (resources.json)", () => {
     });
     const { code, out } = await diffText("base", "cidrs");
     expect(code).toBe(0);
-    expect(out).toMatch(/^stack dev: 1 to add, 1 to change, 0 to remove/);
+    // The builder's SSH rules, and the EKS API endpoint's public CIDRs (they default to the same list).
+    expect(out).toMatch(/^stack dev: 1 to add, 2 to change, 0 to remove/);
+    expect(out).toContain("~ eks:index:Cluster cluster");
     expect(out).toContain(
       '~ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule builder-ssh-0  (in triton-ft:builder:Builder::builder)\n    ~ cidrIpv4: "198.51.100.7/32" -> "203.0.113.0/28"',
     );
@@ -132,8 +134,8 @@ describe("offline inventory (resources.json)", () => {
     [
       "cluster.nodeRootVolumeGiB",
       (c: Cfg) => (obj(c, "cluster").nodeRootVolumeGiB = 300),
-      "eks:index:ManagedNodeGroup cluster-gpu",
-      "diskSize",
+      "aws:ec2/launchTemplate:LaunchTemplate cluster-gpu",
+      "blockDeviceMappings[0].ebs.volumeSize",
     ],
     [
       "tags",
