@@ -9,7 +9,7 @@
  * with the values known, before anything is changed.
  */
 import { PolicyPack, type Policies, type ReportViolation } from "@pulumi/policy";
-import { allRules, type ResourceView } from "./rules";
+import { allRules, loadVendorPolicies, type ResourceView } from "./rules";
 
 export const PACK_NAME = "triton-ft-security";
 
@@ -25,7 +25,8 @@ function view(r: PolicyResourceLike): ResourceView {
 }
 
 export function policies(): Policies {
-  return allRules().map((rule) => {
+  // Read when the pack loads: a vendored file that is not the published one stops the pack loudly.
+  return allRules({ vendorPolicies: loadVendorPolicies() }).map((rule) => {
     if (rule.kind === "resource") {
       return {
         name: rule.name,

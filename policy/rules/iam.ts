@@ -16,6 +16,7 @@
  */
 import type { ResourceRule, ResourceView } from "./types";
 import { arr, obj, str, strings, type Obj } from "./values";
+import { vendorOf, type VendorPolicy } from "./vendor";
 
 export const TYPES = {
   policy: "aws:iam/policy:Policy",
@@ -66,6 +67,8 @@ const SCOPING_KEY =
  * team's resource adopts it. On wildcard ARNs they need a scoping condition.
  */
 const TAGGING_ACTION = /^[\w-]+:(AddTags|RemoveTags|CreateTags|DeleteTags|TagResource|UntagResource)$/i;
+/** What the load balancer controller finds and manages by its cluster tag: load balancers, target groups, security groups. */
+const ADOPTED_BY_TAG = /^\*$|:loadbalancer\/|:targetgroup\/|:security-group\//;
 
 function matches(pattern: string, action: string): boolean {
   const p = pattern.toLowerCase();
@@ -123,8 +126,10 @@ function documents(r: ResourceView): Doc[] {
   }
 }
 
-export function statementProblems(statement: Obj): string[] {
+export function statementProblems(statement: Obj, vendors: readonly VendorPolicy[] = []): string[] {
   if (statement.Effect !== "Allow") return [];
+  // A vendor's published statement, verbatim (rules/vendor.ts): only the absolute bans apply.
+  const vendor = vendorOf(statement, vendors);
   const sid = str(statement.Sid) ? `statement ${str(statement.Sid)}` : "a statement";
   const out: string[] = [];
   if (statement.NotAction !== undefined)
@@ -135,45 +140,49 @@ export function statementProblems(statement: Obj): string[] {
   const wild = actions.filter((a) => a.includes("*"));
   if (wild.length > 0)
     out.push(`${sid} allows wildcard action(s) ${wild.join(", ")}. Fix: list the exact actions needed.`);
-  if (strings(statement.Resource).includes("*") && !conditionScopes(statement.Condition)) {
+  if (!vendor && strings(statement.Resource).includes("*") && !conditionScopes(statement.Condition)) {
     const unscoped = actions.filter((a) => !a.includes("*") && !resourceStarAllowed(a));
     if (unscoped.length > 0)
       out.push(
         `${sid} allows ${unscoped.join(", ")} on Resource "*", though AWS offers narrower resources for them. Fix: name the resource ARNs, or add a Condition confining it to this stack's resources (aws:ResourceTag/aws:RequestTag of the cluster tag, ec2:Vpc).`,
       );
   }
-  const resources = strings(statement.Resource);
+  // Even a vendor's statement may not tag what the controller adopts by tag without a condition.
+  const resources = strings(statement.Resource).filter((r) => r.includes("*") && (!vendor || ADOPTED_BY_TAG.test(r)));
   const tagging = actions.filter((a) => TAGGING_ACTION.test(a));
-  if (tagging.length > 0 && resources.some((r) => r.includes("*")) && !conditionScopes(statement.Condition))
+  if (tagging.length > 0 && resources.length > 0 && !conditionScopes(statement.Condition))
     out.push(
-      `${sid} allows ${tagging.join(", ")} on ${resources.filter((r) => r.includes("*")).join(", ")} with no condition, so it can tag (and so adopt) resources it does not own. Fix: add a Condition requiring the owner tag (Null aws:ResourceTag/<cluster tag>: "false") or tagging only on create (elasticloadbalancing:CreateAction / ec2:CreateAction).`,
+      `${sid} allows ${tagging.join(", ")} on ${resources.join(", ")} with no condition, so it can tag (and so adopt) resources it does not own. Fix: add a Condition requiring the owner tag (Null aws:ResourceTag/<cluster tag>: "false") or tagging only on create (elasticloadbalancing:CreateAction / ec2:CreateAction).`,
     );
   return out;
 }
 
-export const leastPrivilege: ResourceRule = {
-  kind: "resource",
-  name: "iam-least-privilege",
-  description: 'No wildcard IAM actions; Resource "*" only for allow-listed actions or when a Condition scopes it.',
-  check(r) {
-    const out: string[] = [];
-    for (const d of documents(r)) {
-      if (d.text === undefined) continue;
-      const doc = parse(d.text);
-      if (!doc) {
-        out.push(
-          `IAM ${r.type.split(":").pop()} '${r.name}': ${d.where} is not a JSON policy document. Fix: pass JSON.stringify(document).`,
-        );
-        continue;
+export function leastPrivilege(vendors: readonly VendorPolicy[] = []): ResourceRule {
+  return {
+    kind: "resource",
+    name: "iam-least-privilege",
+    description:
+      'No wildcard IAM actions; Resource "*" only for allow-listed actions, when a Condition scopes it, or in a vendored published policy kept verbatim.',
+    check(r) {
+      const out: string[] = [];
+      for (const d of documents(r)) {
+        if (d.text === undefined) continue;
+        const doc = parse(d.text);
+        if (!doc) {
+          out.push(
+            `IAM ${r.type.split(":").pop()} '${r.name}': ${d.where} is not a JSON policy document. Fix: pass JSON.stringify(document).`,
+          );
+          continue;
+        }
+        const statements = Array.isArray(doc.Statement) ? doc.Statement : [doc.Statement];
+        for (const s of statements)
+          for (const p of statementProblems(obj(s), vendors))
+            out.push(`IAM ${r.type.split(":").pop()} '${r.name}' ${d.where}: ${p}`);
       }
-      const statements = Array.isArray(doc.Statement) ? doc.Statement : [doc.Statement];
-      for (const s of statements)
-        for (const p of statementProblems(obj(s)))
-          out.push(`IAM ${r.type.split(":").pop()} '${r.name}' ${d.where}: ${p}`);
-    }
-    return out;
-  },
-};
+      return out;
+    },
+  };
+}
 
 export const managedPolicies: ResourceRule = {
   kind: "resource",
@@ -191,4 +200,6 @@ export const managedPolicies: ResourceRule = {
   },
 };
 
-export const IAM_RULES = [leastPrivilege, managedPolicies];
+export function iamRules(vendors: readonly VendorPolicy[] = []): ResourceRule[] {
+  return [leastPrivilege(vendors), managedPolicies];
+}

@@ -6,7 +6,7 @@
  */
 import * as fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
-import { allRules, evaluate, type Violation } from "../../../policy/rules";
+import { allRules, evaluate, loadVendorPolicies, type Violation } from "../../../policy/rules";
 import { kubernetesRules } from "../../../policy/rules/kubernetes";
 import { registeredResources, stackFiles, synthManifests } from "./stacks";
 
@@ -32,7 +32,7 @@ describe.each(STACKS.map((s) => [s.name, s] as const))("stack %s", (_name, stack
   it("passes every rule on the resources the program registers", async () => {
     const resources = await registeredResources(stack);
     expect(resources.length).toBeGreaterThan(10);
-    const violations = evaluate(allRules(), resources);
+    const violations = evaluate(allRules({ vendorPolicies: loadVendorPolicies() }), resources);
     expect(violations, report(violations)).toEqual([]);
   });
 
