@@ -36,7 +36,23 @@ import {
   type LoadBalancerSettings,
   type WorkloadInput,
 } from "./k8s";
+import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
 import { INSTANCE_TYPE_LABEL } from "./scheduling";
+
+/** Deliberate scanner findings of the gateway Deployment, with why (README, Security). */
+export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
+  {
+    id: "CKV_K8S_11",
+    reason:
+      "no CPU limit on purpose: CFS throttling stalls the event loop that streams every response; the pod requests the CPU it needs",
+  },
+  {
+    id: "CKV_K8S_40",
+    reason: "runs as the Node.js image's own unprivileged user node (uid 1000), which the image's files belong to",
+  },
+];
+/** Declares that every request through this Service is authenticated (the gateway's API keys); policy/rules/kubernetes.ts reads it. */
+export const CLIENT_AUTH_ANNOTATION = "triton-ft.io/client-auth";
 
 export const GATEWAY_COMPONENT = "gateway";
 /** Namespaces whose pods may scrape metrics (Prometheus) carry this label. */
@@ -117,6 +133,8 @@ function gatewayAnnotations(lb: LoadBalancerSettings, tls: boolean): Record<stri
     [`${ANN}target-group-attributes`]:
       "deregistration_delay.timeout_seconds=60,deregistration_delay.connection_termination.enabled=true",
     [`${ANN}attributes`]: "load_balancing.cross_zone.enabled=true",
+    // The gateway refuses any request without a valid API key.
+    [CLIENT_AUTH_ANNOTATION]: "api-key",
     ...(tls
       ? {
           [`${ANN}ssl-ports`]: "443",
@@ -160,7 +178,7 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
   const deployment: IDeployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name, namespace: ns, labels: podLabels },
+    metadata: { name, namespace: ns, labels: podLabels, annotations: scannerSkipAnnotations(GATEWAY_SCANNER_SKIPS) },
     spec: {
       replicas: input.replicas,
       revisionHistoryLimit: 5,

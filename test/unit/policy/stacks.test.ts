@@ -8,6 +8,10 @@ import * as fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { allRules, evaluate, loadVendorPolicies, type Violation } from "../../../policy/rules";
 import { kubernetesRules } from "../../../policy/rules/kubernetes";
+import { CLIENT_AUTH_ANNOTATION as RENDERED_CLIENT_AUTH } from "../../../infra/render/k8sGateway";
+import { CLIENT_AUTH_ANNOTATION } from "../../../policy/rules/kubernetes";
+import { runProgram } from "../../lib/pulumi";
+import { gpt2Config, withOverrides } from "../../lib/fixtures";
 import { registeredResources, stackFiles, synthManifests } from "./stacks";
 
 const STACKS = stackFiles();
@@ -42,5 +46,33 @@ describe.each(STACKS.map((s) => [s.name, s] as const))("stack %s", (_name, stack
     expect(resources.some((r) => r.type === "kubernetes:apps/v1:Deployment")).toBe(true);
     const violations = evaluate(kubernetesRules({ allowSynthPlaceholder: true }), resources);
     expect(violations, report(violations)).toEqual([]);
+  });
+});
+
+describe("an internet-facing gateway", () => {
+  it("passes the pack with TLS and API keys (the only way validation lets it be internet-facing)", async () => {
+    expect(RENDERED_CLIENT_AUTH).toBe(CLIENT_AUTH_ANNOTATION);
+    const cfg = withOverrides(gpt2Config(), {
+      serving: {
+        loadBalancerScheme: "internet-facing",
+        allowedCidrs: ["203.0.113.0/24"],
+        consumers: ["search"],
+        tlsCertificateArn: "arn:aws:acm:us-east-1:123456789012:certificate/0f1e2d3c-aaaa-bbbb-cccc-123456789012",
+      },
+    });
+    const run = await runProgram(cfg);
+    const resources = run.resources.map((r) => ({ type: r.type, name: r.name, props: r.inputs }));
+    const lb = resources.filter(
+      (r) =>
+        r.type === "kubernetes:core/v1:Service" &&
+        (r.props.spec as { type?: string } | undefined)?.type === "LoadBalancer",
+    );
+    expect(lb).toHaveLength(1);
+    const violations = evaluate(allRules({ vendorPolicies: loadVendorPolicies() }), resources);
+    expect(violations, report(violations)).toEqual([]);
+    // Without the declaration the same Service is refused: the rule is what keeps it honest.
+    const ann = (lb[0]?.props.metadata as { annotations: Record<string, string> }).annotations;
+    delete ann[CLIENT_AUTH_ANNOTATION];
+    expect(evaluate(allRules(), lb).map((v) => v.rule)).toEqual(["k8s-load-balancer-internal"]);
   });
 });
