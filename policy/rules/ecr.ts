@@ -17,7 +17,16 @@ export const repositorySettings: ResourceRule = {
     const repo = `ECR repository '${r.name}'`;
     if (obj(r.props.imageScanningConfiguration).scanOnPush !== true)
       out.push(`${repo} does not scan images on push. Fix: set imageScanningConfiguration.scanOnPush: true.`);
-    if (r.props.imageTagMutability !== "IMMUTABLE")
+    // Exceptions by exact name (e.g. movable "live"/"previous" markers) keep every other tag immutable;
+    // a wildcard exclusion could cover the content tags the pipeline deploys from.
+    const exclusions = arr(r.props.imageTagMutabilityExclusionFilters).map((f) => String(obj(f).filter ?? ""));
+    const wildExclusions = exclusions.filter((f) => f === "" || f.includes("*"));
+    if (r.props.imageTagMutability === "IMMUTABLE_WITH_EXCLUSION" && exclusions.length > 0) {
+      if (wildExclusions.length > 0)
+        out.push(
+          `${repo} exempts tags matching ${wildExclusions.map((f) => JSON.stringify(f)).join(", ")} from immutability, which can cover the content tags. Fix: exempt only exact tag names (e.g. "live"), or set imageTagMutability: "IMMUTABLE".`,
+        );
+    } else if (r.props.imageTagMutability !== "IMMUTABLE")
       out.push(
         `${repo} has mutable tags (imageTagMutability ${JSON.stringify(r.props.imageTagMutability ?? "MUTABLE")}), so a tag can be moved to other bytes. Fix: set imageTagMutability: "IMMUTABLE".`,
       );

@@ -221,8 +221,38 @@ const CASES: Record<string, Case> = {
         imageScanningConfiguration: { scanOnPush: true },
         encryptionConfigurations: [{ encryptionType: "KMS" }],
       }),
+      r("aws:ecr/repository:Repository", "server", {
+        imageTagMutability: "IMMUTABLE_WITH_EXCLUSION",
+        imageTagMutabilityExclusionFilters: [
+          { filter: "live", filterType: "WILDCARD" },
+          { filter: "previous", filterType: "WILDCARD" },
+        ],
+        imageScanningConfiguration: { scanOnPush: true },
+        encryptionConfigurations: [{ encryptionType: "KMS" }],
+      }),
     ],
     fail: [
+      {
+        resources: [
+          r("aws:ecr/repository:Repository", "server", {
+            imageTagMutability: "IMMUTABLE_WITH_EXCLUSION",
+            imageTagMutabilityExclusionFilters: [{ filter: "bake-*", filterType: "WILDCARD" }],
+            imageScanningConfiguration: { scanOnPush: true },
+            encryptionConfigurations: [{ encryptionType: "KMS" }],
+          }),
+        ],
+        match: /'server' exempts tags matching "bake-\*" from immutability/,
+      },
+      {
+        resources: [
+          r("aws:ecr/repository:Repository", "server", {
+            imageTagMutability: "IMMUTABLE_WITH_EXCLUSION",
+            imageScanningConfiguration: { scanOnPush: true },
+            encryptionConfigurations: [{ encryptionType: "KMS" }],
+          }),
+        ],
+        match: /'server' has mutable tags/,
+      },
       {
         resources: [
           r("aws:ecr/repository:Repository", "server", {
