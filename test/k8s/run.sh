@@ -24,6 +24,7 @@ log "binaries ready in $((SECONDS - start))s: $version in $bin"
 work=$(mktemp -d "${TMPDIR:-/tmp}/triton-ft-k8s-XXXXXX")
 # The vitest globalSetup stops what it starts; should the runner itself be
 # killed, stop the processes it recorded (by pid) and nothing else.
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
   if [[ -f $work/pids ]]; then
     while read -r pid name; do
