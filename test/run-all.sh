@@ -19,6 +19,8 @@ suites=(
   "python|bash test/python/run.sh"
   "triton|bash test/triton/run.sh"
   "gateway|bash test/gateway/run.sh"
+  "ssh|bash test/ssh/run.sh"
+  "k8s|bash test/k8s/run.sh"
 )
 only=${TEST_SUITES:-}
 

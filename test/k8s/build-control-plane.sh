@@ -37,6 +37,12 @@ dir=$cache/k8s/$version
 bin=$dir/bin
 bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
 
+# One build at a time per version (CI starts one in the background; the suite
+# then waits here for it instead of compiling a second time).
+mkdir -p "$dir"
+exec 8>"$dir/.lock"
+flock 8
+
 complete=1
 for b in "${bins[@]}"; do [[ -x $bin/$b ]] || complete=0; done
 if ((complete)); then
