@@ -114,3 +114,27 @@ export function podFitProblems(shape: NodeShape, pod: PodRequests, podsPerNode: 
   if (gpus > a.gpus) problems.push({ resource: "nvidia.com/gpu", requested: gpus, allocatable: a.gpus, unit: "GPU" });
   return problems;
 }
+
+/**
+ * The validation rule "the serving pods must fit a serving node", as one
+ * message and fix (undefined when they fit). Requests above allocatable leave
+ * a pod Pending forever, which a rollout only reports at its deadline.
+ */
+export function servingFitProblem(
+  instance: InstanceFacts,
+  pod: PodRequests,
+  podsPerNode: number,
+): { message: string; fix: string } | undefined {
+  const problems = podFitProblems(eksNodeShape(instance), pod, podsPerNode);
+  if (problems.length === 0) return undefined;
+  const what = problems
+    .map(
+      (p) =>
+        `${p.resource} ${p.requested}${p.unit === "GPU" ? "" : p.unit} > allocatable ${p.allocatable}${p.unit === "GPU" ? "" : p.unit}`,
+    )
+    .join(", ");
+  return {
+    message: `${podsPerNode} serving pod(s) per ${instance.type} plus the node DaemonSets request more than the node offers (${what}), so a pod would stay Pending`,
+    fix: "pick a larger serving.instanceType, or lower serving.tensorParallel / the batch and length limits that size the pod",
+  };
+}
