@@ -11,7 +11,15 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { eksNodeShape, podFitProblems, NODE_DAEMONSET_REQUESTS } from "../../infra/plan/nodeShape";
 import { Kube, podReady, until, type Pod } from "./kube";
 import { STACK_LABEL, instanceFacts, nodeDaemonSet, nodeGroupsFor, nodesFor } from "./nodes";
-import { discoverStacks, gpusOf, podTemplate, renderStack, type K8sObject, type RenderedStack } from "./stacks";
+import {
+  GPU_RESOURCE,
+  discoverStacks,
+  gpusOf,
+  podTemplate,
+  renderStack,
+  type K8sObject,
+  type RenderedStack,
+} from "./stacks";
 
 const MiB = 1024 ** 2;
 const info = inject("k8s");
@@ -126,20 +134,36 @@ for (const ref of stacks) {
           (w.spec as { selector?: { matchLabels?: Record<string, string> } }).selector?.matchLabels ??
           t.metadata?.labels ??
           {};
+        // Deployments/StatefulSets: their replicas; a DaemonSet: what its controller wants scheduled.
+        const want = async (): Promise<number> => {
+          if (w.kind !== "DaemonSet") return (w.spec as { replicas?: number }).replicas ?? 1;
+          const ds = await kube.json<{ status: { desiredNumberScheduled?: number } }>([
+            "get",
+            "daemonset",
+            "-n",
+            ns,
+            w.metadata.name,
+          ]);
+          return ds.status.desiredNumberScheduled ?? 0;
+        };
         const pods = await until(`pods of ${w.kind}/${w.metadata.name} running`, 90, async () => {
           const ps = (await kube.pods(ns, selector)).filter((p) => !p.metadata.deletionTimestamp);
-          const want = (w.spec as { replicas?: number }).replicas ?? 1;
-          return ps.length >= Math.min(want, 1) && ps.every((p) => p.status.phase === "Running") ? ps : undefined;
+          const n = await want();
+          return n > 0 && ps.length === n && ps.every((p) => p.status.phase === "Running") ? ps : undefined;
         });
         const wantsGpu = gpusOf(t.spec) > 0;
+        const toleratesGpu = ((t.spec.tolerations ?? []) as Array<{ key?: string; operator?: string }>).some(
+          (x) => x.key === GPU_RESOURCE || (x.key === undefined && x.operator === "Exists"),
+        );
         for (const p of pods) {
           const node = nodes.get(p.spec.nodeName ?? "");
           expect(node, `${p.metadata.name} runs on a node of this stack`).toBeDefined();
           const labels = node?.metadata.labels ?? {};
           if (wantsGpu) {
             expect(labels["node.kubernetes.io/instance-type"], p.metadata.name).toBe(stack.servingInstanceType);
-          } else {
-            expect(node?.spec.taints ?? [], `${p.metadata.name} (no GPU) stays off the GPU nodes`).toEqual([]);
+          } else if (!toleratesGpu) {
+            expect(node?.spec.taints ?? [], `${p.metadata.name} (no GPU) runs on a system node`).toEqual([]);
+            expect(labels["node.kubernetes.io/instance-type"]).not.toBe(stack.servingInstanceType);
           }
         }
       }

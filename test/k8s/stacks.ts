@@ -134,6 +134,7 @@ export function podTemplate(
 }
 
 export interface PodSpec {
+  tolerations?: unknown[];
   containers: Array<{
     name: string;
     image: string;
