@@ -83,15 +83,21 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
-echo "build-control-plane: compiling Kubernetes $version (cold: several minutes)" >&2
-GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$bin/" \
-  k8s.io/kubernetes/cmd/kube-apiserver \
-  k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler \
-  k8s.io/kubernetes/cmd/kubectl
-echo "build-control-plane: Kubernetes built in $((SECONDS - start))s" >&2
+k8s_complete=1
+for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do [[ -x $bin/$b ]] || k8s_complete=0; done
+if ((!k8s_complete)); then
+  echo "build-control-plane: compiling Kubernetes $version (cold: several minutes)" >&2
+  GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$bin/" \
+    k8s.io/kubernetes/cmd/kube-apiserver \
+    k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler \
+    k8s.io/kubernetes/cmd/kubectl
+  echo "build-control-plane: Kubernetes built in $((SECONDS - start))s" >&2
+fi
 
-echo "build-control-plane: compiling kwok $KWOK_VERSION" >&2
-GOBIN=$bin CGO_ENABLED=0 nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+if [[ ! -x $bin/kwok ]]; then
+  echo "build-control-plane: compiling kwok $KWOK_VERSION" >&2
+  GOBIN=$bin CGO_ENABLED=0 nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+fi
 echo "build-control-plane: done in $((SECONDS - start))s" >&2
 echo "$bin"
