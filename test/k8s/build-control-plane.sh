@@ -5,7 +5,7 @@
 # all through the Go module proxy. Prints the bin directory on its last line.
 #
 # Usage: build-control-plane.sh <kubernetes minor, e.g. 1.35>
-# Cache: ${TRITON_FT_CACHE:-~/.cache/triton-ft}/k8s/<version>/bin. A second run
+# Cache: ${TRITON_FT_CACHE:-~/.cache/triton-ft}/k8s/<version>/{bin,stages}. A second run
 # on the same machine returns at once; a cold run compiles (~7-8 min on 2 cores).
 set -euo pipefail
 
@@ -22,7 +22,10 @@ declare -A K8S_PATCH=(
   [1.35]=v1.35.4
 )
 # kwok release used to make the fake nodes Ready (sigs.k8s.io/kwok tag).
-KWOK_VERSION=v0.8.0
+# v0.7.0 (client-go 0.33) lists and watches plainly; v0.8.0's client-go asks
+# for streaming watch-lists, which an apiserver on Debian's etcd 3.4 (no
+# watch-progress requests) refuses, so its pods then lag by minutes.
+KWOK_VERSION=v0.7.0
 
 version=${K8S_PATCH[$minor]:-}
 if [[ -z $version ]]; then
@@ -36,6 +39,10 @@ cache=${TRITON_FT_CACHE:-$HOME/.cache/triton-ft}
 dir=$cache/k8s/$version
 bin=$dir/bin
 bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+# kwok's lifecycle stages (its published "fast" node/pod stages and the node
+# lease heartbeat), read from the kwok module as the proxy serves it.
+stages=(node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease
+  pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete)
 
 # One build at a time per version (CI starts one in the background; the suite
 # then waits here for it instead of compiling a second time).
@@ -45,6 +52,8 @@ flock 8
 
 complete=1
 for b in "${bins[@]}"; do [[ -x $bin/$b ]] || complete=0; done
+for st in "${stages[@]}"; do [[ -f $dir/stages/${st##*/}.yaml ]] || complete=0; done
+[[ $(cat "$dir/kwok.version" 2>/dev/null) == "$KWOK_VERSION" ]] || complete=0
 if ((complete)); then
   echo "build-control-plane: cached $version + kwok $KWOK_VERSION in $bin" >&2
   echo "$bin"
@@ -95,9 +104,13 @@ if ((!k8s_complete)); then
   echo "build-control-plane: Kubernetes built in $((SECONDS - start))s" >&2
 fi
 
-if [[ ! -x $bin/kwok ]]; then
+if [[ ! -x $bin/kwok || $(cat "$dir/kwok.version" 2>/dev/null) != "$KWOK_VERSION" ]]; then
   echo "build-control-plane: compiling kwok $KWOK_VERSION" >&2
   GOBIN=$bin CGO_ENABLED=0 nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
+kwok_src=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+mkdir -p "$dir/stages"
+for st in "${stages[@]}"; do cp "$kwok_src/kustomize/stage/$st.yaml" "$dir/stages/${st##*/}.yaml"; done
+echo "$KWOK_VERSION" >"$dir/kwok.version"
 echo "build-control-plane: done in $((SECONDS - start))s" >&2
 echo "$bin"

@@ -43,6 +43,14 @@ async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Debian's etcd 3.4 cannot serve watch-progress requests, so the apiserver
+ * refuses streaming watch-lists; newer client-go (kwok's) asks for them by
+ * default and then re-lists on a back-off, which delays every pod update by
+ * seconds to minutes. Clients use plain list+watch.
+ */
+const CLIENT_ENV = { KUBE_FEATURE_WatchListClient: "false" };
+
 export class LocalCluster {
   private procs: Proc[] = [];
   private stopped = false;
@@ -61,7 +69,7 @@ export class LocalCluster {
   private start(name: string, cmd: string, args: string[]): Proc {
     const log = path.join(this.dir, `${name}.log`);
     const fd = fs.openSync(log, "a");
-    const child = spawn(cmd, args, { stdio: ["ignore", fd, fd] });
+    const child = spawn(cmd, args, { stdio: ["ignore", fd, fd], env: { ...process.env, ...CLIENT_ENV } });
     fs.closeSync(fd);
     if (child.pid === undefined) throw new Error(`could not start ${name} (${cmd})`);
     fs.appendFileSync(this.pidFile, `${child.pid} ${name}\n`);
@@ -193,6 +201,10 @@ export class LocalCluster {
       "--cidr=10.244.0.0/16",
       "--node-lease-duration-seconds=40",
       "--server-address=",
+      ...fs
+        .readdirSync(path.join(this.binDir, "../stages"))
+        .filter((f) => f.endsWith(".yaml"))
+        .map((f) => `--config=${path.join(this.binDir, "../stages", f)}`),
     ]);
     // The default ServiceAccount exists once the controller manager runs: a
     // pod created before that would be refused by admission.
@@ -263,6 +275,7 @@ export class LocalCluster {
 export async function kubectlRun(binDir: string, kubeconfig: string, args: string[], input?: string): Promise<string> {
   const child = execFileAsync(path.join(binDir, "kubectl"), [`--kubeconfig=${kubeconfig}`, ...args], {
     maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, ...CLIENT_ENV },
   });
   if (input !== undefined) {
     child.child.stdin?.end(input);
