@@ -11,7 +11,7 @@ import {
   eksMaxPods,
   eksReservedCpuMillis,
   eksReservedMemoryBytes,
-} from "../render/k8sPlan";
+} from "./workload";
 
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;

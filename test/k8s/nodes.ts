@@ -6,8 +6,8 @@
  * group). kwok makes them Ready and runs their pods.
  */
 import { findGpuInstance } from "../../infra/catalog/gpus";
-import { GPU_NODE_LABEL, SYSTEM_NODES } from "../../infra/components/cluster";
-import { GPU_TAINT } from "../../infra/render/k8s";
+import { GPU_NODE_LABEL, SYSTEM_NODES } from "../../infra/cloud/eks";
+import { GPU_TAINT } from "../../infra/render/scheduling";
 import {
   NODE_DAEMONSET_REQUESTS,
   SYSTEM_NODE_INSTANCES,

@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { GPU_INSTANCES } from "../../infra/catalog/gpus";
 import { eksNodeShape, podFitProblems, KERNEL_VISIBLE_MEMORY_FRACTION } from "../../infra/plan/nodeShape";
-import { planWorkload } from "../../infra/render/k8sPlan";
+import { planWorkload } from "../../infra/plan/workload";
 import { resolveStack } from "../../infra/validate";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 
