@@ -26,6 +26,10 @@ declare -A K8S_PATCH=(
 # for streaming watch-lists, which an apiserver on Debian's etcd 3.4 (no
 # watch-progress requests) refuses, so its pods then lag by minutes.
 KWOK_VERSION=v0.7.0
+# etcd (go.etcd.io/etcd/server/v3 tag). 3.5 answers watch-progress requests,
+# which the apiserver needs to serve streaming watch-lists; without them (as
+# with Debian's etcd 3.4) kwok's watches keep failing and pods lag by minutes.
+ETCD_VERSION=v3.5.35
 
 version=${K8S_PATCH[$minor]:-}
 if [[ -z $version ]]; then
@@ -38,7 +42,7 @@ staging=v0.${version#v1.}   # k8s.io/api etc. are tagged v0.<minor>.<patch>
 cache=${TRITON_FT_CACHE:-$HOME/.cache/triton-ft}
 dir=$cache/k8s/$version
 bin=$dir/bin
-bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kwok etcd)
 # kwok's lifecycle stages (its published "fast" node/pod stages and the node
 # lease heartbeat), read from the kwok module as the proxy serves it.
 stages=(node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease
@@ -54,8 +58,9 @@ complete=1
 for b in "${bins[@]}"; do [[ -x $bin/$b ]] || complete=0; done
 for st in "${stages[@]}"; do [[ -f $dir/stages/${st##*/}.yaml ]] || complete=0; done
 [[ $(cat "$dir/kwok.version" 2>/dev/null) == "$KWOK_VERSION" ]] || complete=0
+[[ $(cat "$dir/etcd.version" 2>/dev/null) == "$ETCD_VERSION" ]] || complete=0
 if ((complete)); then
-  echo "build-control-plane: cached $version + kwok $KWOK_VERSION in $bin" >&2
+  echo "build-control-plane: cached $version + kwok $KWOK_VERSION + etcd $ETCD_VERSION in $bin" >&2
   echo "$bin"
   exit 0
 fi
@@ -108,6 +113,20 @@ if [[ ! -x $bin/kwok || $(cat "$dir/kwok.version" 2>/dev/null) != "$KWOK_VERSION
   echo "build-control-plane: compiling kwok $KWOK_VERSION" >&2
   GOBIN=$bin CGO_ENABLED=0 nice -n 10 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 fi
+if [[ ! -x $bin/etcd || $(cat "$dir/etcd.version" 2>/dev/null) != "$ETCD_VERSION" ]]; then
+  # etcd's own go.mod replaces its sibling modules, so `go install pkg@version`
+  # refuses it: a wrapper module requires it instead.
+  echo "build-control-plane: compiling etcd $ETCD_VERSION" >&2
+  mkdir -p "$dir/etcd-src"
+  (
+    cd "$dir/etcd-src"
+    printf 'module tritonft.local/etcd\n\ngo 1.23\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >go.mod
+    echo 'package etcd' >doc.go
+    GOFLAGS=-mod=mod CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w" -o "$bin/etcd" go.etcd.io/etcd/server/v3
+  )
+  echo "$ETCD_VERSION" >"$dir/etcd.version"
+fi
+
 kwok_src=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
 mkdir -p "$dir/stages"
 for st in "${stages[@]}"; do cp "$kwok_src/kustomize/stage/$st.yaml" "$dir/stages/${st##*/}.yaml"; done

@@ -60,7 +60,7 @@ export class LocalCluster {
   constructor(
     readonly dir: string,
     readonly binDir: string,
-    readonly etcdBin = "etcd",
+    readonly etcdBin: string,
   ) {
     this.kubeconfig = path.join(dir, "kubeconfig");
     this.pidFile = path.join(dir, "pids");
@@ -114,7 +114,7 @@ export class LocalCluster {
     fs.mkdirSync(this.dir, { recursive: true });
     const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
 
-    // etcd (Debian's etcd-server; 3.4 has no watch-progress requests, which the apiserver tolerates).
+    // etcd 3.5 from the Go module proxy (test/k8s/build-control-plane.sh).
     const etcd = this.start("etcd", this.etcdBin, [
       "--name=default",
       `--data-dir=${path.join(this.dir, "etcd")}`,

@@ -29,7 +29,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const version = process.env.K8S_VERSION ?? "unknown";
   if (!binDir) throw new Error("K8S_BIN_DIR is not set: run the suite with bash test/k8s/run.sh");
   const dir = process.env.K8S_WORK_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "triton-ft-k8s-"));
-  const cluster = new LocalCluster(dir, binDir, process.env.ETCD_BIN ?? "etcd");
+  const cluster = new LocalCluster(dir, binDir, process.env.ETCD_BIN ?? path.join(binDir, "etcd"));
   const onExit = () => cluster.killNow();
   process.once("exit", onExit);
   for (const sig of ["SIGINT", "SIGTERM"] as const) {

@@ -2,7 +2,7 @@
 # Real control-plane suite (issue 16), one entry point for CI and developers:
 #   1. build (or reuse from ~/.cache/triton-ft) kube-apiserver, controller-manager,
 #      scheduler, kubectl at the patch pinned for the stack's default EKS minor,
-#      and kwok (test/k8s/build-control-plane.sh);
+#      etcd and kwok (test/k8s/build-control-plane.sh);
 #   2. vitest: start etcd + the control plane + kwok on 127.0.0.1, apply every
 #      stack's synth-rendered manifests to GPU-shaped fake nodes, and stop
 #      every process it started.
@@ -14,7 +14,6 @@ cd "$root"
 log() { printf '%s [k8s-suite] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
 start=$SECONDS
-command -v etcd >/dev/null || { log "etcd is not installed (Debian: apt-get install etcd-server)"; exit 2; }
 minor=$(npx --no-install tsx test/k8s/k8s-minor.ts)
 log "phase: control-plane binaries for Kubernetes $minor"
 bin=$(bash test/k8s/build-control-plane.sh "$minor" | tail -n 1)
@@ -31,6 +30,8 @@ cleanup() {
       if kill -0 "$pid" 2>/dev/null; then
         log "stopping leftover $name (pid $pid)"
         kill "$pid" 2>/dev/null || true
+        sleep 2
+        kill -KILL "$pid" 2>/dev/null || true
       fi
     done <"$work/pids"
   fi
