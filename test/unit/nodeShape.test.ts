@@ -2,7 +2,7 @@
  * EKS node shapes and the "a serving pod must fit its node" arithmetic shared
  * by validation and the real control-plane suite's fake nodes (test/k8s).
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { GPU_INSTANCES } from "../../infra/catalog/gpus";
 import { eksNodeShape, podFitProblems, KERNEL_VISIBLE_MEMORY_FRACTION } from "../../infra/plan/nodeShape";
 import { planWorkload } from "../../infra/plan/workload";
@@ -59,5 +59,34 @@ describe("the planned serving pods fit their nodes", () => {
         w.podsPerNode,
       ),
     ).toEqual([]);
+  });
+});
+
+describe("validation refuses serving pods that exceed a node's allocatable", () => {
+  afterEach(() => {
+    vi.doUnmock("../../infra/plan/workload");
+    vi.resetModules();
+  });
+
+  it("names serving.instanceType, the resource, requested and allocatable", async () => {
+    // Inflate the planner's memory request past g5.xlarge's allocatable: the rule must catch it at preview.
+    vi.resetModules();
+    vi.doMock("../../infra/plan/workload", async (importOriginal) => {
+      const real = await importOriginal<typeof import("../../infra/plan/workload")>();
+      return {
+        ...real,
+        planWorkload: (s: Parameters<typeof real.planWorkload>[0]) => ({
+          ...real.planWorkload(s),
+          memoryRequestBytes: 15 * GiB,
+        }),
+      };
+    });
+    const { resolveStack: resolve } = await import("../../infra/validate");
+    const { stack, problems } = resolve(gpt2Config(), { hfToken: false, kubeconfig: false });
+    expect(stack).toBeUndefined();
+    expect(problems).toHaveLength(1);
+    expect(problems[0]?.key).toBe("triton-ft:serving.instanceType");
+    expect(problems[0]?.value).toBe("g5.xlarge");
+    expect(problems[0]?.message).toMatch(/memory 15872MiB > allocatable \d+MiB.*stay Pending/);
   });
 });
