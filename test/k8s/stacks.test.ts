@@ -150,6 +150,15 @@ for (const ref of stacks) {
           const ps = (await kube.pods(ns, selector)).filter((p) => !p.metadata.deletionTimestamp);
           const n = await want();
           return n > 0 && ps.length === n && ps.every((p) => p.status.phase === "Running") ? ps : undefined;
+        }).catch(async (err: unknown) => {
+          // Say why: the scheduler's verdict on each pod still waiting.
+          const waiting = (await kube.pods(ns, selector)).filter((p) => p.status.phase !== "Running");
+          const why = await Promise.all(
+            waiting.map(
+              async (p) => `${p.metadata.name}: ${(await kube.schedulingEvents(p)).join("; ") || "no event"}`,
+            ),
+          );
+          throw new Error(`${String(err)}\n${why.join("\n")}`);
         });
         const wantsGpu = gpusOf(t.spec) > 0;
         const toleratesGpu = ((t.spec.tolerations ?? []) as Array<{ key?: string; operator?: string }>).some(
