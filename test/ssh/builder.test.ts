@@ -122,7 +122,13 @@ beforeAll(async () => {
   useRealKeys();
   const run = await runProgram(stackConfig(STACK), { stack: STACK, secrets: { hfToken: HF_SECRET } });
   pipeline = await extractPipeline(run);
-  server = await sshd.start(pipeline.userData, publicKeyOf(pipeline.connection.privateKey));
+  // SSM parameters the program registers (the builder's pinned host key): the user data reads them with aws.
+  const ssm = Object.fromEntries(
+    run
+      .byType("aws:ssm/parameter:Parameter")
+      .map((r) => [String(r.inputs.name), String(r.inputs.value)] as [string, string]),
+  );
+  server = await sshd.start(pipeline.userData, publicKeyOf(pipeline.connection.privateKey), ssm);
   writeHubFixture(pipeline.ops, server.stubState);
   hostKeyFromProgram = pipeline.connection.hostKey !== undefined;
   if (!hostKeyFromProgram) {

@@ -55,7 +55,7 @@ export class TestSshd {
   constructor(readonly dir: string) {}
 
   /** Starts sshd with the given user data and the public key allowed to log in. */
-  async start(userData: string, authorizedKey: string): Promise<SshdInfo> {
+  async start(userData: string, authorizedKey: string, ssmParameters: Record<string, string> = {}): Promise<SshdInfo> {
     if (process.getuid?.() !== 0) {
       throw new Error("the SSH builder suite needs root: sshd runs in a private mount namespace (unshare --mount)");
     }
@@ -63,11 +63,21 @@ export class TestSshd {
     fs.mkdirSync(path.join(dir, "stub-state"), { recursive: true });
     const stubs = path.join(dir, "stubs");
     fs.mkdirSync(stubs, { recursive: true });
-    for (const t of STUBBED_TOOLS) fs.symlinkSync(path.join(ROOT, "test/scripts/stubs/stub.sh"), path.join(stubs, t));
-    for (const t of fs.readdirSync(path.join(ROOT, "test/ssh/stubs"))) {
-      fs.symlinkSync(path.join(ROOT, "test/ssh/stubs", t), path.join(stubs, t));
+    // The shared multi-call stub under each tool's name; test/ssh/stubs/<tool> takes precedence
+    // (and finds the shared one under stubs-base/).
+    const base = path.join(dir, "stubs-base");
+    fs.mkdirSync(base, { recursive: true });
+    const own = fs.readdirSync(path.join(ROOT, "test/ssh/stubs"));
+    for (const t of STUBBED_TOOLS) {
+      fs.symlinkSync(path.join(ROOT, "test/scripts/stubs/stub.sh"), path.join(base, t));
+      if (!own.includes(t)) fs.symlinkSync(path.join(ROOT, "test/scripts/stubs/stub.sh"), path.join(stubs, t));
     }
+    for (const t of own) fs.symlinkSync(path.join(ROOT, "test/ssh/stubs", t), path.join(stubs, t));
     fs.writeFileSync(path.join(dir, "user-data.sh"), userData, { mode: 0o700 });
+    fs.mkdirSync(path.join(dir, "stub-state/ssm"), { recursive: true });
+    for (const [name, value] of Object.entries(ssmParameters)) {
+      fs.writeFileSync(path.join(dir, "stub-state/ssm", name.replace(/\//g, "_")), value, { mode: 0o600 });
+    }
     fs.writeFileSync(path.join(dir, "authorized_keys"), `${authorizedKey.trim()}\n`, { mode: 0o600 });
     const port = await freePort();
     const log = path.join(dir, "sshd.log");
