@@ -22,6 +22,9 @@ import { VPC_PREFIX_RANGE, vpcPrefix } from "./plan/network";
 import { isoDate } from "./catalog/eks";
 import { touchesDropped } from "./configIssues";
 import { platformFindings } from "./platformChecks";
+import { servingFitProblem } from "./plan/nodeShape";
+import { planWorkload } from "./plan/workload";
+import type { WorkloadPlan } from "./render/k8s";
 
 export class ConfigError extends Error {
   constructor(
@@ -106,21 +109,43 @@ export function resolveStack(
   if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, add);
 
   if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems, warnings };
-  return {
-    stack: {
-      config,
-      model,
-      servingInstance,
-      builderInstance,
-      gemm,
-      memory,
-      builderDiskGiB: config.build.builderDiskGiB ?? builderDiskGiB(model.family, model.arch),
-      nodeDiskGiB: config.cluster.nodeRootVolumeGiB ?? nodeDiskGiB(model.family, model.arch),
-      secrets,
-    },
-    problems,
-    warnings,
+  const stack: ResolvedStack = {
+    config,
+    model,
+    servingInstance,
+    builderInstance,
+    gemm,
+    memory,
+    builderDiskGiB: config.build.builderDiskGiB ?? builderDiskGiB(model.family, model.arch),
+    nodeDiskGiB: config.cluster.nodeRootVolumeGiB ?? nodeDiskGiB(model.family, model.arch),
+    secrets,
   };
+  checkServingFits(stack, add);
+  if (problems.length > 0) return { problems, warnings };
+  return { stack, problems, warnings };
+}
+
+/**
+ * The serving pods as the plan sizes them, next to the node DaemonSets, must
+ * fit the serving node's EKS allocatable (infra/plan/nodeShape.ts): a pod that
+ * does not stays Pending, and a rollout reports it only at its deadline.
+ */
+function checkServingFits(stack: ResolvedStack, add: Add): void {
+  let w: WorkloadPlan;
+  try {
+    w = planWorkload(stack);
+  } catch (err) {
+    add(
+      "serving.instanceType",
+      stack.servingInstance.type,
+      (err as Error).message,
+      "pick a serving.instanceType with more memory per GPU, or lower serving.maxBatchSize / maxInputLen / maxOutputLen",
+    );
+    return;
+  }
+  const pod = { cpuMillis: w.cpuRequestMillis, memoryBytes: w.memoryRequestBytes, gpus: w.tensorParallel };
+  const problem = servingFitProblem(stack.servingInstance, pod, w.podsPerNode);
+  if (problem) add("serving.instanceType", stack.servingInstance.type, problem.message, problem.fix);
 }
 
 /**

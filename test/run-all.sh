@@ -20,6 +20,8 @@ suites=(
   "triton|bash test/triton/run.sh"
   "gateway|bash test/gateway/run.sh"
   "security|bash test/security/run.sh"
+  "ssh|bash test/ssh/run.sh"
+  "k8s|bash test/k8s/run.sh"
 )
 only=${TEST_SUITES:-}
 

@@ -44,6 +44,8 @@ export function unwrapSecrets(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(unwrapSecrets);
   if (value !== null && typeof value === "object") {
     const o = value as Record<string, unknown>;
+    // Assets and archives keep their identity: their path/text are promises the SSH suite reads.
+    if (o.__pulumiAsset === true || o.__pulumiArchive === true) return value;
     if (o[SECRET_SIG_KEY] === SECRET_SIG) return unwrapSecrets(o.value);
     return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, unwrapSecrets(v)]));
   }

@@ -1,0 +1,126 @@
+/** Small typed helpers over kubectl for the control-plane tests. */
+import { KubectlError, kubectlRun } from "./cluster";
+import type { K8sObject } from "./stacks";
+
+export interface Pod {
+  metadata: {
+    name: string;
+    namespace: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: string;
+    ownerReferences?: Array<{ kind: string; name: string }>;
+  };
+  spec: { nodeName?: string; containers: Array<{ image: string }> };
+  status: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> };
+}
+
+export interface Node {
+  metadata: { name: string; labels: Record<string, string> };
+  spec: { taints?: Array<{ key: string; effect: string }>; unschedulable?: boolean };
+  status: { conditions?: Array<{ type: string; status: string }> };
+}
+
+export class Kube {
+  constructor(
+    readonly binDir: string,
+    readonly kubeconfig: string,
+  ) {}
+
+  run(args: string[], input?: string): Promise<string> {
+    return kubectlRun(this.binDir, this.kubeconfig, args, input);
+  }
+
+  async json<T>(args: string[]): Promise<T> {
+    return JSON.parse(await this.run([...args, "-o", "json"])) as T;
+  }
+
+  /** Server-side apply of objects given inline (one List on stdin). */
+  apply(objects: K8sObject[], extra: string[] = []): Promise<string> {
+    const list = { apiVersion: "v1", kind: "List", items: objects };
+    return this.run(
+      ["apply", "--server-side", "--field-manager=triton-ft-test", ...extra, "-f", "-"],
+      JSON.stringify(list),
+    );
+  }
+
+  async pods(namespace: string, selector?: Record<string, string>): Promise<Pod[]> {
+    const args = ["get", "pods", "-n", namespace];
+    if (selector)
+      args.push(
+        "-l",
+        Object.entries(selector)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(","),
+      );
+    return (await this.json<{ items: Pod[] }>(args)).items;
+  }
+
+  async nodes(selector?: string): Promise<Node[]> {
+    return (await this.json<{ items: Node[] }>(["get", "nodes", ...(selector ? ["-l", selector] : [])])).items;
+  }
+
+  /** POSTs an Eviction; resolves to the HTTP outcome instead of throwing on a refusal. */
+  async evict(pod: Pod): Promise<{ allowed: boolean; message: string }> {
+    const body = {
+      apiVersion: "policy/v1",
+      kind: "Eviction",
+      metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace },
+    };
+    try {
+      await this.run(
+        [
+          "create",
+          "--raw",
+          `/api/v1/namespaces/${pod.metadata.namespace}/pods/${pod.metadata.name}/eviction`,
+          "-f",
+          "-",
+        ],
+        JSON.stringify(body),
+      );
+      return { allowed: true, message: "" };
+    } catch (err) {
+      if (err instanceof KubectlError) return { allowed: false, message: err.stderr.trim() };
+      throw err;
+    }
+  }
+
+  /** FailedScheduling messages recorded for a pod. */
+  async schedulingEvents(pod: Pod): Promise<string[]> {
+    const events = await this.json<{ items: Array<{ reason: string; message: string }> }>([
+      "get",
+      "events",
+      "-n",
+      pod.metadata.namespace,
+      "--field-selector",
+      `involvedObject.name=${pod.metadata.name},reason=FailedScheduling`,
+    ]);
+    return events.items.map((e) => e.message);
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until check returns a value (not undefined), or throws with the last observation. */
+export async function until<T>(what: string, seconds: number, check: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${seconds}s waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+    }
+    await sleep(300);
+  }
+}
+
+export function podReady(p: Pod): boolean {
+  return (
+    p.metadata.deletionTimestamp === undefined &&
+    (p.status.conditions ?? []).some((c) => c.type === "Ready" && c.status === "True")
+  );
+}

@@ -1,0 +1,403 @@
+/**
+ * For every committed stack and every test stack: the manifests synth renders,
+ * applied server-side (dry-run, then real) to a real control plane whose fake
+ * nodes are shaped like the ones the stack provisions. What is expected is
+ * derived from the manifests and plan.json, never from a list of objects.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { eksNodeShape, podFitProblems, NODE_DAEMONSET_REQUESTS } from "../../infra/plan/nodeShape";
+import { Kube, podReady, until, type Pod } from "./kube";
+import { STACK_LABEL, instanceFacts, nodeDaemonSet, nodeGroupsFor, nodesFor } from "./nodes";
+import {
+  GPU_RESOURCE,
+  discoverStacks,
+  gpusOf,
+  podTemplate,
+  renderStack,
+  type K8sObject,
+  type RenderedStack,
+} from "./stacks";
+
+const MiB = 1024 ** 2;
+const info = inject("k8s");
+const kube = new Kube(info.binDir, info.kubeconfig);
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "triton-ft-k8s-stacks-"));
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+const stacks = discoverStacks();
+
+it("finds the committed stacks and the test stacks", () => {
+  const names = stacks.map((s) => s.name);
+  if (!process.env.K8S_STACKS) expect(names).toEqual(expect.arrayContaining(["dev", "prod"]));
+  expect(names.length).toBeGreaterThan(0);
+});
+
+type Deployment = K8sObject & {
+  spec: { replicas?: number; selector: { matchLabels: Record<string, string> }; template: { spec: never } };
+};
+
+interface Pdb {
+  metadata: { name: string; namespace: string };
+  spec: {
+    minAvailable?: number | string;
+    maxUnavailable?: number | string;
+    selector: { matchLabels: Record<string, string> };
+  };
+  status?: { disruptionsAllowed?: number; currentHealthy?: number; expectedPods?: number; observedGeneration?: number };
+}
+
+const matches = (selector: Record<string, string>, labels: Record<string, string> | undefined) =>
+  Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+
+for (const ref of stacks) {
+  describe.sequential(`stack ${ref.name}`, () => {
+    let stack: RenderedStack;
+    let gpuDeployments: Deployment[];
+    let namespaces: string[];
+
+    beforeAll(async () => {
+      stack = renderStack(ref, work);
+      namespaces = [
+        ...new Set(
+          stack.objects.flatMap((o) =>
+            o.kind === "Namespace" ? [o.metadata.name] : o.metadata.namespace ? [o.metadata.namespace] : [],
+          ),
+        ),
+      ];
+      gpuDeployments = stack.objects.filter((o): o is Deployment => {
+        const t = podTemplate(o);
+        return o.kind === "Deployment" && t !== undefined && gpusOf(t.spec) > 0;
+      });
+      await kube.apply([...nodesFor(stack), nodeDaemonSet(stack.name)]);
+      const expected = nodeGroupsFor(stack).reduce((n, g) => n + g.count, 0);
+      await until(`${expected} Ready nodes of stack ${stack.name}`, 60, async () => {
+        const nodes = await kube.nodes(`${STACK_LABEL}=${stack.name}`);
+        const ready = nodes.filter((n) => n.status.conditions?.some((c) => c.type === "Ready" && c.status === "True"));
+        return ready.length === expected ? true : undefined;
+      });
+    });
+
+    afterAll(async () => {
+      if (!stack) return;
+      await kube
+        .run(["delete", "-R", "-f", path.join(stack.out, "k8s"), "--ignore-not-found", "--wait=true", "--timeout=120s"])
+        .catch((e: unknown) => console.error(String(e)));
+      for (const ns of namespaces) {
+        await kube.run(["delete", "pods", "--all", "-n", ns, "--ignore-not-found"]).catch(() => undefined);
+      }
+      await kube.run(["delete", "daemonset", "-n", "kube-system", `node-daemons-${stack.name}`, "--ignore-not-found"]);
+      await kube.run(["delete", "nodes", "-l", `${STACK_LABEL}=${stack.name}`, "--ignore-not-found"]);
+    });
+
+    it("provisions the node counts the stack asks EKS for, GPU nodes including the rollout spare", async () => {
+      const k = stack.kubernetes;
+      expect(k.gpuNodes * k.podsPerNode).toBeGreaterThanOrEqual(k.replicas + 1);
+      const gpuNodes = await kube.nodes(
+        `${STACK_LABEL}=${stack.name},node.kubernetes.io/instance-type=${stack.servingInstanceType}`,
+      );
+      expect(gpuNodes).toHaveLength(k.gpuNodes);
+      for (const n of gpuNodes)
+        expect(n.spec.taints?.map((t) => `${t.key}:${t.effect}`)).toContain("nvidia.com/gpu:NoSchedule");
+      const shape = eksNodeShape(instanceFacts(stack.servingInstanceType));
+      const node = await kube.json<{ status: { allocatable: Record<string, string> } }>([
+        "get",
+        "node",
+        gpuNodes[0]?.metadata.name ?? "",
+      ]);
+      expect(node.status.allocatable["nvidia.com/gpu"]).toBe(String(shape.allocatable.gpus));
+    });
+
+    it("accepts every rendered manifest: server-side dry-run first, then applied for real", async () => {
+      const dir = path.join(stack.out, "k8s");
+      // A dry-run of namespaced objects needs their namespace to exist.
+      const nsObjects = stack.objects.filter((o) => o.kind === "Namespace");
+      if (nsObjects.length > 0) await kube.apply(nsObjects);
+      await kube.run(["apply", "--server-side", "--field-manager=triton-ft", "--dry-run=server", "-R", "-f", dir]);
+      await kube.run(["apply", "--server-side", "--field-manager=triton-ft", "-R", "-f", dir]);
+      // Every object (NetworkPolicies, CRD-based objects with their vendored CRDs, ...) is now stored.
+      const stored = (await kube.run(["get", "-R", "-f", dir, "-o", "name"])).split("\n").filter(Boolean);
+      expect(stored).toHaveLength(stack.objects.length);
+    });
+
+    it("schedules every pod onto the intended node type: GPU pods on the serving GPU nodes, the rest on system nodes", async () => {
+      const workloads = stack.objects.filter((o) => podTemplate(o) !== undefined);
+      expect(workloads.length).toBeGreaterThan(0);
+      const nodes = new Map((await kube.nodes(`${STACK_LABEL}=${stack.name}`)).map((n) => [n.metadata.name, n]));
+      for (const w of workloads) {
+        const t = podTemplate(w);
+        if (!t) continue;
+        const ns = w.metadata.namespace ?? "default";
+        const selector =
+          (w.spec as { selector?: { matchLabels?: Record<string, string> } }).selector?.matchLabels ??
+          t.metadata?.labels ??
+          {};
+        // Deployments/StatefulSets: their replicas; a DaemonSet: what its controller wants scheduled.
+        const want = async (): Promise<number> => {
+          if (w.kind !== "DaemonSet") return (w.spec as { replicas?: number }).replicas ?? 1;
+          const ds = await kube.json<{ status: { desiredNumberScheduled?: number } }>([
+            "get",
+            "daemonset",
+            "-n",
+            ns,
+            w.metadata.name,
+          ]);
+          return ds.status.desiredNumberScheduled ?? 0;
+        };
+        const pods = await until(`pods of ${w.kind}/${w.metadata.name} running`, 90, async () => {
+          const ps = (await kube.pods(ns, selector)).filter((p) => !p.metadata.deletionTimestamp);
+          const n = await want();
+          return n > 0 && ps.length === n && ps.every((p) => p.status.phase === "Running") ? ps : undefined;
+        }).catch(async (err: unknown) => {
+          // Say why: the scheduler's verdict on each pod still waiting.
+          const waiting = (await kube.pods(ns, selector)).filter((p) => p.status.phase !== "Running");
+          const why = await Promise.all(
+            waiting.map(
+              async (p) => `${p.metadata.name}: ${(await kube.schedulingEvents(p)).join("; ") || "no event"}`,
+            ),
+          );
+          throw new Error(`${String(err)}\n${why.join("\n")}`);
+        });
+        const wantsGpu = gpusOf(t.spec) > 0;
+        const toleratesGpu = ((t.spec.tolerations ?? []) as Array<{ key?: string; operator?: string }>).some(
+          (x) => x.key === GPU_RESOURCE || (x.key === undefined && x.operator === "Exists"),
+        );
+        for (const p of pods) {
+          const node = nodes.get(p.spec.nodeName ?? "");
+          expect(node, `${p.metadata.name} runs on a node of this stack`).toBeDefined();
+          const labels = node?.metadata.labels ?? {};
+          if (wantsGpu) {
+            expect(labels["node.kubernetes.io/instance-type"], p.metadata.name).toBe(stack.servingInstanceType);
+          } else if (!toleratesGpu) {
+            expect(node?.spec.taints ?? [], `${p.metadata.name} (no GPU) runs on a system node`).toEqual([]);
+            expect(labels["node.kubernetes.io/instance-type"]).not.toBe(stack.servingInstanceType);
+          }
+        }
+      }
+    });
+
+    it("brings every Deployment to Available", async () => {
+      const deployments = stack.objects.filter((o) => o.kind === "Deployment");
+      for (const d of deployments) {
+        await kube.run([
+          "wait",
+          "--for=condition=Available",
+          "--timeout=90s",
+          "-n",
+          d.metadata.namespace ?? "default",
+          `deployment/${d.metadata.name}`,
+        ]);
+      }
+    });
+
+    it("rolls out a new server digest on the provisioned nodes without dropping below the PDB", async () => {
+      expect(gpuDeployments.length).toBeGreaterThan(0);
+      for (const d of gpuDeployments) {
+        const ns = d.metadata.namespace ?? "default";
+        const selector = d.spec.selector.matchLabels;
+        const pdb = await findPdb(ns, selector);
+        const replicas = d.spec.replicas ?? 1;
+        const minAvailable = pdbMinAvailable(pdb, replicas);
+        const before = await kube.pods(ns, selector);
+        const busy = new Set(before.map((p) => p.spec.nodeName));
+        const container = (podTemplate(d)?.spec.containers[0]?.name ?? "") as string;
+        const image = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-${stack.name}/server@sha256:${"ab".repeat(32)}`;
+        await kube.run(["set", "image", "-n", ns, `deployment/${d.metadata.name}`, `${container}=${image}`]);
+
+        let lowest = Infinity;
+        const newNodes = new Set<string>();
+        await until(`rollout of ${d.metadata.name}`, 150, async () => {
+          const pods = await kube.pods(ns, selector);
+          const ready = pods.filter(podReady);
+          lowest = Math.min(lowest, ready.length);
+          for (const p of pods)
+            if (p.spec.containers[0]?.image === image && p.spec.nodeName) newNodes.add(p.spec.nodeName);
+          const dep = await kube.json<{
+            metadata: { generation: number };
+            status: {
+              observedGeneration?: number;
+              updatedReplicas?: number;
+              availableReplicas?: number;
+              replicas?: number;
+            };
+          }>(["get", "deployment", "-n", ns, d.metadata.name]);
+          const s = dep.status;
+          const done =
+            s.observedGeneration === dep.metadata.generation &&
+            s.updatedReplicas === replicas &&
+            s.availableReplicas === replicas &&
+            s.replicas === replicas &&
+            ready.length === replicas &&
+            ready.every((p) => p.spec.containers[0]?.image === image);
+          return done ? true : undefined;
+        });
+        expect(lowest, `ready pods never fell below the PDB's ${minAvailable}`).toBeGreaterThanOrEqual(minAvailable);
+        // The surge pod needs the spare GPU slot the stack provisions.
+        if (stack.kubernetes.podsPerNode === 1) {
+          expect(
+            [...newNodes].some((n) => !busy.has(n)),
+            "the first new pod used the spare node",
+          ).toBe(true);
+        }
+      }
+    });
+
+    it("leaves a pod beyond the provisioned GPU slots Pending with Insufficient nvidia.com/gpu", async () => {
+      for (const d of gpuDeployments) {
+        const ns = d.metadata.namespace ?? "default";
+        const selector = d.spec.selector.matchLabels;
+        const k = stack.kubernetes;
+        const slots = k.gpuNodes * k.podsPerNode;
+        const replicas = d.spec.replicas ?? 1;
+        await kube.run(["scale", "-n", ns, `deployment/${d.metadata.name}`, `--replicas=${slots + 1}`]);
+        try {
+          const pending = await until("one Pending pod with a FailedScheduling event", 60, async () => {
+            const pods = await kube.pods(ns, selector);
+            const running = pods.filter((p) => p.status.phase === "Running");
+            const waiting = pods.filter((p) => p.status.phase === "Pending" && !p.spec.nodeName);
+            if (running.length !== slots || waiting.length !== 1) return undefined;
+            const events = await kube.schedulingEvents(waiting[0] as Pod);
+            return events.length > 0 ? events : undefined;
+          });
+          expect(pending.join("\n")).toContain("Insufficient nvidia.com/gpu");
+        } finally {
+          await kube.run(["scale", "-n", ns, `deployment/${d.metadata.name}`, `--replicas=${replicas}`]);
+        }
+        await kube.run(["rollout", "status", "-n", ns, `deployment/${d.metadata.name}`, "--timeout=90s"]);
+      }
+    });
+
+    it("agrees with validation on allocatable: a pod one MiB over it stays Pending, one at it is scheduled", async () => {
+      const shape = eksNodeShape(instanceFacts(stack.servingInstanceType));
+      const d = gpuDeployments[0];
+      expect(d).toBeDefined();
+      if (!d) return;
+      const ns = d.metadata.namespace ?? "default";
+      const template = podTemplate(d);
+      if (!template) throw new Error("no pod template");
+      const replicas = d.spec.replicas ?? 1;
+      const gpus = gpusOf(template.spec);
+      const cpuMillis = stack.kubernetes.cpuRequestMillis;
+      const atLimit = shape.allocatable.memoryBytes - NODE_DAEMONSET_REQUESTS.memoryBytes;
+      const over = atLimit + MiB;
+      // The validation rule's verdicts, for one pod per node.
+      expect(podFitProblems(shape, { cpuMillis, memoryBytes: atLimit, gpus }, 1)).toEqual([]);
+      expect(podFitProblems(shape, { cpuMillis, memoryBytes: over, gpus }, 1).map((p) => p.resource)).toEqual([
+        "memory",
+      ]);
+
+      // Empty the GPU nodes so only allocatable decides.
+      await kube.run(["scale", "-n", ns, `deployment/${d.metadata.name}`, "--replicas=0"]);
+      await until("GPU deployment scaled to zero", 60, async () =>
+        (await kube.pods(ns, d.spec.selector.matchLabels)).length === 0 ? true : undefined,
+      );
+      const probe = (name: string, memoryBytes: number): K8sObject => {
+        const spec = structuredClone(template.spec) as Record<string, unknown> & {
+          containers: Array<{ resources?: { requests?: Record<string, string>; limits?: Record<string, string> } }>;
+        };
+        spec.containers = spec.containers.map((c, i) => ({
+          ...c,
+          resources: {
+            requests: {
+              ...(c.resources?.requests ?? {}),
+              memory: i === 0 ? `${memoryBytes / MiB}Mi` : (c.resources?.requests?.memory ?? "1Mi"),
+            },
+            limits: {
+              ...(c.resources?.limits ?? {}),
+              memory: i === 0 ? `${memoryBytes / MiB}Mi` : (c.resources?.limits?.memory ?? "1Mi"),
+            },
+          },
+        }));
+        return {
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name, namespace: ns, labels: { "app.kubernetes.io/name": "allocatable-probe" } },
+          spec,
+        };
+      };
+      try {
+        await kube.apply([probe("probe-over-allocatable", over), probe("probe-at-allocatable", atLimit)]);
+        const events = await until("the over-allocatable probe to be refused", 60, async () => {
+          const ev = await kube.schedulingEvents({
+            metadata: { name: "probe-over-allocatable", namespace: ns },
+          } as Pod);
+          return ev.length > 0 ? ev : undefined;
+        });
+        expect(events.join("\n")).toContain("Insufficient memory");
+        const atPod = await until("the at-allocatable probe to run", 60, async () => {
+          const p = await kube.json<Pod>(["get", "pod", "-n", ns, "probe-at-allocatable"]);
+          return p.status.phase === "Running" ? p : undefined;
+        });
+        expect(atPod.spec.nodeName).toBeTruthy();
+        const refused = await kube.json<Pod>(["get", "pod", "-n", ns, "probe-over-allocatable"]);
+        expect(refused.spec.nodeName).toBeUndefined();
+        expect(refused.status.phase).toBe("Pending");
+      } finally {
+        await kube.run([
+          "delete",
+          "pod",
+          "-n",
+          ns,
+          "probe-over-allocatable",
+          "probe-at-allocatable",
+          "--ignore-not-found",
+        ]);
+        await kube.run(["scale", "-n", ns, `deployment/${d.metadata.name}`, `--replicas=${replicas}`]);
+      }
+      await kube.run(["rollout", "status", "-n", ns, `deployment/${d.metadata.name}`, "--timeout=90s"]);
+    });
+
+    it("refuses an eviction that would break the PodDisruptionBudget", async () => {
+      for (const d of gpuDeployments) {
+        const ns = d.metadata.namespace ?? "default";
+        const selector = d.spec.selector.matchLabels;
+        const gpuNodes = await kube.nodes(
+          `${STACK_LABEL}=${stack.name},node.kubernetes.io/instance-type=${stack.servingInstanceType}`,
+        );
+        // Cordoned, so an evicted pod's replacement cannot restore the budget mid-test.
+        for (const n of gpuNodes) await kube.run(["cordon", n.metadata.name]);
+        try {
+          const pdb = await until("PDB status for the running pods", 60, async () => {
+            const p = await findPdb(ns, selector);
+            return p.status?.currentHealthy === (d.spec.replicas ?? 1) ? p : undefined;
+          });
+          let allowed = pdb.status?.disruptionsAllowed ?? 0;
+          const pods = (await kube.pods(ns, selector)).filter(podReady);
+          let refused: string | undefined;
+          for (const p of pods) {
+            const r = await kube.evict(p);
+            if (r.allowed) {
+              expect(allowed, `eviction of ${p.metadata.name} allowed only within the budget`).toBeGreaterThan(0);
+              allowed -= 1;
+            } else {
+              refused = r.message;
+              break;
+            }
+          }
+          expect(refused, "an eviction past the budget is refused").toBeDefined();
+          expect(refused).toMatch(/disruption budget/i);
+        } finally {
+          for (const n of gpuNodes) await kube.run(["uncordon", n.metadata.name]);
+        }
+        await kube.run(["rollout", "status", "-n", ns, `deployment/${d.metadata.name}`, "--timeout=90s"]);
+      }
+    });
+  });
+}
+
+async function findPdb(ns: string, selector: Record<string, string>): Promise<Pdb> {
+  const pdbs = (await kube.json<{ items: Pdb[] }>(["get", "pdb", "-n", ns])).items;
+  const found = pdbs.find((p) => matches(p.spec.selector.matchLabels, selector));
+  if (!found) throw new Error(`no PodDisruptionBudget selects ${JSON.stringify(selector)} in ${ns}`);
+  return found;
+}
+
+function pdbMinAvailable(pdb: Pdb, replicas: number): number {
+  const asCount = (v: number | string) =>
+    typeof v === "number" ? v : Math.ceil((Number(v.replace("%", "")) / 100) * replicas);
+  if (pdb.spec.minAvailable !== undefined) return asCount(pdb.spec.minAvailable);
+  if (pdb.spec.maxUnavailable !== undefined) return replicas - asCount(pdb.spec.maxUnavailable);
+  return 0;
+}
