@@ -4,6 +4,7 @@
  * (buildInfra, serving, buildSteps) cover the wiring.
  */
 import { describe, expect, it } from "vitest";
+import { repositoryNames } from "../../infra/naming";
 import { resolveStack } from "../../infra/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
@@ -19,7 +20,7 @@ function gpt2Plan() {
 }
 
 describe("Registry", () => {
-  it("creates the two immutable, scanned, KMS-encrypted repositories named from the prefix, each with retention", async () => {
+  it("creates the immutable, scanned repositories named from the prefix (naming.ts), each with retention", async () => {
     const run = await runComponents(async () => {
       const { Registry } = await import("../../infra/components/registry");
       return () => {
@@ -28,7 +29,10 @@ describe("Registry", () => {
       };
     });
     const repos = run.byType("aws:ecr/repository:Repository");
-    expect(repos.map((r) => r.inputs.name).sort()).toEqual(["triton-ft-unit/server", "triton-ft-unit/triton_with_ft"]);
+    const names = Object.values(repositoryNames("triton-ft-unit")).sort();
+    expect(names).toContain("triton-ft-unit/server");
+    expect(names).toContain("triton-ft-unit/triton_with_ft");
+    expect(repos.map((r) => r.inputs.name).sort()).toEqual(names);
     for (const r of repos) {
       expect(r.inputs).toMatchObject({
         imageTagMutability: "IMMUTABLE",
@@ -36,16 +40,17 @@ describe("Registry", () => {
       });
       expect(r.inputs.tags).toEqual({ team: "ml" });
     }
-    expect(run.byType("aws:ecr/lifecyclePolicy:LifecyclePolicy")).toHaveLength(2);
+    expect(run.byType("aws:ecr/lifecyclePolicy:LifecyclePolicy")).toHaveLength(names.length);
     expect(run.outputs.server).toBe(`${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-unit/server`);
     // Nothing but the component and its children: no program around it.
-    expect(run.resources.map((r) => r.type).sort()).toEqual([
-      "aws:ecr/lifecyclePolicy:LifecyclePolicy",
-      "aws:ecr/lifecyclePolicy:LifecyclePolicy",
-      "aws:ecr/repository:Repository",
-      "aws:ecr/repository:Repository",
-      "triton-ft:registry:Registry",
-    ]);
+    expect(new Set(run.resources.map((r) => r.type))).toEqual(
+      new Set([
+        "aws:ecr/lifecyclePolicy:LifecyclePolicy",
+        "aws:ecr/repository:Repository",
+        "triton-ft:registry:Registry",
+      ]),
+    );
+    expect(run.resources).toHaveLength(2 * names.length + 1);
   });
 });
 
@@ -118,9 +123,8 @@ describe("TritonService", () => {
           image: DIGEST,
           provider,
           gpuReady: [],
-          loadBalancerReady: [],
         });
-        return { endpoint: t.httpEndpoint, namespace: t.namespace };
+        return { grpc: t.grpcTarget, namespace: t.namespace };
       };
     });
     const deployment = run.one("kubernetes:apps/v1:Deployment");
@@ -128,6 +132,6 @@ describe("TritonService", () => {
     expect(spec.template.spec.containers.map((c) => c.image)).toEqual([DIGEST]);
     expect((deployment.inputs.metadata as Record<string, unknown>).name).toBe("triton-gpt2");
     expect(run.outputs.namespace).toBe("triton");
-    expect(run.outputs.endpoint).toMatch(/^http:\/\/.+:8000$/);
+    expect(run.outputs.grpc).toMatch(/:8001$/);
   });
 });
