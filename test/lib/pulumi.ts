@@ -54,6 +54,27 @@ export function unwrapSecrets(value: unknown): unknown {
 
 /** Runs the program under infra/mock/runtime.ts (the one mock-runtime core) with realistic cloud state. */
 export async function runProgram(config: Record<string, unknown>, opts: RunOptions = {}): Promise<ProgramRun> {
+  return runUnder(async () => (await import("../../infra/program")).program, config, opts);
+}
+
+/**
+ * Runs components without the program, as pulumi-awsx tests its components:
+ * `load` imports the component modules (fresh, after the runtime is reset) and
+ * returns the function that constructs them; what that returns is resolved
+ * like stack outputs.
+ */
+export async function runComponents(
+  load: () => Promise<() => Record<string, unknown>>,
+  opts: RunOptions = {},
+): Promise<ProgramRun> {
+  return runUnder(load, {}, opts);
+}
+
+async function runUnder(
+  load: () => Promise<() => unknown>,
+  config: Record<string, unknown>,
+  opts: RunOptions,
+): Promise<ProgramRun> {
   const project = opts.project ?? "triton-ft";
   const stack = opts.stack ?? "test";
   vi.resetModules();
@@ -66,7 +87,7 @@ export async function runProgram(config: Record<string, unknown>, opts: RunOptio
     secretKeys.push(`${project}:${k}`);
   }
   const resources: RecordedResource[] = [];
-  const { program } = await import("../../infra/program");
+  const program = await load();
   const run = await runUnderMocks({
     pulumi,
     program,

@@ -1,43 +1,35 @@
 """Synthetic converted FT folders for the weight-verifier and fp16 tests.
 
-Builds the GPT-J file set the FT converter writes (names and per-rank `.<r>`
-splits as in upstream-facts.md) for small dimensions, filled with random fp32,
-plus the matching expected-weights JSON in the format the TS plan writes.
+Builds the GPT-J file set the plan expects (infra/plan/weights.ts, asked
+through test/lib/expected-weights.ts) for small dimensions, filled with random
+fp32, plus that expected-weights JSON exactly as the plan ships it. The tests
+still check the count against upstream's converter independently.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 
-def gptj_files(layers: int, hidden: int, ffn: int, vocab: int, tp: int) -> list[dict[str, Any]]:
-    files = [{"name": "model.wte.bin", "elements": vocab * hidden}]
-    for layer in range(layers):
-        base = f"model.layers.{layer}."
-        files += [
-            {"name": base + "input_layernorm.bias.bin", "elements": hidden},
-            {"name": base + "input_layernorm.weight.bin", "elements": hidden},
-            {"name": base + "mlp.dense_4h_to_h.bias.bin", "elements": hidden},
-        ]
-        for rank in range(tp):
-            files += [
-                {"name": base + f"attention.dense.weight.{rank}.bin", "elements": hidden // tp * hidden},
-                {"name": base + f"attention.query_key_value.weight.{rank}.bin", "elements": hidden * 3 * hidden // tp},
-                {"name": base + f"mlp.dense_h_to_4h.bias.{rank}.bin", "elements": ffn // tp},
-                {"name": base + f"mlp.dense_h_to_4h.weight.{rank}.bin", "elements": hidden * ffn // tp},
-                {"name": base + f"mlp.dense_4h_to_h.weight.{rank}.bin", "elements": ffn // tp * hidden},
-            ]
-    files += [
-        {"name": "model.final_layernorm.bias.bin", "elements": hidden},
-        {"name": "model.final_layernorm.weight.bin", "elements": hidden},
-        {"name": "model.lm_head.bias.bin", "elements": vocab},
-        {"name": "model.lm_head.weight.bin", "elements": vocab * hidden},
-    ]
-    return files
+REPO = Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=None)
+def planned_weights(family: str, tp: int, layers: int, hidden: int, heads: int, ffn: int, vocab: int, rotary: int) -> str:
+    """The plan's expected weight set (infra/plan/weights.ts, without weight_data_type as the fp16 rewrite gets it), as JSON."""
+    arch = {"layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "vocab": vocab, "rotaryDims": rotary, "maxPositions": 2048, "startId": 0, "endId": 0}
+    request = json.dumps({"family": family, "tp": tp, "arch": arch, "anyType": True})
+    out = subprocess.run(
+        ["npx", "--no-install", "tsx", str(REPO / "test" / "lib" / "expected-weights.ts"), request],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
+    )
+    return out.stdout
 
 
 def make_gptj_folder(root: Path, tp: int = 2, layers: int = 2, hidden: int = 16, heads: int = 4, ffn: int = 64, vocab: int = 40, seed: int = 0) -> tuple[Path, Path, dict[str, Any]]:
@@ -45,22 +37,13 @@ def make_gptj_folder(root: Path, tp: int = 2, layers: int = 2, hidden: int = 16,
     folder = root / f"{tp}-gpu"
     folder.mkdir(parents=True)
     rng = np.random.default_rng(seed)
-    files = gptj_files(layers, hidden, ffn, vocab, tp)
-    for entry in files:
+    # The file list and config.ini values are the plan's, not a copy of its formulas.
+    expected: dict[str, Any] = json.loads(planned_weights("gptj", tp, layers, hidden, heads, ffn, vocab, 2))
+    for entry in expected["files"]:
         rng.standard_normal(entry["elements"]).astype("<f4").tofile(folder / entry["name"])
-    config = {
-        "head_num": str(heads),
-        "size_per_head": str(hidden // heads),
-        "inter_size": str(ffn),
-        "num_layer": str(layers),
-        "rotary_embedding": "2",
-        "vocab_size": str(vocab),
-        "start_id": "0",
-        "end_id": "0",
-    }
+    config = expected["config"]
     ini = "[gptj]\nmodel_name = tiny\n" + "".join(f"{k} = {v}\n" for k, v in config.items()) + "weight_data_type = fp32\n\n"
     (folder / "config.ini").write_text(ini)
-    expected = {"family": "gptj", "tensorParallel": tp, "section": "gptj", "config": config, "files": files}
     expected_path = root / "expected.json"
     expected_path.write_text(json.dumps(expected, indent=1))
     return folder, expected_path, expected

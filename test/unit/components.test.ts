@@ -1,0 +1,137 @@
+/**
+ * Each component on its own, without the program (as pulumi-awsx tests its
+ * components): the narrow args in, the resources out. The program-level tests
+ * (buildInfra, serving, buildSteps) cover the wiring.
+ */
+import { describe, expect, it } from "vitest";
+import { repositoryNames } from "../../infra/naming";
+import { resolveStack } from "../../infra/validate";
+import { gpt2Config } from "../lib/fixtures";
+import { ACCOUNT, REGION } from "../lib/mocks";
+import { planOf } from "../lib/plan";
+import { runComponents } from "../lib/pulumi";
+
+const DIGEST = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
+
+function gpt2Plan() {
+  const { stack } = resolveStack(gpt2Config(), {});
+  if (!stack) throw new Error("fixture must resolve");
+  return { stack, plan: planOf(stack, (p) => `h:${p}`) };
+}
+
+describe("Registry", () => {
+  it("creates the immutable, scanned repositories named from the prefix (naming.ts), each with retention", async () => {
+    const run = await runComponents(async () => {
+      const { Registry } = await import("../../infra/components/registry");
+      return () => {
+        const r = new Registry("registry", { namePrefix: "triton-ft-unit", tags: { team: "ml" } });
+        return { server: r.server.repositoryUrl };
+      };
+    });
+    const repos = run.byType("aws:ecr/repository:Repository");
+    const names = Object.values(repositoryNames("triton-ft-unit")).sort();
+    expect(names).toContain("triton-ft-unit/server");
+    expect(names).toContain("triton-ft-unit/triton_with_ft");
+    expect(repos.map((r) => r.inputs.name).sort()).toEqual(names);
+    for (const r of repos) {
+      expect(r.inputs).toMatchObject({
+        imageTagMutability: "IMMUTABLE",
+        imageScanningConfiguration: { scanOnPush: true },
+      });
+      expect(r.inputs.tags).toEqual({ team: "ml" });
+    }
+    expect(run.byType("aws:ecr/lifecyclePolicy:LifecyclePolicy")).toHaveLength(names.length);
+    expect(run.outputs.server).toBe(`${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-unit/server`);
+    // Nothing but the component and its children: no program around it.
+    expect(new Set(run.resources.map((r) => r.type))).toEqual(
+      new Set([
+        "aws:ecr/lifecyclePolicy:LifecyclePolicy",
+        "aws:ecr/repository:Repository",
+        "triton-ft:registry:Registry",
+      ]),
+    );
+    expect(run.resources).toHaveLength(2 * names.length + 1);
+  });
+});
+
+describe("Builder", () => {
+  it("takes its instance type, disk and SSH CIDRs from its args; a provided key pair generates no key", async () => {
+    const run = await runComponents(async () => {
+      const pulumi = await import("@pulumi/pulumi");
+      const { Builder } = await import("../../infra/components/builder");
+      return () => {
+        const b = new Builder("builder", {
+          instanceType: "g5.4xlarge",
+          diskGiB: 321,
+          amiId: "ami-0123456789abcdef0",
+          sshAllowedCidrs: ["198.51.100.7/32", "203.0.113.0/28"],
+          sshKey: { publicKey: "ssh-ed25519 AAAAtest unit", privateKey: pulumi.secret("private") },
+          namePrefix: "triton-ft-unit",
+          vpcId: "vpc-0123456789abcdef0",
+          subnetId: "subnet-0123456789abcdef0",
+          repositoryArns: [`arn:aws:ecr:${REGION}:${ACCOUNT}:repository/x`],
+          tags: {},
+        });
+        return { ami: b.amiId, generated: String(b.generatedKey) };
+      };
+    });
+    const instance = run.one("aws:ec2/instance:Instance");
+    expect(instance.inputs).toMatchObject({ instanceType: "g5.4xlarge", ami: "ami-0123456789abcdef0" });
+    expect((instance.inputs.rootBlockDevice as Record<string, unknown>).volumeSize).toBe(321);
+    expect(
+      run.byType("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").map((r) => r.inputs.cidrIpv4),
+    ).toEqual(["198.51.100.7/32", "203.0.113.0/28"]);
+    expect(run.byType("tls:index/privateKey:PrivateKey")).toHaveLength(0);
+    expect(run.outputs).toMatchObject({ ami: "ami-0123456789abcdef0", generated: "false" });
+  });
+});
+
+describe("Cluster", () => {
+  it("kubeconfig mode: a provider and the cluster name from the secret, no EKS resources", async () => {
+    const kubeconfig = JSON.stringify({
+      contexts: [{ name: "c", context: { cluster: `arn:aws:eks:${REGION}:${ACCOUNT}:cluster/shared-gpu` } }],
+      "current-context": "c",
+    });
+    const run = await runComponents(async () => {
+      const pulumi = await import("@pulumi/pulumi");
+      const { Cluster } = await import("../../infra/components/cluster");
+      return () => {
+        const c = new Cluster("cluster", {
+          cluster: { mode: "kubeconfig", kubeconfig: pulumi.secret(kubeconfig) },
+          tags: {},
+        });
+        return { name: c.clusterName, waits: String(c.gpuReady.length + c.loadBalancerReady.length) };
+      };
+    });
+    expect(run.outputs).toEqual({ name: "shared-gpu", waits: "0" });
+    expect(run.byType("pulumi:providers:kubernetes")).toHaveLength(1);
+    expect(run.resources.filter((r) => r.type.startsWith("eks:") || r.type.startsWith("aws:"))).toEqual([]);
+  });
+});
+
+describe("TritonService", () => {
+  it("renders the Deployment with the image it is given, by digest, and sizes its timeouts from the plan", async () => {
+    const { stack, plan } = gpt2Plan();
+    const run = await runComponents(async () => {
+      const k8s = await import("@pulumi/kubernetes");
+      const { TritonService } = await import("../../infra/components/tritonService");
+      const { workloadInput } = await import("../../infra/plan/workload");
+      return () => {
+        const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
+        const t = new TritonService("triton", {
+          workload: workloadInput(stack, "unit", plan.launch, plan.kubernetes),
+          image: DIGEST,
+          provider,
+          gpuReady: [],
+        });
+        return { grpc: t.grpcTarget, namespace: t.namespace };
+      };
+    });
+    const deployment = run.one("kubernetes:apps/v1:Deployment");
+    const spec = deployment.inputs.spec as { template: { spec: { containers: Array<{ image: string }> } } };
+    expect(spec.template.spec.containers.map((c) => c.image)).toEqual([DIGEST]);
+    expect((deployment.inputs.metadata as Record<string, unknown>).name).toBe("triton-gpt2");
+    expect(run.outputs.namespace).toBe("triton");
+    expect(run.outputs.grpc).toMatch(/:8001$/);
+  });
+});
