@@ -36,6 +36,7 @@ import {
   type LoadBalancerSettings,
   type WorkloadInput,
 } from "./k8s";
+import { isDigestRef, isSynthRef } from "../imageRef";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
 import { INSTANCE_TYPE_LABEL } from "./scheduling";
 
@@ -96,8 +97,6 @@ export interface GatewayManifests {
   networkPolicies: INetworkPolicy[];
 }
 
-const DIGEST_REF = /^[^\s@]+@sha256:[0-9a-f]{64}$/;
-const SYNTH_REF = /^[^\s@]+:synth$/;
 
 export function gatewayName(w: Pick<WorkloadInput, "modelName">): string {
   return `${workloadName(w)}-gateway`;
@@ -147,7 +146,7 @@ function gatewayAnnotations(lb: LoadBalancerSettings, tls: boolean): Record<stri
 
 export function renderGatewayManifests(input: GatewayRenderInput): GatewayManifests {
   const { image, config, triton: w } = input;
-  if (!DIGEST_REF.test(image) && !SYNTH_REF.test(image)) {
+  if (!isDigestRef(image) && !isSynthRef(image)) {
     throw new Error(`gateway image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
   }
   const ns = w.namespace;

@@ -34,8 +34,13 @@ describe("Registry", () => {
     expect(names).toContain("triton-ft-unit/triton_with_ft");
     expect(repos.map((r) => r.inputs.name).sort()).toEqual(names);
     for (const r of repos) {
+      // Immutable except the two protected deployment tags (cloud/ecr.ts, issue 11's retention).
       expect(r.inputs).toMatchObject({
-        imageTagMutability: "IMMUTABLE",
+        imageTagMutability: "IMMUTABLE_WITH_EXCLUSION",
+        imageTagMutabilityExclusionFilters: [
+          { filter: "live", filterType: "WILDCARD" },
+          { filter: "previous", filterType: "WILDCARD" },
+        ],
         imageScanningConfiguration: { scanOnPush: true },
       });
       expect(r.inputs.tags).toEqual({ team: "ml" });
@@ -55,7 +60,7 @@ describe("Registry", () => {
 });
 
 describe("Builder", () => {
-  it("takes its instance type, disk and SSH CIDRs from its args; a provided key pair generates no key", async () => {
+  it("takes its instance type, disk and SSH CIDRs from its args; a provided key pair generates no login key (only the host key)", async () => {
     const run = await runComponents(async () => {
       const pulumi = await import("@pulumi/pulumi");
       const { Builder } = await import("../../infra/components/builder");
@@ -81,7 +86,8 @@ describe("Builder", () => {
     expect(
       run.byType("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").map((r) => r.inputs.cidrIpv4),
     ).toEqual(["198.51.100.7/32", "203.0.113.0/28"]);
-    expect(run.byType("tls:index/privateKey:PrivateKey")).toHaveLength(0);
+    // The one generated key is the pinned SSH host key; a provided login key pair generates none.
+    expect(run.byType("tls:index/privateKey:PrivateKey").map((r) => r.name)).toEqual(["builder-host-key"]);
     expect(run.outputs).toMatchObject({ ami: "ami-0123456789abcdef0", generated: "false" });
   });
 });
