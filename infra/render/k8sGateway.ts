@@ -97,7 +97,6 @@ export interface GatewayManifests {
   networkPolicies: INetworkPolicy[];
 }
 
-
 export function gatewayName(w: Pick<WorkloadInput, "modelName">): string {
   return `${workloadName(w)}-gateway`;
 }
