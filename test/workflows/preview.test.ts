@@ -128,7 +128,11 @@ describe("preview workflow steps, run for real", () => {
     const md = fs.readFileSync(path.join(temp, "inventory", "diff.md"), "utf8");
     expect(md).toContain(`base \`${base.slice(0, 12)}\` -> head \`${head.slice(0, 12)}\``);
     expect(md).toMatch(
-      /```diff\nstack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)\n\nstack prod: 1 to add, 0 to change, 0 to remove/,
+      /```diff\nstack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)\n\nstack prod: 1 to add, 1 to change, 0 to remove/,
+    );
+    // The EKS API endpoint admits the deployers' ranges too (plan/clusterAccess.ts), so a new SSH range changes it.
+    expect(md).toContain(
+      '~ eks:index:Cluster cluster  (in triton-ft:cluster:Cluster::cluster)\n    + publicAccessCidrs[1]: (absent) -> "203.0.113.9/32"',
     );
     expect(md).toContain(
       '+ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule builder-ssh-1  (in triton-ft:builder:Builder::builder)\n      cidrIpv4: "203.0.113.9/32"',
