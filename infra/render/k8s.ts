@@ -29,7 +29,7 @@ import {
   scratchVolume,
 } from "./podSecurity";
 import { mebibytes, millicores } from "./quantities";
-import { GPU_RESOURCE, gpuTolerations, instanceTypeAffinity } from "./scheduling";
+import { GPU_RESOURCE, gpuTolerations, instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
 
 export const PORTS = { http: 8000, grpc: 8001, metrics: 8002 } as const;
 export const READY_PATH = "/v2/health/ready";
@@ -213,20 +213,7 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
         securityContext: podSecurityContext(TRITON_SERVER_UID),
         tolerations: gpuTolerations(),
         affinity: instanceTypeAffinity(w.instanceType),
-        topologySpreadConstraints: [
-          {
-            maxSkew: 1,
-            topologyKey: "topology.kubernetes.io/zone",
-            whenUnsatisfiable: "ScheduleAnyway",
-            labelSelector: { matchLabels: selector },
-          },
-          {
-            maxSkew: 1,
-            topologyKey: "kubernetes.io/hostname",
-            whenUnsatisfiable: "ScheduleAnyway",
-            labelSelector: { matchLabels: selector },
-          },
-        ],
+        topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
         containers: [
           {
             name: "tritonserver",

@@ -38,7 +38,7 @@ import {
 } from "./k8s";
 import { isDigestRef, isSynthRef } from "../imageRef";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
-import { INSTANCE_TYPE_LABEL } from "./scheduling";
+import { INSTANCE_TYPE_LABEL, spreadAcrossZonesAndNodes } from "./scheduling";
 
 /** Deliberate scanner findings of the gateway Deployment, with why (README, Security). */
 export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
@@ -207,20 +207,7 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
               },
             },
           },
-          topologySpreadConstraints: [
-            {
-              maxSkew: 1,
-              topologyKey: "topology.kubernetes.io/zone",
-              whenUnsatisfiable: "ScheduleAnyway",
-              labelSelector: { matchLabels: selector },
-            },
-            {
-              maxSkew: 1,
-              topologyKey: "kubernetes.io/hostname",
-              whenUnsatisfiable: "ScheduleAnyway",
-              labelSelector: { matchLabels: selector },
-            },
-          ],
+          topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
           containers: [
             {
               name: "gateway",

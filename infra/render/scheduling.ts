@@ -6,6 +6,7 @@
  */
 import type { IToleration } from "kubernetes-models/v1/Toleration";
 import type { IAffinity } from "kubernetes-models/v1/Affinity";
+import type { ITopologySpreadConstraint } from "kubernetes-models/v1/TopologySpreadConstraint";
 
 export const GPU_RESOURCE = "nvidia.com/gpu";
 /** The taint the GPU node group carries; only pods that tolerate it land on the expensive nodes. */
@@ -29,4 +30,17 @@ export function instanceTypeAffinity(instanceType: string): IAffinity {
       },
     },
   };
+}
+
+/**
+ * Replicas spread over zones, then nodes, as a preference only: a rollout or a
+ * single-zone node group must still schedule (Triton and the gateway alike).
+ */
+export function spreadAcrossZonesAndNodes(selector: Record<string, string>): ITopologySpreadConstraint[] {
+  return ["topology.kubernetes.io/zone", "kubernetes.io/hostname"].map((topologyKey) => ({
+    maxSkew: 1,
+    topologyKey,
+    whenUnsatisfiable: "ScheduleAnyway",
+    labelSelector: { matchLabels: selector },
+  }));
 }
