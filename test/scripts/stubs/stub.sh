@@ -16,11 +16,11 @@ tool=$(basename "$0")
 : "${STUB_STATE:?STUB_STATE must be set}"
 mkdir -p "$STUB_STATE"
 
-{
-  printf '%s' "$tool"
-  if (($#)); then printf ' %q' "$@"; fi
-  printf '\n'
-} >>"$STUB_LOG"
+# Build the line first and append it with one write: concurrent stubs in a
+# pipeline (aws ... | docker login) would otherwise interleave their pieces.
+line=$tool
+if (($#)); then line+=$(printf ' %q' "$@"); fi
+printf '%s\n' "$line" >>"$STUB_LOG"
 
 joined="$tool $*"
 maybe_fail() {
