@@ -108,7 +108,8 @@ def test_huge_prompt_is_refused_before_tokenizing(pre: Any) -> None:
     elapsed = time.perf_counter() - started
     assert response.has_error()
     assert f"max_prompt_bytes={cap}" in response.error().message()
-    assert elapsed < 0.5, f"the refusal took {elapsed:.2f}s: the prompt was tokenized"
+    # Tokenizing 5 MB takes seconds (17.9 s measured); 1 s leaves room for a loaded CI machine.
+    assert elapsed < 1.0, f"the refusal took {elapsed:.2f}s: the prompt was tokenized"
 
 
 def test_prompt_at_the_byte_cap_reaches_the_token_check(pre: Any) -> None:
