@@ -18,6 +18,7 @@ import { runProgram } from "../lib/pulumi";
 import { ROOT } from "../k8s/stacks";
 import { connect, exec, HostKeyMismatch, type Connection, type ExecResult } from "./client";
 import { extractPipeline, replay, type Extracted, type Op, type OpResult } from "./pipeline";
+import { ed25519KeyPair } from "./keys";
 import { TestSshd, type SshdInfo } from "./sshd";
 
 const HF_SECRET = "hf_SshSuiteS3cretTokenValue0123456789";
@@ -45,8 +46,7 @@ function useRealKeys(): void {
   RESOURCE_STATE["tls:index/privateKey:PrivateKey"] = (name, inputs) => {
     let k = keys.get(name);
     if (!k) {
-      const g = utils.generateKeyPairSync("ed25519", { comment: name });
-      k = { private: g.private, public: g.public };
+      k = ed25519KeyPair(name);
       keys.set(name, k);
     }
     return { ...(fake ? fake(name, inputs) : {}), privateKeyOpenssh: k.private, publicKeyOpenssh: k.public };
@@ -179,7 +179,7 @@ describe("the builder's sshd, configured by the program's user data", () => {
   });
 
   it("refuses a builder that presents another host key than the pinned one", async () => {
-    const other = utils.generateKeyPairSync("ed25519").public;
+    const other = ed25519KeyPair().public;
     await expect(connect({ ...conn, hostKey: other })).rejects.toBeInstanceOf(HostKeyMismatch);
     await expect(connect({ ...conn, hostKey: "" })).rejects.toThrow(/pinned host key/);
     // The pinned key itself connects.
