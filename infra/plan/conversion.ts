@@ -70,6 +70,21 @@ export interface ConversionPhases {
   verify: ConversionPhase;
 }
 
+/**
+ * The step-config key convert.sh reads each phase from, in the order it runs
+ * them. Typed over every phase: a phase added to the plan without a key (and so
+ * without a place in the script) does not compile; test/scripts/convert.bats
+ * checks that the script executes exactly these phases' argv, in this order.
+ */
+export const CONVERT_PHASE_KEYS: { readonly [K in keyof Required<ConversionPhases>]: string } = {
+  consolidate: "CONSOLIDATE_ARGV",
+  relayout: "RELAYOUT_ARGV",
+  convert: "CONVERT_ARGV",
+  configIni: "CONFIG_INI",
+  fp16: "FP16_ARGV",
+  verify: "VERIFY_ARGV",
+};
+
 export interface ConversionPlan {
   family: Family;
   sourceKind: "huggingface" | "archive";

@@ -15,7 +15,13 @@ import { parameterCount } from "../model/catalog";
 import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../stack";
 import { stepBudgetMinutes } from "./budgets";
-import { CONVERT_FILES, conversionFiles, conversionHelpers, type ConversionPlan } from "./conversion";
+import {
+  CONVERT_FILES,
+  CONVERT_PHASE_KEYS,
+  conversionFiles,
+  conversionHelpers,
+  type ConversionPlan,
+} from "./conversion";
 import type { FetchPlan } from "./fetch";
 import type { GemmPlan } from "./gemm";
 import type { LaunchPlan } from "./launch";
@@ -192,6 +198,7 @@ function fetchStep(src: StepSources, minutes: number): StepDefinition {
 function convertStep(src: StepSources, minutes: number): StepDefinition {
   const c = src.conversion;
   const p = c.phases;
+  const K = CONVERT_PHASE_KEYS;
   const weightsFile = expectedWeightsFile(src);
   return {
     id: "convert",
@@ -205,12 +212,14 @@ function convertStep(src: StepSources, minutes: number): StepDefinition {
       ["SOURCE_DIR", c.sourceDir],
       ["OUTPUT_DIR", c.outputDir],
       ["TP", c.tensorParallel],
-      ["CONSOLIDATE_ARGV", p.consolidate?.argv ?? []],
-      ["RELAYOUT_ARGV", p.relayout?.argv ?? []],
-      ["CONVERT_ARGV", p.convert.argv],
-      ["FP16_ARGV", p.fp16?.argv ?? []],
+      // Every phase convert.sh executes, as the plan states it (CONVERT_PHASE_KEYS names one key per phase).
+      [K.consolidate, p.consolidate?.argv ?? []],
+      [K.relayout, p.relayout?.argv ?? []],
+      [K.convert, p.convert.argv],
+      [K.fp16, p.fp16?.argv ?? []],
+      [K.verify, p.verify.argv],
       ["EXPECTED_WEIGHTS_JSON", weightsFile.remotePath],
-      ...(p.configIni ? ([["CONFIG_INI", p.configIni.remotePath]] as Array<[string, ConfigValue]>) : []),
+      ...(p.configIni ? ([[K.configIni, p.configIni.remotePath]] as Array<[string, ConfigValue]>) : []),
       // The same files as `inputs`: convert.sh's marker hash and the step hash agree.
       ["CONVERT_HELPERS", conversionHelpers(c)],
     ],

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Step 4 — convert: runs the conversion plan inside the triton_with_ft image
-# and verifies the weight set.
+# Step 4 — convert: runs the conversion plan's phases inside the triton_with_ft
+# image, the weight-set verifier last. Every command it executes is a phase
+# argv from the plan (infra/plan/conversion.ts); staging, resume and the swap
+# are the script's own.
 #
 # usage: convert.sh <step-config-file>
 #
@@ -15,7 +17,9 @@
 #   RELAYOUT_ARGV          array   Optional; CodeGen -> GPT-J re-layout.      e.g. (python3 '{{SCRIPTS}}/convert/codegen_to_gptj.py' '{{CONSOLIDATE_OUT}}' '{{RELAYOUT_OUT}}')
 #   CONVERT_ARGV           array   The FT converter command.                 e.g. (python3 /workspace/FasterTransformer/examples/pytorch/gptneox/utils/huggingface_gptneox_convert.py -i '{{SRC}}' -o '{{OUT}}' -i_g 2 -m_n gptneox -weight_data_type fp16)
 #   FP16_ARGV              array   Optional; fp16 rewrite of the converter output. e.g. (python3 '{{SCRIPTS}}/convert/to_fp16.py' '{{OUT}}/2-gpu')
-#   EXPECTED_WEIGHTS_JSON  string  Absolute path of the expected weight-set JSON for verify_weights.py.
+#   VERIFY_ARGV            array   The weight-set verifier; the result is installed only when it passes.
+#                                  e.g. (python3 '{{SCRIPTS}}/convert/verify_weights.py' --expected '/opt/triton-ft/plan/expected-weights.json' '{{OUT}}/2-gpu')
+#   EXPECTED_WEIGHTS_JSON  string  Absolute path of the expected weight-set JSON (VERIFY_ARGV's list; an input of the hash).
 #   CONVERT_HELPERS        array   The project's Python helpers this conversion runs, with every helper they
 #                                  import, as repo paths: exactly the files the Pulumi side hashes for this
 #                                  step. e.g. (scripts/convert/consolidate_checkpoint.py scripts/convert/hf_checkpoint.py)
@@ -60,10 +64,9 @@ DOCKER_GPUS=${DOCKER_GPUS:-all}
 SHM_SIZE=${SHM_SIZE:-8g}
 REQUIRED_FREE_GIB=${REQUIRED_FREE_GIB:-0}
 require_int REQUIRED_FREE_GIB
-default_array CONSOLIDATE_ARGV RELAYOUT_ARGV FP16_ARGV CONVERT_ARGV
+default_array CONSOLIDATE_ARGV RELAYOUT_ARGV FP16_ARGV CONVERT_ARGV VERIFY_ARGV
 ((${#CONVERT_ARGV[@]})) || die "CONVERT_ARGV is empty; the plan must give the FT converter command"
-verifier=$TRITON_FT_SCRIPTS_ROOT/convert/verify_weights.py
-[[ -f $verifier ]] || die "weight-set verifier not found: $verifier"
+((${#VERIFY_ARGV[@]})) || die "VERIFY_ARGV is empty; the plan must give the weight-set verifier command"
 
 # The model's identity comes from the fetch stamp; the helper scripts and the
 # expected weight list change what a conversion produces. The helpers are the
@@ -103,7 +106,7 @@ else
   done
   ensure_dir "$attempt"
   check_free_disk "$WORK_ROOT" "$REQUIRED_FREE_GIB"
-  for a in CONSOLIDATE_ARGV RELAYOUT_ARGV CONVERT_ARGV FP16_ARGV; do
+  for a in CONSOLIDATE_ARGV RELAYOUT_ARGV CONVERT_ARGV FP16_ARGV VERIFY_ARGV; do
     substitute_placeholders "$a" "SRC=$SOURCE_DIR" "OUT=$out" \
       "CONSOLIDATE_OUT=$attempt/consolidate" "RELAYOUT_OUT=$attempt/relayout" \
       "SCRIPTS=$TRITON_FT_SCRIPTS_ROOT"
@@ -166,7 +169,8 @@ else
   run_unit convert "$out" convert_and_rewrite
 
   phase verify
-  in_image python3 "$verifier" --expected "$EXPECTED_WEIGHTS_JSON" "$weights" \
+  log "running: ${VERIFY_ARGV[*]}"
+  in_image "${VERIFY_ARGV[@]}" \
     || die "weight set in $weights is incomplete or wrong (verify_weights.py); not installing it"
 
   phase install
