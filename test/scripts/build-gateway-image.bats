@@ -1,29 +1,29 @@
 #!/usr/bin/env bats
-# build-gateway-image.sh under stubbed docker and aws.
+# build-gateway-image.sh under stubbed docker and aws, with the step config
+# synth renders for the dev stack.
 
 load helpers
 
-REPO_URL=123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/gateway
+REPO_URL=$TEST_REGISTRY/triton-ft-test/gateway
 
 setup() {
   common_setup
-  mkdir -p "$BATS_TEST_TMPDIR/gateway"
-  for f in Dockerfile .dockerignore package.json package-lock.json tsconfig.json src; do
-    cp -a "$REPO_ROOT/images/gateway/$f" "$BATS_TEST_TMPDIR/gateway/"
-  done
   CFG=$BATS_TEST_TMPDIR/gateway.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-AWS_REGION='us-east-1'
-ECR_REPOSITORY_URL='$REPO_URL'
-DOCKERFILE_DIR='$BATS_TEST_TMPDIR/gateway'
-CONF
+  plan_conf dev gateway-image >"$CFG"
+  grep -qx "ECR_REPOSITORY_URL='$REPO_URL'" "$CFG"
+  # The gateway package the step ships (DOCKERFILE_DIR is under the builder's images/).
+  GW=$(conf_array "$CFG" DOCKERFILE_DIR)
+  [ "$GW" = "$WORK/images/gateway" ]
+  mkdir -p "$GW"
+  for f in Dockerfile .dockerignore package.json package-lock.json tsconfig.json src; do
+    cp -a "$REPO_ROOT/images/gateway/$f" "$GW/"
+  done
 }
 
 @test "gateway: builds the sources only, pushes and prints the digest ref" {
   # A developer's installed dependencies and build output must not reach the image or the tag.
-  mkdir -p "$BATS_TEST_TMPDIR/gateway/node_modules/x" "$BATS_TEST_TMPDIR/gateway/dist"
-  echo junk >"$BATS_TEST_TMPDIR/gateway/node_modules/x/index.js"
+  mkdir -p "$GW/node_modules/x" "$GW/dist"
+  echo junk >"$GW/node_modules/x/index.js"
   run bash "$S/build-gateway-image.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_calls 1 docker "build"
@@ -40,13 +40,13 @@ CONF
   [ "$status" -eq 0 ]
   first=$(grep -o 'RESULT tag=.*' <<<"$output")
   rm -rf "$WORK/state"
-  mkdir -p "$BATS_TEST_TMPDIR/gateway/node_modules/y"
-  echo more >"$BATS_TEST_TMPDIR/gateway/node_modules/y/index.js"
+  mkdir -p "$GW/node_modules/y"
+  echo more >"$GW/node_modules/y/index.js"
   run bash "$S/build-gateway-image.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_output_has "$first"
   rm -rf "$WORK/state"
-  echo "// edit" >>"$BATS_TEST_TMPDIR/gateway/src/main.ts"
+  echo "// edit" >>"$GW/src/main.ts"
   run bash "$S/build-gateway-image.sh" "$CFG"
   [ "$status" -eq 0 ]
   refute grep -qF "$first" <<<"$output"
@@ -63,7 +63,7 @@ CONF
 }
 
 @test "gateway: a folder that is not images/gateway is refused, naming the missing file" {
-  rm "$BATS_TEST_TMPDIR/gateway/package-lock.json"
+  rm "$GW/package-lock.json"
   run bash "$S/build-gateway-image.sh" "$CFG"
   [ "$status" -ne 0 ]
   assert_output_has "package-lock.json"

@@ -8,16 +8,35 @@ load helpers
 
 setup() {
   common_setup
-  SRC=$WORK/work/gpt-j-6b/source
-  FT=$WORK/work/gpt-j-6b/ft
-  EXPECTED=$WORK/plan/expected-weights.json
-  mkdir -p "$SRC" "$WORK/plan"
-  echo '{}' >"$SRC/config.json"
-  echo 'input_hash=abc' >"$SRC/.triton-ft-fetch"
-  echo '{"files":[]}' >"$EXPECTED"
-  echo '{"files":[]}' >"$WORK/plan/expected-weights.any-type.json"
-  CFG=$BATS_TEST_TMPDIR/convert.env
-  plan_conf prod convert >"$CFG"
+  stage_convert prod
+}
+
+# planned_runs <stack> <attempt> : the argv of each conversion phase the plan
+# states, in the plan's order, one line each as the stub logs what runs in the
+# image (%q-quoted): the placeholders become the attempt's staging folders.
+planned_runs() {
+  local line argv
+  while IFS= read -r line; do
+    IFS=$'\x1f' read -ra argv <<<"$line"
+    argv=("${argv[@]//\{\{SRC\}\}/$SRC}")
+    argv=("${argv[@]//\{\{OUT\}\}/$2/out}")
+    argv=("${argv[@]//\{\{CONSOLIDATE_OUT\}\}/$2/consolidate}")
+    argv=("${argv[@]//\{\{RELAYOUT_OUT\}\}/$2/relayout}")
+    argv=("${argv[@]//\{\{SCRIPTS\}\}/$T/scripts}")
+    printf '%q ' "${argv[@]}"
+    echo
+  done < <(plan_value "$1" conversion.phases | node -e '
+    const phases = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    for (const p of Object.values(phases)) if (p.argv) console.log(p.argv.join("\x1f"));
+  ')
+}
+
+# executed_runs : what convert.sh ran in the image, in order, in the same form.
+executed_runs() {
+  local line
+  grep '^docker run ' "$STUB_LOG" | while IFS= read -r line; do
+    echo "${line#* "$BASE_REF" } "
+  done
 }
 
 @test "convert: runs consolidate, converter, fp16 and verifier in the image, then installs" {
@@ -98,13 +117,14 @@ setup() {
   assert_output_has "wrote no $WORK/tmp/convert-"
 }
 
-@test "convert: codegen re-layout runs between consolidate and convert" {
-  echo "RELAYOUT_ARGV=(python3 '{{SCRIPTS}}/convert/codegen_to_gptj.py' --input '{{CONSOLIDATE_OUT}}' --output '{{RELAYOUT_OUT}}')" >>"$CFG"
+@test "convert: codegen re-layout runs on the fetched checkpoint, before convert" {
+  stage_convert codegen
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
-  assert_calls 1 docker "codegen_to_gptj.py --input $WORK/tmp/convert-"
+  assert_calls 1 docker "codegen_to_gptj.py --input $SRC --output $WORK/tmp/convert-"
+  assert_calls 0 docker "consolidate_checkpoint.py"
   grep '^docker run' "$STUB_LOG" | grep -nE 'consolidate_checkpoint|codegen_to_gptj|gptj_ckpt_convert' | cut -d: -f1 | tr '\n' ' ' >"$BATS_TEST_TMPDIR/lines"
-  [ "$(cat "$BATS_TEST_TMPDIR/lines")" = "1 2 3 " ]
+  [ "$(cat "$BATS_TEST_TMPDIR/lines")" = "1 2 " ]
 }
 
 @test "convert: refuses an image without a digest and a missing source" {
@@ -129,15 +149,44 @@ setup() {
 }
 
 @test "convert: CONFIG_INI is installed after the converter, before the fp16 rewrite, and is an input" {
-  printf '[gptj]\nhead_num = 16\n' >"$BATS_TEST_TMPDIR/planned.ini"
-  echo "CONFIG_INI='$BATS_TEST_TMPDIR/planned.ini'" >>"$CFG"
+  stage_convert gptj-jax
+  ini=$(conf_array "$CFG" CONFIG_INI)
+  [ -n "$ini" ]
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
-  grep -qx 'head_num = 16' "$FT/2-gpu/config.ini"
+  # The planned [gptj] file replaced the stub converter's [gptneox] one, and the rewrite ran after it.
+  cmp "$ini" "$FT/$TP-gpu/config.ini"
+  grep -qx 'head_num = 16' "$FT/$TP-gpu/config.ini"
+  [ -f "$FT/$TP-gpu/.fp16" ]
   first=$(grep -o 'RESULT input_hash=.*' <<<"$output")
-  printf '[gptj]\nhead_num = 32\n' >"$BATS_TEST_TMPDIR/planned.ini"
+  sed -i 's/^head_num = 16$/head_num = 32/' "$ini"
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
   [ "$(grep -o 'RESULT input_hash=.*' <<<"$output")" != "$first" ]
-  grep -qx 'head_num = 32' "$FT/2-gpu/config.ini"
+  grep -qx 'head_num = 32' "$FT/$TP-gpu/config.ini"
+}
+
+@test "convert: executes exactly the plan's phases, in the plan's order, for every conversion shape" {
+  # gpt2 (convert, verify), GPT-J (consolidate, convert, fp16, verify),
+  # CodeGen (re-layout, convert, fp16, verify), the JAX archive (convert,
+  # config.ini, fp16, verify).
+  for stack in dev prod codegen gptj-jax; do
+    rm -rf "$WORK"
+    mkdir -p "$WORK"
+    : >"$STUB_LOG"
+    stage_convert "$stack"
+    run bash "$S/convert.sh" "$CFG"
+    [ "$status" -eq 0 ]
+    hash=$(grep -o 'RESULT input_hash=.*' <<<"$output")
+    hash=${hash#RESULT input_hash=}
+    attempt=$WORK/tmp/convert-${hash:0:16}
+    diff <(planned_runs "$stack" "$attempt") <(executed_runs) || {
+      echo "stack $stack: convert.sh's commands (>) differ from the plan's phases (<)" >&2
+      return 1
+    }
+    [ "$(planned_runs "$stack" "$attempt" | grep -c verify_weights.py)" = 1 ]
+    if ini=$(conf_array "$CFG" CONFIG_INI) && [ -n "$ini" ]; then
+      diff <(plan_value "$stack" conversion.phases.configIni.content) "$FT/$TP-gpu/config.ini"
+    fi
+  done
 }

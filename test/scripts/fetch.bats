@@ -1,37 +1,49 @@
 #!/usr/bin/env bats
-# fetch.sh under stubbed huggingface-cli / curl and a stub checker interpreter.
+# fetch.sh under stubbed huggingface-cli / curl and a stub checker interpreter,
+# with the step configs synth renders: the prod stack (GPT-J 6B from a Hugging
+# Face repo) and the script-test stack gptj-jax (the JAX slim archive plus a
+# tokenizer from a separate repo; test/scripts/stacks/).
 
 load helpers
 
 setup() {
   common_setup
-  echo '{"family":"gptneox"}' >"$BATS_TEST_TMPDIR/expected-arch.json"
   CFG=$BATS_TEST_TMPDIR/fetch.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-SOURCE_KIND='hf'
-MODEL_DIR='$WORK/models/source'
-HF_REPO_ID='h2oai/h2ogpt-oig-oasst1-512-6_9b'
-HF_REVISION='0123456789abcdef0123456789abcdef01234567'
-HF_INCLUDE=('*.json' '*.bin')
-EXPECTED_FILES=('config.json' 'pytorch_model*.bin')
-CHECK_FAMILY='gptneox'
-CHECK_EXPECTED_JSON='$BATS_TEST_TMPDIR/expected-arch.json'
-CHECK_PYTHON='fake-python'
-REQUIRED_FREE_GIB='30'
-CONF
+  plan_conf prod fetch >"$CFG"
+  # The checker runs as a stub interpreter here (STUB_CHECK_RC steers it); the
+  # python suite runs check_model_config.py for real.
+  echo "CHECK_PYTHON='fake-python'" >>"$CFG"
+  MODEL_DIR=$(conf_array "$CFG" MODEL_DIR)
+  ARCH_JSON=$(conf_array "$CFG" CHECK_EXPECTED_JSON)
+  mkdir -p "$(dirname "$ARCH_JSON")"
+  plan_value prod fetch.expectedArch >"$ARCH_JSON"
+  # A complete download: the files the plan expects, and weights.
+  STUB_HF_FILES="$(conf_array "$CFG" EXPECTED_FILES | tr '\n' ' ')pytorch_model.bin"
+  export STUB_HF_FILES
+}
+
+# The huggingface-cli argv the plan asks for, as the stub logs it.
+planned_download() {
+  local inc exc
+  mapfile -t inc < <(conf_array "$CFG" HF_INCLUDE)
+  mapfile -t exc < <(conf_array "$CFG" HF_EXCLUDE)
+  printf 'download %s --revision %s --local-dir %s' "$(conf_array "$CFG" HF_REPO_ID)" \
+    "$(conf_array "$CFG" HF_REVISION)" "$MODEL_DIR.partial"
+  printf ' --include %q' "${inc[@]}"
+  printf ' --exclude %q' "${exc[@]}"
 }
 
 @test "fetch: downloads at the revision, verifies, installs and stamps the model" {
   export HF_TOKEN=$HF_SECRET
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -eq 0 ]
-  assert_calls 1 huggingface-cli "download h2oai/h2ogpt-oig-oasst1-512-6_9b --revision 0123456789abcdef0123456789abcdef01234567 --local-dir $WORK/models/source.partial --include \\*.json --include \\*.bin"
-  assert_calls 1 fake-python "--family gptneox --expected $BATS_TEST_TMPDIR/expected-arch.json --config $WORK/models/source.partial"
-  [ -f "$WORK/models/source/config.json" ]
-  [ ! -e "$WORK/models/source.partial" ]
-  grep -q '^input_hash=' "$WORK/models/source/.triton-ft-fetch"
-  assert_output_has "RESULT model_dir=$WORK/models/source"
+  [[ $(planned_download) == *"--include \\*.bin"* ]]
+  assert_calls 1 huggingface-cli "$(planned_download)"
+  assert_calls 1 fake-python "--family $(conf_array "$CFG" CHECK_FAMILY) --expected $ARCH_JSON --config $MODEL_DIR.partial"
+  [ -f "$MODEL_DIR/config.json" ]
+  [ ! -e "$MODEL_DIR.partial" ]
+  grep -q '^input_hash=' "$MODEL_DIR/.triton-ft-fetch"
+  assert_output_has "RESULT model_dir=$MODEL_DIR"
   # The token reached huggingface-cli through its environment only.
   grep -qx yes "$STUB_STATE/hf-token-in-env"
   refute grep -q "$HF_SECRET" "$STUB_LOG"
@@ -56,7 +68,7 @@ CONF
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_output_has "skipping"
-  assert_output_has "RESULT model_dir=$WORK/models/source"
+  assert_output_has "RESULT model_dir=$MODEL_DIR"
   assert_calls 1 huggingface-cli
 }
 
@@ -64,36 +76,38 @@ CONF
   export STUB_CHECK_RC=1
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -ne 0 ]
-  assert_output_has "does not match the expected gptneox architecture"
-  [ -d "$WORK/models/source.partial" ]
-  [ ! -e "$WORK/models/source" ]
+  assert_output_has "does not match the expected $(conf_array "$CFG" CHECK_FAMILY) architecture"
+  [ -d "$MODEL_DIR.partial" ]
+  [ ! -e "$MODEL_DIR" ]
   [ ! -e "$WORK/state/fetch.done" ]
-  touch "$WORK/models/source.partial/already-downloaded-shard"
+  touch "$MODEL_DIR.partial/already-downloaded-shard"
   export STUB_CHECK_RC=0
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -eq 0 ]
   # Same staging folder: huggingface-cli only fetches what is missing.
-  [ -f "$WORK/models/source/already-downloaded-shard" ]
+  [ -f "$MODEL_DIR/already-downloaded-shard" ]
   [ -e "$WORK/state/fetch.done" ]
 }
 
 @test "fetch: a partial download of another revision is discarded" {
   export STUB_CHECK_RC=1
   run bash "$S/fetch.sh" "$CFG"
-  touch "$WORK/models/source.partial/old-revision-file"
+  touch "$MODEL_DIR.partial/old-revision-file"
   export STUB_CHECK_RC=0
   sed -i "s/^HF_REVISION=.*/HF_REVISION='fedcba9876543210fedcba9876543210fedcba98'/" "$CFG"
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_output_has "discarding a partial download"
-  [ ! -e "$WORK/models/source/old-revision-file" ]
+  [ ! -e "$MODEL_DIR/old-revision-file" ]
 }
 
 @test "fetch: missing expected files fail clearly" {
-  export STUB_HF_FILES='config.json'
+  mapfile -t expected < <(conf_array "$CFG" EXPECTED_FILES)
+  [ "${#expected[@]}" -ge 2 ]
+  export STUB_HF_FILES=${expected[0]}
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -ne 0 ]
-  assert_output_has "download incomplete: no file matches 'pytorch_model*.bin'"
+  assert_output_has "download incomplete: no file matches '${expected[1]}'"
   [ ! -e "$WORK/state/fetch.done" ]
 }
 
@@ -101,7 +115,7 @@ CONF
   export STUB_DF_AVAIL_KIB=$((5 * 1024 * 1024))
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -ne 0 ]
-  assert_output_has "5 GiB free, 30 GiB required"
+  assert_output_has "5 GiB free, $(conf_array "$CFG" REQUIRED_FREE_GIB) GiB required"
   assert_calls 0 huggingface-cli
 }
 
@@ -112,35 +126,40 @@ CONF
   assert_output_has "WARNING: HF_REVISION 'KoGPT6B-ryan1.5b-float16' is a branch or tag"
 }
 
+# make_archive : the gptj-jax stack's fetch config, and a slim archive laid
+# out as the plan expects (ARCHIVE_SUBDIR/shard_<i>/ for each EXPECTED_FILES
+# pattern) for the stub curl to serve. The config keeps the plan's URL; its
+# sha256 becomes this archive's.
 make_archive() {
-  mkdir -p "$BATS_TEST_TMPDIR/arc/step_383500/shard_0"
-  echo weights >"$BATS_TEST_TMPDIR/arc/step_383500/shard_0/0.npz"
-  tar -C "$BATS_TEST_TMPDIR/arc" -I zstd -cf "$BATS_TEST_TMPDIR/slim.tar.zstd" step_383500
+  plan_conf gptj-jax fetch >"$CFG"
+  MODEL_DIR=$(conf_array "$CFG" MODEL_DIR)
+  TOKENIZER_DIR=$(conf_array "$CFG" TOKENIZER_DIR)
+  TOKENIZER_REPO_ID=$(conf_array "$CFG" TOKENIZER_REPO_ID)
+  ARCHIVE_URL=$(conf_array "$CFG" ARCHIVE_URL)
+  local subdir pattern
+  subdir=$(conf_array "$CFG" ARCHIVE_SUBDIR)
+  [ -n "$subdir" ]
+  while read -r pattern; do
+    mkdir -p "$BATS_TEST_TMPDIR/arc/$subdir/${pattern%/*}"
+    echo weights >"$BATS_TEST_TMPDIR/arc/$subdir/${pattern%/*}/0.npz"
+  done < <(conf_array "$CFG" EXPECTED_FILES)
+  tar -C "$BATS_TEST_TMPDIR/arc" -I zstd -cf "$BATS_TEST_TMPDIR/slim.tar.zstd" "$subdir"
   export STUB_ARCHIVE=$BATS_TEST_TMPDIR/slim.tar.zstd
   ARCHIVE_SUM=$(sha256sum "$STUB_ARCHIVE" | cut -d' ' -f1)
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-SOURCE_KIND='archive'
-MODEL_DIR='$WORK/models/source'
-ARCHIVE_URL='https://example.invalid/GPT-J-6B/step_383500_slim.tar.zstd'
-ARCHIVE_SHA256='$ARCHIVE_SUM'
-ARCHIVE_SUBDIR='step_383500'
-EXPECTED_FILES=('shard_0/*.npz')
-TOKENIZER_REPO_ID='EleutherAI/gpt-j-6b'
-TOKENIZER_REVISION='0123456789abcdef0123456789abcdef01234567'
-TOKENIZER_DIR='$WORK/models/tokenizer'
-TOKENIZER_INCLUDE=('tokenizer.json' 'config.json')
-CONF
+  sed -i "s/^ARCHIVE_SHA256=.*/ARCHIVE_SHA256='$ARCHIVE_SUM'/" "$CFG"
+  # The tokenizer repo holds every file the plan takes from it.
+  STUB_HF_FILES=$(conf_array "$CFG" TOKENIZER_INCLUDE | tr '\n' ' ')
+  export STUB_HF_FILES
 }
 
 @test "fetch: archive source is checksummed, extracted with zstd, tokenizer fetched" {
   make_archive
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -eq 0 ]
-  [ -f "$WORK/models/source/shard_0/0.npz" ]
-  [ -f "$WORK/models/tokenizer/tokenizer.json" ]
-  assert_calls 1 curl "https://example.invalid/GPT-J-6B/step_383500_slim.tar.zstd"
-  assert_calls 1 huggingface-cli "download EleutherAI/gpt-j-6b"
+  [ -f "$MODEL_DIR/shard_0/0.npz" ]
+  [ -f "$TOKENIZER_DIR/tokenizer.json" ]
+  assert_calls 1 curl "$ARCHIVE_URL"
+  assert_calls 1 huggingface-cli "download $TOKENIZER_REPO_ID"
   # The archive is dropped once extracted.
   [ -z "$(ls -A "$WORK/downloads")" ]
 }
@@ -156,15 +175,15 @@ CONF
 
 @test "fetch: an interrupted tokenizer download does not re-download the archive" {
   make_archive
-  export STUB_FAIL_ALWAYS='huggingface-cli:EleutherAI'
+  export STUB_FAIL_ALWAYS="huggingface-cli:$TOKENIZER_REPO_ID"
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -ne 0 ]
   unset STUB_FAIL_ALWAYS
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -eq 0 ]
   assert_calls 1 curl
-  [ -f "$WORK/models/source/shard_0/0.npz" ]
-  [ -f "$WORK/models/tokenizer/tokenizer.json" ]
+  [ -f "$MODEL_DIR/shard_0/0.npz" ]
+  [ -f "$TOKENIZER_DIR/tokenizer.json" ]
 }
 
 @test "fetch: an unpinned archive is refused" {
@@ -177,14 +196,16 @@ CONF
 
 @test "fetch: tokenizer files outside TOKENIZER_REQUIRED may be absent; a missing required one fails" {
   make_archive
-  sed -i "s/^TOKENIZER_INCLUDE=.*/TOKENIZER_INCLUDE=('config.json' 'tokenizer.json' 'special_tokens_map.json')\nTOKENIZER_REQUIRED=('config.json' 'tokenizer.json')/" "$CFG"
-  export STUB_HF_FILES='config.json tokenizer.json'
+  mapfile -t required < <(conf_array "$CFG" TOKENIZER_REQUIRED)
+  # The plan takes optional files besides the required ones, or this test would prove nothing.
+  [ "$(conf_array "$CFG" TOKENIZER_INCLUDE | wc -l)" -gt "${#required[@]}" ]
+  export STUB_HF_FILES="${required[*]}"
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -eq 0 ]
-  [ -f "$WORK/models/tokenizer/tokenizer.json" ]
-  rm -rf "$WORK/state" "$WORK/models/tokenizer"
-  export STUB_HF_FILES='config.json'
+  [ -f "$TOKENIZER_DIR/${required[-1]}" ]
+  rm -rf "$WORK/state" "$TOKENIZER_DIR"
+  export STUB_HF_FILES="${required[*]:0:${#required[@]}-1}"
   run bash "$S/fetch.sh" "$CFG"
   [ "$status" -ne 0 ]
-  assert_output_has "tokenizer download lacks 'tokenizer.json'"
+  assert_output_has "tokenizer download lacks '${required[-1]}'"
 }

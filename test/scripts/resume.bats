@@ -8,24 +8,10 @@ load helpers
 
 setup() {
   common_setup
-  mkdir -p "$WORK/models/source"
-  echo '{}' >"$WORK/models/source/config.json"
-  echo 'input_hash=abc' >"$WORK/models/source/.triton-ft-fetch"
-  echo '{"files":[]}' >"$T/expected-weights.json"
-  CFG=$T/convert.env
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-IMAGE='$BASE_REF'
-AWS_REGION='us-east-1'
-SOURCE_DIR='$WORK/models/source'
-OUTPUT_DIR='$WORK/models/ft'
-TP='1'
-CONSOLIDATE_ARGV=(python3 '{{SCRIPTS}}/convert/consolidate_checkpoint.py' --input '{{SRC}}' --output '{{CONSOLIDATE_OUT}}' --layout single)
-CONVERT_ARGV=(python3 /workspace/FasterTransformer/examples/pytorch/gptneox/utils/huggingface_gptneox_convert.py -i '{{CONSOLIDATE_OUT}}' -o '{{OUT}}' -i_g 1 -m_n gptneox)
-FP16_ARGV=(python3 '{{SCRIPTS}}/convert/to_fp16.py' '{{OUT}}/1-gpu')
-EXPECTED_WEIGHTS_JSON='$T/expected-weights.json'
-CONVERT_HELPERS=(scripts/convert/consolidate_checkpoint.py scripts/convert/hf_checkpoint.py scripts/convert/to_fp16.py scripts/convert/verify_weights.py)
-CONF
+  # The prod stack's conversion (GPT-J: consolidate, converter, fp16 rewrite,
+  # verifier), with the helpers it ships (hf_checkpoint.py among them).
+  stage_convert prod
+  CONVERTER=$(basename "$(plan_value prod conversion.converter)")
 }
 
 # Runs the shipped helpers for real, as they run in the container: importing
@@ -47,7 +33,7 @@ run_helpers_for_real() {
 }
 
 @test "resume: a failed run's retry keeps its finished consolidate phase although bytecode appeared" {
-  export STUB_FAIL_ONCE='docker:huggingface_gptneox_convert.py'
+  export STUB_FAIL_ONCE="docker:$CONVERTER"
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -ne 0 ]
   run_helpers_for_real
@@ -59,6 +45,7 @@ run_helpers_for_real() {
 }
 
 @test "resume: editing an imported helper (hf_checkpoint.py) re-runs the conversion" {
+  conf_array "$CFG" CONVERT_HELPERS | grep -qx scripts/convert/hf_checkpoint.py
   run bash "$S/convert.sh" "$CFG"
   echo "# fixed" >>"$T/scripts/convert/hf_checkpoint.py"
   : >"$STUB_LOG"

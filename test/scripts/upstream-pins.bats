@@ -5,8 +5,6 @@
 
 load helpers
 
-REPO_URL=123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test-triton-with-ft
-
 # upstream <name> : a bare repo with a branch `main`, a commit only on tag
 # `release/v1`, and a pull-request test merge only on refs/pull/7/merge.
 upstream() {
@@ -34,26 +32,26 @@ upstream() {
 setup() {
   common_setup
   rm -f "$T/bin/git" # the real git
-  cp -a "$REPO_ROOT/images/triton_with_ft" "$T/recipe"
+  # The recipe the step ships (DOCKERFILE_DIR is under the builder's images/).
+  # shellcheck disable=SC2153 # WORK is exported by common_setup
+  mkdir -p "$WORK/images"
+  cp -a "$REPO_ROOT/images/triton_with_ft" "$WORK/images/triton_with_ft"
   upstream backend
   BACKEND_MAIN=$MAIN
   upstream ft
   CFG=$T/build.env
 }
 
-# shellcheck disable=SC2153 # WORK is exported by common_setup
+# config <ft-commit> : the dev stack's triton-with-ft config with the
+# upstreams moved to the local ones (FT_BACKEND_REPO_URL and FT_REPO_URL are
+# the script's optional overrides) and their commits pinned.
 config() {
-  cat >"$CFG" <<CONF
-WORK_ROOT='$WORK'
-AWS_REGION='us-east-1'
-ECR_REPOSITORY_URL='$REPO_URL'
-TRITON_VERSION='23.05'
+  plan_conf dev triton-with-ft >"$CFG"
+  sed -i -e "s/^FT_BACKEND_COMMIT=.*/FT_BACKEND_COMMIT='$BACKEND_MAIN'/" -e "s/^FT_COMMIT=.*/FT_COMMIT='$1'/" "$CFG"
+  grep -qx "FT_COMMIT='$1'" "$CFG"
+  cat >>"$CFG" <<CONF
 FT_BACKEND_REPO_URL='file://$T/upstream/backend.git'
-FT_BACKEND_COMMIT='$BACKEND_MAIN'
 FT_REPO_URL='file://$T/upstream/ft.git'
-FT_COMMIT='$1'
-SM_LIST='86'
-DOCKERFILE_DIR='$T/recipe'
 CONF
 }
 
