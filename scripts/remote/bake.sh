@@ -105,10 +105,10 @@ fi
 step_input_hash "${hash_extra[@]}"
 step_skip_if_done
 
-phase pull-base
-require_cmd docker aws
+phase disk
 check_free_disk "$WORK_ROOT" "$REQUIRED_FREE_GIB"
-ecr_login "$AWS_REGION" "$ECR_REGISTRY"
+image_step_login
+phase pull-base
 pull_image "$AWS_REGION" "$BASE_IMAGE" "$ECR_REGISTRY"
 
 phase verify-weights
@@ -154,11 +154,8 @@ content_hash=$(printf 'base=%s\ncontext=%s\nargs=%s|%s|%s|%s|%s\n' "$BASE_IMAGE"
 tag="bake-$content_hash"
 log "image tag $tag"
 
-phase check-registry
-digest=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$tag")
-if [[ -n $digest ]]; then
-  log "tag $tag already in ECR ($digest); not building"
-else
+registry_digest "$tag"
+if [[ -z $IMAGE_DIGEST ]]; then
   build_and_push "$ctx" "$tag" \
     --build-arg "BASE_IMAGE=$BASE_IMAGE" \
     --build-arg "CHECKPOINT_PATH=$CHECKPOINT_PATH" \
@@ -168,8 +165,7 @@ else
     --build-arg "CUDA_VISIBLE_DEVICES=$LAUNCH_CUDA_VISIBLE_DEVICES" \
     --label "triton-ft.base-image=$BASE_IMAGE" \
     --label "triton-ft.content-hash=$content_hash"
-  digest=$IMAGE_DIGEST
 fi
 rm -rf "$ctx"
 
-finish_image_step "$digest" "$tag"
+finish_image_step "$IMAGE_DIGEST" "$tag"

@@ -49,22 +49,11 @@ content_hash=$(hash_files "$ctx" | sha256sum | cut -c1-24)
 tag="gateway-$content_hash"
 log "image tag $tag"
 
-phase ecr-login
-require_cmd aws docker
-ecr_login "$AWS_REGION" "$ECR_REGISTRY"
-
-phase check-registry
-digest=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$tag")
-if [[ -n $digest ]]; then
-  log "tag $tag already in ECR ($digest); not building"
-else
-  phase build
-  local_ref="$ECR_REPOSITORY_URL:$tag"
-  retry 2 30 docker build --label "triton-ft.content-hash=$content_hash" -t "$local_ref" "$ctx" >&2
-
-  phase push
-  digest=$(push_image "$AWS_REGION" "$ECR_REPO_NAME" "$local_ref" "$tag")
+image_step_login
+registry_digest "$tag"
+if [[ -z $IMAGE_DIGEST ]]; then
+  build_and_push "$ctx" "$tag" --label "triton-ft.content-hash=$content_hash"
 fi
 rm -rf "$ctx"
 
-finish_image_step "$digest" "$tag"
+finish_image_step "$IMAGE_DIGEST" "$tag"

@@ -59,15 +59,9 @@ content_hash=$(printf 'triton=%s\nbackend=%s\nft=%s\nsm=%s\nrecipe=%s\n' \
 tag="twf-$TRITON_VERSION-$content_hash"
 log "image tag $tag"
 
-phase ecr-login
-require_cmd aws docker
-ecr_login "$AWS_REGION" "$ECR_REGISTRY"
-
-phase check-registry
-digest=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$tag")
-if [[ -n $digest ]]; then
-  log "tag $tag already in ECR ($digest); not building"
-else
+image_step_login
+registry_digest "$tag"
+if [[ -z $IMAGE_DIGEST ]]; then
   phase disk
   check_free_disk "$WORK_ROOT" "$REQUIRED_FREE_GIB"
 
@@ -151,8 +145,7 @@ else
     --label "triton-ft.ft-commit=$FT_COMMIT" \
     --label "triton-ft.sm=$SM_LIST" \
     --label "triton-ft.content-hash=$content_hash"
-  digest=$IMAGE_DIGEST
   rm -rf "$ctx"
 fi
 
-finish_image_step "$digest" "$tag"
+finish_image_step "$IMAGE_DIGEST" "$tag"

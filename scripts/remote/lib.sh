@@ -425,6 +425,35 @@ pull_image() {
   retry 3 30 docker pull -q "$2" >/dev/null
 }
 
+# The image steps (build-triton-with-ft.sh, bake.sh, build-gateway-image.sh)
+# share one tail: log in to the repository's registry, look the content-hash
+# tag up, build and push only when it is missing, protect the image, record the
+# results:
+#   image_step_login
+#   registry_digest "$tag"
+#   if [[ -z $IMAGE_DIGEST ]]; then ...; build_and_push "$ctx" "$tag" [args]; fi
+#   finish_image_step "$IMAGE_DIGEST" "$tag"
+# Each needs ecr_split "$ECR_REPOSITORY_URL" and AWS_REGION.
+
+# image_step_login : logs in to the registry the step pushes to.
+image_step_login() {
+  phase ecr-login
+  require_cmd aws docker
+  ecr_login "$AWS_REGION" "$ECR_REGISTRY"
+}
+
+# registry_digest <tag> : sets IMAGE_DIGEST to the digest ECR holds for
+# $ECR_REPOSITORY_URL:<tag>, or to nothing when the tag is not there yet. Call
+# it as a plain statement (not in an `if`), so that a failed lookup still ends
+# the step.
+registry_digest() {
+  phase check-registry
+  IMAGE_DIGEST=$(ecr_tag_digest "$AWS_REGION" "$ECR_REPO_NAME" "$1")
+  if [[ -n $IMAGE_DIGEST ]]; then
+    log "tag $1 already in ECR ($IMAGE_DIGEST); not building"
+  fi
+}
+
 # build_and_push <context-dir> <tag> [docker build args...] : builds
 # $ECR_REPOSITORY_URL:<tag> (retried: Docker's layer cache resumes an
 # interrupted build) and pushes it; sets IMAGE_DIGEST to what ECR recorded.

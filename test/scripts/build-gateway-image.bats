@@ -68,3 +68,13 @@ setup() {
   [ "$status" -ne 0 ]
   assert_output_has "package-lock.json"
 }
+
+@test "gateway: a registry lookup that fails (not a missing tag) stops the step before building" {
+  export STUB_FAIL_ALWAYS='aws:describe-images'
+  run bash "$S/build-gateway-image.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "cannot query ECR repository triton-ft-test/gateway"
+  assert_output_has "failed in phase 'check-registry'"
+  assert_calls 0 docker build
+  [ ! -e "$WORK/state/gateway-image.done" ]
+}

@@ -75,3 +75,15 @@ setup() {
   [ "$status" -eq 0 ]
   [ -z "$output" ]
 }
+
+@test "lib: registry_digest sets IMAGE_DIGEST to the tag's digest, or to nothing when the tag is missing" {
+  AWS_REGION=us-east-1
+  ECR_REPO_NAME=repo
+  IMAGE_DIGEST=stale
+  registry_digest tag-a
+  [ -z "$IMAGE_DIGEST" ]
+  mkdir -p "$STUB_STATE/ecr/repo"
+  echo "sha256:$(printf 'a%.0s' {1..64})" >"$STUB_STATE/ecr/repo/tag-a"
+  registry_digest tag-a
+  [ "$IMAGE_DIGEST" = "sha256:$(printf 'a%.0s' {1..64})" ]
+}
