@@ -6,6 +6,9 @@
 
 export type GpuModel = "A10G" | "A100-40GB" | "A100-80GB";
 
+/** The extended resource the NVIDIA device plugin advertises per GPU; pods request GPUs by this name. */
+export const GPU_RESOURCE = "nvidia.com/gpu";
+
 /** Facts about each GPU model, whatever instance carries it. */
 export interface GpuModelFacts {
   /** nvidia-smi's name for the model (a substring of `--query-gpu=name`); host-ready checks it. */

@@ -5,6 +5,7 @@
  * validation rule ("a pod must fit a node") and the test cluster's fake nodes
  * (test/k8s) use one definition.
  */
+import { GPU_RESOURCE } from "../catalog/gpus";
 import {
   DAEMONSET_CPU_MILLIS,
   DAEMONSET_MEMORY_BYTES,
@@ -86,7 +87,7 @@ export interface PodRequests {
 }
 
 export interface FitProblem {
-  resource: "cpu" | "memory" | "nvidia.com/gpu";
+  resource: "cpu" | "memory" | typeof GPU_RESOURCE;
   requested: number;
   allocatable: number;
   unit: "m" | "MiB" | "GPU";
@@ -111,7 +112,7 @@ export function podFitProblems(shape: NodeShape, pod: PodRequests, podsPerNode: 
       unit: "MiB",
     });
   const gpus = podsPerNode * pod.gpus;
-  if (gpus > a.gpus) problems.push({ resource: "nvidia.com/gpu", requested: gpus, allocatable: a.gpus, unit: "GPU" });
+  if (gpus > a.gpus) problems.push({ resource: GPU_RESOURCE, requested: gpus, allocatable: a.gpus, unit: "GPU" });
   return problems;
 }
 

@@ -17,6 +17,7 @@ import type { IDeploymentSpec } from "kubernetes-models/apps/v1/DeploymentSpec";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { stringify } from "yaml";
+import { GPU_RESOURCE } from "../catalog/gpus";
 import { PROJECT } from "../config";
 import { isDigestRef, isSynthRef } from "../imageRef";
 import {
@@ -29,7 +30,7 @@ import {
   scratchVolume,
 } from "./podSecurity";
 import { mebibytes, millicores } from "./quantities";
-import { GPU_RESOURCE, gpuTolerations, instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
+import { gpuTolerations, instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
 
 export const PORTS = { http: 8000, grpc: 8001, metrics: 8002 } as const;
 export const READY_PATH = "/v2/health/ready";

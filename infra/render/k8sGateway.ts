@@ -38,7 +38,7 @@ import {
 } from "./k8s";
 import { isDigestRef, isSynthRef } from "../imageRef";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
-import { INSTANCE_TYPE_LABEL, spreadAcrossZonesAndNodes } from "./scheduling";
+import { instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
 
 /** Deliberate scanner findings of the gateway Deployment, with why (README, Security). */
 export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
@@ -196,17 +196,7 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
             seccompProfile: { type: "RuntimeDefault" },
           },
           // The system nodes: no GPU toleration, and never the serving GPU instance type.
-          affinity: {
-            nodeAffinity: {
-              requiredDuringSchedulingIgnoredDuringExecution: {
-                nodeSelectorTerms: [
-                  {
-                    matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "NotIn", values: [w.instanceType] }],
-                  },
-                ],
-              },
-            },
-          },
+          affinity: instanceTypeAffinity(w.instanceType, "NotIn"),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
           containers: [
             {

@@ -7,8 +7,8 @@
 import type { IToleration } from "kubernetes-models/v1/Toleration";
 import type { IAffinity } from "kubernetes-models/v1/Affinity";
 import type { ITopologySpreadConstraint } from "kubernetes-models/v1/TopologySpreadConstraint";
+import { GPU_RESOURCE } from "../catalog/gpus";
 
-export const GPU_RESOURCE = "nvidia.com/gpu";
 /** The taint the GPU node group carries; only pods that tolerate it land on the expensive nodes. */
 export const GPU_TAINT = { key: GPU_RESOURCE, value: "true", effect: "NoSchedule" } as const;
 /** Well-known node label every kubelet on EC2 sets: pins pods to the GPU model gpt_gemm was tuned on, in any cluster. */
@@ -19,14 +19,15 @@ export function gpuTolerations(): IToleration[] {
   return [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }];
 }
 
-/** Requires a node of exactly this instance type. */
-export function instanceTypeAffinity(instanceType: string): IAffinity {
+/**
+ * Requires a node of exactly this instance type ("In": the GPU pods), or of
+ * any other type ("NotIn": pods that must stay off the serving GPU nodes).
+ */
+export function instanceTypeAffinity(instanceType: string, operator: "In" | "NotIn" = "In"): IAffinity {
   return {
     nodeAffinity: {
       requiredDuringSchedulingIgnoredDuringExecution: {
-        nodeSelectorTerms: [
-          { matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [instanceType] }] },
-        ],
+        nodeSelectorTerms: [{ matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator, values: [instanceType] }] }],
       },
     },
   };

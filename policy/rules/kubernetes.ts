@@ -11,6 +11,7 @@
  * allows", "unless needed") accept one, as a workload annotation
  * `triton-ft.io/policy-exception.<rule>` whose value states the reason.
  */
+import { isDigestRef, isSynthRef } from "../../infra/imageRef";
 import type { ResourceRule, ResourceView, StackRule } from "./types";
 import { arr, kindOf, obj, str, strings, type Obj } from "./values";
 
@@ -31,9 +32,6 @@ export const EXCEPTION_PREFIX = "triton-ft.io/policy-exception.";
 /** An exception must say why in words, not just exist. */
 export const MIN_REASON_LENGTH = 20;
 
-const DIGEST = /@sha256:[0-9a-f]{64}$/;
-/** `<ecr-repo-name>:synth`, no registry host: infra/synth/k8sArtifacts.ts synthImageRef. */
-const SYNTH_PLACEHOLDER = /^[a-z0-9][a-z0-9._/-]*:synth$/;
 const LB = "service.beta.kubernetes.io/aws-load-balancer-";
 /** Declared by the renderer of a Service whose backend authenticates every request (the gateway's API keys). */
 export const CLIENT_AUTH_ANNOTATION = "triton-ft.io/client-auth";
@@ -171,14 +169,16 @@ export interface ImageRuleOptions {
 export function imagesByDigest(opts: ImageRuleOptions = {}): ResourceRule {
   return containerRule(
     "k8s-image-digest",
-    "Container images are pinned by digest (<repo>@sha256:<64 hex>).",
+    "Container images are pinned by digest and name their registry (<registry>/<repository>@sha256:<64 hex>).",
     (c) => {
       const image = str(c.image) ?? "";
-      if (DIGEST.test(image)) return undefined;
-      if (opts.allowSynthPlaceholder && SYNTH_PLACEHOLDER.test(image)) return undefined;
-      return `uses image ${JSON.stringify(image)}, not pinned by digest`;
+      // The program's own definitions (infra/imageRef.ts): <registry>/<repository>@sha256:<64 hex>,
+      // and synth's `<repository>:synth` placeholder.
+      if (isDigestRef(image)) return undefined;
+      if (opts.allowSynthPlaceholder && isSynthRef(image)) return undefined;
+      return `uses image ${JSON.stringify(image)}, not pinned by digest with its registry`;
     },
-    "deploy <repo>@sha256:<digest> (the build pipeline's RESULT image=...)",
+    "deploy <registry>/<repository>@sha256:<digest> (the build pipeline's RESULT image=...)",
   );
 }
 

@@ -677,6 +677,15 @@ const CASES: Record<string, Case> = {
         match: /uses image "nvcr.io\/nvidia\/tritonserver:23.05-py3", not pinned by digest/,
       },
       {
+        // A digest without its registry: the node would pull it from wherever its runtime defaults to.
+        resources: [
+          deployment((_p, c) => {
+            c.image = `tritonserver@sha256:${"ab".repeat(32)}`;
+          }),
+        ],
+        match: /uses image "tritonserver@sha256:(ab){32}", not pinned by digest/,
+      },
+      {
         resources: [
           deployment((_p, c) => {
             c.image = "triton-ft-dev/server:synth";
