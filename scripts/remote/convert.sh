@@ -71,7 +71,7 @@ default_array CONSOLIDATE_ARGV RELAYOUT_ARGV FP16_ARGV CONVERT_ARGV VERIFY_ARGV
 # The model's identity comes from the fetch stamp; the helper scripts and the
 # expected weight list change what a conversion produces. The helpers are the
 # listed files only (never the folder: running them leaves __pycache__ there).
-declare -p CONVERT_HELPERS >/dev/null 2>&1 || CONVERT_HELPERS=()
+default_array CONVERT_HELPERS
 ((${#CONVERT_HELPERS[@]})) || die "CONVERT_HELPERS is empty; the plan must list the helper scripts it runs"
 hash_extra=("$EXPECTED_WEIGHTS_JSON")
 for helper in "${CONVERT_HELPERS[@]}"; do

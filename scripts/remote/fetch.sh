@@ -60,7 +60,7 @@ declare -p TOKENIZER_REQUIRED >/dev/null 2>&1 || TOKENIZER_REQUIRED=("${TOKENIZE
 case $SOURCE_KIND in
   hf)
     require_vars HF_REPO_ID HF_REVISION
-    if [[ ! $HF_REVISION =~ ^[0-9a-f]{40}$ ]]; then
+    if ! is_commit "$HF_REVISION"; then
       warn "HF_REVISION '$HF_REVISION' is a branch or tag, not a commit; the download may change over time"
     fi
     ;;

@@ -78,12 +78,17 @@ require_int() {
   [[ ${!1:-} =~ ^[0-9]+$ ]] || die "$1 must be a non-negative integer, got '${!1:-}'"
 }
 
-# require_commit_pin NAME : exactly 40 lowercase/uppercase hex characters.
-# A branch or tag name moves, so it is not a pin.
+# is_commit <value> : a full git commit id, 40 lowercase/uppercase hex
+# characters. A branch or tag name moves, so it is not a pin.
+is_commit() {
+  [[ $1 =~ ^[0-9a-fA-F]{40}$ ]]
+}
+
+# require_commit_pin NAME : the variable holds a commit id (is_commit).
 require_commit_pin() {
   local name=$1 value=${!1:-}
   [[ -n $value ]] || die "missing pin: $name is empty; set it to a full 40-hex git commit"
-  [[ $value =~ ^[0-9a-fA-F]{40}$ ]] \
+  is_commit "$value" \
     || die "missing pin: $name='$value' is not a 40-hex git commit (branches and tags move; pin a commit)"
 }
 
