@@ -76,7 +76,7 @@ export class Network extends pulumi.ComponentResource {
         .apply(([id, pub, priv]) => {
           const problems = existingNetworkProblems(id, pub, priv);
           if (problems.length > 0)
-            throw new Error(`triton-ft: the existing network is not usable:\n  - ${problems.join("\n  - ")}`);
+            throw new pulumi.ResourceError(`the existing network is not usable:\n  - ${problems.join("\n  - ")}`, this);
           return { vpcId: id, publicSubnetIds: pub.map((s) => s.id), privateSubnetIds: priv.map((s) => s.id) };
         });
       this.vpcId = checked.vpcId;

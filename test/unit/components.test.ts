@@ -3,6 +3,8 @@
  * components): the narrow args in, the resources out. The program-level tests
  * (buildInfra, serving, buildSteps) cover the wiring.
  */
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
 import { resolveStack } from "../../infra/validate";
@@ -11,6 +13,7 @@ import { ACCOUNT, REGION } from "../lib/mocks";
 import { planOf } from "../lib/plan";
 import { runComponents } from "../lib/pulumi";
 
+const ROOT = join(__dirname, "..", "..");
 const DIGEST = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
 
 function gpt2Plan() {
@@ -139,5 +142,49 @@ describe("TritonService", () => {
     expect((deployment.inputs.metadata as Record<string, unknown>).name).toBe("triton-gpt2");
     expect(run.outputs.namespace).toBe("triton");
     expect(run.outputs.grpc).toMatch(/:8001$/);
+  });
+});
+
+describe("Network", () => {
+  /** The errors the component's outputs fail with, from a child process (test/lib/componentFailure.ts). */
+  function failures(
+    network: Record<string, unknown>,
+  ): Array<{ resourceError: boolean; urn?: string; message: string }> {
+    const r = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, "node_modules/tsx/dist/cli.mjs"),
+        join(ROOT, "test/lib/componentFailure.ts"),
+        "network-existing",
+        JSON.stringify(network),
+      ],
+      { cwd: ROOT, encoding: "utf8", timeout: 120_000 },
+    );
+    return JSON.parse(r.stdout.trim().split("\n").pop() ?? "") as ReturnType<typeof failures>;
+  }
+  // The mock's subnets belong to vpc-0123456789abcdef0, in the AZ their last hex digit picks (test/lib/mocks.ts).
+  const subnets = { publicSubnetIds: ["subnet-0000000000000000a", "subnet-0000000000000000b"] };
+
+  it("existing mode: ids that do not form one usable network fail as a ResourceError of the component", () => {
+    const seen = failures({
+      mode: "existing",
+      vpcId: "vpc-0fedcba987654321f",
+      ...subnets,
+      privateSubnetIds: ["subnet-0000000000000000c", "subnet-0000000000000000d"],
+    });
+    expect(seen.length).toBeGreaterThan(0);
+    for (const e of seen) {
+      expect(e).toMatchObject({ resourceError: true, urn: expect.stringMatching(/::triton-ft:network:Network::net$/) });
+      expect(e.message).toMatch(/existing network is not usable:\n {2}- .*not in network\.vpcId vpc-0fedcba987654321f/);
+    }
+    // The same subnets in their own VPC form a usable network.
+    expect(
+      failures({
+        mode: "existing",
+        vpcId: "vpc-0123456789abcdef0",
+        ...subnets,
+        privateSubnetIds: ["subnet-0000000000000000c", "subnet-0000000000000000d"],
+      }),
+    ).toEqual([]);
   });
 });
