@@ -50,32 +50,61 @@ export class Builder extends pulumi.ComponentResource {
 
   constructor(name: string, args: BuilderArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:builder:Builder", name, {}, opts);
-    const { tags } = args;
+    this.amiId = this.ami(args.amiId);
+    const ssh = this.loginKey(name, args);
+    this.privateKey = ssh.privateKey;
+    this.generatedKey = ssh.generated;
+    this.securityGroup = this.firewall(name, args);
+    this.role = this.instanceRole(name, args);
+    const hostKey = this.hostKey(name, args, this.role);
+    this.hostPublicKey = hostKey.publicKey;
+    const profile = new aws.iam.InstanceProfile(
+      `${name}`,
+      { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), role: this.role.name, tags: args.tags },
+      { parent: this },
+    );
+    this.instance = this.launch(name, args, ssh.keyName, profile, hostKey.readable);
+    // A stable address: a stopped and restarted builder (build.stopBuilderWhenDone)
+    // would otherwise come back on a new public IP the SSH connection does not know.
+    const eip = new aws.ec2.Eip(
+      `${name}`,
+      { domain: "vpc", instance: this.instance.id, tags: args.tags },
+      { parent: this },
+    );
+    this.publicIp = eip.publicIp;
+    this.registerOutputs({ instanceId: this.instance.id, publicIp: this.publicIp, amiId: this.amiId });
+  }
+
+  /** The pinned AMI, or the newest DLAMI matching DLAMI_NAME_FILTER. */
+  private ami(pinned: string | undefined): pulumi.Output<string> {
+    if (pinned) return pulumi.output(pinned);
+    return aws.ec2
+      .getAmiOutput(
+        {
+          owners: ["amazon"],
+          mostRecent: true,
+          filters: [
+            { name: "name", values: [DLAMI_NAME_FILTER] },
+            { name: "architecture", values: ["x86_64"] },
+            { name: "state", values: ["available"] },
+          ],
+        },
+        { parent: this },
+      )
+      .apply((a) => a.id);
+  }
+
+  /** The SSH login key (provided, or generated here) and its EC2 key pair. */
+  private loginKey(
+    name: string,
+    args: BuilderArgs,
+  ): { privateKey: pulumi.Output<string>; generated: boolean; keyName: pulumi.Output<string> } {
     const parent = { parent: this };
-
-    const pinnedAmi = args.amiId;
-    this.amiId = pinnedAmi
-      ? pulumi.output(pinnedAmi)
-      : aws.ec2
-          .getAmiOutput(
-            {
-              owners: ["amazon"],
-              mostRecent: true,
-              filters: [
-                { name: "name", values: [DLAMI_NAME_FILTER] },
-                { name: "architecture", values: ["x86_64"] },
-                { name: "state", values: ["available"] },
-              ],
-            },
-            parent,
-          )
-          .apply((a) => a.id);
-
     let publicKey: pulumi.Output<string>;
+    let privateKey: pulumi.Output<string>;
     if (args.sshKey) {
       publicKey = pulumi.output(args.sshKey.publicKey);
-      this.privateKey = pulumi.secret(args.sshKey.privateKey);
-      this.generatedKey = false;
+      privateKey = pulumi.secret(args.sshKey.privateKey);
     } else {
       const key = new tls.PrivateKey(
         `${name}-ssh`,
@@ -83,16 +112,21 @@ export class Builder extends pulumi.ComponentResource {
         { ...parent, additionalSecretOutputs: ["privateKeyOpenssh", "privateKeyPem"] },
       );
       publicKey = key.publicKeyOpenssh;
-      this.privateKey = pulumi.secret(key.privateKeyOpenssh);
-      this.generatedKey = true;
+      privateKey = pulumi.secret(key.privateKeyOpenssh);
     }
     const keyPair = new aws.ec2.KeyPair(
       `${name}`,
-      { keyNamePrefix: `${args.namePrefix}-builder-`, publicKey, tags },
+      { keyNamePrefix: `${args.namePrefix}-builder-`, publicKey, tags: args.tags },
       parent,
     );
+    return { privateKey, generated: !args.sshKey, keyName: keyPair.keyName };
+  }
 
-    this.securityGroup = new aws.ec2.SecurityGroup(
+  /** SSH in from the allowed CIDRs only; out to the world (GitHub, Hugging Face, NGC and ECR over HTTPS). */
+  private firewall(name: string, args: BuilderArgs): aws.ec2.SecurityGroup {
+    const { tags } = args;
+    const parent = { parent: this };
+    const group = new aws.ec2.SecurityGroup(
       `${name}`,
       { vpcId: args.vpcId, description: "triton-ft builder: SSH from the allowed CIDRs only", tags },
       parent,
@@ -101,7 +135,7 @@ export class Builder extends pulumi.ComponentResource {
       new aws.vpc.SecurityGroupIngressRule(
         `${name}-ssh-${i}`,
         {
-          securityGroupId: this.securityGroup.id,
+          securityGroupId: group.id,
           ipProtocol: "tcp",
           fromPort: 22,
           toPort: 22,
@@ -112,11 +146,10 @@ export class Builder extends pulumi.ComponentResource {
         parent,
       );
     });
-    // Outbound to the world: GitHub, Hugging Face, NGC and ECR over HTTPS.
     new aws.vpc.SecurityGroupEgressRule(
       `${name}-egress`,
       {
-        securityGroupId: this.securityGroup.id,
+        securityGroupId: group.id,
         ipProtocol: "-1",
         cidrIpv4: "0.0.0.0/0",
         description: "outbound downloads and ECR pushes",
@@ -124,60 +157,85 @@ export class Builder extends pulumi.ComponentResource {
       },
       parent,
     );
+    return group;
+  }
 
-    this.role = new aws.iam.Role(
+  /** The instance role: push and pull the stack's repositories, and SSM. */
+  private instanceRole(name: string, args: BuilderArgs): aws.iam.Role {
+    const parent = { parent: this };
+    const role = new aws.iam.Role(
       `${name}`,
-      { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), assumeRolePolicy: EC2_ASSUME_ROLE_POLICY, tags },
+      {
+        namePrefix: `${args.namePrefix}-builder-`.slice(0, 38),
+        assumeRolePolicy: EC2_ASSUME_ROLE_POLICY,
+        tags: args.tags,
+      },
       parent,
     );
     new aws.iam.RolePolicy(
       `${name}-ecr`,
-      { role: this.role.id, policy: pulumi.all(args.repositoryArns).apply((arns) => builderEcrPolicy(arns)) },
+      { role: role.id, policy: pulumi.all(args.repositoryArns).apply((arns) => builderEcrPolicy(arns)) },
       parent,
     );
     new aws.iam.RolePolicyAttachment(
       `${name}-ssm`,
-      { role: this.role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore },
+      { role: role.name, policyArn: aws.iam.ManagedPolicy.AmazonSSMManagedInstanceCore },
       parent,
     );
-    // The SSH host key: generated here, the private half stored as an SSM
-    // SecureString that only this role may read, fetched by the user data at
-    // first boot. Never in user data (readable with ec2:DescribeInstanceAttribute).
-    const hostKey = new tls.PrivateKey(
+    return role;
+  }
+
+  /**
+   * The SSH host key: generated here, the private half stored as an SSM
+   * SecureString that only the builder's role may read, fetched by the user
+   * data at first boot. Never in user data (readable with
+   * ec2:DescribeInstanceAttribute). `readable` is what the first boot needs.
+   */
+  private hostKey(
+    name: string,
+    args: BuilderArgs,
+    role: aws.iam.Role,
+  ): { publicKey: pulumi.Output<string>; readable: pulumi.Resource[] } {
+    const parent = { parent: this };
+    const key = new tls.PrivateKey(
       `${name}-host-key`,
       { algorithm: "ED25519" },
       { ...parent, additionalSecretOutputs: ["privateKeyOpenssh", "privateKeyPem"] },
     );
-    this.hostPublicKey = hostKey.publicKeyOpenssh;
-    const hostKeyParameter = new aws.ssm.Parameter(
+    const parameter = new aws.ssm.Parameter(
       `${name}-host-key`,
       {
         name: hostKeyParameterName(args.namePrefix),
         type: "SecureString",
-        value: pulumi.secret(hostKey.privateKeyOpenssh),
+        value: pulumi.secret(key.privateKeyOpenssh),
         description: "triton-ft builder: private SSH host key (the program pins its public half)",
-        tags,
+        tags: args.tags,
       },
       parent,
     );
-    const hostKeyRead = new aws.iam.RolePolicy(
+    const read = new aws.iam.RolePolicy(
       `${name}-host-key`,
       {
-        role: this.role.id,
-        policy: hostKeyParameter.arn.apply((arn) =>
+        role: role.id,
+        policy: parameter.arn.apply((arn) =>
           JSON.stringify({ Version: "2012-10-17", Statement: [hostKeyReadStatement(arn)] }),
         ),
       },
       parent,
     );
-    const region = aws.getRegionOutput({}, parent).region;
-    const profile = new aws.iam.InstanceProfile(
-      `${name}`,
-      { namePrefix: `${args.namePrefix}-builder-`.slice(0, 38), role: this.role.name, tags },
-      parent,
-    );
+    return { publicKey: key.publicKeyOpenssh, readable: [parameter, read] };
+  }
 
-    this.instance = new aws.ec2.Instance(
+  /** The instance: IMDSv2 only, an encrypted gp3 root volume sized by the plan. */
+  private launch(
+    name: string,
+    args: BuilderArgs,
+    keyName: pulumi.Output<string>,
+    profile: aws.iam.InstanceProfile,
+    hostKeyReadable: pulumi.Resource[],
+  ): aws.ec2.Instance {
+    const region = aws.getRegionOutput({}, { parent: this }).region;
+    return new aws.ec2.Instance(
       `${name}`,
       {
         ami: this.amiId,
@@ -185,7 +243,7 @@ export class Builder extends pulumi.ComponentResource {
         subnetId: args.subnetId,
         associatePublicIpAddress: true,
         vpcSecurityGroupIds: [this.securityGroup.id],
-        keyName: keyPair.keyName,
+        keyName,
         iamInstanceProfile: profile.name,
         userData: region.apply((r) =>
           builderUserData({ region: r, parameterName: hostKeyParameterName(args.namePrefix) }),
@@ -201,23 +259,18 @@ export class Builder extends pulumi.ComponentResource {
           iops: 6000,
           throughput: 500,
         },
-        tags: { ...tags, Name: `${args.namePrefix}-builder` },
-        volumeTags: tags,
+        tags: { ...args.tags, Name: `${args.namePrefix}-builder` },
+        volumeTags: args.tags,
       },
       {
-        ...parent,
+        parent: this,
         // The first boot reads the host key: the parameter and the permission come first.
-        dependsOn: [hostKeyParameter, hostKeyRead],
+        dependsOn: hostKeyReadable,
         // An unpinned AMI lookup moves when AWS publishes a new DLAMI; replacing
         // the builder then would throw away every finished step. Pin
         // build.builderAmiId (or `pulumi up --replace`) to move deliberately.
-        ignoreChanges: pinnedAmi ? [] : ["ami"],
+        ignoreChanges: args.amiId ? [] : ["ami"],
       },
     );
-    // A stable address: a stopped and restarted builder (build.stopBuilderWhenDone)
-    // would otherwise come back on a new public IP the SSH connection does not know.
-    const eip = new aws.ec2.Eip(`${name}`, { domain: "vpc", instance: this.instance.id, tags }, parent);
-    this.publicIp = eip.publicIp;
-    this.registerOutputs({ instanceId: this.instance.id, publicIp: this.publicIp, amiId: this.amiId });
   }
 }
