@@ -28,7 +28,7 @@ import {
 } from "../cloud/eks";
 import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES } from "../cloud/iam";
 import { kubeconfigClusterName, kubeconfigText } from "../cloud/kubeconfig";
-import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, irsaTrustPolicy } from "./lbControllerPolicy";
+import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, irsaTrustPolicy } from "../cloud/lbController";
 import { LB_CONTROLLER_POLICY_VERSION, publishedLbControllerPolicy } from "../cloud/lbControllerIamPolicy";
 import type { EndpointAccess } from "../plan/clusterAccess";
 

@@ -110,6 +110,15 @@ describe("architecture", () => {
     }
   });
 
+  it("keeps components/ to ComponentResources: pure helpers live in the pure folders", () => {
+    const components = files.filter((x) => x.includes("/infra/components/"));
+    expect(components.length).toBeGreaterThan(5);
+    const pure = components.filter(
+      (f) => !/export class \w+ extends pulumi\.ComponentResource\b/.test(readFileSync(f, "utf8")),
+    );
+    expect(pure.map((f) => relative(ROOT, f))).toEqual([]);
+  });
+
   it("points only at README sections that exist", () => {
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
     const headings = new Set([...readme.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]?.trim()));

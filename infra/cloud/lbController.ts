@@ -1,11 +1,9 @@
 /**
  * Identity of the AWS Load Balancer Controller: its namespace, service account
  * and IRSA trust policy. Its permissions are the controller's own published
- * policy (infra/cloud/lbControllerIamPolicy.ts). Pure.
+ * policy (lbControllerIamPolicy.ts). Pure.
  */
 
-/** Tag the controller puts on every ELB resource and security group it creates. */
-export const CLUSTER_TAG = "elbv2.k8s.aws/cluster";
 export const LB_CONTROLLER_NAMESPACE = "kube-system";
 export const LB_CONTROLLER_SERVICE_ACCOUNT = "aws-load-balancer-controller";
 
