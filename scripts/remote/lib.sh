@@ -179,7 +179,7 @@ ensure_dir() {
 # Names that never reach a remote step's work even when they sit in a shipped
 # folder: Python bytecode caches (the helpers write them when they run), test
 # and type-checker caches, editor backups. The Pulumi side skips the same
-# names (infra/plan/contentHash.ts), so both hash the same files.
+# names (infra/repoFiles.ts), so both hash the same files.
 HASH_IGNORED_DIRS=(__pycache__ .pytest_cache .mypy_cache node_modules)
 HASH_IGNORED_FILES=('*.pyc' '*~')
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The builder's user-data fragment that installs the pinned SSH host key:
-# rendered by the program (infra/plan/hostKey.ts), run here under bash with
+# rendered by the program (infra/cloud/hostKey.ts), run here under bash with
 # stub aws/systemctl and the real ssh-keygen.
 
 setup() {

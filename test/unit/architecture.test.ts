@@ -5,7 +5,7 @@
  * root. The eslint boundaries (eslint.config.mjs) keep Pulumi out of the pure
  * layers; this test catches what a per-file rule cannot: a cycle.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
@@ -18,6 +18,15 @@ function tsFiles(dir: string): string[] {
     const p = join(dir, name);
     if (statSync(p).isDirectory()) return tsFiles(p);
     return p.endsWith(".ts") ? [p] : [];
+  });
+}
+
+/** Every file under dir (no node_modules). */
+function allFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (name === "node_modules" || name === "dist") return [];
+    return statSync(p).isDirectory() ? allFiles(p) : [p];
   });
 }
 
@@ -117,6 +126,24 @@ describe("architecture", () => {
       (f) => !/export class \w+ extends pulumi\.ComponentResource\b/.test(readFileSync(f, "utf8")),
     );
     expect(pure.map((f) => relative(ROOT, f))).toEqual([]);
+  });
+
+  it("names only files that exist when the code points at another file", () => {
+    const roots = ["infra", "scripts", "policy", "images/server", "images/gateway/src", "images/triton_with_ft"];
+    const sources = roots
+      .flatMap((r) => allFiles(join(ROOT, r)))
+      .filter((f) => /\.(ts|sh|py|mjs)$|Dockerfile$/.test(f));
+    expect(sources.length).toBeGreaterThan(50);
+    const missing: string[] = [];
+    for (const f of sources) {
+      for (const m of readFileSync(f, "utf8").matchAll(
+        /\b((?:infra|scripts|images|policy|test)\/[\w./-]+\.(?:ts|sh|py|bats|bash|json|yaml))\b/g,
+      )) {
+        const ref = m[1] ?? "";
+        if (!existsSync(join(ROOT, ref))) missing.push(`${relative(ROOT, f)}: ${ref}`);
+      }
+    }
+    expect(missing).toEqual([]);
   });
 
   it("points only at README sections that exist", () => {
