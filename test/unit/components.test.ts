@@ -4,9 +4,11 @@
  * (buildInfra, serving, buildSteps) cover the wiring.
  */
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
+import { stepConfigPath } from "../../infra/plan/stepGraph";
 import { resolveStack } from "../../infra/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
@@ -186,5 +188,95 @@ describe("Network", () => {
         privateSubnetIds: ["subnet-0000000000000000c", "subnet-0000000000000000d"],
       }),
     ).toEqual([]);
+  });
+});
+
+describe("BuildPipeline", () => {
+  it("one remote command per planned step, triggered by its input hash; configs get the deploy values, the token only fetch", async () => {
+    const { plan } = gpt2Plan();
+    const registry = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com`;
+    const run = await runComponents(async () => {
+      const pulumi = await import("@pulumi/pulumi");
+      const { BuildPipeline } = await import("../../infra/components/buildPipeline");
+      return () => {
+        const p = new BuildPipeline("build", {
+          steps: plan.buildSteps,
+          connection: { host: "203.0.113.10", user: "ubuntu", privateKey: pulumi.secret("key") },
+          instanceId: "i-0123456789abcdef0",
+          region: REGION,
+          ecrRegistry: registry,
+          tritonWithFtRepositoryUrl: `${registry}/unit/triton_with_ft`,
+          serverRepositoryUrl: `${registry}/unit/server`,
+          gatewayRepositoryUrl: `${registry}/unit/gateway`,
+          secretEnv: { HF_TOKEN: pulumi.secret("hf_unit_token") },
+          stopBuilderWhenDone: false,
+        });
+        return { triton: p.tritonWithFtImage, server: p.serverImage, gateway: p.gatewayImage };
+      };
+    });
+    const commands = run.byType("command:remote:Command");
+    const byName = (n: string) => {
+      const c = commands.find((r) => r.name === n);
+      if (!c) throw new Error(`no command ${n}`);
+      return c;
+    };
+    for (const step of plan.buildSteps) {
+      const cmd = byName(`build-${step.id}`);
+      expect(cmd.inputs.create).toBe(`bash /opt/triton-ft/${step.script} ${stepConfigPath(step.id)}`);
+      expect((cmd.inputs.triggers as string[]).slice(0, 2)).toEqual(["i-0123456789abcdef0", step.inputHash]);
+      const env = (cmd.inputs.environment ?? {}) as Record<string, string>;
+      expect(env.HF_TOKEN, step.id).toBe(step.id === "fetch" ? "hf_unit_token" : undefined);
+      expect(String(byName(`build-config-${step.id}`).inputs.stdin)).not.toContain("hf_unit_token");
+    }
+    // The convert config names the image the triton-with-ft step printed; the others their repositories.
+    expect(run.outputs.triton).toMatch(new RegExp(`^${registry}/build-triton-with-ft@sha256:[0-9a-f]{64}$`));
+    expect(String(byName("build-config-convert").inputs.stdin)).toContain(`IMAGE='${String(run.outputs.triton)}'`);
+    expect(String(byName("build-config-bake").inputs.stdin)).toContain(`ECR_REPOSITORY_URL='${registry}/unit/server'`);
+    expect(String(byName("build-config-host-ready").inputs.stdin)).toContain(`AWS_REGION='${REGION}'`);
+    expect(String(byName("build-config-convert").inputs.stdin)).not.toContain("@{");
+    expect(run.outputs.server).toMatch(/\/build-bake@sha256:[0-9a-f]{64}$/);
+    // No builder stop/start without stopBuilderWhenDone.
+    expect(run.byType("aws:ec2transitgateway/instanceState:InstanceState")).toEqual([]);
+  });
+});
+
+describe("GatewayService", () => {
+  it("one key per consumer; the Secret holds only their hashes, per team; the Deployment runs the image it is given", async () => {
+    const { stack, plan } = gpt2Plan();
+    const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
+    const run = await runComponents(async () => {
+      const k8s = await import("@pulumi/kubernetes");
+      const { GatewayService } = await import("../../infra/components/gatewayService");
+      const { workloadInput } = await import("../../infra/plan/workload");
+      return () => {
+        const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
+        const g = new GatewayService("gateway", {
+          workload: { triton: workloadInput(stack, "unit", plan.launch, plan.kubernetes), ...plan.gateway },
+          consumers: ["search", "search:v2", "chat"],
+          image,
+          provider,
+          dependsOn: [],
+          loadBalancerReady: [],
+        });
+        return { keys: g.apiKeys, url: g.baseUrl };
+      };
+    });
+    const keys = run.outputs.keys as Record<string, string>;
+    expect(Object.keys(keys).sort()).toEqual(["chat", "search", "search:v2"]);
+    for (const k of Object.values(keys)) expect(k).toMatch(/^tft-[A-Za-z0-9]{48}$/);
+    const sha = (v: string) => createHash("sha256").update(v, "utf8").digest("hex");
+    const secret = run.one("kubernetes:core/v1:Secret");
+    const stored = String((secret.inputs.stringData as Record<string, string>)["keys.json"]);
+    expect(JSON.parse(stored)).toEqual({
+      consumers: [
+        { name: "search", keySha256: [sha(keys.search ?? ""), sha(keys["search:v2"] ?? "")] },
+        { name: "chat", keySha256: [sha(keys.chat ?? "")] },
+      ],
+    });
+    for (const k of Object.values(keys)) expect(stored).not.toContain(k);
+    const deployment = run.one("kubernetes:apps/v1:Deployment");
+    const spec = deployment.inputs.spec as { template: { spec: { containers: Array<{ image: string }> } } };
+    expect(spec.template.spec.containers.map((c) => c.image)).toEqual([image]);
+    expect(run.outputs.url).toMatch(/^http:\/\/\S+/);
   });
 });
