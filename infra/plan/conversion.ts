@@ -215,16 +215,18 @@ function fp16Phase(tp: number): ConversionPhases["fp16"] {
   };
 }
 
-/** The verifier as convert.sh runs it: the shipped copy under `{{SCRIPTS}}`, against the shipped expected list. */
+/**
+ * The weight-set verifier on a folder: the shipped copy under `{{SCRIPTS}}`,
+ * against the shipped expected list. convert.sh runs it on the converter's
+ * output, bake.sh again on the installed weights before baking them.
+ */
+export function verifierArgv(weightsDir: string): string[] {
+  return ["python3", `${P.scripts}/convert/verify_weights.py`, "--expected", CONVERT_FILES.expectedWeights, weightsDir];
+}
+
 function verifyPhase(tp: number): ConversionPhase {
   return {
-    argv: [
-      "python3",
-      `${P.scripts}/convert/verify_weights.py`,
-      "--expected",
-      CONVERT_FILES.expectedWeights,
-      convertedDir(tp),
-    ],
+    argv: verifierArgv(convertedDir(tp)),
     description: "refuse an incomplete weight set or a config.ini that does not match the planned architecture",
     helper: CONVERT_SCRIPTS.verify.repo,
   };

@@ -21,6 +21,7 @@ import {
   conversionFiles,
   conversionHelpers,
   type ConversionPlan,
+  verifierArgv,
 } from "./conversion";
 import type { FetchPlan } from "./fetch";
 import type { GemmPlan } from "./gemm";
@@ -276,6 +277,8 @@ function bakeStep(src: StepSources, minutes: number): StepDefinition {
       ["DOCKERFILE_DIR", `${REMOTE.images}/server`],
       ["WEIGHTS_DIR", src.conversion.checkpointDir],
       ["EXPECTED_WEIGHTS_JSON", weightsFile.remotePath],
+      // The same verifier command as convert's last phase, on the installed weights.
+      ["VERIFY_ARGV", verifierArgv(src.conversion.checkpointDir)],
       ["CHECKPOINT_PATH", repo.checkpointPath],
       ["GEMM_CONFIG", src.gemm.output],
       ["SERVER_WORKDIR", src.launch.workingDir],

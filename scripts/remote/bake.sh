@@ -12,7 +12,9 @@
 #   ECR_REPOSITORY_URL     string  Server image repository (no tag).           e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-dev/server'
 #   DOCKERFILE_DIR         string  Absolute host path of images/server.        e.g. '/opt/triton-ft/images/server'
 #   WEIGHTS_DIR            string  Host folder of the converted weights (<N>-gpu). e.g. '/opt/triton-ft/work/gpt-j-6b/ft/2-gpu'
-#   EXPECTED_WEIGHTS_JSON  string  Expected weight-set JSON for verify_weights.py.
+#   EXPECTED_WEIGHTS_JSON  string  Expected weight-set JSON (VERIFY_ARGV's list; an input of the hash).
+#   VERIFY_ARGV            array   The weight-set verifier on WEIGHTS_DIR, as convert's last phase runs it; {{SCRIPTS}}
+#                                  is the shipped scripts root. e.g. (python3 '{{SCRIPTS}}/convert/verify_weights.py' --expected '/opt/triton-ft/plan/expected-weights.json' '/opt/triton-ft/work/gpt2/ft/1-gpu')
 #   CHECKPOINT_PATH        string  Absolute weights path in the image (= model_checkpoint_path). e.g. '/opt/triton-ft/weights/2-gpu'
 #   GEMM_CONFIG            string  Host path of gemm_config.in (gemm step output).
 #   SERVER_WORKDIR         string  Optional; WORKDIR of tritonserver in the image. default '/workspace'
@@ -88,8 +90,9 @@ for f in "${tokenizer_inputs[@]}"; do
   case ${f##*/} in tokenizer.json | vocab.json) have_vocab=true ;; esac
 done
 $have_vocab || die "no tokenizer.json or vocab.json among the tokenizer files in $TOKENIZER_SOURCE_DIR; the Python models could not load a tokenizer"
-verifier=$TRITON_FT_SCRIPTS_ROOT/convert/verify_weights.py
-[[ -f $verifier ]] || die "weight-set verifier not found: $verifier"
+default_array VERIFY_ARGV
+((${#VERIFY_ARGV[@]})) || die "VERIFY_ARGV is empty; the plan must give the weight-set verifier command"
+substitute_placeholders VERIFY_ARGV "SCRIPTS=$TRITON_FT_SCRIPTS_ROOT"
 ecr_split "$ECR_REPOSITORY_URL"
 
 # The weights enter the input hash through the convert stamp (hashing tens of
@@ -116,7 +119,7 @@ phase verify-weights
 docker run --rm --user "$(id -u):$(id -g)" -e HOME=/tmp -e PYTHONDONTWRITEBYTECODE=1 \
   -v "$WEIGHTS_DIR:$WEIGHTS_DIR:ro" -v "$TRITON_FT_SCRIPTS_ROOT:$TRITON_FT_SCRIPTS_ROOT:ro" \
   -v "$(dirname "$EXPECTED_WEIGHTS_JSON"):$(dirname "$EXPECTED_WEIGHTS_JSON"):ro" \
-  "$BASE_IMAGE" python3 "$verifier" --expected "$EXPECTED_WEIGHTS_JSON" "$WEIGHTS_DIR" >&2 \
+  "$BASE_IMAGE" "${VERIFY_ARGV[@]}" >&2 \
   || die "weight verifier failed for $WEIGHTS_DIR; refusing to bake"
 
 phase context

@@ -291,6 +291,13 @@ describe("conversion traps", () => {
     const convert = p.buildSteps.find((s) => s.id === "convert");
     const written = convert?.files.find((f) => f.remotePath === `${PLAN}/expected-weights.json`);
     expect(written ? JSON.parse(written.content) : undefined).toEqual(p.expectedWeights);
+    // Both steps run this one verifier command from their configs: convert on the attempt, bake on the installed weights.
+    const config = (id: string) => new Map(p.buildSteps.find((s) => s.id === id)?.config);
+    expect(config("convert").get("VERIFY_ARGV")).toEqual(execArgv(p.conversion.phases, "verify"));
+    expect(config("bake").get("VERIFY_ARGV")).toEqual([
+      ...execArgv(p.conversion.phases, "verify").slice(0, -1),
+      p.conversion.checkpointDir,
+    ]);
   });
 
   it("passes the real layer count to the GPT-J converter of a non-28-layer model", () => {
