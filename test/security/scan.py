@@ -8,6 +8,12 @@ A finding is acceptable only as an inline skip that states its reason:
 and a `# hadolint ignore=<codes>` line directly under a comment line giving
 the reason for hadolint. Skips without a reason are failures too.
 
+Base images: every `FROM` of a project Dockerfile, with its ARG defaults
+substituted, names an image by digest (`@sha256:<64 hex>`), an earlier stage,
+or an ARG without a default (the pipeline passes a digest: the server image's
+triton_with_ft base). A base left on a tag needs a `# base-image-tag: <reason>`
+comment line directly above its FROM.
+
 usage: scan.py --checkov BIN --hadolint BIN --report FILE --work DIR
                --stack NAME=SYNTH_DIR ... --dockerfile PATH ...
 """
@@ -102,6 +108,50 @@ def hadolint(bin_: str, case: Case, dockerfile: Path) -> None:
     case.notes.append(f"{len(findings)} findings")
 
 
+DIGEST_REF = re.compile(r"@sha256:[0-9a-f]{64}$")
+TAG_REASON = re.compile(r"#\s*base-image-tag:\s*(.+)$")
+
+
+def base_images(case: Case, dockerfile: Path) -> None:
+    """Each FROM resolves to a digest, a stage, or a pipeline-supplied ARG (module docstring)."""
+    lines = dockerfile.read_text().splitlines()
+    defaults: dict[str, str | None] = {}
+    stages: set[str] = set()
+    seen_from = False
+    for i, raw in enumerate(lines):
+        line = raw.strip()
+        arg = re.match(r"ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?$", line)
+        if arg and not seen_from:  # only ARGs before the first FROM are visible to FROM lines
+            defaults[arg.group(1)] = arg.group(2)
+            continue
+        m = re.match(r"FROM\s+(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$", line, re.IGNORECASE)
+        if not m:
+            continue
+        seen_from = True
+        ref, stage = m.group(1), m.group(2)
+        where = f"{dockerfile}:{i + 1}"
+        if ref in stages:
+            pass
+        else:
+            unset = [n for n in re.findall(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", ref) if defaults.get(n) is None]
+            resolved = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda v: defaults.get(v.group(1)) or "", ref)
+            reason = TAG_REASON.search(lines[i - 1].strip()) if i > 0 else None
+            if unset and resolved == "":
+                case.notes.append(f"{where}: FROM {ref}: ARG {', '.join(unset)} has no default; the pipeline passes it")
+            elif DIGEST_REF.search(resolved):
+                case.notes.append(f"{where}: FROM {resolved}")
+            elif reason and len(reason.group(1).strip()) >= MIN_REASON:
+                case.notes.append(f"{where}: FROM {resolved} by tag: {reason.group(1).strip()}")
+            else:
+                case.failures.append(
+                    f"{where}: FROM {ref} resolves to {resolved or '(empty)'}, not pinned by digest: "
+                    "use <image>:<tag>@sha256:<digest>, or give the reason on a '# base-image-tag: <why>' line above"
+                )
+        if stage:
+            stages.add(stage)
+    case.notes.append(f"{len(stages)} named stages")
+
+
 def timed(case: Case, fn) -> Case:
     start = time.monotonic()
     try:
@@ -160,6 +210,8 @@ def main() -> int:
         cases.append(timed(c1, lambda c=c1, d=df: judge_checkov(c, checkov(a.checkov, "dockerfile", ["-f", str(d)]))))
         c2 = Case(f"hadolint: {label}")
         cases.append(timed(c2, lambda c=c2, d=df: hadolint(a.hadolint, c, d)))
+        c3 = Case(f"base images by digest: {label}")
+        cases.append(timed(c3, lambda c=c3, d=df: base_images(c, d)))
 
     write_junit(cases, a.report)
     failed = [c for c in cases if c.failures]
