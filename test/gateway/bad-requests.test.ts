@@ -18,12 +18,16 @@ interface Case {
   /** Raw body (string) or a JSON value. */
   body?: unknown;
   raw?: string;
+  /** Raw bytes (the binary tensor extension); sent as application/octet-stream. */
+  bytes?: Buffer;
   headers?: Record<string, string>;
   /** Authorization header; undefined = a valid key, null = none. */
   auth?: string | null;
   status: number;
   code?: string;
   param?: string;
+  /** What the message must say (KServe bodies carry only a message). */
+  message?: RegExp;
 }
 
 const completion = (extra: Record<string, unknown>): Record<string, unknown> => ({
@@ -50,6 +54,50 @@ const maxTokens = (v: number[]): Record<string, unknown> => ({
   datatype: "UINT32",
   shape: [v.length, 1],
   data: v,
+});
+
+// The binary tensor data extension: a JSON header, then raw tensors (BYTES elements with 4-byte LE lengths).
+const bytesTensor = (values: (string | Buffer)[]): Buffer =>
+  Buffer.concat(
+    values.flatMap((v) => {
+      const b = typeof v === "string" ? Buffer.from(v, "utf8") : v;
+      const n = Buffer.alloc(4);
+      n.writeUInt32LE(b.length);
+      return [n, b];
+    }),
+  );
+const u32 = (values: number[]): Buffer => {
+  const b = Buffer.alloc(4 * values.length);
+  values.forEach((v, i) => b.writeUInt32LE(v, 4 * i));
+  return b;
+};
+const binaryInput = (name: string, datatype: string, raw: Buffer, size = raw.length): Record<string, unknown> => ({
+  name,
+  datatype,
+  shape: [1, 1],
+  parameters: { binary_data_size: size },
+});
+/** A binary body: header JSON + tensors; `headerLength` overrides the header's true length. */
+const binary = (
+  header: Record<string, unknown>,
+  tail: Buffer[],
+  headerLength?: string,
+): Pick<Case, "bytes" | "headers" | "path"> => {
+  const json = Buffer.from(JSON.stringify(header));
+  return {
+    path: "/v2/models/ensemble/infer",
+    bytes: Buffer.concat([json, ...tail]),
+    headers: {
+      "content-type": "application/octet-stream",
+      "inference-header-content-length": headerLength ?? String(json.length),
+    },
+  };
+};
+const PROMPT = bytesTensor(["hello there"]);
+const TWO = u32([2]);
+/** A well-formed binary request; the cases below break one thing each. */
+const goodBinary = (tail = [PROMPT, TWO]): Record<string, unknown> => ({
+  inputs: [binaryInput("text_input", "BYTES", tail[0]), binaryInput("max_tokens", "UINT32", tail[1])],
 });
 
 const HUGE = "x".repeat(h.model.maxInputLen * 32 + 1);
@@ -299,11 +347,136 @@ const CASES: Case[] = [
     status: 400,
   },
   {
-    name: "kserve: binary tensor extension",
+    name: "kserve: header length cuts the JSON",
     path: "/v2/models/ensemble/infer",
     body: kserve([text(["x"]), maxTokens([2])]),
-    headers: { "inference-header-content-length": "10" },
+    headers: { "content-type": "application/json", "inference-header-content-length": "10" },
     status: 400,
+    message: /JSON header is not valid JSON/,
+  },
+  // --- KServe v2 binary tensor data extension (tritonclient's default)
+  {
+    name: "binary: header length beyond the body",
+    ...binary(goodBinary(), [PROMPT, TWO], "100000"),
+    status: 400,
+    message: /Inference-Header-Content-Length is 100000 but the body has \d+ bytes/,
+  },
+  {
+    name: "binary: header length not a number",
+    ...binary(goodBinary(), [PROMPT, TWO], "12abc"),
+    status: 400,
+    message: /one decimal byte count/,
+  },
+  {
+    name: "binary: header length 0",
+    ...binary(goodBinary(), [PROMPT, TWO], "0"),
+    status: 400,
+    message: /Inference-Header-Content-Length is 0/,
+  },
+  {
+    name: "binary: binary_data_size runs past the body",
+    ...binary({ inputs: [binaryInput("text_input", "BYTES", PROMPT), binaryInput("max_tokens", "UINT32", TWO, 400)] }, [
+      PROMPT,
+      TWO,
+    ]),
+    status: 400,
+    message: /binary_data_size 400 runs past the end of the body/,
+  },
+  {
+    name: "binary: bytes left after the last input",
+    ...binary(goodBinary(), [PROMPT, TWO, Buffer.from("trailing")]),
+    status: 400,
+    message: /8 bytes after the last input's binary data/,
+  },
+  {
+    name: "binary: BYTES length prefix beyond its tensor",
+    ...binary(goodBinary([Buffer.concat([u32([1000]), Buffer.from("short")]), TWO]), [
+      Buffer.concat([u32([1000]), Buffer.from("short")]),
+      TWO,
+    ]),
+    status: 400,
+    message: /claims 1000 bytes, 5 are left/,
+  },
+  {
+    name: "binary: UINT32 tensor of 3 bytes",
+    ...binary(goodBinary([PROMPT, Buffer.from([2, 0, 0])]), [PROMPT, Buffer.from([2, 0, 0])]),
+    status: 400,
+    message: /3 bytes for 1 UINT32 elements/,
+  },
+  {
+    name: "binary: prompt not UTF-8",
+    ...binary(goodBinary([bytesTensor([Buffer.from([0xc3, 0x28, 0xff])]), TWO]), [
+      bytesTensor([Buffer.from([0xc3, 0x28, 0xff])]),
+      TWO,
+    ]),
+    status: 400,
+    message: /not valid UTF-8/,
+  },
+  {
+    name: "binary: NaN temperature as FP32 bytes",
+    ...binary(
+      {
+        inputs: [
+          ...(goodBinary().inputs as unknown[]),
+          binaryInput("temperature", "FP32", Buffer.from(new Float32Array([Number.NaN]).buffer)),
+        ],
+      },
+      [PROMPT, TWO, Buffer.from(new Float32Array([Number.NaN]).buffer)],
+    ),
+    status: 400,
+    message: /temperature.*finite/,
+  },
+  {
+    name: "binary: both data and binary_data_size",
+    ...binary(
+      {
+        inputs: [
+          { ...binaryInput("text_input", "BYTES", PROMPT), data: ["x"] },
+          binaryInput("max_tokens", "UINT32", TWO),
+        ],
+      },
+      [PROMPT, TWO],
+    ),
+    status: 400,
+    message: /either data or binary_data_size/,
+  },
+  {
+    name: "binary: binary_data_size without the header",
+    path: "/v2/models/ensemble/infer",
+    body: { inputs: [text(["x"]), { ...maxTokens([2]), data: undefined, parameters: { binary_data_size: 4 } }] },
+    status: 400,
+    message: /needs the binary body format/,
+  },
+  {
+    name: "kserve: shared-memory input",
+    path: "/v2/models/ensemble/infer",
+    body: kserve([
+      { ...text(["x"]), parameters: { shared_memory_region: "r", shared_memory_byte_size: 8 } },
+      maxTokens([2]),
+    ]),
+    status: 400,
+    message: /shared_memory_region' is not supported/,
+  },
+  {
+    name: "kserve: request priority parameter",
+    path: "/v2/models/ensemble/infer",
+    body: { ...kserve([text(["x"]), maxTokens([2])]), parameters: { priority: 1 } },
+    status: 400,
+    message: /'priority' is not supported/,
+  },
+  {
+    name: "kserve: text/plain infer body",
+    path: "/v2/models/ensemble/infer",
+    raw: JSON.stringify(kserve([text(["x"]), maxTokens([2])])),
+    headers: { "content-type": "text/plain" },
+    status: 415,
+  },
+  {
+    name: "binary: gzip body that does not decompress",
+    ...binary(goodBinary(), [PROMPT, TWO]),
+    headers: { "content-type": "application/octet-stream", "content-encoding": "gzip" },
+    status: 400,
+    message: /gzip body does not decompress/,
   },
   {
     name: "kserve: huge prompt",
@@ -321,7 +494,7 @@ async function call(c: Case): Promise<{ status: number; body: unknown; headers: 
     method,
     headers:
       method === "GET" ? Object.fromEntries(Object.entries(headers).filter(([k]) => k !== "content-type")) : headers,
-    body: method === "GET" ? undefined : (c.raw ?? JSON.stringify(c.body ?? {})),
+    body: method === "GET" ? undefined : (c.bytes ?? c.raw ?? JSON.stringify(c.body ?? {})),
   });
   const textBody = await response.text();
   let body: unknown = textBody;
@@ -352,6 +525,7 @@ describe("bad-request catalogue", () => {
       const path = c.path ?? "/v1/completions";
       if (path.startsWith("/v2/")) {
         expect(typeof (r.body as { error: unknown }).error).toBe("string");
+        if (c.message) expect((r.body as { error: string }).error).toMatch(c.message);
       } else {
         const error = (r.body as { error: { message: string; type: string; param: unknown; code: unknown } }).error;
         expect(error, JSON.stringify(r.body)).toBeDefined();

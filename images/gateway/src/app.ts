@@ -5,6 +5,7 @@
  * request (never the prompt or the completion unless `logText` is on).
  */
 import { randomUUID } from "node:crypto";
+import { gunzipSync, inflateSync } from "node:zlib";
 import Fastify, {
   LogController,
   type FastifyError,
@@ -16,7 +17,7 @@ import { KeyRing } from "./auth";
 import type { Consumer, GatewayConfig } from "./config";
 import { RequestContext } from "./context";
 import { ApiError, invalid, notFound, overloaded, tooLarge, unauthorized } from "./errors";
-import { checkEnsemble, infer, parseInferRequest } from "./kserve";
+import { checkEnsemble, infer, parseInferRequest, splitInferBody } from "./kserve";
 import { Admission } from "./limits";
 import { ANONYMOUS, GatewayMetrics } from "./metrics";
 import { serveGeneration } from "./openai";
@@ -234,7 +235,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     }
     return reply.code(ok ? 200 : 503).send(ok ? "" : { error: "the inference server is not ready" });
   };
-  app.get("/v2", async () => ({ name: "triton-ft-gateway", version: "1", extensions: [] }));
+  app.get("/v2", async () => ({ name: "triton-ft-gateway", version: "1", extensions: ["binary_tensor_data"] }));
   app.get("/v2/health/live", async (_request, reply) => upstreamProbe(() => triton.live(), reply));
   app.get("/v2/health/ready", async (_request, reply) => upstreamProbe(() => triton.ready(), reply));
   const metadataRoute = async (request: FastifyRequest<{ Params: { model: string } }>): Promise<unknown> => {
@@ -256,19 +257,51 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   };
   app.get<{ Params: { model: string } }>("/v2/models/:model/ready", readyRoute);
   app.get<{ Params: { model: string; version: string } }>("/v2/models/:model/versions/:version/ready", readyRoute);
+  /** The infer body as bytes: JSON, or a JSON header plus binary tensors; gzip/deflate as tritonclient can send. */
+  const inferBody = (request: FastifyRequest): Buffer => {
+    const type = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+    if (type !== "" && type !== "application/json" && type !== "application/octet-stream") {
+      throw new ApiError(
+        415,
+        "invalid_request_error",
+        `send the infer body as application/json or application/octet-stream (binary tensors), not ${type}`,
+        "unsupported_media_type",
+      );
+    }
+    let body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const encoding = (request.headers["content-encoding"] ?? "identity").trim().toLowerCase();
+    if (encoding !== "identity") {
+      if (encoding !== "gzip" && encoding !== "deflate") {
+        throw new ApiError(
+          415,
+          "invalid_request_error",
+          `Content-Encoding ${encoding} is not supported`,
+          "unsupported_media_type",
+        );
+      }
+      try {
+        const limit = { maxOutputLength: config.limits.bodyBytes };
+        body = encoding === "gzip" ? gunzipSync(body, limit) : inflateSync(body, limit);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
+          throw tooLarge(
+            `the decompressed body is larger than the limit of ${config.limits.bodyBytes} bytes`,
+            null,
+            "body_too_large",
+          );
+        }
+        throw invalid(`the ${encoding} body does not decompress: ${(error as Error).message}`, null, "invalid_body");
+      }
+    }
+    return body;
+  };
   const inferRoute = async (
     request: FastifyRequest<{ Params: { model: string } }>,
     reply: FastifyReply,
   ): Promise<unknown> => {
     checkEnsemble(request.params.model, triton);
-    if (request.headers["inference-header-content-length"] !== undefined) {
-      throw invalid(
-        "the binary tensor extension is not supported through the gateway: send JSON tensors (tritonclient: binary_data=False)",
-        null,
-        "unsupported_parameter",
-      );
-    }
-    const parsed = parseInferRequest(request.body, config);
+    const { header, binary } = splitInferBody(inferBody(request), request.headers["inference-header-content-length"]);
+    const parsed = parseInferRequest(header, config, binary);
     const batch = parsed.inputs[0].shape[0];
     const ctx = begin(request, reply, "/v2/models/:model/infer", batch);
     const result = await infer(triton, parsed, {
@@ -276,16 +309,26 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
       deadline: ctx.deadline,
       timeoutSeconds: config.limits.requestTimeoutSeconds,
     });
-    const counts = result.outputs.find((o) => o.name === "output_token_count")?.data as number[] | undefined;
-    const prompts = result.outputs.find((o) => o.name === "input_token_count")?.data as number[] | undefined;
     ctx.finished({
-      promptTokens: (prompts ?? []).reduce((a, b) => a + b, 0),
-      completionTokens: (counts ?? []).reduce((a, b) => a + b, 0),
+      promptTokens: result.promptTokens,
+      completionTokens: result.completionTokens,
     });
-    return result;
+    if (result.binary.length === 0) return result.json;
+    const json = Buffer.from(JSON.stringify(result.json), "utf8");
+    reply.header("inference-header-content-length", String(json.length));
+    reply.header("content-type", "application/octet-stream");
+    return reply.send(Buffer.concat([json, ...result.binary]));
   };
-  app.post<{ Params: { model: string } }>("/v2/models/:model/infer", inferRoute);
-  app.post<{ Params: { model: string; version: string } }>("/v2/models/:model/versions/:version/infer", inferRoute);
+  // Infer bodies are bytes (JSON or the binary tensor extension): their own parser, in their own context.
+  void app.register(async (kserveInfer) => {
+    kserveInfer.removeAllContentTypeParsers();
+    kserveInfer.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+    kserveInfer.post<{ Params: { model: string } }>("/v2/models/:model/infer", inferRoute);
+    kserveInfer.post<{ Params: { model: string; version: string } }>(
+      "/v2/models/:model/versions/:version/infer",
+      inferRoute,
+    );
+  });
 
   // --- probes (no key) --------------------------------------------------------------------
   app.get("/healthz", async () => ({ status: "ok" }));

@@ -58,25 +58,33 @@ export function encode(t: Tensor): Buffer {
   }
 }
 
-/** Decode raw output bytes. BYTES come back as Uint8Array elements. */
+/**
+ * Decode raw tensor bytes (Triton's outputs, or a client's binary inputs).
+ * BYTES come back as Uint8Array elements. The bytes must hold exactly the
+ * shape's elements: a short, long or truncated buffer is a RangeError.
+ */
 export function decode(name: string, datatype: Datatype, shape: number[], raw: Uint8Array): Tensor {
   const n = elementCount(shape);
   const buf = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   const fixed = (size: number): void => {
-    if (buf.length !== size * n) throw new RangeError(`output ${name}: ${buf.length} bytes for ${n} ${datatype}`);
+    if (buf.length !== size * n)
+      throw new RangeError(`${buf.length} bytes for ${n} ${datatype} elements (needs ${size * n})`);
   };
   switch (datatype) {
     case "BYTES": {
       const data: Uint8Array[] = [];
       let offset = 0;
       for (let i = 0; i < n; i++) {
-        if (offset + 4 > buf.length) throw new RangeError(`output ${name}: truncated BYTES element ${i}`);
+        if (offset + 4 > buf.length) throw new RangeError(`BYTES element ${i} has no 4-byte length prefix`);
         const len = buf.readUInt32LE(offset);
         offset += 4;
-        if (offset + len > buf.length) throw new RangeError(`output ${name}: truncated BYTES element ${i}`);
+        if (offset + len > buf.length)
+          throw new RangeError(`BYTES element ${i} claims ${len} bytes, ${buf.length - offset} are left`);
         data.push(Uint8Array.prototype.slice.call(buf, offset, offset + len));
         offset += len;
       }
+      if (offset !== buf.length)
+        throw new RangeError(`${buf.length - offset} bytes after the last of ${n} BYTES elements`);
       return { name, datatype, shape, data };
     }
     case "UINT32":

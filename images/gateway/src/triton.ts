@@ -243,7 +243,11 @@ function outputsOf(response: InferResponseMessage): Map<string, Tensor> {
     if (!isDatatype(spec.datatype)) throw upstream(`output ${spec.name} has unsupported datatype ${spec.datatype}`);
     const raw = response.raw_output_contents[i];
     if (raw === undefined) throw upstream(`output ${spec.name} has no raw contents`);
-    out.set(spec.name, decode(spec.name, spec.datatype, spec.shape.map(Number), raw));
+    try {
+      out.set(spec.name, decode(spec.name, spec.datatype, spec.shape.map(Number), raw));
+    } catch (error) {
+      throw upstream(`output ${spec.name}: ${(error as Error).message}`);
+    }
   });
   return out;
 }
