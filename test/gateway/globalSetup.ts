@@ -2,9 +2,11 @@
  * vitest globalSetup of the gateway suite: the test stack's model repository
  * with FT in decoupled (streaming) mode, as production renders it, served by
  * a real tritonserver (test/triton/server.sh) with the FT stand-in taking
- * STEP_MS per generated token; then two gateway processes in front of it:
- * `main` with h2oGPT's chat template (the templated-preset case) and `plain`
- * without one.
+ * STEP_MS per generated token; then three gateway processes in front of it:
+ * `main` with h2oGPT's chat template (the templated-preset case), `plain`
+ * without one, and `queued` calling a copy of the ensemble with one instance
+ * and a one-request Triton queue (QUEUED_ENSEMBLE), so a test can overflow
+ * Triton's queue while the stand-in holds (STANDIN_HOLD_FILE).
  */
 import { spawn, type ChildProcess, execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -13,19 +15,25 @@ import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { findPreset } from "../../infra/model/catalog";
 import { type GatewayModel, renderGatewayConfig } from "../../infra/render/gatewayConfig";
-import { assembleRepository, runSynth, type HarnessInfo } from "../triton/assemble";
+import { addQueueLimitedEnsemble, assembleRepository, runSynth, type HarnessInfo } from "../triton/assemble";
 import { ROOT, type RunningGateway, startGateway } from "./harness";
 
 /** Per generated token: slow enough that streamed chunks are visibly spread out, fast enough for CI. */
 export const STEP_MS = 25;
 export const CHAT_PRESET = "h2ogpt-oig-oasst1-512-6_9b";
+/** The streaming ensemble with one instance and `max_queue_size: 1`: Triton refuses the third concurrent request. */
+export const QUEUED_ENSEMBLE = { name: "ensemble_queued", maxQueueSize: 1 };
 
 export interface GatewayHarness {
   triton: HarnessInfo & { http: string; grpc: string; log: string };
   model: GatewayModel;
   main: RunningGateway;
   plain: RunningGateway;
+  /** In front of QUEUED_ENSEMBLE, with admission limits far above Triton's queue. */
+  queued: RunningGateway;
   stepMs: number;
+  /** While this file exists the FT stand-in holds every batch before generating. */
+  standinHoldFile: string;
 }
 
 declare module "vitest" {
@@ -75,6 +83,7 @@ function stop(child: ChildProcess): Promise<void> {
 export async function startTritonDecoupled(
   work: string,
   stepMs: number,
+  extra: { queuedEnsemble?: typeof QUEUED_ENSEMBLE; holdFile?: string } = {},
 ): Promise<{
   info: HarnessInfo & { http: string; grpc: string; log: string };
   model: Omit<GatewayModel, "chatTemplate">;
@@ -93,6 +102,9 @@ export async function startTritonDecoupled(
     decoupled: true,
     vocab: plan.model.arch.vocab,
   });
+  if (extra.queuedEnsemble) {
+    addQueueLimitedEnsemble(info.repository, extra.queuedEnsemble.name, extra.queuedEnsemble.maxQueueSize);
+  }
   const stateFile = path.join(work, "server.json");
   const server = spawn(
     "bash",
@@ -110,7 +122,11 @@ export async function startTritonDecoupled(
     {
       cwd: ROOT,
       stdio: ["ignore", "inherit", "inherit"],
-      env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(stepMs) },
+      env: {
+        ...process.env,
+        TRITONFT_STANDIN_STEP_MS: String(stepMs),
+        ...(extra.holdFile ? { TRITONFT_STANDIN_HOLD_FILE: extra.holdFile } : {}),
+      },
     },
   );
   try {
@@ -136,7 +152,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const work = process.env.GATEWAY_TEST_WORK ?? mkdtempSync(path.join(os.tmpdir(), "triton-ft-gw-"));
   const keepWork = process.env.GATEWAY_TEST_WORK !== undefined;
   log(`work dir ${work}`);
-  const triton = await startTritonDecoupled(work, STEP_MS);
+  const standinHoldFile = path.join(work, "standin.hold");
+  const triton = await startTritonDecoupled(work, STEP_MS, {
+    queuedEnsemble: QUEUED_ENSEMBLE,
+    holdFile: standinHoldFile,
+  });
   log(`tritonserver ready at grpc ${triton.info.grpc} (FT stand-in decoupled, ${STEP_MS} ms per token)`);
   const stoppers: Array<() => Promise<void>> = [];
   try {
@@ -165,13 +185,27 @@ export default async function setup(project: TestProject): Promise<() => Promise
       [{ name: "team-a" }],
     );
     stoppers.push(plain.stop);
-    log(`gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}`);
+    const queuedConfig = renderGatewayConfig({ ...triton.model }, triton.info.grpc, {
+      requestTimeoutSeconds: 60,
+      maxInflight: 64,
+      maxConcurrent: 64,
+    });
+    const queued = await startGateway(
+      work,
+      "queued",
+      { ...queuedConfig, triton: { ...queuedConfig.triton, ensemble: QUEUED_ENSEMBLE.name } },
+      [{ name: "team-a" }],
+    );
+    stoppers.push(queued.stop);
+    log(`gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}, queued ${queued.gateway.url}`);
     project.provide("gateway", {
       triton: triton.info,
       model,
       main: main.gateway,
       plain: plain.gateway,
+      queued: queued.gateway,
       stepMs: STEP_MS,
+      standinHoldFile,
     });
   } catch (error) {
     for (const s of stoppers) await s();

@@ -196,3 +196,30 @@ export function assembleRepository(
     endToken: tokenText(tokenizer.path, imageOptions.endId),
   };
 }
+
+/**
+ * Adds `<name>` to an assembled streaming repository: the rendered streaming
+ * ensemble (same steps, same model.py) with one instance and a Triton queue of
+ * `maxQueueSize` requests (`dynamic_batching { default_queue_policy {
+ * max_queue_size } }`), so a test can fill Triton's queue and see Triton
+ * itself refuse ("Exceeds maximum queue size"). Production renders no queue
+ * limit: the gateway's admission (limits.maxInflight) keeps Triton's queue short.
+ */
+export function addQueueLimitedEnsemble(repository: string, name: string, maxQueueSize: number): void {
+  const source = path.join(repository, "ensemble");
+  const rendered = readFileSync(path.join(source, "config.pbtxt"), "utf8");
+  const replaceOnce = (text: string, pattern: RegExp, replacement: string): string => {
+    const hits = text.match(new RegExp(pattern.source, `${pattern.flags.replace("g", "")}g`))?.length ?? 0;
+    if (hits !== 1) throw new Error(`ensemble config.pbtxt: expected one match of ${pattern}, found ${hits}`);
+    return text.replace(pattern, replacement);
+  };
+  let config = replaceOnce(rendered, /^name: "ensemble"$/m, `name: "${name}"`);
+  config = replaceOnce(config, /^backend: "python"$/m, 'backend: "python"');
+  config = replaceOnce(config, /(instance_group \[\n {2}\{\n {4}count: )\d+/, "$11");
+  config += `dynamic_batching {\n  default_queue_policy {\n    max_queue_size: ${maxQueueSize}\n  }\n}\n`;
+  const target = path.join(repository, name);
+  rmSync(target, { recursive: true, force: true });
+  cpSync(source, target, { recursive: true });
+  writeFileSync(path.join(target, "config.pbtxt"), config);
+  log(`queue-limited ensemble ${name}: 1 instance, max_queue_size ${maxQueueSize}`);
+}

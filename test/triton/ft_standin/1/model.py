@@ -38,6 +38,11 @@ one more response with the complete output carries the FINAL flag. Steps
 take TRITONFT_STANDIN_STEP_MS milliseconds (default 0), so tests can see
 chunks arrive while generation is still running; the instance is busy for
 the whole batch, as FT's is.
+
+Holding: while the file named by TRITONFT_STANDIN_HOLD_FILE exists, execute()
+waits before generating (at most HOLD_MAX_SECONDS), keeping the instance
+busy. A test creates the file to fill Triton's queues deterministically,
+without racing a timer, and removes it to let everything finish.
 """
 
 from __future__ import annotations
@@ -197,6 +202,10 @@ class Generation:
         )
 
 
+# Longest a hold file can keep the instance busy.
+HOLD_MAX_SECONDS = 120.0
+
+
 class TritonPythonModel:
     def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
@@ -209,6 +218,15 @@ class TritonPythonModel:
         policy = config.get("model_transaction_policy") or {}
         self.decoupled = bool(policy.get("decoupled", False))
         self.step_seconds = float(os.environ.get("TRITONFT_STANDIN_STEP_MS", "0")) / 1000.0
+        self.hold_file = os.environ.get("TRITONFT_STANDIN_HOLD_FILE", "")
+
+    def _hold(self) -> None:
+        """Wait while the test's hold file exists (module docstring); a forgotten file cannot hang a run."""
+        if not self.hold_file:
+            return
+        deadline = time.monotonic() + HOLD_MAX_SECONDS
+        while os.path.exists(self.hold_file) and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _optional(self, request: Any, name: str) -> np.ndarray | None:
         tensor = pb_utils.get_input_tensor_by_name(request, name)
@@ -284,6 +302,7 @@ class TritonPythonModel:
         return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(f"{self.name}: {error}"))
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
+        self._hold()
         lengths = [self._optional(r, "request_output_len") for r in requests]
         batch_output_len = max((int(a.max()) for a in lengths if a is not None and a.size > 0), default=0)
         results: list[Generation | ValueError] = []
