@@ -5,6 +5,9 @@
  */
 import { GPU_TAINT, gpuTolerations, instanceTypeAffinity } from "../render/scheduling";
 
+/** The system node group's label, which the gateway selects (render/scheduling.ts). */
+export { SYSTEM_NODE_LABEL } from "../render/scheduling";
+
 /** Pinned Helm charts, with where each version was checked (infra/catalog/charts.ts). */
 export { CHARTS } from "../catalog/charts";
 

@@ -23,6 +23,7 @@ import {
   GPU_NODE_TAINT,
   SECRETS_KEY,
   SYSTEM_NODES,
+  SYSTEM_NODE_LABEL,
   devicePluginValues,
   nodeLaunchTemplate,
 } from "../cloud/eks";
@@ -229,6 +230,8 @@ export class Cluster extends pulumi.ComponentResource {
         launchTemplate: template("system", SYSTEM_NODES.diskGiB),
         subnetIds: c.network.privateSubnetIds,
         scalingConfig: { minSize: SYSTEM_NODES.count, desiredSize: SYSTEM_NODES.count, maxSize: SYSTEM_NODES.count },
+        // The gateway's node affinity selects this pool (render/scheduling.ts).
+        labels: { [SYSTEM_NODE_LABEL.key]: SYSTEM_NODE_LABEL.value },
         tags,
       },
       { parent: this, dependsOn: attachments },

@@ -11,6 +11,7 @@ import type { Family, ModelArch } from "../model/types";
 import { findPreset } from "../model/catalog";
 import { renderGatewayConfig, type GatewayConfigFile } from "../render/gatewayConfig";
 import { PORTS, workloadName, type WorkloadPlan } from "../render/k8s";
+import { SYSTEM_NODE_LABEL } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
 import type { ResolvedStack } from "../stack";
 import { conversionPlan, type ConversionPlan } from "./conversion";
@@ -116,6 +117,8 @@ export interface GatewayPlan {
   replicas: number;
   consumers: string[];
   tlsCertificateArn?: string;
+  /** Node label the gateway pods require: the stack's system node group (cluster mode create only). */
+  systemNodeLabel?: { key: string; value: string };
 }
 
 export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
@@ -139,6 +142,8 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
     replicas: s.gatewayReplicas,
     consumers: [...s.consumers],
     ...(s.tlsCertificateArn ? { tlsCertificateArn: s.tlsCertificateArn } : {}),
+    // The stack labels its own system node group; an existing cluster's pools are not the stack's to name.
+    ...(stack.config.cluster.mode === "create" ? { systemNodeLabel: { ...SYSTEM_NODE_LABEL } } : {}),
   };
 }
 

@@ -3,8 +3,10 @@
  * balancer, and the namespace's NetworkPolicies. Pure: no Pulumi; the
  * component turns them into resources and `synth` writes them as YAML.
  *
- * - Deployment on the system nodes (it tolerates no GPU taint and avoids the
- *   GPU instance type), restricted pod security profile, probes, PDB.
+ * - Deployment on the system nodes: required onto the stack's system node
+ *   group by its label when the stack creates the cluster; in any cluster it
+ *   tolerates no GPU taint and avoids the GPU instance type. Restricted pod
+ *   security profile, probes, PDB.
  * - NLB Service: TLS on 443 with `serving.tlsCertificateArn`, else plain 80;
  *   health-checked on /readyz (ready when Triton's ensemble is).
  * - ConfigMap (the gateway config, rendered from the plan) and a Secret with
@@ -38,7 +40,7 @@ import {
 } from "./k8s";
 import { isDigestRef, isSynthRef } from "../imageRef";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
-import { instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
+import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
 
 /** Deliberate scanner findings of the gateway Deployment, with why (README, Security). */
 export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
@@ -78,6 +80,8 @@ export interface GatewayWorkloadInput {
   config: GatewayConfigFile;
   replicas: number;
   tlsCertificateArn?: string;
+  /** The system node group's label, required of the nodes (cluster mode create); absent for existing clusters. */
+  systemNodeLabel?: { key: string; value: string };
 }
 
 export interface GatewayRenderInput extends GatewayWorkloadInput {
@@ -195,8 +199,8 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
             fsGroup: 1000,
             seccompProfile: { type: "RuntimeDefault" },
           },
-          // The system nodes: no GPU toleration, and never the serving GPU instance type.
-          affinity: instanceTypeAffinity(w.instanceType, "NotIn"),
+          // The system nodes: the stack's system pool when it has one; no GPU toleration, and never the serving GPU instance type.
+          affinity: systemNodeAffinity(w.instanceType, input.systemNodeLabel),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
           containers: [
             {

@@ -14,6 +14,14 @@ export const GPU_TAINT = { key: GPU_RESOURCE, value: "true", effect: "NoSchedule
 /** Well-known node label every kubelet on EC2 sets: pins pods to the GPU model gpt_gemm was tuned on, in any cluster. */
 export const INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type";
 
+/**
+ * Label of the stack's untainted system node group (cluster mode `create`):
+ * the gateway is required onto it. Existing clusters (kubeconfig,
+ * stackReference) have their own pools, unknown to the stack, so there the
+ * gateway only keeps off the serving GPU instance type.
+ */
+export const SYSTEM_NODE_LABEL = { key: "triton-ft.io/node-pool", value: "system" } as const;
+
 /** Tolerates the GPU taint (any value), and nothing else. */
 export function gpuTolerations(): IToleration[] {
   return [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }];
@@ -28,6 +36,32 @@ export function instanceTypeAffinity(instanceType: string, operator: "In" | "Not
     nodeAffinity: {
       requiredDuringSchedulingIgnoredDuringExecution: {
         nodeSelectorTerms: [{ matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator, values: [instanceType] }] }],
+      },
+    },
+  };
+}
+
+/**
+ * Pods of the system nodes (the gateway): never the serving GPU instance type,
+ * and, when the stack labels its own system node group, only that group.
+ */
+export function systemNodeAffinity(
+  gpuInstanceType: string,
+  systemNodeLabel?: { key: string; value: string },
+): IAffinity {
+  return {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: {
+        nodeSelectorTerms: [
+          {
+            matchExpressions: [
+              ...(systemNodeLabel
+                ? [{ key: systemNodeLabel.key, operator: "In" as const, values: [systemNodeLabel.value] }]
+                : []),
+              { key: INSTANCE_TYPE_LABEL, operator: "NotIn" as const, values: [gpuInstanceType] },
+            ],
+          },
+        ],
       },
     },
   };

@@ -6,7 +6,7 @@
  * group). kwok makes them Ready and runs their pods.
  */
 import { findGpuInstance } from "../../infra/catalog/gpus";
-import { GPU_NODE_LABEL, SYSTEM_NODES } from "../../infra/cloud/eks";
+import { GPU_NODE_LABEL, SYSTEM_NODES, SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
 import { GPU_TAINT } from "../../infra/render/scheduling";
 import {
   NODE_DAEMONSET_REQUESTS,
@@ -80,7 +80,9 @@ export function nodesFor(stack: RenderedStack): K8sObject[] {
         type: "kwok",
         [STACK_LABEL]: stack.name,
       };
+      // The node groups' own labels (infra/components/cluster.ts).
       if (g.gpu) labels[GPU_NODE_LABEL] = "true";
+      else labels[SYSTEM_NODE_LABEL.key] = SYSTEM_NODE_LABEL.value;
       nodes.push({
         apiVersion: "v1",
         kind: "Node",

@@ -8,6 +8,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
 import { eksNodeShape, podFitProblems, NODE_DAEMONSET_REQUESTS } from "../../infra/plan/nodeShape";
 import { Kube, podReady, until, type Pod } from "./kube";
 import { STACK_LABEL, instanceFacts, nodeDaemonSet, nodeGroupsFor, nodesFor } from "./nodes";
@@ -173,6 +174,12 @@ for (const ref of stacks) {
           } else if (!toleratesGpu) {
             expect(node?.spec.taints ?? [], `${p.metadata.name} (no GPU) runs on a system node`).toEqual([]);
             expect(labels["node.kubernetes.io/instance-type"]).not.toBe(stack.servingInstanceType);
+            // The gateway requires the stack's system node group by its label (cluster mode create).
+            if (t.metadata?.labels?.["app.kubernetes.io/name"] === "triton-ft-gateway") {
+              expect(labels[SYSTEM_NODE_LABEL.key], `${p.metadata.name} on the system node group`).toBe(
+                SYSTEM_NODE_LABEL.value,
+              );
+            }
           }
         }
       }

@@ -8,6 +8,7 @@ import { kubeconfigClusterName } from "../../infra/cloud/kubeconfig";
 import { publishedLbControllerPolicy } from "../../infra/cloud/lbControllerIamPolicy";
 import { findPreset } from "../../infra/model/catalog";
 import { nodeDiskGiB } from "../../infra/model/sizing";
+import { SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
 
 const ECR_DIGEST_REF = /^\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com\/[^@\s]+@sha256:[0-9a-f]{64}$/;
 
@@ -92,6 +93,20 @@ describe("stack-output contract", () => {
     expect(image("gateway-deployment")).toBe(run.outputs.gatewayImage);
   });
 
+  it("runs the gateway on the system node group it labels, never on the GPU instance type", () => {
+    const spec = obj(
+      obj(obj(run.one("kubernetes:apps/v1:Deployment", "gateway-deployment").inputs.spec).template).spec,
+    );
+    const terms = obj(obj(obj(spec.affinity).nodeAffinity).requiredDuringSchedulingIgnoredDuringExecution)
+      .nodeSelectorTerms as Obj[];
+    expect(terms).toHaveLength(1);
+    expect(terms[0].matchExpressions).toEqual([
+      { key: SYSTEM_NODE_LABEL.key, operator: "In", values: [SYSTEM_NODE_LABEL.value] },
+      { key: "node.kubernetes.io/instance-type", operator: "NotIn", values: ["g5.xlarge"] },
+    ]);
+    expect(spec.tolerations).toBeUndefined();
+  });
+
   it("keeps only SHA-256 hashes of the keys in the gateway's Secret", () => {
     const secret = run.one("kubernetes:core/v1:Secret", "gateway-keys");
     const json = String(obj(secret.inputs.stringData)["keys.json"]);
@@ -172,6 +187,7 @@ describe("create mode: EKS with a GPU node group", () => {
     });
     const system = run.one("eks:index:ManagedNodeGroup", "cluster-system");
     expect(system.inputs.taints).toBeUndefined();
+    expect(system.inputs.labels).toEqual({ [SYSTEM_NODE_LABEL.key]: SYSTEM_NODE_LABEL.value });
     expect(system.inputs.amiType).toBe("AL2023_x86_64_STANDARD");
     expect(system.inputs.launchTemplate).toEqual({
       id: run.one("aws:ec2/launchTemplate:LaunchTemplate", "cluster-system").id,

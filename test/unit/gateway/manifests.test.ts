@@ -20,6 +20,7 @@ import {
   renderGatewayManifests,
   type GatewayManifests,
 } from "../../../infra/render/k8sGateway";
+import { INSTANCE_TYPE_LABEL, SYSTEM_NODE_LABEL } from "../../../infra/render/scheduling";
 import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
 import { planOf } from "../../lib/plan";
 
@@ -73,6 +74,31 @@ describe("gateway manifests", () => {
     expect(c.resources?.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
     expect(c.resources?.limits?.memory).toBeDefined();
     expect(pod.tolerations).toBeUndefined();
+  });
+
+  it("require the stack's system node group only where the stack creates the cluster", () => {
+    const affinity = (m: GatewayManifests): unknown =>
+      m.deployment.spec!.template.spec!.affinity!.nodeAffinity!.requiredDuringSchedulingIgnoredDuringExecution!
+        .nodeSelectorTerms[0].matchExpressions;
+    expect(affinity(render())).toEqual([
+      { key: SYSTEM_NODE_LABEL.key, operator: "In", values: [SYSTEM_NODE_LABEL.value] },
+      { key: INSTANCE_TYPE_LABEL, operator: "NotIn", values: ["g5.xlarge"] },
+    ]);
+    // An existing cluster's node pools are not the stack's: there the gateway only keeps off the GPU type.
+    const { stack, problems } = resolveStack(withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" } }), {
+      hfToken: false,
+      kubeconfig: true,
+    });
+    if (!stack) throw new Error(JSON.stringify(problems));
+    const plan = planOf(stack);
+    expect(plan.gateway.systemNodeLabel).toBeUndefined();
+    const existing = renderGatewayManifests({
+      triton: workloadInput(stack, "test", plan.launch, plan.kubernetes),
+      ...plan.gateway,
+      image: DIGEST,
+      keysJson: "{}",
+    });
+    expect(affinity(existing)).toEqual([{ key: INSTANCE_TYPE_LABEL, operator: "NotIn", values: ["g5.xlarge"] }]);
   });
 
   it("refuses an image that is not pinned by digest", () => {
