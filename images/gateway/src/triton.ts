@@ -204,6 +204,10 @@ export class TritonGateway {
       done = true;
       notify();
     });
+    // Set when Triton itself ended the request with an error: it then closes the stream on its own,
+    // and cancelling a call the server is finishing only races its gRPC frontend (no benefit, and
+    // Triton 24.x builds have crashed on such races: server issues #7840, #8034).
+    let answeredByServer = false;
     const onAbort = (): void => call.cancel();
     options.signal.addEventListener("abort", onAbort, { once: true });
     try {
@@ -219,7 +223,10 @@ export class TritonGateway {
       for (;;) {
         const message = queue.shift();
         if (message) {
-          if (message.error_message) throw classifyTritonMessage(message.error_message);
+          if (message.error_message) {
+            answeredByServer = true;
+            throw classifyTritonMessage(message.error_message);
+          }
           if (message.infer_response) yield outputsOf(message.infer_response);
           continue;
         }
@@ -232,7 +239,7 @@ export class TritonGateway {
       }
     } finally {
       options.signal.removeEventListener("abort", onAbort);
-      if (!done) call.cancel();
+      if (!done && !answeredByServer) call.cancel();
     }
   }
 }
