@@ -10,6 +10,7 @@ import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
 import { GatewayConfigSchema, KeysFileSchema, type GatewayConfig } from "../../../images/gateway/src/config";
 import { ApiError } from "../../../images/gateway/src/errors";
 import { ensembleInputs } from "../../../images/gateway/src/generate";
+import { parseInferRequest, splitInferBody } from "../../../images/gateway/src/kserve";
 import { Admission } from "../../../images/gateway/src/limits";
 import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
 import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/validate";
@@ -209,5 +210,57 @@ describe("rendered gateway config", () => {
 
   it("leaves room in the body limit for the largest prompt, JSON-escaped, for a full batch", () => {
     expect(config.limits.bodyBytes).toBeGreaterThanOrEqual(6 * config.model.maxPromptBytes * MODEL.maxBatchSize);
+  });
+});
+
+describe("KServe v2 binary tensor data extension", () => {
+  const u64 = (v: bigint): Buffer => {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(v);
+    return b;
+  };
+  const prompt = Buffer.concat([Buffer.from([5, 0, 0, 0]), Buffer.from("héllo".slice(0, 4), "utf8")]);
+  const body = (seed: Buffer, extra = Buffer.alloc(0)): { bytes: Buffer; length: string } => {
+    const header = Buffer.from(
+      JSON.stringify({
+        inputs: [
+          { name: "text_input", datatype: "BYTES", shape: [1, 1], parameters: { binary_data_size: prompt.length } },
+          { name: "max_tokens", datatype: "UINT32", shape: [1, 1], data: [3] },
+          { name: "random_seed", datatype: "UINT64", shape: [1, 1], parameters: { binary_data_size: seed.length } },
+        ],
+        parameters: { binary_data_output: true },
+      }),
+    );
+    return { bytes: Buffer.concat([header, prompt, seed, extra]), length: String(header.length) };
+  };
+
+  it("reads binary and JSON inputs together, exactly: a UINT64 seed above 2^53 survives", () => {
+    const seed = 2n ** 63n + 7n;
+    const { bytes, length } = body(u64(seed));
+    const { header, binary } = splitInferBody(bytes, length);
+    const parsed = parseInferRequest(header, config, binary);
+    expect(parsed.inputs.map((t) => [t.name, t.data[0]])).toEqual([
+      ["text_input", "héll"],
+      ["max_tokens", 3],
+      ["random_seed", seed],
+    ]);
+    // binary_data_output: every output comes back as binary unless asked otherwise.
+    expect(parsed.outputs.every((o) => o.binary)).toBe(true);
+  });
+
+  it("refuses lengths that do not add up, before reading past the body", () => {
+    const { bytes, length } = body(u64(1n));
+    expect(refusal(() => splitInferBody(bytes, String(bytes.length + 1))).status).toBe(400);
+    expect(refusal(() => splitInferBody(bytes, "-3")).status).toBe(400);
+    const short = body(Buffer.alloc(4));
+    const s = splitInferBody(short.bytes, short.length);
+    expect(refusal(() => parseInferRequest(s.header, config, s.binary)).message).toMatch(/4 bytes for 1 UINT64/);
+    const long = body(u64(1n), Buffer.from("x"));
+    const l = splitInferBody(long.bytes, long.length);
+    expect(refusal(() => parseInferRequest(l.header, config, l.binary)).message).toMatch(
+      /1 bytes after the last input/,
+    );
+    const ok = splitInferBody(bytes, length);
+    expect(() => parseInferRequest(ok.header, config, ok.binary)).not.toThrow();
   });
 });
