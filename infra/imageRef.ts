@@ -15,6 +15,11 @@ export function isDigestRef(ref: string): boolean {
   return DIGEST_REF.test(ref);
 }
 
+/** What an image reference that is not digest-pinned gets told: `<what> <ref>: must be pinned by digest (...)`. */
+export function notPinnedMessage(what: string, ref: string): string {
+  return `${what} ${ref}: must be pinned by digest (<registry>/<repository>@sha256:<64 hex>)`;
+}
+
 /** synth's placeholder for an image known only after the remote build. */
 export function synthImageRef(repository: string): string {
   return `${repository}:${SYNTH_TAG}`;

@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
-import { isDigestRef } from "../imageRef";
+import { isDigestRef, notPinnedMessage } from "../imageRef";
 import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/k8sGateway";
 
 export interface GatewayServiceArgs {
@@ -84,10 +84,7 @@ export class GatewayService extends pulumi.ComponentResource {
     const known = renderGatewayManifests({ ...w, image: PLACEHOLDER_IMAGE, keysJson: "{}" });
     const rendered = pulumi.all([args.image, keysJson]).apply(([image, json]) => {
       if (!isDigestRef(image)) {
-        throw new pulumi.ResourceError(
-          `gateway image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`,
-          this,
-        );
+        throw new pulumi.ResourceError(notPinnedMessage("gateway image", image), this);
       }
       return renderGatewayManifests({ ...w, image, keysJson: json });
     });

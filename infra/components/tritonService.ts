@@ -10,7 +10,7 @@
  */
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { isDigestRef } from "../imageRef";
+import { isDigestRef, notPinnedMessage } from "../imageRef";
 import {
   PORTS,
   deploymentMetadata,
@@ -60,8 +60,7 @@ export class TritonService extends pulumi.ComponentResource {
 
     // The build pipeline already refuses a tag-only reference; this names the resource that would carry it.
     const spec = pulumi.output(args.image).apply((ref) => {
-      if (!isDigestRef(ref))
-        throw new pulumi.ResourceError(`server image ${ref}: must be pinned by digest (<repo>@sha256:<64 hex>)`, this);
+      if (!isDigestRef(ref)) throw new pulumi.ResourceError(notPinnedMessage("server image", ref), this);
       return deploymentSpecInput(deploymentSpec(w, ref));
     });
     const deployment = new k8s.apps.v1.Deployment(

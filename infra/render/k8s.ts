@@ -19,7 +19,7 @@ import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/O
 import { stringify } from "yaml";
 import { GPU_RESOURCE } from "../catalog/gpus";
 import { PROJECT } from "../config";
-import { isDigestRef, isSynthRef } from "../imageRef";
+import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import {
   TRITON_SCANNER_SKIPS,
   TRITON_SERVER_UID,
@@ -183,7 +183,7 @@ export function deploymentMetadata(w: WorkloadInput): IObjectMeta & { name: stri
 /** The Deployment's spec, rendered with the server image reference. */
 export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec {
   if (!isDigestRef(image) && !isSynthRef(image)) {
-    throw new Error(`server image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
+    throw new Error(notPinnedMessage("server image", image));
   }
   const plan = w.workload;
   const labels = recommendedLabels(w);

@@ -38,7 +38,7 @@ import {
   type LoadBalancerSettings,
   type WorkloadInput,
 } from "./k8s";
-import { isDigestRef, isSynthRef } from "../imageRef";
+import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
 import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
 
@@ -150,7 +150,7 @@ function gatewayAnnotations(lb: LoadBalancerSettings, tls: boolean): Record<stri
 export function renderGatewayManifests(input: GatewayRenderInput): GatewayManifests {
   const { image, config, triton: w } = input;
   if (!isDigestRef(image) && !isSynthRef(image)) {
-    throw new Error(`gateway image ${image}: must be pinned by digest (<repo>@sha256:<64 hex>)`);
+    throw new Error(notPinnedMessage("gateway image", image));
   }
   const ns = w.namespace;
   const name = gatewayName(w);
