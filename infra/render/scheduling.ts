@@ -27,15 +27,14 @@ export function gpuTolerations(): IToleration[] {
   return [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }];
 }
 
-/**
- * Requires a node of exactly this instance type ("In": the GPU pods), or of
- * any other type ("NotIn": pods that must stay off the serving GPU nodes).
- */
-export function instanceTypeAffinity(instanceType: string, operator: "In" | "NotIn" = "In"): IAffinity {
+/** Requires a node of exactly this instance type (the GPU pods; systemNodeAffinity keeps others off it). */
+export function instanceTypeAffinity(instanceType: string): IAffinity {
   return {
     nodeAffinity: {
       requiredDuringSchedulingIgnoredDuringExecution: {
-        nodeSelectorTerms: [{ matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator, values: [instanceType] }] }],
+        nodeSelectorTerms: [
+          { matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [instanceType] }] },
+        ],
       },
     },
   };
