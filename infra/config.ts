@@ -12,6 +12,7 @@ import { DEFAULT_KUBERNETES_VERSION } from "./catalog/eks";
 import { parseCidr } from "./cidr";
 import { knownKeysAt, parseLeniently, type Problem } from "./configIssues";
 import { unknownKeyProblems } from "./configKeys";
+import { autoscalingSchema } from "./autoscalingConfig";
 import { FAMILIES } from "./model/types";
 
 export const PROJECT = "triton-ft";
@@ -154,7 +155,12 @@ export const servingSchema = z
     tensorParallel: positiveInt
       .default(1)
       .describe("Tensor-parallel size: GPUs per Triton pod. Must divide the head count."),
-    replicas: positiveInt.default(1).describe("Triton pods."),
+    replicas: positiveInt.default(1).describe("Triton pods, a fixed size. Leave unset with serving.autoscaling."),
+    autoscaling: autoscalingSchema
+      .optional()
+      .describe(
+        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See README, Autoscaling.",
+      ),
     maxBatchSize: positiveInt.default(8).describe("max_batch_size of every model in the repository."),
     maxInputLen: positiveInt
       .default(512)

@@ -19,7 +19,11 @@ import { Cluster, type ClusterArgs, type ClusterNetwork } from "./components/clu
 import { Network } from "./components/network";
 import { Registry } from "./components/registry";
 import { GatewayService } from "./components/gatewayService";
+import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
+import { installsMonitoring } from "./autoscalingConfig";
+import { renderScaling, type ScalingManifests } from "./render/scaling";
+import { scalingInput } from "./plan/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
@@ -125,7 +129,13 @@ function buildSide(
 }
 
 /** The cluster argument of the configured mode. */
-function clusterSource(stack: ResolvedStack, plan: Plan, secrets: StackSecrets, network: ClusterNetwork) {
+function clusterSource(
+  stack: ResolvedStack,
+  plan: Plan,
+  scaling: ScalingManifests,
+  secrets: StackSecrets,
+  network: ClusterNetwork,
+) {
   const c = stack.config.cluster;
   const source: ClusterArgs["cluster"] =
     c.mode === "create"
@@ -141,6 +151,11 @@ function clusterSource(stack: ResolvedStack, plan: Plan, secrets: StackSecrets, 
             publicAccessCidrs: c.endpointPublicAccessCidrs,
             deployerCidrs: stack.config.build.sshAllowedCidrs,
           }),
+          // serving.autoscaling: Karpenter launches the GPU nodes; without a Prometheus given, the stack installs one.
+          ...(scaling.nodePool && scaling.ec2NodeClass
+            ? { gpuNodePool: { nodePool: scaling.nodePool, ec2NodeClass: scaling.ec2NodeClass } }
+            : {}),
+          installMonitoring: installsMonitoring(stack.config.serving.autoscaling),
         }
       : c.mode === "kubeconfig"
         ? { mode: "kubeconfig", kubeconfig: validatedSecret(secrets, "kubeconfig") }
@@ -160,12 +175,26 @@ export function program(): StackOutputs {
   const plan = buildPlan(stack, repoPathHasher(REPO_ROOT));
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
-  const cluster = new Cluster("cluster", { cluster: clusterSource(stack, plan, secrets, build.network), tags });
+  const scaling = renderScaling(scalingInput(stack, stackName, plan.launch, plan.kubernetes, plan.autoscaling));
+  const cluster = new Cluster("cluster", {
+    cluster: clusterSource(stack, plan, scaling, secrets, build.network),
+    tags,
+  });
   const triton = new TritonService("triton", {
     workload: workloadInput(stack, stackName, plan.launch, plan.kubernetes),
     image: build.serverImage,
     provider: cluster.provider,
     gpuReady: cluster.gpuReady,
+    monitoringReady: cluster.monitoringReady,
+  });
+  // Autoscaling (KEDA) and observability (DCGM exporter, dashboard, alerts) of the workload.
+  new Scaling("scaling", {
+    manifests: scaling,
+    provider: cluster.provider,
+    systemNodes: cluster.systemNodes,
+    monitoringReady: cluster.monitoringReady,
+    namespace: triton.namespaceResource,
+    deployment: triton.deploymentResource,
   });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {

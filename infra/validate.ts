@@ -3,6 +3,7 @@
  * (infra/stack.ts) that the plan is computed from. Runs before any resource is registered; it
  * collects every problem so a bad stack file is fixed in one round trip.
  */
+import { autoscalingProblems } from "./autoscalingConfig";
 import { findGpuInstance, gpuInstanceTypes, type GpuInstance } from "./catalog/gpus";
 import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type StackConfig } from "./config";
 import { MODEL_PRESETS, findPreset, type ModelPreset } from "./model/catalog";
@@ -23,6 +24,7 @@ import { isoDate } from "./catalog/eks";
 import { touchesDropped } from "./configIssues";
 import { platformFindings } from "./platformChecks";
 import { servingFitProblem } from "./plan/nodeShape";
+import { autoscalingPlanProblem } from "./plan/scaling";
 import { planWorkload } from "./plan/workload";
 import type { WorkloadPlan } from "./render/k8s";
 
@@ -94,6 +96,7 @@ export function resolveStack(
   checkAccess(config, secrets, add);
   checkCluster(config, secrets, add);
   checkNetwork(config, add);
+  checkAutoscaling(raw, config, add);
   const gemm: GemmShape = {
     batchSize: config.gemm.batchSize ?? config.serving.maxBatchSize,
     beamWidth: config.gemm.beamWidth,
@@ -121,6 +124,9 @@ export function resolveStack(
     secrets,
   };
   checkServingFits(stack, add);
+  // Needs the resolved stack: the scaling plan is derived from the workload's cold start.
+  const scaling = autoscalingPlanProblem(stack);
+  if (scaling) add(scaling.key, scaling.value, scaling.message, scaling.fix);
   if (problems.length > 0) return { problems, warnings };
   return { stack, problems, warnings };
 }
@@ -146,6 +152,15 @@ function checkServingFits(stack: ResolvedStack, add: Add): void {
   const pod = { cpuMillis: w.cpuRequestMillis, memoryBytes: w.memoryRequestBytes, gpus: w.tensorParallel };
   const problem = servingFitProblem(stack.servingInstance, pod, w.podsPerNode);
   if (problem) add("serving.instanceType", stack.servingInstance.type, problem.message, problem.fix);
+}
+
+/** serving.autoscaling: the rules that need no model (replicas given too, min/max, cluster mode, capacity). */
+function checkAutoscaling(raw: Record<string, unknown>, config: StackConfig, add: Add): void {
+  const rawServing = raw.serving;
+  // The schema's default hides whether replicas was given: look at the raw value.
+  const replicasSet = rawServing !== null && typeof rawServing === "object" && "replicas" in rawServing;
+  for (const p of autoscalingProblems(config.serving.autoscaling, { replicasSet, clusterMode: config.cluster.mode }))
+    add(p.key, p.value, p.message, p.fix);
 }
 
 /**

@@ -1,8 +1,10 @@
 /**
  * The Kubernetes cluster Triton runs on, in one of three modes:
  * - `create`: an EKS cluster (@pulumi/eks) with a tainted GPU managed node group
- *   on the NVIDIA AL2023 AMI, a small system node group, the NVIDIA device plugin
- *   and the AWS Load Balancer Controller (IRSA) that provisions the NLB;
+ *   on the NVIDIA AL2023 AMI (or, with serving.autoscaling, Karpenter launching the
+ *   GPU nodes: GpuNodePool), a small system node group, the NVIDIA device plugin,
+ *   the AWS Load Balancer Controller (IRSA) that provisions the NLB, and the
+ *   stack's kube-prometheus-stack when autoscaling brings no Prometheus;
  * - `kubeconfig`: an existing cluster reached through the `kubeconfig` secret;
  * - `stackReference`: an existing cluster exported by another stack.
  * Whatever the mode, consumers get a Kubernetes provider, the cluster name, the
@@ -32,6 +34,8 @@ import { kubeconfigClusterName, kubeconfigText } from "../cloud/kubeconfig";
 import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, irsaTrustPolicy } from "../cloud/lbController";
 import { LB_CONTROLLER_POLICY_VERSION, publishedLbControllerPolicy } from "../cloud/lbControllerIamPolicy";
 import type { EndpointAccess } from "../plan/clusterAccess";
+import type { EC2NodeClass, NodePool } from "../render/karpenter";
+import { GpuNodePool, installMonitoring } from "./scaling";
 
 export interface ClusterNetwork {
   vpcId: pulumi.Input<string>;
@@ -53,6 +57,10 @@ export interface CreatedCluster {
   gpuNodeDiskGiB: number;
   /** Who reaches the API endpoint (plan/clusterAccess.ts). */
   endpoint: EndpointAccess;
+  /** With serving.autoscaling: Karpenter launches the GPU nodes from these, instead of the fixed node group. */
+  gpuNodePool?: { nodePool: NodePool; ec2NodeClass: EC2NodeClass };
+  /** Install kube-prometheus-stack (autoscaling without a Prometheus of its own). */
+  installMonitoring?: boolean;
 }
 
 /** An existing cluster, from the `kubeconfig` secret. */
@@ -83,8 +91,11 @@ interface EksParts {
   region: pulumi.Output<string>;
   vpcId: pulumi.Input<string>;
   gpuInstanceType: string;
-  gpuNodes: eks.ManagedNodeGroup;
+  /** The fixed GPU node group; absent when Karpenter launches the GPU nodes. */
+  gpuNodes?: eks.ManagedNodeGroup;
   systemNodes: eks.ManagedNodeGroup;
+  nodeRole: aws.iam.Role;
+  privateSubnetIds: pulumi.Input<string[]>;
   lbControllerRole: aws.iam.Role;
   lbControllerPolicy: aws.iam.RolePolicyAttachment;
 }
@@ -97,6 +108,10 @@ export class Cluster extends pulumi.ComponentResource {
   readonly gpuReady: pulumi.Resource[];
   /** What the LoadBalancer Service must wait for: the load balancer controller and its webhook (create mode). */
   readonly loadBalancerReady: pulumi.Resource[];
+  /** The untainted system nodes cluster controllers (KEDA) run on (create mode). */
+  readonly systemNodes: pulumi.Resource[];
+  /** The stack-installed Prometheus Operator stack, if any: ServiceMonitors and rules wait for its CRDs. */
+  readonly monitoringReady: pulumi.Resource[];
 
   constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:cluster:Cluster", name, {}, opts);
@@ -116,14 +131,21 @@ export class Cluster extends pulumi.ComponentResource {
       throw new pulumi.ResourceError("unreachable: cluster mode create without its parts", this);
     }
     this.provider = new k8s.Provider(`${name}-k8s`, { kubeconfig: this.kubeconfig }, { parent: this });
-    if (created) {
+    if (created && c.mode === "create") {
       const devicePlugin = this.installDevicePlugin(name, created);
       const lbController = this.installLoadBalancerController(name, created);
-      this.gpuReady = [created.gpuNodes, devicePlugin];
+      const pool = c.gpuNodePool ? this.installGpuNodePool(name, created, c.gpuNodePool, args.tags) : undefined;
+      this.gpuReady = [...(created.gpuNodes ? [created.gpuNodes] : []), ...(pool?.ready ?? []), devicePlugin];
       this.loadBalancerReady = [lbController];
+      this.systemNodes = [created.systemNodes];
+      this.monitoringReady = c.installMonitoring
+        ? [installMonitoring(name, this.provider, [created.systemNodes], this)]
+        : [];
     } else {
       this.gpuReady = [];
       this.loadBalancerReady = [];
+      this.systemNodes = [];
+      this.monitoringReady = [];
     }
     this.registerOutputs({ clusterName: this.clusterName, kubeconfig: this.kubeconfig });
   }
@@ -169,7 +191,7 @@ export class Cluster extends pulumi.ComponentResource {
     );
     const clusterName = cluster.eksCluster.apply((k) => k.name);
     const partition = aws.getPartitionOutput({}, parent).partition;
-    const { systemNodes, gpuNodes } = this.nodeGroups(name, c, cluster, partition, tags);
+    const { systemNodes, gpuNodes, nodeRole } = this.nodeGroups(name, c, cluster, partition, tags);
     const region = aws.getRegionOutput({}, parent).region;
     const { role, attachment } = this.lbControllerIam(name, cluster, partition, tags);
     return {
@@ -181,6 +203,8 @@ export class Cluster extends pulumi.ComponentResource {
       gpuInstanceType: c.gpuInstanceType,
       gpuNodes,
       systemNodes,
+      nodeRole,
+      privateSubnetIds: net.privateSubnetIds,
       lbControllerRole: role,
       lbControllerPolicy: attachment,
     };
@@ -192,7 +216,7 @@ export class Cluster extends pulumi.ComponentResource {
     cluster: eks.Cluster,
     partition: pulumi.Output<string>,
     tags: Record<string, string>,
-  ): { systemNodes: eks.ManagedNodeGroup; gpuNodes: eks.ManagedNodeGroup } {
+  ): { systemNodes: eks.ManagedNodeGroup; gpuNodes?: eks.ManagedNodeGroup; nodeRole: aws.iam.Role } {
     const parent = { parent: this };
     const nodeRole = new aws.iam.Role(`${name}-nodes`, { assumeRolePolicy: EC2_ASSUME_ROLE_POLICY, tags }, parent);
     const attachments = EKS_NODE_POLICIES.map(
@@ -236,6 +260,8 @@ export class Cluster extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: attachments },
     );
+    // With serving.autoscaling Karpenter launches the GPU nodes (installGpuNodePool) instead.
+    if (c.gpuNodePool) return { systemNodes, nodeRole };
     const gpuNodes = new eks.ManagedNodeGroup(
       `${name}-gpu`,
       {
@@ -255,7 +281,7 @@ export class Cluster extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: attachments },
     );
-    return { systemNodes, gpuNodes };
+    return { systemNodes, gpuNodes, nodeRole };
   }
 
   /** IRSA role of the load balancer controller, with the controller's published policy. */
@@ -305,7 +331,7 @@ export class Cluster extends pulumi.ComponentResource {
         namespace: "kube-system",
         values: devicePluginValues(e.gpuInstanceType),
       },
-      { parent: this, provider: this.provider, dependsOn: [e.gpuNodes] },
+      { parent: this, provider: this.provider, dependsOn: [e.gpuNodes ?? e.systemNodes] },
     );
   }
 
@@ -334,6 +360,33 @@ export class Cluster extends pulumi.ComponentResource {
         },
       },
       { parent: this, provider: this.provider, dependsOn: [e.systemNodes, e.lbControllerPolicy] },
+    );
+  }
+
+  /** Karpenter and the stack's NodePool/EC2NodeClass, on the cluster's node role, subnets and security group. */
+  private installGpuNodePool(
+    name: string,
+    e: EksParts,
+    pool: { nodePool: NodePool; ec2NodeClass: EC2NodeClass },
+    tags: Record<string, string>,
+  ): GpuNodePool {
+    return new GpuNodePool(
+      `${name}-gpu`,
+      {
+        ...pool,
+        provider: this.provider,
+        tags,
+        cluster: {
+          clusterName: e.clusterName,
+          nodeRole: e.nodeRole,
+          oidcProviderArn: e.cluster.oidcProviderArn,
+          oidcIssuer: e.cluster.oidcIssuer,
+          securityGroupId: e.cluster.eksCluster.vpcConfig.clusterSecurityGroupId,
+          subnetIds: e.privateSubnetIds,
+          systemNodes: [e.systemNodes],
+        },
+      },
+      { parent: this },
     );
   }
 }

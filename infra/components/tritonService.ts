@@ -32,6 +32,8 @@ export interface TritonServiceArgs {
   provider: k8s.Provider;
   /** GPU nodes and the device plugin: the pods cannot schedule before them. */
   gpuReady: pulumi.Resource[];
+  /** The stack-installed Prometheus Operator, if any: the ServiceMonitor waits for its CRD. */
+  monitoringReady?: pulumi.Resource[];
 }
 
 /**
@@ -49,6 +51,10 @@ export class TritonService extends pulumi.ComponentResource {
   readonly grpcTarget: pulumi.Output<string>;
   readonly service: k8s.core.v1.Service;
   readonly deployment: k8s.apps.v1.Deployment;
+  /** The namespace resource: the autoscaler and the exporters are created in it. */
+  readonly namespaceResource: k8s.core.v1.Namespace;
+  /** Same as `deployment`: the resource the ScaledObject targets. */
+  readonly deploymentResource: k8s.apps.v1.Deployment;
 
   constructor(name: string, args: TritonServiceArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:tritonService:TritonService", name, {}, opts);
@@ -77,11 +83,17 @@ export class TritonService extends pulumi.ComponentResource {
     // In-cluster only (ClusterIP): the gateway is what the load balancer exposes.
     this.service = new k8s.core.v1.Service(`${name}-service`, renderService(w), { ...opt, dependsOn: [ns] });
     this.deployment = deployment;
+    this.deploymentResource = deployment;
+    this.namespaceResource = ns;
     new k8s.core.v1.Service(`${name}-metrics`, renderMetricsService(w), { ...opt, dependsOn: [ns] });
     new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, renderPodDisruptionBudget(w), { ...opt, dependsOn: [ns] });
     const monitor = renderServiceMonitor(w);
     if (monitor) {
-      new k8s.apiextensions.CustomResource(`${name}-servicemonitor`, monitor, { ...opt, dependsOn: [ns] });
+      new k8s.apiextensions.CustomResource(`${name}-servicemonitor`, monitor, {
+        ...opt,
+        // The stack's own Prometheus Operator (when it installs one) brings the CRD.
+        dependsOn: [ns, ...(args.monitoringReady ?? [])],
+      });
     }
 
     this.namespace = ns.metadata.name;

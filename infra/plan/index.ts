@@ -23,6 +23,8 @@ import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition
 import { stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { planWorkload } from "./workload";
+import { stackAutoscalingPlan } from "./scaling";
+import type { AutoscalingPlan } from "../render/autoscaling";
 
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -78,6 +80,8 @@ export interface Plan {
   };
   /** The Kubernetes workload's numbers (plan/workload.ts). */
   kubernetes: WorkloadPlan;
+  /** With serving.autoscaling: the scaling numbers (plan/autoscaling.ts). */
+  autoscaling?: AutoscalingPlan;
   /** The remote build steps in graph order, each with its input hash. */
   buildSteps: BuildStep[];
   /** The gateway in front of Triton. */
@@ -162,6 +166,8 @@ export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
   const conversion = conversionPlan(model, tp, stack.builderInstance, work);
   const gemm = gemmPlan(model.arch, stack.gemm, tp, work.gemm);
   const launch = launchPlan(tp);
+  const workload = planWorkload(stack);
+  const autoscaling = stackAutoscalingPlan(stack, workload);
   const modelRepository = {
     root: MODEL_REPOSITORY_DIR,
     tokenizerPath: repo.tokenizerPath,
@@ -214,7 +220,8 @@ export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
     gemm,
     launch,
     modelRepository,
-    kubernetes: planWorkload(stack),
+    kubernetes: workload,
+    ...(autoscaling ? { autoscaling } : {}),
     buildSteps: topologicalOrder(steps).map((s) => ({ ...s, inputHash: hashes[s.id] })),
     gateway: gatewayPlan(stack),
   };

@@ -7,6 +7,7 @@
  * README "What happens during a model load" and "Rollout behaviour" document
  * each formula; keep both in step.
  */
+import { prometheusOperatorPresent } from "../autoscalingConfig";
 import { GPU_MODELS } from "../catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import { NLB_HEALTH_CHECK, type ContainerLaunch, type WorkloadInput, type WorkloadPlan } from "../render/k8s";
@@ -91,7 +92,7 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   // Validation guarantees tp <= the instance's GPU count, so at least one pod fits.
   const podsPerNode = Math.floor(inst.gpuCount / tp);
   // maxSurge 1 / maxUnavailable 0 needs one free GPU slot, or the rollout waits forever.
-  const gpuNodes = Math.ceil((sv.replicas + 1) / podsPerNode);
+  const gpuNodes = Math.ceil(((sv.autoscaling?.min ?? sv.replicas) + 1) / podsPerNode);
 
   const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - DAEMONSET_CPU_MILLIS;
   const cpuRequestMillis = Math.floor(cpuFree / podsPerNode / 100) * 100 - 100;
@@ -120,7 +121,8 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
 
   return {
     tensorParallel: tp,
-    replicas: sv.replicas,
+    // With autoscaling the HPA owns the count; the plan sizes for its floor.
+    replicas: sv.autoscaling?.min ?? sv.replicas,
     podsPerNode,
     gpuNodes,
     cpuRequestMillis,
@@ -197,8 +199,10 @@ export function workloadInput(
       allowedCidrs: sv.allowedCidrs,
       idleTimeoutSeconds: sv.idleTimeoutSeconds,
     },
-    serviceMonitor: sv.serviceMonitor,
+    // The operator is there when the cluster has one (serving.serviceMonitor) or the stack installs it.
+    serviceMonitor: prometheusOperatorPresent(sv.serviceMonitor, sv.autoscaling),
     launch,
     workload,
+    ...(sv.autoscaling ? { autoscaling: { minReplicas: sv.autoscaling.min } } : {}),
   };
 }

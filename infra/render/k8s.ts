@@ -103,6 +103,8 @@ export interface WorkloadInput {
   serviceMonitor: boolean;
   launch: ContainerLaunch;
   workload: WorkloadPlan;
+  /** Set with serving.autoscaling: the HPA (KEDA) owns the replica count, from this floor. */
+  autoscaling?: { minReplicas: number };
 }
 
 export interface RenderInput extends WorkloadInput {
@@ -196,7 +198,9 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
   const env = new Map(scratchEnv().map((e) => [e.name, e.value ?? ""]));
   for (const [k, v] of Object.entries(launch.env)) env.set(k, v);
   return {
-    replicas: plan.replicas,
+    // With serving.autoscaling the HPA (KEDA) owns spec.replicas: leaving it out keeps
+    // server-side apply from resetting the count on every pulumi up.
+    ...(w.autoscaling ? {} : { replicas: plan.replicas }),
     revisionHistoryLimit: 5,
     // The deadline restarts with each pod that becomes available, so one pod's pull + load bounds it.
     progressDeadlineSeconds: plan.podRolloutSeconds,
@@ -315,7 +319,10 @@ export function renderPodDisruptionBudget(w: WorkloadInput): IPodDisruptionBudge
     metadata: { name: workloadName(w), namespace: w.namespace, labels: recommendedLabels(w) },
     spec: {
       // One pod may go at a time; a single replica is protected (scale up before draining its node).
-      minAvailable: Math.max(1, w.workload.replicas - 1),
+      // Autoscaled from a floor of 2 or more: one pod at a time, whatever the current count.
+      ...(w.autoscaling && w.autoscaling.minReplicas >= 2
+        ? { maxUnavailable: 1 }
+        : { minAvailable: Math.max(1, w.workload.replicas - 1) }),
       selector: { matchLabels: selectorLabels(w) },
       // A pod still loading or crash-looping serves nothing: do not let it block node drains.
       unhealthyPodEvictionPolicy: "AlwaysAllow",

@@ -12,7 +12,9 @@
 import { synthImageRef } from "../imageRef";
 import { namePrefix, repositoryNames } from "../naming";
 import { workloadInput } from "../plan/workload";
+import { scalingInput } from "../plan/scaling";
 import { manifestFiles, renderManifests } from "../render/k8s";
+import { renderScaling, scalingFiles } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests } from "../render/k8sGateway";
 import type { ArtifactWriter } from "./artifacts";
 
@@ -25,7 +27,7 @@ export function synthServerImage(stackName: string): string {
 
 export const k8sManifestsWriter: ArtifactWriter = {
   name: "kubernetes",
-  owns: [K8S_OUT],
+  owns: [K8S_OUT, "dashboards", "prometheus"],
   write(ctx) {
     const image = synthServerImage(ctx.stackName);
     const m = renderManifests({
@@ -44,11 +46,21 @@ export const k8sManifestsWriter: ArtifactWriter = {
       path: `${K8S_OUT}/${name}`,
       content: header + content,
     }));
+    // Autoscaling, GPU nodes and observability (render/scaling.ts), applied after the workload.
+    const input = scalingInput(ctx.stack, ctx.stackName, ctx.plan.launch, ctx.plan.kubernetes, ctx.plan.autoscaling);
+    for (const [path, content] of Object.entries(scalingFiles(renderScaling(input), input.workload)))
+      files.push({ path, content: path.startsWith(`${K8S_OUT}/`) ? header + content : content });
     const p = ctx.plan.kubernetes;
+    const a = ctx.plan.autoscaling;
     return {
       files,
       summary: [
-        `kubernetes: ${p.replicas} pod(s) × ${p.tensorParallel} GPU on ${p.gpuNodes} node(s) (${p.podsPerNode}/node), startup budget ${p.startupBudgetSeconds}s, rollout ${p.podRolloutSeconds}s/pod -> ${K8S_OUT}/ (${files.length} manifests)`,
+        `kubernetes: ${p.replicas} pod(s) × ${p.tensorParallel} GPU on ${p.gpuNodes} node(s) (${p.podsPerNode}/node), startup budget ${p.startupBudgetSeconds}s, rollout ${p.podRolloutSeconds}s/pod -> ${K8S_OUT}/ (${files.length} files)`,
+        ...(a
+          ? [
+              `autoscaling: ${a.minReplicas}..${a.maxReplicas} pods on ratio ${a.target}, <= ${a.nodeLimits.nodes} GPU nodes, cold start ${a.expectedColdStartSeconds}s expected / ${a.coldStartBudgetSeconds}s worst, scale-down window ${a.scaleDown.stabilizationWindowSeconds}s`,
+            ]
+          : []),
       ],
     };
   },

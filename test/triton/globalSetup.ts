@@ -14,6 +14,8 @@ import { ROOT, assembleRepository, runSynth, type HarnessInfo } from "./assemble
 export interface TritonHarness extends HarnessInfo {
   http: string;
   grpc: string;
+  /** Prometheus exposition endpoint of the server (`http://127.0.0.1:<port>/metrics`). */
+  metrics: string;
   log: string;
 }
 
@@ -31,7 +33,7 @@ function waitForState(
   server: ChildProcess,
   stateFile: string,
   timeoutMs: number,
-): Promise<{ http: string; grpc: string; log: string }> {
+): Promise<{ http: string; grpc: string; metrics: string; log: string }> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + timeoutMs;
     const onExit = (code: number | null): void => {
@@ -45,7 +47,9 @@ function waitForState(
       if (existsSync(stateFile)) {
         clearInterval(timer);
         server.off("exit", onExit);
-        resolve(JSON.parse(readFileSync(stateFile, "utf8")) as { http: string; grpc: string; log: string });
+        resolve(
+          JSON.parse(readFileSync(stateFile, "utf8")) as { http: string; grpc: string; metrics: string; log: string },
+        );
       } else if (Date.now() > deadline) {
         clearInterval(timer);
         server.off("exit", onExit);
@@ -96,7 +100,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     ],
     { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] },
   );
-  let state: { http: string; grpc: string; log: string };
+  let state: { http: string; grpc: string; metrics: string; log: string };
   try {
     state = await waitForState(server, stateFile, 300_000);
   } catch (error) {
@@ -104,7 +108,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     throw error;
   }
   log(`tritonserver ready at ${state.http} (log ${state.log})`);
-  project.provide("triton", { ...info, http: state.http, grpc: state.grpc, log: state.log });
+  project.provide("triton", { ...info, http: state.http, grpc: state.grpc, metrics: state.metrics, log: state.log });
 
   return async () => {
     await stop(server);

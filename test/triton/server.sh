@@ -200,8 +200,8 @@ log "phase: ready ($http_url, grpc $grpc_url)"
 
 if [[ -n $state_file ]]; then
   mkdir -p "$(dirname "$state_file")"
-  printf '{"http":"%s","grpc":"%s","log":"%s","pid":%d}\n' \
-    "$http_url" "$grpc_url" "$server_log" "$server_pid" >"$state_file.tmp"
+  printf '{"http":"%s","grpc":"%s","metrics":"%s","log":"%s","pid":%d}\n' \
+    "$http_url" "$grpc_url" "http://127.0.0.1:$metrics_port/metrics" "$server_log" "$server_pid" >"$state_file.tmp"
   mv "$state_file.tmp" "$state_file"
 fi
 

@@ -1,0 +1,139 @@
+/**
+ * `serving.autoscaling`: the schema of the queue-based autoscaling block. Kept
+ * apart from config.ts so the scaling keys, their defaults and their semantic
+ * checks (validateAutoscaling) live next to each other. Pure, no Pulumi.
+ */
+import { z } from "zod";
+
+/** Karpenter capacity types this stack offers: on-demand (default) or spot with on-demand fallback. */
+export const CAPACITY_TYPES = ["on-demand", "spot"] as const;
+export type CapacityType = (typeof CAPACITY_TYPES)[number];
+
+/** The Prometheus the stack installs (kube-prometheus-stack in `monitoring`): the operator's governing Service. */
+export const MONITORING_NAMESPACE = "monitoring";
+export const STACK_PROMETHEUS_URL = `http://prometheus-operated.${MONITORING_NAMESPACE}.svc:9090`;
+
+/** Default target of the queue/compute ratio; README "Autoscaling" explains the choice. */
+export const DEFAULT_QUEUE_COMPUTE_TARGET = 0.5;
+
+export const autoscalingSchema = z
+  .object({
+    min: z
+      .number()
+      .int()
+      .min(1)
+      .describe("Fewest Triton pods. At least 1: a cold start takes minutes, so the endpoint never scales to zero."),
+    max: z.number().int().min(1).describe("Most Triton pods. Also bounds the GPU nodes (NodePool limits)."),
+    target: z
+      .number()
+      .positive()
+      .max(10)
+      .default(DEFAULT_QUEUE_COMPUTE_TARGET)
+      .describe(
+        "Target of rate(queue time) / rate(compute time) of the fastertransformer model across pods; pods are added above it.",
+      ),
+    prometheusUrl: z
+      .string()
+      .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, "an http(s) URL such as http://prometheus.monitoring.svc:9090")
+      .optional()
+      .describe(
+        "Your Prometheus that scrapes Triton, for the KEDA scaler. Unset: the stack installs kube-prometheus-stack and uses it.",
+      ),
+    capacityType: z
+      .enum(CAPACITY_TYPES)
+      .default("on-demand")
+      .describe("GPU node capacity: on-demand, or spot with on-demand fallback (needs min >= 2)."),
+    fastImagePull: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Parallel image pull and unpack on the GPU nodes (nodeadm FastImagePull, SOCI parallel mode; AWS calls it experimental).",
+      ),
+    capacityReservationIds: z
+      .array(z.string())
+      .default([])
+      .describe("EC2 On-Demand Capacity Reservations (cr-...) Karpenter launches into first, e.g. for p4d."),
+  })
+  .strict();
+
+export type AutoscalingConfig = z.infer<typeof autoscalingSchema>;
+
+/** An EC2 capacity reservation id. */
+const CAPACITY_RESERVATION_ID = /^cr-[0-9a-f]{17}$/;
+
+/** One problem with the autoscaling block, in validate.ts's shape (key without the project prefix). */
+export interface AutoscalingProblem {
+  key: string;
+  value: unknown;
+  message: string;
+  fix: string;
+}
+
+/**
+ * Semantic checks of `serving.autoscaling` that need no model: every one is
+ * reported (not only the first). `replicasSet` says whether `serving.replicas`
+ * was given explicitly (the schema's default hides that).
+ */
+export function autoscalingProblems(
+  a: AutoscalingConfig | undefined,
+  ctx: { replicasSet: boolean; clusterMode: string },
+): AutoscalingProblem[] {
+  if (!a) return [];
+  const out: AutoscalingProblem[] = [];
+  const add = (key: string, value: unknown, message: string, fix: string) =>
+    out.push({ key: `serving.autoscaling.${key}`.replace(/\.$/, ""), value, message, fix });
+  if (ctx.replicasSet) {
+    out.push({
+      key: "serving.replicas",
+      value: "(set)",
+      message: "is a fixed size, but serving.autoscaling is also set",
+      fix: "remove serving.replicas (the autoscaler starts at serving.autoscaling.min), or remove serving.autoscaling",
+    });
+  }
+  if (a.min > a.max) add("max", a.max, `is below serving.autoscaling.min (${a.min})`, `raise max to at least ${a.min}`);
+  if (ctx.clusterMode !== "create") {
+    add(
+      "",
+      { min: a.min, max: a.max },
+      `needs cluster.mode create (KEDA and Karpenter are installed with the cluster), got ${ctx.clusterMode}`,
+      "use cluster.mode create, or a fixed serving.replicas on an existing cluster",
+    );
+  }
+  if (a.capacityType === "spot" && a.min < 2) {
+    add(
+      "capacityType",
+      a.capacityType,
+      "with min 1 lets one spot interruption stop the endpoint for a whole cold start (node boot + image pull + model load)",
+      "raise serving.autoscaling.min to 2 or more, or use capacityType on-demand",
+    );
+  }
+  a.capacityReservationIds.forEach((id, i) => {
+    if (!CAPACITY_RESERVATION_ID.test(id)) {
+      add(
+        `capacityReservationIds[${i}]`,
+        id,
+        "is not an EC2 capacity reservation id",
+        "use the id as EC2 shows it, e.g. cr-0123456789abcdef0",
+      );
+    }
+  });
+  if (a.capacityReservationIds.length > 0 && a.capacityType === "spot") {
+    add(
+      "capacityReservationIds",
+      a.capacityReservationIds,
+      "are on-demand capacity, but capacityType is spot",
+      "use capacityType on-demand with capacity reservations",
+    );
+  }
+  return out;
+}
+
+/** The stack installs its own Prometheus Operator stack when autoscaling has no Prometheus to query. */
+export function installsMonitoring(a: AutoscalingConfig | undefined): boolean {
+  return a !== undefined && a.prometheusUrl === undefined;
+}
+
+/** ServiceMonitors are rendered when the operator is there: the cluster's (serving.serviceMonitor) or the stack's. */
+export function prometheusOperatorPresent(serviceMonitor: boolean, a: AutoscalingConfig | undefined): boolean {
+  return serviceMonitor || installsMonitoring(a);
+}

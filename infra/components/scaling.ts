@@ -1,0 +1,331 @@
+/**
+ * Issue 15's resources: queue-based autoscaling of the Triton pods (KEDA
+ * ScaledObject), GPU nodes that follow them (Karpenter with its IAM role,
+ * interruption queue, NodePool and EC2NodeClass), and observability (DCGM
+ * exporter, dashboard ConfigMap, ServiceMonitor + PrometheusRule when the
+ * Prometheus Operator is present). Objects come from render/scaling.ts; this
+ * component only adds the cluster's references and the order of creation.
+ */
+import * as aws from "@pulumi/aws";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { MONITORING_NAMESPACE } from "../autoscalingConfig";
+import { GRAFANA_DASHBOARD_LABEL } from "../render/dashboard";
+import { SCRAPER_NAMESPACE_LABEL } from "../render/k8sGateway";
+import type { ScalingManifests } from "../render/scaling";
+import type { EC2NodeClass, NodePool } from "../render/karpenter";
+import {
+  KARPENTER_NAMESPACE,
+  KARPENTER_SERVICE_ACCOUNT,
+  controllerPolicies,
+  controllerPolicyNames,
+  interruptionQueueRetentionSeconds,
+  interruptionRules,
+  serviceAccountTrustPolicy,
+} from "../cloud/karpenter";
+
+/** Pinned charts, checked against the upstream tags (README "Versions pinned"). */
+export const SCALING_CHARTS = {
+  keda: {
+    chart: "keda",
+    repo: "https://kedacore.github.io/charts",
+    version: "2.20.2",
+    appVersion: "2.20.2",
+    source: "https://github.com/kedacore/charts/blob/v2.20.2/keda/Chart.yaml",
+  },
+  monitoring: {
+    chart: "kube-prometheus-stack",
+    repo: "https://prometheus-community.github.io/helm-charts",
+    version: "88.5.3",
+    appVersion: "v0.93.1",
+    source:
+      "https://github.com/prometheus-community/helm-charts/blob/kube-prometheus-stack-88.5.3/charts/kube-prometheus-stack/Chart.yaml",
+  },
+  karpenter: {
+    chart: "oci://public.ecr.aws/karpenter/karpenter",
+    repo: "oci://public.ecr.aws/karpenter",
+    version: "1.14.1",
+    appVersion: "1.14.1",
+    source: "https://github.com/aws/karpenter-provider-aws/releases/tag/v1.14.1",
+  },
+} as const;
+export const KEDA_NAMESPACE = "keda";
+
+/**
+ * kube-prometheus-stack for a created cluster that autoscales without a Prometheus of
+ * its own (serving.autoscaling without prometheusUrl): the operator, Prometheus (whose
+ * `prometheus-operated` Service the scaler queries), Alertmanager, Grafana (its sidecar
+ * loads the dashboard ConfigMap from every namespace) and kube-state-metrics. No
+ * node-exporter: it needs host namespaces and paths, and DCGM covers the GPUs.
+ */
+export function installMonitoring(
+  name: string,
+  provider: k8s.Provider,
+  systemNodes: pulumi.Resource[],
+  parent: pulumi.Resource,
+): k8s.helm.v3.Release {
+  // Labelled as the metrics scraper's namespace: the serving namespace's NetworkPolicies admit it to the metrics ports.
+  const ns = new k8s.core.v1.Namespace(
+    `${name}-monitoring`,
+    { metadata: { name: MONITORING_NAMESPACE, labels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } },
+    { parent, provider },
+  );
+  return new k8s.helm.v3.Release(
+    `${name}-monitoring`,
+    {
+      chart: SCALING_CHARTS.monitoring.chart,
+      version: SCALING_CHARTS.monitoring.version,
+      repositoryOpts: { repo: SCALING_CHARTS.monitoring.repo },
+      namespace: MONITORING_NAMESPACE,
+      values: {
+        fullnameOverride: "kps",
+        nodeExporter: { enabled: false },
+        prometheus: {
+          prometheusSpec: {
+            // Select every ServiceMonitor and rule in the cluster, not only the release's own.
+            serviceMonitorSelectorNilUsesHelmValues: false,
+            podMonitorSelectorNilUsesHelmValues: false,
+            ruleSelectorNilUsesHelmValues: false,
+          },
+        },
+        grafana: { sidecar: { dashboards: { enabled: true, label: GRAFANA_DASHBOARD_LABEL, searchNamespace: "ALL" } } },
+      },
+    },
+    { parent, provider, dependsOn: [ns, ...systemNodes] },
+  );
+}
+
+/** What Karpenter needs from a created EKS cluster. */
+export interface KarpenterCluster {
+  clusterName: pulumi.Input<string>;
+  nodeRole: aws.iam.Role;
+  oidcProviderArn: pulumi.Input<string>;
+  oidcIssuer: pulumi.Input<string>;
+  /** The EKS cluster security group the nodes join. */
+  securityGroupId: pulumi.Input<string>;
+  subnetIds: pulumi.Input<string[]>;
+  /** The untainted nodes the controllers run on. */
+  systemNodes: pulumi.Resource[];
+}
+
+export interface ScalingArgs {
+  /** The rendered scaling and observability objects (render/scaling.ts). */
+  manifests: ScalingManifests;
+  provider: k8s.Provider;
+  /** The untainted nodes KEDA runs on (create mode). */
+  systemNodes: pulumi.Resource[];
+  /** The stack's Prometheus Operator (when it installs one): the operator objects wait for its CRDs. */
+  monitoringReady: pulumi.Resource[];
+  /** The Triton namespace and Deployment (the ScaledObject targets it). */
+  namespace: pulumi.Resource;
+  deployment: pulumi.Resource;
+}
+
+/**
+ * Pod autoscaling and observability, created after the Triton workload: the
+ * DCGM exporter and dashboard always, the operator objects when the Prometheus
+ * Operator is present, KEDA and the ScaledObject with serving.autoscaling.
+ */
+export class Scaling extends pulumi.ComponentResource {
+  constructor(name: string, args: ScalingArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("triton-ft:scaling:Scaling", name, {}, opts);
+    const m = args.manifests;
+    const k8sOpts = { parent: this, provider: args.provider, dependsOn: [args.namespace] };
+
+    new k8s.core.v1.ConfigMap(`${name}-dcgm-counters`, m.dcgm.configMap, k8sOpts);
+    new k8s.apps.v1.DaemonSet(`${name}-dcgm-exporter`, m.dcgm.daemonSet as k8s.apps.v1.DaemonSetArgs, k8sOpts);
+    new k8s.core.v1.Service(`${name}-dcgm-exporter`, m.dcgm.service as k8s.core.v1.ServiceArgs, k8sOpts);
+    new k8s.networking.v1.NetworkPolicy(
+      `${name}-dcgm-exporter`,
+      m.dcgm.networkPolicy as k8s.networking.v1.NetworkPolicyArgs,
+      k8sOpts,
+    );
+    new k8s.core.v1.ConfigMap(`${name}-dashboard`, m.dashboardConfigMap, k8sOpts);
+    if (m.operatorPresent) {
+      const opOpts = { ...k8sOpts, dependsOn: [args.namespace, ...args.monitoringReady] };
+      new k8s.apiextensions.CustomResource(`${name}-dcgm-servicemonitor`, m.dcgm.serviceMonitor, opOpts);
+      new k8s.apiextensions.CustomResource(`${name}-alerts`, m.prometheusRule, opOpts);
+    }
+    if (m.scaledObject) {
+      const keda = new k8s.helm.v3.Release(
+        `${name}-keda`,
+        {
+          chart: SCALING_CHARTS.keda.chart,
+          version: SCALING_CHARTS.keda.version,
+          repositoryOpts: { repo: SCALING_CHARTS.keda.repo },
+          namespace: KEDA_NAMESPACE,
+          createNamespace: true,
+        },
+        { parent: this, provider: args.provider, dependsOn: args.systemNodes },
+      );
+      new k8s.apiextensions.CustomResource(`${name}-scaledobject`, m.scaledObject, {
+        parent: this,
+        provider: args.provider,
+        dependsOn: [keda, args.deployment],
+      });
+    }
+    this.registerOutputs({});
+  }
+}
+
+export interface GpuNodePoolArgs {
+  /** The rendered NodePool and EC2NodeClass (render/karpenter.ts); the cluster's references are filled in here. */
+  nodePool: NodePool;
+  ec2NodeClass: EC2NodeClass;
+  provider: k8s.Provider;
+  tags: Record<string, string>;
+  cluster: KarpenterCluster;
+}
+
+/**
+ * GPU nodes that follow the pods: Karpenter's controller role (IRSA, AWS's
+ * published policies), its interruption queue and rules, the Helm release, and
+ * the stack's EC2NodeClass and NodePool. Returns what the Triton pods wait for.
+ */
+export class GpuNodePool extends pulumi.ComponentResource {
+  readonly ready: pulumi.Resource[];
+
+  constructor(name: string, args: GpuNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("triton-ft:scaling:GpuNodePool", name, {}, opts);
+    const m = { nodePool: args.nodePool, ec2NodeClass: args.ec2NodeClass };
+    const kc = args.cluster;
+    const karpenter = this.installKarpenter(name, kc, args);
+    const nodeClass = new k8s.apiextensions.CustomResource(
+      `${name}-ec2nodeclass`,
+      {
+        ...m.ec2NodeClass,
+        spec: {
+          ...m.ec2NodeClass.spec,
+          role: kc.nodeRole.name,
+          subnetSelectorTerms: pulumi.output(kc.subnetIds).apply((ids) => ids.map((id) => ({ id }))),
+          securityGroupSelectorTerms: [{ id: kc.securityGroupId }],
+          tags: args.tags,
+        },
+      },
+      { parent: this, provider: args.provider, dependsOn: [karpenter] },
+    );
+    const nodePool = new k8s.apiextensions.CustomResource(`${name}-nodepool`, m.nodePool, {
+      parent: this,
+      provider: args.provider,
+      dependsOn: [karpenter, nodeClass],
+    });
+    this.ready = [karpenter, nodeClass, nodePool];
+    this.registerOutputs({});
+  }
+
+  /** Karpenter's controller role (IRSA), its interruption queue and rules, and the Helm release. */
+  private installKarpenter(name: string, kc: KarpenterCluster, args: GpuNodePoolArgs): pulumi.Resource {
+    const parent = { parent: this };
+    const partition = aws.getPartitionOutput({}, parent);
+    const region = aws.getRegionOutput({}, parent).region;
+    const accountId = aws.getCallerIdentityOutput({}, parent).accountId;
+
+    const queue = new aws.sqs.Queue(
+      `${name}-karpenter-interruptions`,
+      { messageRetentionSeconds: interruptionQueueRetentionSeconds(), sqsManagedSseEnabled: true, tags: args.tags },
+      parent,
+    );
+    new aws.sqs.QueuePolicy(
+      `${name}-karpenter-interruptions`,
+      {
+        queueUrl: queue.url,
+        policy: queue.arn.apply((arn) =>
+          JSON.stringify({
+            Version: "2012-10-17",
+            Statement: [
+              {
+                Effect: "Allow",
+                Principal: { Service: ["events.amazonaws.com", "sqs.amazonaws.com"] },
+                Action: "sqs:SendMessage",
+                Resource: arn,
+              },
+              {
+                Sid: "DenyHTTP",
+                Effect: "Deny",
+                Principal: "*",
+                Action: "sqs:*",
+                Resource: arn,
+                Condition: { Bool: { "aws:SecureTransport": "false" } },
+              },
+            ],
+          }),
+        ),
+      },
+      parent,
+    );
+    for (const rule of interruptionRules()) {
+      const r = new aws.cloudwatch.EventRule(
+        `${name}-karpenter-${rule.name}`,
+        { eventPattern: JSON.stringify(rule.eventPattern), tags: args.tags },
+        parent,
+      );
+      new aws.cloudwatch.EventTarget(`${name}-karpenter-${rule.name}`, { rule: r.name, arn: queue.arn }, parent);
+    }
+
+    const role = new aws.iam.Role(
+      `${name}-karpenter`,
+      {
+        assumeRolePolicy: pulumi
+          .all([kc.oidcProviderArn, kc.oidcIssuer])
+          .apply(([arn, issuer]) =>
+            JSON.stringify(serviceAccountTrustPolicy(arn, issuer, KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT)),
+          ),
+        tags: args.tags,
+      },
+      parent,
+    );
+    const values = pulumi.all([
+      partition.partition,
+      partition.dnsSuffix,
+      region,
+      accountId,
+      kc.clusterName,
+      queue.arn,
+      kc.nodeRole.arn,
+    ]);
+    const attachments = controllerPolicyNames().map((policyName) => {
+      const policy = new aws.iam.Policy(
+        `${name}-karpenter-${policyName}`,
+        {
+          description: `Karpenter controller (${policyName}), published with Karpenter ${SCALING_CHARTS.karpenter.appVersion}`,
+          policy: values.apply(([p, suffix, r, a, cn, q, n]) => {
+            const doc = controllerPolicies({
+              partition: p,
+              region: r,
+              accountId: a,
+              urlSuffix: suffix,
+              clusterName: cn,
+              interruptionQueueArn: q,
+              nodeRoleArn: n,
+            }).find((x) => x.name === policyName);
+            return JSON.stringify(doc?.document);
+          }),
+          tags: args.tags,
+        },
+        parent,
+      );
+      return new aws.iam.RolePolicyAttachment(
+        `${name}-karpenter-${policyName}`,
+        { role: role.name, policyArn: policy.arn },
+        parent,
+      );
+    });
+
+    return new k8s.helm.v3.Release(
+      `${name}-karpenter`,
+      {
+        chart: SCALING_CHARTS.karpenter.chart,
+        version: SCALING_CHARTS.karpenter.version,
+        namespace: KARPENTER_NAMESPACE,
+        values: {
+          settings: { clusterName: kc.clusterName, interruptionQueue: queue.name },
+          serviceAccount: {
+            name: KARPENTER_SERVICE_ACCOUNT,
+            annotations: { "eks.amazonaws.com/role-arn": role.arn },
+          },
+        },
+      },
+      { parent: this, provider: args.provider, dependsOn: [...kc.systemNodes, ...attachments] },
+    );
+  }
+}

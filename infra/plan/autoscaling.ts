@@ -1,0 +1,169 @@
+/**
+ * The scaling arithmetic behind `serving.autoscaling`: HPA behaviour (through
+ * KEDA), GPU node limits (Karpenter NodePool) and the cold-start times they are
+ * derived from. Pure: no Pulumi, no Kubernetes objects; the renderers in
+ * render/autoscaling.ts and render/karpenter.ts only copy these numbers.
+ * README "Autoscaling: how the numbers are derived" documents every formula;
+ * keep both in step.
+ */
+import type { GpuInstance } from "../catalog/gpus";
+import type { AutoscalingConfig } from "../autoscalingConfig";
+import {
+  KEDA_POLLING_SECONDS,
+  RATE_WINDOW_SECONDS,
+  SCRAPE_INTERVAL_SECONDS,
+  type AutoscalingPlan,
+  type NodeLimits,
+} from "../render/autoscaling";
+import { NLB_TARGET_REGISTRATION_SECONDS } from "./workload";
+
+/** What the scaling plan needs from the workload plan (render/k8sPlan.ts WorkloadPlan has these fields). */
+export interface PodTiming {
+  podsPerNode: number;
+  /** Server image: triton_with_ft base + fp16 weights. */
+  imageBytes: number;
+  /** Image pull on a fresh node (image bytes ÷ pull rate). */
+  pullSeconds: number;
+  /** Expected model load (weights ÷ read rate + fixed start). */
+  loadSeconds: number;
+  /** startupProbe budget (a multiple of loadSeconds). */
+  startupBudgetSeconds: number;
+  /** Pod termination: preStop + Triton's drain + shutdown. */
+  terminationGracePeriodSeconds: number;
+}
+
+/** HPA v2 API bounds (autoscaling/v2 HPAScalingRules validation). */
+export const HPA_MAX_STABILIZATION_SECONDS = 3600;
+export const HPA_MAX_PERIOD_SECONDS = 1800;
+
+/** The HPA controller syncs every 15 s (kube-controller-manager default). */
+export const HPA_SYNC_SECONDS = 15;
+/** Queueing must last this long before pods are added, so one burst does not start a GPU node. */
+export const SCALE_UP_STABILIZATION_SECONDS = 60;
+/**
+ * EC2 launch to a Ready node whose device plugin advertises nvidia.com/gpu:
+ * instance launch, AL2023 boot and nodeadm join, NVIDIA driver load. Estimates
+ * (not measured here): the 8-GPU p4 hosts initialise the NVSwitch fabric manager
+ * and take longer than a g5.
+ */
+export const NODE_BOOT_SECONDS: Record<GpuInstance["gpuModel"], number> = {
+  A10G: 180,
+  "A100-40GB": 420,
+  "A100-80GB": 420,
+};
+
+const MiB = 1024 ** 2;
+/**
+ * Expected pull rate with nodeadm's FastImagePull (SOCI snapshotter in parallel
+ * pull-and-unpack mode: 16 MiB chunks, up to 20 concurrent downloads and 12
+ * unpacks per image, unpigz) onto a 1000 MiB/s gp3 root volume. An estimate:
+ * three times the serial rate the budgets assume (k8sPlan PULL_BYTES_PER_SECOND,
+ * 50 MiB/s). Budgets and the scale-down window keep the serial rate, so a slow
+ * pull never trips a probe or unloads a model early.
+ */
+export const FAST_PULL_BYTES_PER_SECOND = 150 * MiB;
+
+export class AutoscalingPlanError extends Error {
+  constructor(
+    readonly key: string,
+    readonly value: unknown,
+    message: string,
+    readonly fix: string,
+  ) {
+    super(message);
+    this.name = "AutoscalingPlanError";
+  }
+}
+
+/** Replica counts at the end of each scale-up period: at most doubling, at least one node's worth of pods. */
+export function scaleUpSchedule(min: number, max: number, podsPerNode: number): number[] {
+  const steps = [min];
+  let current = min;
+  while (current < max) {
+    current = Math.min(max, current + Math.max(podsPerNode, current));
+    steps.push(current);
+  }
+  return steps;
+}
+
+/** GPU nodes (and their CPU, memory, GPUs) the NodePool may hold: max replicas plus one surge pod. */
+export function nodeLimits(maxReplicas: number, podsPerNode: number, instance: GpuInstance): NodeLimits {
+  const nodes = Math.ceil((maxReplicas + 1) / podsPerNode);
+  return { nodes, cpu: nodes * instance.vcpus, memoryGiB: nodes * instance.ramGiB, gpus: nodes * instance.gpuCount };
+}
+
+export function planAutoscaling(a: AutoscalingConfig, instance: GpuInstance, pod: PodTiming): AutoscalingPlan {
+  if (a.min > a.max) {
+    throw new AutoscalingPlanError(
+      "serving.autoscaling.max",
+      a.max,
+      `is below serving.autoscaling.min (${a.min})`,
+      `raise max to at least ${a.min}`,
+    );
+  }
+  const nodeBootSeconds = NODE_BOOT_SECONDS[instance.gpuModel];
+  const coldStartSeconds = nodeBootSeconds + pod.pullSeconds + pod.loadSeconds;
+  const coldStartBudgetSeconds = nodeBootSeconds + pod.pullSeconds + pod.startupBudgetSeconds;
+  const expectedPullSeconds = a.fastImagePull
+    ? Math.ceil(pod.imageBytes / FAST_PULL_BYTES_PER_SECOND)
+    : pod.pullSeconds;
+  const detectionSeconds =
+    RATE_WINDOW_SECONDS +
+    SCRAPE_INTERVAL_SECONDS +
+    KEDA_POLLING_SECONDS +
+    HPA_SYNC_SECONDS +
+    SCALE_UP_STABILIZATION_SECONDS;
+
+  // Scale-down waits out the worst-case cold start plus the NLB registration: load
+  // must stay low for longer than it would take to get the pod back, so a model
+  // is never unloaded only to be loaded again minutes later.
+  const scaleDownWindow = roundUpToMinute(coldStartBudgetSeconds + NLB_TARGET_REGISTRATION_SECONDS);
+  if (scaleDownWindow > HPA_MAX_STABILIZATION_SECONDS) {
+    throw new AutoscalingPlanError(
+      "serving.autoscaling",
+      { min: a.min, max: a.max },
+      `a pod's worst-case cold start (${coldStartBudgetSeconds} s: node boot ${nodeBootSeconds} + pull ${pod.pullSeconds} + startup budget ${pod.startupBudgetSeconds}, plus NLB registration) exceeds the HPA's ${HPA_MAX_STABILIZATION_SECONDS} s stabilization cap, so scale-down could unload the model before a replacement would be back`,
+      "use a fixed size (serving.replicas) for this model, or a larger tensorParallel so each pod loads less",
+    );
+  }
+  // One scale-up period is the time added pods need to show in the metric: before
+  // then the ratio still reflects the old capacity, and acting on it again overshoots.
+  const scaleUpPeriod = Math.min(HPA_MAX_PERIOD_SECONDS, roundUpToMinute(coldStartSeconds));
+  const scaleDownPeriod = Math.min(HPA_MAX_PERIOD_SECONDS, Math.max(60, pod.terminationGracePeriodSeconds));
+
+  return {
+    minReplicas: a.min,
+    maxReplicas: a.max,
+    target: a.target,
+    podsPerNode: pod.podsPerNode,
+    nodeLimits: nodeLimits(a.max, pod.podsPerNode, instance),
+    detectionSeconds,
+    nodeBootSeconds,
+    coldStartSeconds,
+    coldStartBudgetSeconds,
+    expectedPullSeconds,
+    expectedColdStartSeconds: nodeBootSeconds + expectedPullSeconds + pod.loadSeconds,
+    scaleUpLatencySeconds: detectionSeconds + coldStartSeconds + NLB_TARGET_REGISTRATION_SECONDS,
+    scaleUp: {
+      stabilizationWindowSeconds: SCALE_UP_STABILIZATION_SECONDS,
+      selectPolicy: "Max",
+      // Double per period, or one node's worth of pods when that is more.
+      policies: [
+        { type: "Percent", value: 100, periodSeconds: scaleUpPeriod },
+        { type: "Pods", value: pod.podsPerNode, periodSeconds: scaleUpPeriod },
+      ],
+    },
+    scaleDown: {
+      stabilizationWindowSeconds: scaleDownWindow,
+      selectPolicy: "Min",
+      // One node's worth of pods at a time, each drained before the next goes.
+      policies: [{ type: "Pods", value: pod.podsPerNode, periodSeconds: scaleDownPeriod }],
+    },
+    scaleUpSchedule: scaleUpSchedule(a.min, a.max, pod.podsPerNode),
+    consolidateAfterSeconds: roundUpToMinute(pod.pullSeconds),
+  };
+}
+
+export function roundUpToMinute(seconds: number): number {
+  return Math.ceil(seconds / 60) * 60;
+}

@@ -1,0 +1,185 @@
+/**
+ * The Grafana dashboard of one stack, as JSON (Grafana's dashboard model,
+ * schemaVersion 39): load (requests/s, queue/compute ratio against its target,
+ * pending requests, batch size), latency (mean request and queue time), errors,
+ * GPUs (utilisation, memory) and capacity (replicas desired/ready, GPU nodes).
+ * The queries are observability.ts's `expressions`, shared with the alerts.
+ * Shipped as a ConfigMap Grafana's sidecar loads (label grafana_dashboard=1)
+ * and written by synth to `dashboards/<name>.json` for manual import.
+ */
+import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { expressions, type ObservabilityInput } from "./observability";
+
+export interface GrafanaTarget {
+  refId: string;
+  expr: string;
+  legendFormat: string;
+  datasource: { type: "prometheus"; uid: string };
+}
+export interface GrafanaPanel {
+  id: number;
+  type: "timeseries" | "stat";
+  title: string;
+  description: string;
+  gridPos: { x: number; y: number; w: number; h: number };
+  datasource: { type: "prometheus"; uid: string };
+  fieldConfig: { defaults: { unit: string; min?: number; max?: number }; overrides: never[] };
+  targets: GrafanaTarget[];
+}
+export interface GrafanaDashboard {
+  uid: string;
+  title: string;
+  tags: string[];
+  timezone: "utc";
+  schemaVersion: number;
+  version: number;
+  refresh: string;
+  time: { from: string; to: string };
+  templating: { list: Array<Record<string, unknown>> };
+  panels: GrafanaPanel[];
+}
+
+/** The Grafana sidecar of kube-prometheus-stack loads ConfigMaps carrying this label. */
+export const GRAFANA_DASHBOARD_LABEL = "grafana_dashboard";
+const DS = { type: "prometheus", uid: "${datasource}" } as const;
+
+interface PanelSpec {
+  title: string;
+  description: string;
+  unit: string;
+  queries: Array<[string, string]>;
+  type?: "timeseries" | "stat";
+  min?: number;
+  max?: number;
+}
+
+export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
+  const e = expressions(i);
+  const a = i.autoscaling;
+  const specs: PanelSpec[] = [
+    {
+      title: "Queue / compute time ratio",
+      description: a
+        ? `The autoscaler's metric (fastertransformer); it adds pods above the target ${a.target}.`
+        : "Queue time per unit of compute time (fastertransformer); above 1 requests wait longer than they run.",
+      unit: "none",
+      queries: [
+        ["ratio", e.queueComputeRatio],
+        ...(a ? ([["target", `vector(${a.target})`]] as Array<[string, string]>) : []),
+      ],
+    },
+    {
+      title: "Requests per second",
+      description: "Ensemble requests completed and failed, all pods.",
+      unit: "reqps",
+      queries: [
+        ["success", e.requestsPerSecond],
+        ["failure", e.failuresPerSecond],
+      ],
+    },
+    {
+      title: "Mean request and queue time",
+      description:
+        "Triton 23.05 exports cumulative counters only, so these are means; p95, time to first token and tokens/s come from the gateway.",
+      unit: "s",
+      queries: [
+        ["request (ensemble)", e.meanLatencySeconds],
+        ["queue (fastertransformer)", e.meanQueueSeconds],
+      ],
+    },
+    {
+      title: "Error ratio",
+      description: "Failed / all ensemble requests over 5 minutes (alert above 5%).",
+      unit: "percentunit",
+      min: 0,
+      queries: [["errors", e.errorRatio]],
+    },
+    {
+      title: "Pending requests and batch size",
+      description: "Requests waiting for the FT model, and the mean dynamic batch size it runs.",
+      unit: "none",
+      queries: [
+        ["pending", e.pendingRequests],
+        ["mean batch size", e.meanBatchSize],
+      ],
+    },
+    {
+      title: "GPU utilisation",
+      description: "DCGM exporter, per node and GPU.",
+      unit: "percent",
+      min: 0,
+      max: 100,
+      queries: [["{{Hostname}} GPU {{gpu}}", e.gpuUtilPercent]],
+    },
+    {
+      title: "GPU memory used",
+      description: `Framebuffer used / total per GPU; the alert fires above ${Math.round(i.gpuMemoryAlertFraction * 100)}%.`,
+      unit: "percentunit",
+      min: 0,
+      max: 1,
+      queries: [["{{Hostname}} GPU {{gpu}}", e.gpuMemoryFraction]],
+    },
+    {
+      title: "Replicas and GPU nodes",
+      description: a
+        ? `Desired (HPA via KEDA, ${a.minReplicas}..${a.maxReplicas}) and ready Triton pods; GPU nodes with a DCGM exporter (NodePool limit ${a.nodeLimits.nodes}).`
+        : "Desired and ready Triton pods; GPU nodes with a DCGM exporter.",
+      unit: "none",
+      min: 0,
+      queries: [
+        ["desired pods", e.desiredReplicas],
+        ["ready pods", e.readyReplicas],
+        ["GPU nodes", e.gpuNodes],
+      ],
+    },
+  ];
+  const panels: GrafanaPanel[] = specs.map((s, n) => ({
+    id: n + 1,
+    type: s.type ?? "timeseries",
+    title: s.title,
+    description: s.description,
+    gridPos: { x: (n % 2) * 12, y: Math.floor(n / 2) * 8, w: 12, h: 8 },
+    datasource: DS,
+    fieldConfig: {
+      defaults: {
+        unit: s.unit,
+        ...(s.min !== undefined ? { min: s.min } : {}),
+        ...(s.max !== undefined ? { max: s.max } : {}),
+      },
+      overrides: [],
+    },
+    targets: s.queries.map(([legend, expr], k) => ({
+      refId: String.fromCharCode(65 + k),
+      expr,
+      legendFormat: legend,
+      datasource: DS,
+    })),
+  }));
+  return {
+    uid: i.name.slice(0, 40),
+    title: `triton-ft: ${i.deployment} (${i.namespace})`,
+    tags: ["triton-ft", "triton", "gpu"],
+    timezone: "utc",
+    schemaVersion: 39,
+    version: 1,
+    refresh: "30s",
+    time: { from: "now-6h", to: "now" },
+    templating: {
+      list: [{ name: "datasource", type: "datasource", query: "prometheus", label: "Prometheus", current: {} }],
+    },
+    panels,
+  };
+}
+
+export function dashboardConfigMap(i: ObservabilityInput, d: GrafanaDashboard): IConfigMap {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: {
+      name: `${i.name}-dashboard`,
+      namespace: i.namespace,
+      labels: { ...i.labels, "app.kubernetes.io/component": "dashboard", [GRAFANA_DASHBOARD_LABEL]: "1" },
+    },
+    data: { [`${i.name}.json`]: JSON.stringify(d, null, 2) + "\n" },
+  };
+}

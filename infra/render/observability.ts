@@ -1,0 +1,379 @@
+/**
+ * What makes the serving side observable: the DCGM exporter (GPU utilisation
+ * and memory per GPU node), ServiceMonitors for it (Triton's own is in k8s.ts),
+ * the PrometheusRule alerts and the Grafana dashboard. Every PromQL expression
+ * here names only metrics that exist: test/unit/metricNames.test.ts and
+ * test/triton/metricNames.test.ts check them against DCGM's published counters,
+ * kube-state-metrics' documented metrics and a real tritonserver's /metrics.
+ * Pure: plain objects, no Pulumi.
+ */
+import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
+import type { IService } from "kubernetes-models/v1/Service";
+import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
+import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { SCRAPER_NAMESPACE_LABEL } from "./k8sGateway";
+import { SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS, type AutoscalingPlan } from "./autoscaling";
+import { queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./autoscaling";
+
+/**
+ * dcgm-exporter release 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter
+ * tag of 2026-05-06). Distroless flavour: no shell, runs as non-root.
+ */
+export const DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless";
+export const DCGM_PORT = 9400;
+/** Non-root UID for the exporter (NVIDIA's chart documents UID 1000 for the non-profiling mode). */
+export const DCGM_UID = 1000;
+/**
+ * The DCGM fields this stack collects: all of them are in the exporter's
+ * default-counters.csv (test/data/metrics/dcgm-exporter-default-counters.csv)
+ * and none is a profiling (DCGM_FI_PROF_*) field, which would need SYS_ADMIN.
+ */
+export const DCGM_COUNTERS: ReadonlyArray<[string, "gauge" | "counter", string]> = [
+  ["DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."],
+  ["DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."],
+  ["DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."],
+  ["DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."],
+  ["DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."],
+  ["DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."],
+];
+/** The ConfigMap data key and mount path of the counters file. */
+const COUNTERS_FILE = "counters.csv";
+const COUNTERS_DIR = "/etc/triton-ft/dcgm";
+
+export interface ObservabilityInput {
+  namespace: string;
+  /** Name prefix of every object (the Triton workload name). */
+  name: string;
+  /** Recommended labels of the workload; `component` is replaced per object. */
+  labels: Record<string, string>;
+  /** Triton metrics in Prometheus (namespace + metrics Service). */
+  triton: MetricsSelector;
+  deployment: string;
+  instanceType: string;
+  gpuTaint: { key: string; effect: "NoSchedule" };
+  instanceTypeLabel: string;
+  /** Per-GPU memory share the sizing formulas allow (model/sizing.ts USABLE_GPU_FRACTION). */
+  gpuMemoryAlertFraction: number;
+  /** Worst-case time a new pod is unavailable: pull + startup budget (+ node boot when autoscaling). */
+  podStartBudgetSeconds: number;
+  autoscaling?: AutoscalingPlan;
+}
+
+export interface ServiceMonitor {
+  apiVersion: "monitoring.coreos.com/v1";
+  kind: "ServiceMonitor";
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  spec: {
+    selector: { matchLabels: Record<string, string> };
+    namespaceSelector: { matchNames: string[] };
+    endpoints: Array<{ port: string; path: string; interval: string; scrapeTimeout: string }>;
+  };
+}
+
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: Record<string, string>;
+  annotations: { summary: string; description: string };
+}
+
+export interface PrometheusRule {
+  apiVersion: "monitoring.coreos.com/v1";
+  kind: "PrometheusRule";
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  spec: { groups: Array<{ name: string; rules: AlertRule[] }> };
+}
+
+function withComponent(labels: Record<string, string>, component: string): Record<string, string> {
+  return { ...labels, "app.kubernetes.io/component": component };
+}
+
+function dcgmSelector(labels: Record<string, string>): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": "dcgm-exporter",
+    "app.kubernetes.io/instance": labels["app.kubernetes.io/instance"] ?? "",
+  };
+}
+
+export interface DcgmExporter {
+  configMap: IConfigMap;
+  daemonSet: IDaemonSet;
+  service: IService;
+  /** The namespace denies ingress by default (k8sGateway.ts): only the metrics scraper reaches 9400. */
+  networkPolicy: INetworkPolicy;
+  serviceMonitor: ServiceMonitor;
+}
+
+/**
+ * DCGM exporter on every GPU node of the serving instance type, under the
+ * restricted pod security profile: non-root, no capabilities, no host paths
+ * (so no per-pod attribution: GPU metrics carry the node's Hostname, and one
+ * Triton pod per GPU set makes that enough), read-only root filesystem.
+ */
+export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
+  const name = `${i.name}-dcgm-exporter`;
+  const selector = dcgmSelector(i.labels);
+  const labels = { ...withComponent(i.labels, "gpu-metrics"), ...selector };
+  const counters = [
+    "# DCGM field, Prometheus type, help (subset of dcgm-exporter's default-counters.csv)",
+    ...DCGM_COUNTERS.map(([f, t, h]) => `${f}, ${t}, ${h}`),
+  ].join("\n");
+  const configMap: IConfigMap = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: i.namespace, labels },
+    data: { [COUNTERS_FILE]: counters + "\n" },
+  };
+  const daemonSet: IDaemonSet = {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name, namespace: i.namespace, labels },
+    spec: {
+      selector: { matchLabels: selector },
+      updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },
+      template: {
+        metadata: { labels },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          priorityClassName: "system-node-critical",
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: DCGM_UID,
+            runAsGroup: DCGM_UID,
+            seccompProfile: { type: "RuntimeDefault" },
+          },
+          tolerations: [{ key: i.gpuTaint.key, operator: "Exists", effect: i.gpuTaint.effect }],
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [
+                  { matchExpressions: [{ key: i.instanceTypeLabel, operator: "In", values: [i.instanceType] }] },
+                ],
+              },
+            },
+          },
+          containers: [
+            {
+              name: "dcgm-exporter",
+              image: DCGM_EXPORTER_IMAGE,
+              args: ["-f", `${COUNTERS_DIR}/${COUNTERS_FILE}`],
+              env: [
+                { name: "DCGM_EXPORTER_LISTEN", value: `:${DCGM_PORT}` },
+                // Pod attribution reads the kubelet's pod-resources socket, a host path the restricted profile forbids.
+                { name: "DCGM_EXPORTER_KUBERNETES", value: "false" },
+                // The NVIDIA runtime exposes the node's GPUs for monitoring without allocating them.
+                { name: "NVIDIA_VISIBLE_DEVICES", value: "all" },
+                { name: "NVIDIA_DRIVER_CAPABILITIES", value: "utility" },
+              ],
+              ports: [{ name: "metrics", containerPort: DCGM_PORT, protocol: "TCP" }],
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                capabilities: { drop: ["ALL"] },
+                seccompProfile: { type: "RuntimeDefault" },
+              },
+              resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
+              readinessProbe: { httpGet: { path: "/health", port: "metrics" }, periodSeconds: 10, timeoutSeconds: 5 },
+              livenessProbe: {
+                httpGet: { path: "/health", port: "metrics" },
+                initialDelaySeconds: 45,
+                periodSeconds: 15,
+                timeoutSeconds: 5,
+              },
+              volumeMounts: [
+                { name: "counters", mountPath: COUNTERS_DIR, readOnly: true },
+                { name: "tmp", mountPath: "/tmp" },
+              ],
+            },
+          ],
+          volumes: [
+            { name: "counters", configMap: { name } },
+            { name: "tmp", emptyDir: { sizeLimit: "64Mi" } },
+          ],
+        },
+      },
+    },
+  };
+  const service: IService = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace: i.namespace, labels },
+    spec: {
+      type: "ClusterIP",
+      selector,
+      ports: [{ name: "metrics", port: DCGM_PORT, targetPort: "metrics", protocol: "TCP" }],
+    },
+  };
+  const networkPolicy: INetworkPolicy = {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name, namespace: i.namespace, labels },
+    spec: {
+      podSelector: { matchLabels: selector },
+      policyTypes: ["Ingress", "Egress"],
+      ingress: [
+        {
+          from: [{ namespaceSelector: { matchLabels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } }],
+          ports: [{ protocol: "TCP", port: DCGM_PORT }],
+        },
+      ],
+      // The exporter talks to the node's GPUs only.
+      egress: [],
+    },
+  };
+  return {
+    configMap,
+    daemonSet,
+    service,
+    networkPolicy,
+    serviceMonitor: serviceMonitor(name, i.namespace, labels, selector),
+  };
+}
+
+export function serviceMonitor(
+  name: string,
+  namespace: string,
+  labels: Record<string, string>,
+  matchLabels: Record<string, string>,
+): ServiceMonitor {
+  return {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "ServiceMonitor",
+    metadata: { name, namespace, labels },
+    spec: {
+      selector: { matchLabels },
+      namespaceSelector: { matchNames: [namespace] },
+      endpoints: [
+        {
+          port: "metrics",
+          path: "/metrics",
+          interval: `${SCRAPE_INTERVAL_SECONDS}s`,
+          scrapeTimeout: `${SCRAPE_INTERVAL_SECONDS - 5}s`,
+        },
+      ],
+    },
+  };
+}
+
+/** The PromQL every alert and panel shares, so the dashboard shows exactly what the alerts test. */
+export function expressions(i: ObservabilityInput) {
+  const t = (extra: Record<string, string> = {}) => selectorText(i.triton, extra);
+  const w = `${RATE_WINDOW_SECONDS}s`;
+  const ensemble = t({ model: "ensemble" });
+  const ft = t({ model: SCALED_MODEL });
+  const dep = `namespace="${i.namespace}",deployment="${i.deployment}"`;
+  return {
+    queueComputeRatio: queueComputeRatioQuery(i.triton),
+    requestsPerSecond: `sum(rate(nv_inference_request_success{${ensemble}}[${w}]))`,
+    failuresPerSecond: `sum(rate(nv_inference_request_failure{${ensemble}}[${w}]))`,
+    errorRatio: `sum(rate(nv_inference_request_failure{${ensemble}}[5m])) / clamp_min(sum(rate(nv_inference_request_success{${ensemble}}[5m])) + sum(rate(nv_inference_request_failure{${ensemble}}[5m])), 1e-9)`,
+    meanLatencySeconds: `sum(rate(nv_inference_request_duration_us{${ensemble}}[${w}])) / clamp_min(sum(rate(nv_inference_request_success{${ensemble}}[${w}])), 1e-9) / 1e6`,
+    meanQueueSeconds: `sum(rate(nv_inference_queue_duration_us{${ft}}[${w}])) / clamp_min(sum(rate(nv_inference_request_success{${ft}}[${w}])), 1e-9) / 1e6`,
+    pendingRequests: `sum(nv_inference_pending_request_count{${ft}})`,
+    meanBatchSize: `sum(rate(nv_inference_count{${ft}}[${w}])) / clamp_min(sum(rate(nv_inference_exec_count{${ft}}[${w}])), 1e-9)`,
+    scrapedPods: `count(nv_inference_request_success{${ensemble}})`,
+    tritonSeries: `nv_inference_request_success{${ensemble}}`,
+    gpuUtilPercent: `avg by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{namespace="${i.namespace}"})`,
+    gpuMemoryFraction: `max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED{namespace="${i.namespace}"} / (DCGM_FI_DEV_FB_USED{namespace="${i.namespace}"} + DCGM_FI_DEV_FB_FREE{namespace="${i.namespace}"}))`,
+    gpuNodes: `count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{namespace="${i.namespace}"}))`,
+    desiredReplicas: `kube_deployment_spec_replicas{${dep}}`,
+    readyReplicas: `kube_deployment_status_replicas_ready{${dep}}`,
+    unavailableReplicas: `kube_deployment_status_replicas_unavailable{${dep}}`,
+  };
+}
+
+/** Prometheus durations: whole minutes. */
+function minutes(seconds: number): string {
+  return `${Math.ceil(seconds / 60)}m`;
+}
+
+export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
+  const e = expressions(i);
+  const a = i.autoscaling;
+  // With autoscaling, the ratio should sit near the target; twice the target for
+  // longer than a scale-up takes means the autoscaler is not keeping up. A fixed
+  // size alerts when requests wait longer than they compute.
+  const queueThreshold = a ? Math.max(1, 2 * a.target) : 1;
+  const queueFor = a ? minutes(a.scaleUpLatencySeconds) : "10m";
+  const sev = (severity: "warning" | "critical") => ({ severity, "app.kubernetes.io/part-of": "triton-ft" });
+  const rules: AlertRule[] = [
+    {
+      alert: "TritonQueueTimeHigh",
+      expr: `(${e.queueComputeRatio}) > ${queueThreshold}`,
+      for: queueFor,
+      labels: sev("warning"),
+      annotations: {
+        summary: `Requests to ${i.deployment} wait in queue longer than ${queueThreshold}× their compute time`,
+        description: a
+          ? `The queue/compute ratio has been above ${queueThreshold} for longer than a scale-up takes (${a.scaleUpLatencySeconds} s): check for Pending pods (GPU capacity, NodePool limits) or raise serving.autoscaling.max.`
+          : "The fixed-size deployment is saturated: raise serving.replicas or enable serving.autoscaling.",
+      },
+    },
+    {
+      alert: "TritonErrorRateHigh",
+      expr: `(${e.errorRatio}) > 0.05`,
+      for: "5m",
+      labels: sev("critical"),
+      annotations: {
+        summary: `More than 5% of ${i.deployment}'s ensemble requests fail`,
+        description:
+          "Triton counts rejected requests (bad input) and server errors alike: check the gateway's 4xx/5xx split and the tritonserver logs.",
+      },
+    },
+    {
+      alert: "TritonGpuMemoryNearFull",
+      expr: `(${e.gpuMemoryFraction}) > ${i.gpuMemoryAlertFraction}`,
+      for: "10m",
+      labels: sev("warning"),
+      annotations: {
+        summary: `GPU memory on {{ $labels.Hostname }} GPU {{ $labels.gpu }} is above ${Math.round(i.gpuMemoryAlertFraction * 100)}%`,
+        description:
+          "Above the share the sizing formulas allow: a longer batch may run out of memory. Lower serving.maxBatchSize or the sequence lengths, or raise tensorParallel.",
+      },
+    },
+    {
+      alert: "TritonPodsNotReady",
+      expr: `${e.unavailableReplicas} > 0`,
+      // A starting pod is unavailable for its whole cold start; only longer is a fault.
+      for: minutes(i.podStartBudgetSeconds),
+      labels: sev("warning"),
+      annotations: {
+        summary: `${i.deployment} has pods not ready for longer than a cold start`,
+        description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see README, Troubleshooting (Pending, image pull, model load).`,
+      },
+    },
+    {
+      alert: "TritonMetricsAbsent",
+      expr: `absent(${e.tritonSeries})`,
+      for: "10m",
+      labels: sev(a ? "critical" : "warning"),
+      annotations: {
+        summary: `Prometheus has no Triton metrics for ${i.deployment}`,
+        description: a
+          ? "The autoscaler is blind: KEDA reports an error and the HPA holds the current size. Check the ServiceMonitor or scrape config."
+          : "Check the ServiceMonitor or scrape config of the metrics Service.",
+      },
+    },
+  ];
+  if (a) {
+    rules.push({
+      alert: "TritonScalingAtMax",
+      expr: `(${e.desiredReplicas} >= ${a.maxReplicas}) and on() ((${e.queueComputeRatio}) > ${a.target})`,
+      for: "15m",
+      labels: sev("warning"),
+      annotations: {
+        summary: `${i.deployment} is at serving.autoscaling.max (${a.maxReplicas}) and still above its target`,
+        description: "Raise serving.autoscaling.max (the NodePool limits follow), or expect queueing.",
+      },
+    });
+  }
+  return {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: { name: i.name, namespace: i.namespace, labels: withComponent(i.labels, "alerts") },
+    spec: { groups: [{ name: `${i.name}.rules`, rules }] },
+  };
+}

@@ -1,0 +1,197 @@
+/**
+ * Everything issue 15 adds to a stack's Kubernetes side, rendered from the
+ * resolved stack: the KEDA ScaledObject and Karpenter NodePool/EC2NodeClass
+ * (with serving.autoscaling), the DCGM exporter, the Grafana dashboard, and the
+ * ServiceMonitor + PrometheusRule (with serving.serviceMonitor, i.e. when the
+ * Prometheus Operator is present) or an equivalent plain Prometheus scrape
+ * config and rule file (when the cluster brings its own Prometheus).
+ * Pure: no Pulumi. Cluster references default to synth placeholders.
+ */
+import { stringify } from "yaml";
+import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../autoscalingConfig";
+import type { GpuInstance } from "../catalog/gpus";
+import { USABLE_GPU_FRACTION } from "../model/sizing";
+import {
+  KEDA_POLLING_SECONDS,
+  SCRAPE_INTERVAL_SECONDS,
+  renderScaledObject,
+  type AutoscalingPlan,
+  type ScaledObject,
+} from "./autoscaling";
+import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
+import { recommendedLabels, workloadName, type WorkloadInput } from "./k8s";
+import { renderEC2NodeClass, renderNodePool, type EC2NodeClass, type NodeClassRefs, type NodePool } from "./karpenter";
+import {
+  renderDcgmExporter,
+  renderPrometheusRule,
+  type DcgmExporter,
+  type ObservabilityInput,
+  type PrometheusRule,
+  type ServiceMonitor,
+} from "./observability";
+import { GPU_TAINT, INSTANCE_TYPE_LABEL } from "./scheduling";
+import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
+
+/** Label every Karpenter GPU node carries (same key as the managed node group's, cloud/eks.ts GPU_NODE_LABEL). */
+export const GPU_NODE_LABELS = { "nvidia.com/gpu.present": "true" } as const;
+
+/** Placeholders synth writes where the cluster's real references go; pulumi up substitutes Outputs. */
+export const SYNTH_REFS: NodeClassRefs = {
+  role: "<node-role-name>",
+  subnetIds: ["subnet-00000000000000000"],
+  securityGroupIds: ["sg-00000000000000000"],
+  tags: {},
+};
+
+/** What the scaling objects are rendered from (plan/scaling.ts scalingInput builds it). */
+export interface ScalingInput {
+  /** The Triton workload's input (its `serviceMonitor` says whether a Prometheus Operator is there). */
+  workload: WorkloadInput;
+  instance: GpuInstance;
+  /** GPU node root volume, GiB. */
+  nodeDiskGiB: number;
+  autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
+  refs?: NodeClassRefs;
+}
+
+export interface ScalingManifests {
+  autoscaling?: AutoscalingPlan;
+  scaledObject?: ScaledObject;
+  nodePool?: NodePool;
+  ec2NodeClass?: EC2NodeClass;
+  dcgm: DcgmExporter;
+  dashboard: GrafanaDashboard;
+  dashboardConfigMap: IConfigMap;
+  prometheusRule: PrometheusRule;
+  /** ServiceMonitor and PrometheusRule are applied only when the Prometheus Operator is present. */
+  operatorPresent: boolean;
+}
+
+export function observabilityInput(i: ScalingInput): ObservabilityInput {
+  const w = i.workload;
+  const name = workloadName(w);
+  const plan = i.autoscaling?.plan;
+  return {
+    namespace: w.namespace,
+    name,
+    labels: recommendedLabels(w),
+    triton: { namespace: w.namespace, service: `${name}-metrics` },
+    deployment: name,
+    instanceType: w.instanceType,
+    gpuTaint: { key: GPU_TAINT.key, effect: GPU_TAINT.effect },
+    instanceTypeLabel: INSTANCE_TYPE_LABEL,
+    gpuMemoryAlertFraction: USABLE_GPU_FRACTION,
+    podStartBudgetSeconds: plan
+      ? plan.coldStartBudgetSeconds
+      : w.workload.pullSeconds + w.workload.startupBudgetSeconds,
+    autoscaling: plan,
+  };
+}
+
+export function renderScaling(input: ScalingInput): ScalingManifests {
+  const a = input.autoscaling;
+  const obs = observabilityInput(input);
+  const dashboard = renderDashboard(obs);
+  const out: ScalingManifests = {
+    autoscaling: a?.plan,
+    dcgm: renderDcgmExporter(obs),
+    dashboard,
+    dashboardConfigMap: dashboardConfigMap(obs, dashboard),
+    prometheusRule: renderPrometheusRule(obs),
+    operatorPresent: input.workload.serviceMonitor,
+  };
+  if (a) {
+    out.scaledObject = renderScaledObject({
+      name: obs.name,
+      namespace: obs.namespace,
+      labels: { ...obs.labels, "app.kubernetes.io/component": "autoscaler" },
+      deployment: obs.deployment,
+      selector: obs.triton,
+      prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
+      plan: a.plan,
+      pollingIntervalSeconds: KEDA_POLLING_SECONDS,
+    });
+    const k = {
+      name: `${obs.name}-gpu`.slice(0, 63),
+      labels: { ...obs.labels, "app.kubernetes.io/component": "gpu-nodes" },
+      instance: input.instance,
+      plan: a.plan,
+      capacityType: a.config.capacityType,
+      capacityReservationIds: a.config.capacityReservationIds,
+      fastImagePull: a.config.fastImagePull,
+      rootVolumeGiB: input.nodeDiskGiB,
+      taint: { ...GPU_TAINT },
+      nodeLabels: { ...GPU_NODE_LABELS },
+      refs: input.refs ?? SYNTH_REFS,
+    };
+    out.nodePool = renderNodePool(k);
+    out.ec2NodeClass = renderEC2NodeClass(k);
+  }
+  return out;
+}
+
+/**
+ * Plain Prometheus configuration for a cluster without the Operator: the scrape
+ * jobs that give Triton and DCGM metrics the same labels the ServiceMonitors do
+ * (namespace, service, pod), so the scaler query, alerts and dashboard work unchanged.
+ */
+export function scrapeConfig(w: Pick<WorkloadInput, "modelName" | "namespace">): Record<string, unknown> {
+  const name = workloadName(w);
+  const ns = w.namespace;
+  const job = (service: string) => ({
+    job_name: `${ns}/${service}`,
+    scrape_interval: `${SCRAPE_INTERVAL_SECONDS}s`,
+    scrape_timeout: `${SCRAPE_INTERVAL_SECONDS - 5}s`,
+    metrics_path: "/metrics",
+    kubernetes_sd_configs: [{ role: "endpoints", namespaces: { names: [ns] } }],
+    relabel_configs: [
+      { source_labels: ["__meta_kubernetes_service_name"], regex: service, action: "keep" },
+      { source_labels: ["__meta_kubernetes_endpoint_port_name"], regex: "metrics", action: "keep" },
+      { source_labels: ["__meta_kubernetes_namespace"], target_label: "namespace" },
+      { source_labels: ["__meta_kubernetes_service_name"], target_label: "service" },
+      { source_labels: ["__meta_kubernetes_pod_name"], target_label: "pod" },
+    ],
+  });
+  return { scrape_configs: [job(`${name}-metrics`), job(`${name}-dcgm-exporter`)] };
+}
+
+const YAML_OPTIONS = { aliasDuplicateObjects: false } as const;
+
+/** synth files: `k8s/7x-8x-*.yaml` (applied objects), `dashboards/`, `prometheus/` (own-Prometheus config). */
+export function scalingFiles(
+  m: ScalingManifests,
+  w: Pick<WorkloadInput, "modelName" | "namespace">,
+): Record<string, string> {
+  const files: Record<string, string> = {
+    "k8s/70-dcgm-exporter.yaml": [m.dcgm.configMap, m.dcgm.daemonSet, m.dcgm.service, m.dcgm.networkPolicy]
+      .map((o) => stringify(o, YAML_OPTIONS))
+      .join("---\n"),
+    "k8s/72-dashboard-configmap.yaml": stringify(m.dashboardConfigMap, YAML_OPTIONS),
+    [`dashboards/${workloadName(w)}.json`]: JSON.stringify(m.dashboard, null, 2) + "\n",
+  };
+  if (m.operatorPresent) {
+    files["k8s/71-dcgm-servicemonitor.yaml"] = stringify(m.dcgm.serviceMonitor, YAML_OPTIONS);
+    files["k8s/73-prometheusrule.yaml"] = stringify(m.prometheusRule, YAML_OPTIONS);
+  } else {
+    files["prometheus/scrape-config.yaml"] = stringify(scrapeConfig(w), YAML_OPTIONS);
+    files["prometheus/rules.yaml"] = stringify({ groups: m.prometheusRule.spec.groups }, YAML_OPTIONS);
+  }
+  if (m.scaledObject) files["k8s/80-scaledobject.yaml"] = stringify(m.scaledObject, YAML_OPTIONS);
+  if (m.ec2NodeClass) files["k8s/81-ec2nodeclass.yaml"] = stringify(m.ec2NodeClass, YAML_OPTIONS);
+  if (m.nodePool) files["k8s/82-nodepool.yaml"] = stringify(m.nodePool, YAML_OPTIONS);
+  return files;
+}
+
+/** The CRD-based objects (validated against the vendored CRDs; applied as CustomResources). */
+export function crdObjects(
+  m: ScalingManifests,
+): Array<ScaledObject | NodePool | EC2NodeClass | ServiceMonitor | PrometheusRule> {
+  const out: Array<ScaledObject | NodePool | EC2NodeClass | ServiceMonitor | PrometheusRule> = [
+    m.dcgm.serviceMonitor,
+    m.prometheusRule,
+  ];
+  if (m.scaledObject) out.push(m.scaledObject);
+  if (m.ec2NodeClass) out.push(m.ec2NodeClass);
+  if (m.nodePool) out.push(m.nodePool);
+  return out;
+}

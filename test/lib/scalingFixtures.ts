@@ -1,0 +1,53 @@
+/** Stacks and helpers shared by the autoscaling/observability tests (unit and real-server suites). */
+import { resolveStack, formatProblems } from "../../infra/validate";
+import type { ResolvedStack } from "../../infra/stack";
+import { launchPlan } from "../../infra/plan/launch";
+import { scalingInput, stackAutoscalingPlan } from "../../infra/plan/scaling";
+import { planWorkload } from "../../infra/plan/workload";
+import type { NodeClassRefs } from "../../infra/render/karpenter";
+import { renderScaling, type ScalingManifests } from "../../infra/render/scaling";
+import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "./fixtures";
+
+export const PROMETHEUS_URL = "http://prometheus-operated.monitoring.svc:9090";
+const NO_SECRETS = { hfToken: false, kubeconfig: false };
+
+/** GPT-J 6B, one A10G per pod (g5.2xlarge), autoscaled 2..8; `extra` overrides autoscaling keys. */
+export function gptjAutoscaled(extra: Record<string, unknown> = {}): RawConfig {
+  const base = gpt2Config();
+  return withOverrides(base, {
+    model: { preset: "gpt-j-6b", source: { huggingface: { repo: "EleutherAI/gpt-j-6b", revision: GPTJ_REVISION } } },
+    build: { ...base.build, builderInstanceType: "g5.4xlarge" },
+    serving: { instanceType: "g5.2xlarge", autoscaling: { min: 2, max: 8, prometheusUrl: PROMETHEUS_URL, ...extra } },
+  });
+}
+
+export function resolvedStack(cfg: RawConfig): ResolvedStack {
+  const { stack, problems } = resolveStack(cfg, NO_SECRETS);
+  if (!stack) throw new Error(formatProblems("test", problems));
+  return stack;
+}
+
+/** Every PromQL expression a stack ships: the scaler query, the alert rules, the dashboard panels. */
+export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr: string }> {
+  const out: Array<{ where: string; expr: string }> = [];
+  for (const t of m.scaledObject?.spec.triggers ?? [])
+    out.push({ where: `ScaledObject ${t.name}`, expr: t.metadata.query ?? "" });
+  for (const g of m.prometheusRule.spec.groups)
+    for (const r of g.rules) out.push({ where: `alert ${r.alert}`, expr: r.expr });
+  for (const p of m.dashboard.panels)
+    for (const t of p.targets) out.push({ where: `panel "${p.title}" ${t.refId}`, expr: t.expr });
+  return out;
+}
+
+/** The scaling objects of a resolved stack, as the composition roots render them. */
+export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: NodeClassRefs): ScalingManifests {
+  const workload = planWorkload(s);
+  const input = scalingInput(
+    s,
+    stackName,
+    launchPlan(s.config.serving.tensorParallel),
+    workload,
+    stackAutoscalingPlan(s, workload),
+  );
+  return renderScaling({ ...input, refs });
+}

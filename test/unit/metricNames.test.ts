@@ -1,0 +1,95 @@
+/**
+ * Every metric the scaler, the alerts and the dashboard read must exist. Each
+ * name belongs to one exporter, told apart by prefix:
+ *   nv_*    Triton: checked against a real tritonserver's /metrics in
+ *           test/triton/metricNames.test.ts (here only that the prefix routes there);
+ *   DCGM_*  the DCGM exporter: in its published default counters (vendored) and in
+ *           the counters file this stack configures;
+ *   kube_*  kube-state-metrics: in its documented metrics (vendored).
+ * A name from any other exporter fails the test until its source is added here.
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { DCGM_COUNTERS } from "../../infra/render/observability";
+import { gpt2Config } from "../lib/fixtures";
+import { PromQLSyntaxError, metricNames } from "../lib/promqlMetrics";
+import { gptjAutoscaled, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
+import { renderStackScaling } from "../lib/scalingFixtures";
+
+const DATA = path.resolve(__dirname, "../data/metrics");
+
+/** Fields dcgm-exporter publishes by default: uncommented lines of default-counters.csv. */
+function dcgmPublished(): Set<string> {
+  const lines = readFileSync(path.join(DATA, "dcgm-exporter-default-counters.csv"), "utf8").split("\n");
+  return new Set(
+    lines
+      .map((l) => l.trim())
+      .filter((l) => l !== "" && !l.startsWith("#"))
+      .map((l) => l.split(",")[0].trim()),
+  );
+}
+function kubeStateMetrics(): Set<string> {
+  const lines = readFileSync(path.join(DATA, "kube-state-metrics-v2.20.0.txt"), "utf8").split("\n");
+  return new Set(lines.map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")));
+}
+
+const stacks = {
+  autoscaled: () => renderStackScaling(resolvedStack(gptjAutoscaled())),
+  fixed: () => renderStackScaling(resolvedStack(gpt2Config())),
+};
+
+describe("PromQL metric-name extraction", () => {
+  it("finds the selected metrics, not functions, labels, ranges, grouping or numbers", () => {
+    expect(
+      metricNames(
+        'sum by (Hostname, gpu) (rate(a_total{model="x",job=~"b|c"}[5m])) / clamp_min(sum(rate(b_us[1m])), 1e-9) > 0.92',
+      ),
+    ).toEqual(["a_total", "b_us"]);
+    expect(metricNames("(x >= 8) and on() (y > 0.5)")).toEqual(["x", "y"]);
+    expect(metricNames('absent(up{job="z"})')).toEqual(["up"]);
+    expect(metricNames("vector(0.5)")).toEqual([]);
+  });
+
+  it("refuses invalid PromQL", () => {
+    expect(() => metricNames("sum(rate(foo[5m])")).toThrow(PromQLSyntaxError);
+    expect(() => metricNames('foo{a="b"} >')).toThrow(PromQLSyntaxError);
+  });
+});
+
+describe("metric names in the scaler, alerts and dashboard", () => {
+  const dcgm = dcgmPublished();
+  const ksm = kubeStateMetrics();
+  const configured = new Set(DCGM_COUNTERS.map(([f]) => f));
+
+  it("the vendored lists are non-trivial", () => {
+    expect(dcgm.has("DCGM_FI_DEV_GPU_UTIL")).toBe(true);
+    // Commented out in the published file: not exported.
+    expect(dcgm.has("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL")).toBe(false);
+    expect(ksm.has("kube_deployment_spec_replicas")).toBe(true);
+  });
+
+  for (const [label, make] of Object.entries(stacks)) {
+    it(`names only exported metrics (${label})`, () => {
+      const unknown: string[] = [];
+      let triton = 0;
+      for (const { where, expr } of shippedQueries(make())) {
+        for (const name of metricNames(expr)) {
+          if (name.startsWith("nv_")) triton++;
+          else if (name.startsWith("DCGM_")) {
+            if (!dcgm.has(name)) unknown.push(`${where}: ${name} is not a default dcgm-exporter counter`);
+            if (!configured.has(name)) unknown.push(`${where}: ${name} is not in the stack's DCGM counters file`);
+          } else if (name.startsWith("kube_")) {
+            if (!ksm.has(name)) unknown.push(`${where}: ${name} is not a kube-state-metrics v2.20.0 metric`);
+          } else unknown.push(`${where}: ${name} comes from no exporter this stack knows`);
+        }
+      }
+      expect(unknown).toEqual([]);
+      expect(triton).toBeGreaterThan(0);
+    });
+  }
+
+  it("every configured DCGM counter is a published one", () => {
+    for (const f of configured) expect(dcgm.has(f), f).toBe(true);
+  });
+});

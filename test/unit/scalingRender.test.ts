@@ -1,0 +1,269 @@
+import { describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
+import { Service } from "kubernetes-models/v1/Service";
+import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import { resolveStack, formatProblems } from "../../infra/validate";
+import type { ResolvedStack } from "../../infra/stack";
+import { crdObjects, scalingFiles, scrapeConfig } from "../../infra/render/scaling";
+import { queueComputeRatioQuery } from "../../infra/render/autoscaling";
+import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
+import { DCGM_COUNTERS } from "../../infra/render/observability";
+import { planWorkload } from "../../infra/plan/workload";
+import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
+import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
+import { gptjAutoscaled } from "../lib/scalingFixtures";
+import { renderStackScaling } from "../lib/scalingFixtures";
+
+const NO_SECRETS = { hfToken: false, kubeconfig: false };
+function resolved(cfg: RawConfig): ResolvedStack {
+  const { stack, problems } = resolveStack(cfg, NO_SECRETS);
+  if (!stack) throw new Error(formatProblems("t", problems));
+  return stack;
+}
+const REFS = {
+  role: "triton-ft-dev-gpu-nodes",
+  subnetIds: ["subnet-0123456789abcdef0", "subnet-0fedcba9876543210"],
+  securityGroupIds: ["sg-0123456789abcdef0"],
+  tags: { project: "triton-ft" },
+};
+
+function scaled(extra: Record<string, unknown> = {}, monitor = true) {
+  const cfg = gptjAutoscaled(extra);
+  cfg.serving.serviceMonitor = monitor;
+  return renderStackScaling(resolved(cfg), "dev", REFS);
+}
+
+describe("KEDA ScaledObject", () => {
+  it("scales the Triton Deployment between min and max on the queue/compute ratio", () => {
+    const m = scaled();
+    const so = m.scaledObject;
+    expect(so?.spec.scaleTargetRef).toEqual({ apiVersion: "apps/v1", kind: "Deployment", name: "triton-gpt-j-6b" });
+    expect(so?.spec.minReplicaCount).toBe(2);
+    expect(so?.spec.maxReplicaCount).toBe(8);
+    const trigger = so?.spec.triggers[0];
+    expect(trigger?.type).toBe("prometheus");
+    expect(trigger?.metricType).toBe("Value");
+    expect(trigger?.metadata.threshold).toBe("0.5");
+    expect(trigger?.metadata.serverAddress).toBe("http://prometheus-operated.monitoring.svc:9090");
+    expect(trigger?.metadata.query).toBe(
+      'sum(rate(nv_inference_queue_duration_us{namespace="triton",service="triton-gpt-j-6b-metrics",model="fastertransformer"}[60s])) / clamp_min(sum(rate(nv_inference_compute_infer_duration_us{namespace="triton",service="triton-gpt-j-6b-metrics",model="fastertransformer"}[60s])), 1)',
+    );
+    expect(trigger?.metadata.ignoreNullValues).toBe("false");
+    expect(so?.spec.advanced.horizontalPodAutoscalerConfig.behavior).toEqual({
+      scaleUp: m.autoscaling?.scaleUp,
+      scaleDown: m.autoscaling?.scaleDown,
+    });
+  });
+
+  it("is absent for a fixed-size stack, which still gets the dashboard, DCGM and alerts", () => {
+    const m = renderStackScaling(resolved(gpt2Config()));
+    expect(m.scaledObject).toBeUndefined();
+    expect(m.nodePool).toBeUndefined();
+    expect(m.prometheusRule.spec.groups[0].rules.map((r) => r.alert)).not.toContain("TritonScalingAtMax");
+    expect(m.dcgm.daemonSet.kind).toBe("DaemonSet");
+  });
+
+  it("matches the metric selector the ServiceMonitor and the plain scrape config produce", () => {
+    const s = resolved(gpt2Config());
+    const jobs = scrapeConfig({ modelName: s.model.name, namespace: s.config.serving.namespace })
+      .scrape_configs as Array<{ relabel_configs: Array<{ target_label?: string }> }>;
+    for (const j of jobs) {
+      const targets = j.relabel_configs.map((r) => r.target_label).filter(Boolean);
+      expect(targets).toEqual(["namespace", "service", "pod"]);
+    }
+    expect(queueComputeRatioQuery({ namespace: "ns", service: "svc" })).toContain('namespace="ns",service="svc"');
+  });
+});
+
+describe("Karpenter NodePool and EC2NodeClass", () => {
+  it("provisions the serving instance type with the GPU taint and limits from max", () => {
+    const m = scaled();
+    const np = m.nodePool;
+    const req = Object.fromEntries((np?.spec.template.spec.requirements ?? []).map((r) => [r.key, r.values]));
+    expect(req["node.kubernetes.io/instance-type"]).toEqual(["g5.2xlarge"]);
+    expect(req["karpenter.sh/capacity-type"]).toEqual(["on-demand"]);
+    expect(np?.spec.template.spec.taints).toEqual([{ key: "nvidia.com/gpu", value: "true", effect: "NoSchedule" }]);
+    // 8 pods + 1 surge at one pod per g5.2xlarge (8 vCPU, 32 GiB, 1 GPU).
+    expect(np?.spec.limits).toEqual({ cpu: "72", memory: "288Gi", "nvidia.com/gpu": "9" });
+    expect(np?.spec.disruption).toEqual({
+      consolidationPolicy: "WhenEmpty",
+      consolidateAfter: `${m.autoscaling?.consolidateAfterSeconds}s`,
+      budgets: [{ nodes: "1" }],
+    });
+    expect(np?.spec.template.spec.nodeClassRef.name).toBe(m.ec2NodeClass?.metadata.name);
+  });
+
+  it("boots the pinned AL2023 AMI (NVIDIA variant by instance type) with the derived encrypted root volume and IMDSv2", () => {
+    const s = resolved(gptjAutoscaled());
+    const nc = renderStackScaling(s, "dev", REFS).ec2NodeClass;
+    expect(nc?.spec.amiSelectorTerms).toEqual([{ alias: AL2023_AMI_ALIAS }]);
+    expect(AL2023_AMI_ALIAS).toMatch(/^al2023@v\d{8}$/);
+    expect(nc?.spec.blockDeviceMappings[0]).toMatchObject({
+      deviceName: "/dev/xvda",
+      rootVolume: true,
+      ebs: { volumeSize: `${s.nodeDiskGiB}Gi`, volumeType: "gp3", encrypted: true },
+    });
+    expect(nc?.spec.metadataOptions).toMatchObject({ httpTokens: "required", httpPutResponseHopLimit: 1 });
+    expect(nc?.spec.role).toBe(REFS.role);
+    expect(nc?.spec.subnetSelectorTerms).toEqual(REFS.subnetIds.map((id) => ({ id })));
+    expect(nc?.spec.capacityReservationSelectorTerms).toBeUndefined();
+    expect(nc?.spec.userData).toContain("FastImagePull: true");
+    expect(nc?.spec.blockDeviceMappings[0].ebs).toMatchObject({ throughput: 1000, iops: 16000 });
+    expect(scaled({ fastImagePull: false }).ec2NodeClass?.spec.userData).toBeUndefined();
+  });
+
+  it("offers spot with on-demand fallback, and capacity reservations first", () => {
+    expect(capacityTypes("spot", 0)).toEqual(["spot", "on-demand"]);
+    expect(capacityTypes("on-demand", 1)).toEqual(["reserved", "on-demand"]);
+    const m = scaled({ capacityReservationIds: ["cr-0123456789abcdef0"] });
+    expect(m.ec2NodeClass?.spec.capacityReservationSelectorTerms).toEqual([{ id: "cr-0123456789abcdef0" }]);
+  });
+});
+
+describe("alerts and dashboard", () => {
+  it("alerts on queue time, errors, GPU memory, pods not ready, absent metrics and scaling at max", () => {
+    const m = scaled();
+    const rules = m.prometheusRule.spec.groups[0].rules;
+    expect(rules.map((r) => r.alert)).toEqual([
+      "TritonQueueTimeHigh",
+      "TritonErrorRateHigh",
+      "TritonGpuMemoryNearFull",
+      "TritonPodsNotReady",
+      "TritonMetricsAbsent",
+      "TritonScalingAtMax",
+    ]);
+    const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
+    // Not-ready only counts once a cold start is over.
+    expect(byName.TritonPodsNotReady.for).toBe(`${Math.ceil((m.autoscaling?.coldStartBudgetSeconds ?? 0) / 60)}m`);
+    expect(byName.TritonGpuMemoryNearFull.expr).toMatch(/> 0\.92$/);
+    expect(byName.TritonScalingAtMax.expr).toContain(">= 8");
+  });
+
+  it("has panels for every signal the issue names, with queries only", () => {
+    const d = scaled().dashboard;
+    expect(d.panels.map((p) => p.title)).toEqual([
+      "Queue / compute time ratio",
+      "Requests per second",
+      "Mean request and queue time",
+      "Error ratio",
+      "Pending requests and batch size",
+      "GPU utilisation",
+      "GPU memory used",
+      "Replicas and GPU nodes",
+    ]);
+    for (const p of d.panels) expect(p.targets.length).toBeGreaterThan(0);
+  });
+});
+
+describe("restricted pod security profile", () => {
+  it("runs the DCGM exporter non-root, without capabilities, host paths or a service account token", () => {
+    const ds = scaled().dcgm.daemonSet;
+    const pod = ds.spec?.template.spec;
+    expect(pod?.automountServiceAccountToken).toBe(false);
+    expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+    expect(pod?.hostNetwork).toBeUndefined();
+    expect(pod?.hostPID).toBeUndefined();
+    for (const v of pod?.volumes ?? []) expect(v.hostPath).toBeUndefined();
+    for (const c of pod?.containers ?? []) {
+      expect(c.securityContext).toMatchObject({
+        allowPrivilegeEscalation: false,
+        readOnlyRootFilesystem: true,
+        runAsNonRoot: true,
+        capabilities: { drop: ["ALL"] },
+      });
+      expect(c.securityContext?.capabilities?.add).toBeUndefined();
+      expect(c.resources?.limits?.memory).toBeDefined();
+    }
+    expect(Object.keys(ds.metadata?.labels ?? {})).toEqual(
+      expect.arrayContaining(["app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by"]),
+    );
+  });
+
+  it("collects only non-profiling DCGM fields (no SYS_ADMIN needed)", () => {
+    for (const [field] of DCGM_COUNTERS) expect(field).not.toMatch(/^DCGM_FI_PROF_/);
+  });
+});
+
+describe("schemas", () => {
+  const variants: Array<[string, () => ReturnType<typeof scaled>]> = [
+    ["on-demand", () => scaled()],
+    ["spot", () => scaled({ capacityType: "spot" })],
+    ["reservations", () => scaled({ capacityReservationIds: ["cr-0123456789abcdef0"] })],
+    ["fixed size", () => renderStackScaling(resolved(gpt2Config()))],
+  ];
+  for (const [label, make] of variants) {
+    it(`validates every CRD-based object against its vendored CRD (${label})`, () => {
+      for (const obj of crdObjects(make())) validateCustomResource(obj);
+    });
+    it(`validates the built-in objects with kubernetes-models (${label})`, () => {
+      const m = make();
+      new ConfigMap(m.dcgm.configMap).validate();
+      new DaemonSet(m.dcgm.daemonSet).validate();
+      new Service(m.dcgm.service).validate();
+      new NetworkPolicy(m.dcgm.networkPolicy).validate();
+      new ConfigMap(m.dashboardConfigMap).validate();
+    });
+  }
+
+  it("the CRD check rejects a wrong type, an unknown field and a bad enum", () => {
+    const m = scaled();
+    const so = structuredClone(m.scaledObject) as unknown as { spec: Record<string, unknown> };
+    so.spec.minReplicaCount = "two";
+    expect(() => validateCustomResource(so as never)).toThrow(/minReplicaCount/);
+    const np = structuredClone(m.nodePool) as unknown as { spec: { disruption: Record<string, unknown> } };
+    np.spec.disruption.consolidationPolicy = "WhenIdle";
+    expect(() => validateCustomResource(np as never)).toThrow(/consolidationPolicy/);
+    const nc = structuredClone(m.ec2NodeClass) as unknown as { spec: Record<string, unknown> };
+    nc.spec.amiSelector = [];
+    expect(() => validateCustomResource(nc as never)).toThrow(/additional properties.*amiSelector/);
+  });
+
+  it("every vendored CRD names its source and version", () => {
+    for (const file of Object.values(CRD_FILES)) {
+      const p = crdProvenance(file);
+      expect(p.source).toMatch(/^https:\/\/github\.com\/[^/]+\/[^/]+\/blob\/[\w.-]*\d+\.\d+\.\d+\//);
+      expect(p.version).toMatch(/^v?\d+\.\d+\.\d+ \(commit [0-9a-f]{40}[;)]/);
+    }
+  });
+});
+
+describe("synth files", () => {
+  it("writes operator objects when the operator is present, plain Prometheus config otherwise", () => {
+    const s = resolved(gptjAutoscaled());
+    const w = { modelName: s.model.name, namespace: s.config.serving.namespace };
+    const withOp = scalingFiles(
+      renderStackScaling({ ...s, config: { ...s.config, serving: { ...s.config.serving, serviceMonitor: true } } }),
+      w,
+    );
+    expect(Object.keys(withOp).sort()).toEqual([
+      "dashboards/triton-gpt-j-6b.json",
+      "k8s/70-dcgm-exporter.yaml",
+      "k8s/71-dcgm-servicemonitor.yaml",
+      "k8s/72-dashboard-configmap.yaml",
+      "k8s/73-prometheusrule.yaml",
+      "k8s/80-scaledobject.yaml",
+      "k8s/81-ec2nodeclass.yaml",
+      "k8s/82-nodepool.yaml",
+    ]);
+    const plain = scalingFiles(renderStackScaling(s), w);
+    expect(Object.keys(plain)).toContain("prometheus/scrape-config.yaml");
+    expect(Object.keys(plain)).toContain("prometheus/rules.yaml");
+    expect(Object.keys(plain)).not.toContain("k8s/73-prometheusrule.yaml");
+    expect(
+      parseAllDocuments(plain["k8s/70-dcgm-exporter.yaml"] ?? "").map((d) => (d.toJS() as { kind: string }).kind),
+    ).toEqual(["ConfigMap", "DaemonSet", "Service", "NetworkPolicy"]);
+    const dash = JSON.parse(plain["dashboards/triton-gpt-j-6b.json"] ?? "{}") as { panels: unknown[] };
+    expect(dash.panels).toHaveLength(8);
+    expect((parse(plain["prometheus/rules.yaml"] ?? "") as { groups: unknown[] }).groups).toHaveLength(1);
+  });
+
+  it("stays consistent with the workload plan", () => {
+    const s = resolved(gptjAutoscaled());
+    const w = planWorkload(s);
+    const m = renderStackScaling(s);
+    expect(m.autoscaling?.coldStartBudgetSeconds).toBe(180 + w.pullSeconds + w.startupBudgetSeconds);
+    expect(withOverrides).toBeDefined();
+  });
+});
