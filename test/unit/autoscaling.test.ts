@@ -177,7 +177,7 @@ describe("serving.autoscaling validation", () => {
   it("refuses unknown keys, a malformed Prometheus URL and a zero minimum", () => {
     const cfg = gptjAutoscaled({ min: 0, maxReplicas: 4, prometheusUrl: "prometheus:9090" });
     const p = problems(cfg).join("\n");
-    expect(p).toMatch(/serving\.autoscaling: Unrecognized key.*maxReplicas/);
+    expect(p).toMatch(/serving\.autoscaling\.maxReplicas: is not a key of triton-ft:serving\.autoscaling/);
     expect(p).toMatch(/serving\.autoscaling\.min: /);
     expect(p).toMatch(/serving\.autoscaling\.prometheusUrl: /);
   });
