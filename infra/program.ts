@@ -175,7 +175,9 @@ export function program(): StackOutputs {
   const plan = buildPlan(stack, repoPathHasher(REPO_ROOT));
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
-  const scaling = renderScaling(scalingInput(stack, stackName, plan.launch, plan.kubernetes, plan.autoscaling));
+  const scaling = renderScaling(
+    scalingInput(stack, stackName, plan.launch, plan.kubernetes, plan.autoscaling, plan.gateway),
+  );
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, plan, scaling, secrets, build.network),
     tags,
@@ -187,15 +189,6 @@ export function program(): StackOutputs {
     gpuReady: cluster.gpuReady,
     monitoringReady: cluster.monitoringReady,
   });
-  // Autoscaling (KEDA) and observability (DCGM exporter, dashboard, alerts) of the workload.
-  new Scaling("scaling", {
-    manifests: scaling,
-    provider: cluster.provider,
-    systemNodes: cluster.systemNodes,
-    monitoringReady: cluster.monitoringReady,
-    namespace: triton.namespaceResource,
-    deployment: triton.deploymentResource,
-  });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
     workload: { triton: workloadInput(stack, stackName, plan.launch, plan.kubernetes), ...plan.gateway },
@@ -204,6 +197,16 @@ export function program(): StackOutputs {
     provider: cluster.provider,
     dependsOn: [triton],
     loadBalancerReady: cluster.loadBalancerReady,
+  });
+  // Autoscaling (KEDA: Triton and the gateway) and observability (DCGM exporter, ServiceMonitors, dashboard, alerts).
+  new Scaling("scaling", {
+    manifests: scaling,
+    provider: cluster.provider,
+    systemNodes: cluster.systemNodes,
+    monitoringReady: cluster.monitoringReady,
+    namespace: triton.namespaceResource,
+    deployment: triton.deploymentResource,
+    gateway,
   });
   return {
     ...build.outputs,

@@ -1,6 +1,6 @@
 /**
- * Issue 15's resources: queue-based autoscaling of the Triton pods (KEDA
- * ScaledObject), GPU nodes that follow them (Karpenter with its IAM role,
+ * Issue 15's resources: queue-based autoscaling of the Triton pods and
+ * in-flight-based autoscaling of the gateway (KEDA ScaledObjects), GPU nodes that follow them (Karpenter with its IAM role,
  * interruption queue, NodePool and EC2NodeClass), and observability (DCGM
  * exporter, dashboard ConfigMap, ServiceMonitor + PrometheusRule when the
  * Prometheus Operator is present). Objects come from render/scaling.ts; this
@@ -119,6 +119,8 @@ export interface ScalingArgs {
   /** The Triton namespace and Deployment (the ScaledObject targets it). */
   namespace: pulumi.Resource;
   deployment: pulumi.Resource;
+  /** The gateway (its ScaledObject targets its Deployment; its ServiceMonitor its metrics Service). */
+  gateway: pulumi.Resource;
 }
 
 /**
@@ -144,6 +146,7 @@ export class Scaling extends pulumi.ComponentResource {
     if (m.operatorPresent) {
       const opOpts = { ...k8sOpts, dependsOn: [args.namespace, ...args.monitoringReady] };
       new k8s.apiextensions.CustomResource(`${name}-dcgm-servicemonitor`, m.dcgm.serviceMonitor, opOpts);
+      new k8s.apiextensions.CustomResource(`${name}-gateway-servicemonitor`, m.gatewayServiceMonitor, opOpts);
       new k8s.apiextensions.CustomResource(`${name}-alerts`, m.prometheusRule, opOpts);
     }
     if (m.scaledObject) {
@@ -163,6 +166,12 @@ export class Scaling extends pulumi.ComponentResource {
         provider: args.provider,
         dependsOn: [keda, args.deployment],
       });
+      if (m.gatewayScaledObject)
+        new k8s.apiextensions.CustomResource(`${name}-gateway-scaledobject`, m.gatewayScaledObject, {
+          parent: this,
+          provider: args.provider,
+          dependsOn: [keda, args.gateway],
+        });
     }
     this.registerOutputs({});
   }

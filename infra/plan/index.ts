@@ -118,7 +118,10 @@ export function repositoryOptions(stack: ResolvedStack): RepositoryOptions {
 /** The gateway's side of the plan: its config file (from the same numbers as the repository) and deployment. */
 export interface GatewayPlan {
   config: GatewayConfigFile;
+  /** The fixed size, or the floor when autoscaled. */
   replicas: number;
+  /** serving.autoscaling: a KEDA ScaledObject owns the Deployment's replicas (render/scaling.ts). */
+  autoscaled: boolean;
   consumers: string[];
   tlsCertificateArn?: string;
   /** Node label the gateway pods require: the stack's system node group (cluster mode create only). */
@@ -139,11 +142,13 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
     },
     `${tritonService}:${PORTS.grpc}`,
     // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
-    { maxInflight: 2 * s.maxBatchSize * s.replicas },
+    // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/gatewayScaling.ts).
+    { maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas) },
   );
   return {
     config,
     replicas: s.gatewayReplicas,
+    autoscaled: s.autoscaling !== undefined,
     consumers: [...s.consumers],
     ...(s.tlsCertificateArn ? { tlsCertificateArn: s.tlsCertificateArn } : {}),
     // The stack labels its own system node group; an existing cluster's pools are not the stack's to name.

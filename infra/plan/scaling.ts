@@ -9,6 +9,8 @@ import type { AutoscalingPlan } from "../render/autoscaling";
 import type { ScalingInput } from "../render/scaling";
 import type { ResolvedStack } from "../stack";
 import { AutoscalingPlanError, planAutoscaling } from "./autoscaling";
+import { planGatewayScaling } from "./gatewayScaling";
+import type { GatewayPlan } from "./index";
 import { planWorkload, workloadInput } from "./workload";
 
 /** The scaling plan of a stack with `serving.autoscaling`, undefined for a fixed size. */
@@ -40,6 +42,7 @@ export function scalingInput(
   launch: ContainerLaunch,
   workload: WorkloadPlan,
   autoscaling: AutoscalingPlan | undefined,
+  g: Pick<GatewayPlan, "replicas" | "config">,
 ): ScalingInput {
   const a = s.config.serving.autoscaling;
   return {
@@ -47,5 +50,14 @@ export function scalingInput(
     instance: s.servingInstance,
     nodeDiskGiB: s.nodeDiskGiB,
     autoscaling: a && autoscaling ? { config: a, plan: autoscaling } : undefined,
+    gateway:
+      a && autoscaling
+        ? planGatewayScaling({
+            replicas: g.replicas,
+            maxInflight: g.config.limits.maxInflight,
+            maxBatchSize: s.config.serving.maxBatchSize,
+            tritonMaxReplicas: autoscaling.maxReplicas,
+          })
+        : undefined,
   };
 }

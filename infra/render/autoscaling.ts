@@ -83,7 +83,7 @@ export interface ScaledObject {
     triggers: Array<{
       type: "prometheus";
       name: string;
-      metricType: "Value";
+      metricType: "Value" | "AverageValue";
       metadata: Record<string, string>;
     }>;
   };
@@ -155,6 +155,73 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
             threshold: String(p.target),
             // An empty result is an error, not zero: a Prometheus that stopped scraping must not scale the model down.
             ignoreNullValues: "false",
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** The gateway's scaling plan (plan/gatewayScaling.ts derives it). */
+export interface GatewayScalingPlan {
+  minReplicas: number;
+  maxReplicas: number;
+  /** In-flight generations per gateway pod the HPA holds (KEDA AverageValue threshold). */
+  inflightTarget: number;
+  /** What the Triton pods can hold at max: one running batch and one queued batch each. */
+  peakInflight: number;
+  scaleUp: HpaRules;
+  scaleDown: HpaRules;
+}
+
+/** The gateway's in-flight gauge (images/gateway/src/metrics.ts METRICS.inflight). */
+export const GATEWAY_INFLIGHT_METRIC = "triton_ft_gateway_inflight_requests";
+
+/** Generations in flight through every gateway pod. */
+export function gatewayInflightQuery(sel: MetricsSelector): string {
+  return `sum(${GATEWAY_INFLIGHT_METRIC}{${selectorText(sel)}})`;
+}
+
+export interface GatewayScaledObjectInput {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  deployment: string;
+  selector: MetricsSelector;
+  prometheusUrl: string;
+  plan: GatewayScalingPlan;
+  pollingIntervalSeconds: number;
+}
+
+/** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (plan/gatewayScaling.ts). */
+export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledObject {
+  const p = i.plan;
+  return {
+    apiVersion: "keda.sh/v1alpha1",
+    kind: "ScaledObject",
+    metadata: { name: i.name, namespace: i.namespace, labels: i.labels },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: i.deployment },
+      pollingInterval: i.pollingIntervalSeconds,
+      minReplicaCount: p.minReplicas,
+      maxReplicaCount: p.maxReplicas,
+      advanced: {
+        restoreToOriginalReplicaCount: false,
+        horizontalPodAutoscalerConfig: { name: i.name, behavior: { scaleUp: p.scaleUp, scaleDown: p.scaleDown } },
+      },
+      triggers: [
+        {
+          type: "prometheus",
+          name: "inflight-per-pod",
+          // AverageValue: desired = ceil(total in flight / target).
+          metricType: "AverageValue",
+          metadata: {
+            serverAddress: i.prometheusUrl,
+            query: gatewayInflightQuery(i.selector),
+            threshold: String(p.inflightTarget),
+            // The gauge has no series before a pod's first request: empty means idle here.
+            // A gateway pod is back in seconds, so a wrong scale-down costs little (unlike Triton's).
+            ignoreNullValues: "true",
           },
         },
       ],

@@ -1,7 +1,8 @@
 /**
  * The Grafana dashboard of one stack, as JSON (Grafana's dashboard model,
  * schemaVersion 39): load (requests/s, queue/compute ratio against its target,
- * pending requests, batch size), latency (mean request and queue time), errors,
+ * pending requests, batch size), latency (mean request and queue time; the
+ * gateway's TTFT, p50/p95 latency and tokens/s), errors,
  * GPUs (utilisation, memory) and capacity (replicas desired/ready, GPU nodes).
  * The queries are observability.ts's `expressions`, shared with the alerts.
  * Shipped as a ConfigMap Grafana's sidecar loads (label grafana_dashboard=1)
@@ -80,11 +81,56 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
     {
       title: "Mean request and queue time",
       description:
-        "Triton 23.05 exports cumulative counters only, so these are means; p95, time to first token and tokens/s come from the gateway.",
+        "Triton 23.05 exports cumulative counters only, so these are means; p95, time to first token and tokens/s come from the gateway panels.",
       unit: "s",
       queries: [
         ["request (ensemble)", e.meanLatencySeconds],
         ["queue (fastertransformer)", e.meanQueueSeconds],
+      ],
+    },
+    {
+      title: "Time to first token (gateway)",
+      description: "From a request's arrival at the gateway to its first generated text: p50 and p95 over every route.",
+      unit: "s",
+      min: 0,
+      queries: [
+        ["p50", e.ttftP50Seconds],
+        ["p95", e.ttftP95Seconds],
+      ],
+    },
+    {
+      title: "Request latency p50 / p95 (gateway)",
+      description: "Arrival to last byte at the gateway, streaming included: what clients see.",
+      unit: "s",
+      min: 0,
+      queries: [
+        ["p50", e.latencyP50Seconds],
+        ["p95", e.latencyP95Seconds],
+      ],
+    },
+    {
+      title: "Tokens per second (gateway)",
+      description: "Generated and prompt tokens per second, all pods; and the median per-request generation speed.",
+      unit: "none",
+      min: 0,
+      queries: [
+        ["generated tok/s", e.outputTokensPerSecond],
+        ["prompt tok/s", e.promptTokensPerSecond],
+        ["per request tok/s (p50)", e.perRequestTokensPerSecondP50],
+      ],
+    },
+    {
+      title: "Gateway: requests by status, in flight, pods",
+      description: i.autoscaling
+        ? "Answered requests per second by HTTP status; generations in flight (the gateway's autoscaler metric); desired and ready gateway pods."
+        : "Answered requests per second by HTTP status; generations in flight; desired and ready gateway pods.",
+      unit: "none",
+      min: 0,
+      queries: [
+        ["{{status}}", e.gatewayRequestsPerSecond],
+        ["in flight", e.gatewayInflight],
+        ["desired pods", e.gatewayDesiredReplicas],
+        ["ready pods", e.gatewayReadyReplicas],
       ],
     },
     {

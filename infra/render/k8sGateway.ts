@@ -78,7 +78,10 @@ export interface GatewayWorkloadInput {
     "modelName" | "stackName" | "tritonVersion" | "namespace" | "instanceType" | "loadBalancer"
   >;
   config: GatewayConfigFile;
+  /** The fixed size, or the floor when autoscaled. */
   replicas: number;
+  /** serving.autoscaling: KEDA owns spec.replicas (render/scaling.ts renders the gateway's ScaledObject). */
+  autoscaled?: boolean;
   tlsCertificateArn?: string;
   /** The system node group's label, required of the nodes (cluster mode create); absent for existing clusters. */
   systemNodeLabel?: { key: string; value: string };
@@ -182,7 +185,8 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
     kind: "Deployment",
     metadata: { name, namespace: ns, labels: podLabels, annotations: scannerSkipAnnotations(GATEWAY_SCANNER_SKIPS) },
     spec: {
-      replicas: input.replicas,
+      // Autoscaled: left out, so an update does not reset what the HPA chose.
+      ...(input.autoscaled ? {} : { replicas: input.replicas }),
       revisionHistoryLimit: 5,
       selector: { matchLabels: selector },
       strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
@@ -303,7 +307,10 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
     kind: "PodDisruptionBudget",
     metadata: { name, namespace: ns, labels: podLabels },
     spec: {
-      minAvailable: Math.max(1, input.replicas - 1),
+      // Autoscaled from a floor of 2 or more: one pod at a time, whatever the current count.
+      ...(input.autoscaled && input.replicas >= 2
+        ? { maxUnavailable: 1 }
+        : { minAvailable: Math.max(1, input.replicas - 1) }),
       selector: { matchLabels: selector },
       unhealthyPodEvictionPolicy: "AlwaysAllow",
     },

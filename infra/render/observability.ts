@@ -59,6 +59,9 @@ export interface ObservabilityInput {
   labels: Record<string, string>;
   /** Triton metrics in Prometheus (namespace + metrics Service). */
   triton: MetricsSelector;
+  /** The gateway's metrics in Prometheus (images/gateway/src/metrics.ts: TTFT, tokens/s, latency histograms). */
+  gateway: MetricsSelector;
+  gatewayDeployment: string;
   deployment: string;
   instanceType: string;
   gpuTaint: { key: string; effect: "NoSchedule" };
@@ -276,7 +279,25 @@ export function expressions(i: ObservabilityInput) {
   const ensemble = t({ model: "ensemble" });
   const ft = t({ model: SCALED_MODEL });
   const dep = `namespace="${i.namespace}",deployment="${i.deployment}"`;
+  // The gateway (images/gateway/src/metrics.ts): histograms in seconds, per route and consumer.
+  const g = selectorText(i.gateway);
+  const gw = `triton_ft_gateway_`;
+  const quantile = (q: number, histogram: string) =>
+    `histogram_quantile(${q}, sum by (le) (rate(${gw}${histogram}_bucket{${g}}[${w}])))`;
+  const gdep = `namespace="${i.namespace}",deployment="${i.gatewayDeployment}"`;
   return {
+    ttftP50Seconds: quantile(0.5, "time_to_first_token_seconds"),
+    ttftP95Seconds: quantile(0.95, "time_to_first_token_seconds"),
+    latencyP50Seconds: quantile(0.5, "request_duration_seconds"),
+    latencyP95Seconds: quantile(0.95, "request_duration_seconds"),
+    outputTokensPerSecond: `sum(rate(${gw}output_tokens_total{${g}}[${w}]))`,
+    promptTokensPerSecond: `sum(rate(${gw}prompt_tokens_total{${g}}[${w}]))`,
+    perRequestTokensPerSecondP50: quantile(0.5, "output_tokens_per_second"),
+    gatewayRequestsPerSecond: `sum by (status) (rate(${gw}requests_total{${g}}[${w}]))`,
+    gatewayErrorRatio: `sum(rate(${gw}errors_total{${g},status=~"5.."}[5m])) / clamp_min(sum(rate(${gw}requests_total{${g}}[5m])), 1e-9)`,
+    gatewayInflight: `sum(${gw}inflight_requests{${g}})`,
+    gatewayDesiredReplicas: `kube_deployment_spec_replicas{${gdep}}`,
+    gatewayReadyReplicas: `kube_deployment_status_replicas_ready{${gdep}}`,
     queueComputeRatio: queueComputeRatioQuery(i.triton),
     requestsPerSecond: `sum(rate(nv_inference_request_success{${ensemble}}[${w}]))`,
     failuresPerSecond: `sum(rate(nv_inference_request_failure{${ensemble}}[${w}]))`,
@@ -369,6 +390,17 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
       },
     },
   ];
+  rules.push({
+    alert: "GatewayServerErrorsHigh",
+    expr: `(${e.gatewayErrorRatio}) > 0.01`,
+    for: "5m",
+    labels: sev("critical"),
+    annotations: {
+      summary: `More than 1% of the requests through ${i.gatewayDeployment} end in a 5xx`,
+      description:
+        "Client mistakes are 4xx and do not count here: a 5xx is the gateway or Triton failing. Check the gateway's JSON logs (code field) and the tritonserver logs.",
+    },
+  });
   if (a) {
     rules.push({
       alert: "TritonScalingAtMax",

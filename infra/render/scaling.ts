@@ -1,8 +1,8 @@
 /**
  * Everything issue 15 adds to a stack's Kubernetes side, rendered from the
  * resolved stack: the KEDA ScaledObject and Karpenter NodePool/EC2NodeClass
- * (with serving.autoscaling), the DCGM exporter, the Grafana dashboard, and the
- * ServiceMonitor + PrometheusRule (with serving.serviceMonitor, i.e. when the
+ * (with serving.autoscaling, plus the gateway's in-flight ScaledObject), the DCGM
+ * exporter, the Grafana dashboard, and the ServiceMonitors (DCGM, gateway) + PrometheusRule (with serving.serviceMonitor, i.e. when the
  * Prometheus Operator is present) or an equivalent plain Prometheus scrape
  * config and rule file (when the cluster brings its own Prometheus).
  * Pure: no Pulumi. Cluster references default to synth placeholders.
@@ -11,19 +11,24 @@ import { stringify } from "yaml";
 import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../autoscalingConfig";
 import type { GpuInstance } from "../catalog/gpus";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
+import type { GatewayScalingPlan } from "./autoscaling";
 import {
   KEDA_POLLING_SECONDS,
   SCRAPE_INTERVAL_SECONDS,
+  renderGatewayScaledObject,
   renderScaledObject,
   type AutoscalingPlan,
+  type MetricsSelector,
   type ScaledObject,
 } from "./autoscaling";
 import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
 import { recommendedLabels, workloadName, type WorkloadInput } from "./k8s";
+import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./k8sGateway";
 import { renderEC2NodeClass, renderNodePool, type EC2NodeClass, type NodeClassRefs, type NodePool } from "./karpenter";
 import {
   renderDcgmExporter,
   renderPrometheusRule,
+  serviceMonitor,
   type DcgmExporter,
   type ObservabilityInput,
   type PrometheusRule,
@@ -51,12 +56,18 @@ export interface ScalingInput {
   /** GPU node root volume, GiB. */
   nodeDiskGiB: number;
   autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
+  /** With serving.autoscaling: the gateway's in-flight scaling (plan/gatewayScaling.ts). */
+  gateway?: GatewayScalingPlan;
   refs?: NodeClassRefs;
 }
 
 export interface ScalingManifests {
   autoscaling?: AutoscalingPlan;
   scaledObject?: ScaledObject;
+  gatewayScaling?: GatewayScalingPlan;
+  gatewayScaledObject?: ScaledObject;
+  /** The gateway's metrics Service, scraped like Triton's (TTFT, tokens/s, latency percentiles, in flight). */
+  gatewayServiceMonitor: ServiceMonitor;
   nodePool?: NodePool;
   ec2NodeClass?: EC2NodeClass;
   dcgm: DcgmExporter;
@@ -65,6 +76,16 @@ export interface ScalingManifests {
   prometheusRule: PrometheusRule;
   /** ServiceMonitor and PrometheusRule are applied only when the Prometheus Operator is present. */
   operatorPresent: boolean;
+}
+
+/** The gateway's metrics Service (render/k8sGateway.ts metricsService): where its series live in Prometheus. */
+export function gatewayMetrics(w: Pick<WorkloadInput, "modelName" | "namespace">): MetricsSelector {
+  return { namespace: w.namespace, service: `${gatewayName(w)}-metrics` };
+}
+
+/** Labels that select the gateway's metrics Service (its pod selector plus the Service's own component). */
+export function gatewayMetricsSelector(w: Pick<WorkloadInput, "modelName" | "stackName">): Record<string, string> {
+  return { ...gatewaySelector(w), "app.kubernetes.io/component": `${GATEWAY_COMPONENT}-metrics` };
 }
 
 export function observabilityInput(i: ScalingInput): ObservabilityInput {
@@ -76,6 +97,8 @@ export function observabilityInput(i: ScalingInput): ObservabilityInput {
     name,
     labels: recommendedLabels(w),
     triton: { namespace: w.namespace, service: `${name}-metrics` },
+    gateway: gatewayMetrics(w),
+    gatewayDeployment: gatewayName(w),
     deployment: name,
     instanceType: w.instanceType,
     gpuTaint: { key: GPU_TAINT.key, effect: GPU_TAINT.effect },
@@ -98,6 +121,12 @@ export function renderScaling(input: ScalingInput): ScalingManifests {
     dashboard,
     dashboardConfigMap: dashboardConfigMap(obs, dashboard),
     prometheusRule: renderPrometheusRule(obs),
+    gatewayServiceMonitor: serviceMonitor(
+      gatewayName(input.workload),
+      obs.namespace,
+      { ...recommendedLabels(input.workload, GATEWAY_COMPONENT), "app.kubernetes.io/component": "gateway-metrics" },
+      gatewayMetricsSelector(input.workload),
+    ),
     operatorPresent: input.workload.serviceMonitor,
   };
   if (a) {
@@ -127,6 +156,19 @@ export function renderScaling(input: ScalingInput): ScalingManifests {
     out.nodePool = renderNodePool(k);
     out.ec2NodeClass = renderEC2NodeClass(k);
   }
+  if (a && input.gateway) {
+    out.gatewayScaling = input.gateway;
+    out.gatewayScaledObject = renderGatewayScaledObject({
+      name: obs.gatewayDeployment,
+      namespace: obs.namespace,
+      labels: { ...recommendedLabels(input.workload, GATEWAY_COMPONENT), "app.kubernetes.io/component": "autoscaler" },
+      deployment: obs.gatewayDeployment,
+      selector: obs.gateway,
+      prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
+      plan: input.gateway,
+      pollingIntervalSeconds: KEDA_POLLING_SECONDS,
+    });
+  }
   return out;
 }
 
@@ -152,7 +194,9 @@ export function scrapeConfig(w: Pick<WorkloadInput, "modelName" | "namespace">):
       { source_labels: ["__meta_kubernetes_pod_name"], target_label: "pod" },
     ],
   });
-  return { scrape_configs: [job(`${name}-metrics`), job(`${name}-dcgm-exporter`)] };
+  return {
+    scrape_configs: [job(`${name}-metrics`), job(gatewayMetrics(w).service), job(`${name}-dcgm-exporter`)],
+  };
 }
 
 const YAML_OPTIONS = { aliasDuplicateObjects: false } as const;
@@ -171,12 +215,14 @@ export function scalingFiles(
   };
   if (m.operatorPresent) {
     files["k8s/71-dcgm-servicemonitor.yaml"] = stringify(m.dcgm.serviceMonitor, YAML_OPTIONS);
+    files["k8s/71-gateway-servicemonitor.yaml"] = stringify(m.gatewayServiceMonitor, YAML_OPTIONS);
     files["k8s/73-prometheusrule.yaml"] = stringify(m.prometheusRule, YAML_OPTIONS);
   } else {
     files["prometheus/scrape-config.yaml"] = stringify(scrapeConfig(w), YAML_OPTIONS);
     files["prometheus/rules.yaml"] = stringify({ groups: m.prometheusRule.spec.groups }, YAML_OPTIONS);
   }
   if (m.scaledObject) files["k8s/80-scaledobject.yaml"] = stringify(m.scaledObject, YAML_OPTIONS);
+  if (m.gatewayScaledObject) files["k8s/80-gateway-scaledobject.yaml"] = stringify(m.gatewayScaledObject, YAML_OPTIONS);
   if (m.ec2NodeClass) files["k8s/81-ec2nodeclass.yaml"] = stringify(m.ec2NodeClass, YAML_OPTIONS);
   if (m.nodePool) files["k8s/82-nodepool.yaml"] = stringify(m.nodePool, YAML_OPTIONS);
   return files;
@@ -188,9 +234,11 @@ export function crdObjects(
 ): Array<ScaledObject | NodePool | EC2NodeClass | ServiceMonitor | PrometheusRule> {
   const out: Array<ScaledObject | NodePool | EC2NodeClass | ServiceMonitor | PrometheusRule> = [
     m.dcgm.serviceMonitor,
+    m.gatewayServiceMonitor,
     m.prometheusRule,
   ];
   if (m.scaledObject) out.push(m.scaledObject);
+  if (m.gatewayScaledObject) out.push(m.gatewayScaledObject);
   if (m.ec2NodeClass) out.push(m.ec2NodeClass);
   if (m.nodePool) out.push(m.nodePool);
   return out;

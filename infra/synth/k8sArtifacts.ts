@@ -47,7 +47,14 @@ export const k8sManifestsWriter: ArtifactWriter = {
       content: header + content,
     }));
     // Autoscaling, GPU nodes and observability (render/scaling.ts), applied after the workload.
-    const input = scalingInput(ctx.stack, ctx.stackName, ctx.plan.launch, ctx.plan.kubernetes, ctx.plan.autoscaling);
+    const input = scalingInput(
+      ctx.stack,
+      ctx.stackName,
+      ctx.plan.launch,
+      ctx.plan.kubernetes,
+      ctx.plan.autoscaling,
+      ctx.plan.gateway,
+    );
     for (const [path, content] of Object.entries(scalingFiles(renderScaling(input), input.workload)))
       files.push({ path, content: path.startsWith(`${K8S_OUT}/`) ? header + content : content });
     const p = ctx.plan.kubernetes;

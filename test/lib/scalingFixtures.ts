@@ -2,6 +2,7 @@
 import { resolveStack, formatProblems } from "../../infra/validate";
 import type { ResolvedStack } from "../../infra/stack";
 import { launchPlan } from "../../infra/plan/launch";
+import { gatewayPlan } from "../../infra/plan";
 import { scalingInput, stackAutoscalingPlan } from "../../infra/plan/scaling";
 import { planWorkload } from "../../infra/plan/workload";
 import type { NodeClassRefs } from "../../infra/render/karpenter";
@@ -30,8 +31,9 @@ export function resolvedStack(cfg: RawConfig): ResolvedStack {
 /** Every PromQL expression a stack ships: the scaler query, the alert rules, the dashboard panels. */
 export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr: string }> {
   const out: Array<{ where: string; expr: string }> = [];
-  for (const t of m.scaledObject?.spec.triggers ?? [])
-    out.push({ where: `ScaledObject ${t.name}`, expr: t.metadata.query ?? "" });
+  for (const so of [m.scaledObject, m.gatewayScaledObject])
+    for (const t of so?.spec.triggers ?? [])
+      out.push({ where: `ScaledObject ${t.name}`, expr: t.metadata.query ?? "" });
   for (const g of m.prometheusRule.spec.groups)
     for (const r of g.rules) out.push({ where: `alert ${r.alert}`, expr: r.expr });
   for (const p of m.dashboard.panels)
@@ -48,6 +50,7 @@ export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: N
     launchPlan(s.config.serving.tensorParallel),
     workload,
     stackAutoscalingPlan(s, workload),
+    gatewayPlan(s),
   );
   return renderScaling({ ...input, refs });
 }

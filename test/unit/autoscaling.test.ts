@@ -12,10 +12,12 @@ import {
   type PodTiming,
 } from "../../infra/plan/autoscaling";
 import { stackAutoscalingPlan } from "../../infra/plan/scaling";
+import { planGatewayScaling } from "../../infra/plan/gatewayScaling";
+import { gatewayPlan } from "../../infra/plan";
 import { installsMonitoring, prometheusOperatorPresent } from "../../infra/autoscalingConfig";
 import { planWorkload } from "../../infra/plan/workload";
 import { gpt2Config, type RawConfig } from "../lib/fixtures";
-import { gptjAutoscaled } from "../lib/scalingFixtures";
+import { gptjAutoscaled, resolvedStack } from "../lib/scalingFixtures";
 
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
 const PROM = "http://prometheus-operated.monitoring.svc:9090";
@@ -198,5 +200,41 @@ describe("serving.autoscaling validation", () => {
     cfg.serving.instanceType = "p4d.24xlarge";
     cfg.build.builderInstanceType = "p4d.24xlarge";
     expect(resolved(cfg).config.serving.autoscaling?.capacityReservationIds).toEqual(["cr-0123456789abcdef0"]);
+  });
+});
+
+describe("gateway scaling (plan/gatewayScaling.ts)", () => {
+  it("holds half the admission cap per pod and reaches what the Triton pods hold at max", () => {
+    // prod: maxBatchSize 8, Triton 2..6, gatewayReplicas 2 -> maxInflight 2 × 8 × 2 = 32 per pod.
+    const p = planGatewayScaling({ replicas: 2, maxInflight: 32, maxBatchSize: 8, tritonMaxReplicas: 6 });
+    expect(p).toMatchObject({ minReplicas: 2, inflightTarget: 16, peakInflight: 96, maxReplicas: 6 });
+    // Pods start in seconds: no scale-up window, doubling per 30 s; down one pod a minute after 5 quiet minutes.
+    expect(p.scaleUp).toMatchObject({ stabilizationWindowSeconds: 0, selectPolicy: "Max" });
+    expect(p.scaleDown).toMatchObject({
+      stabilizationWindowSeconds: 300,
+      selectPolicy: "Min",
+      policies: [{ type: "Pods", value: 1, periodSeconds: 60 }],
+    });
+  });
+
+  it("never goes below gatewayReplicas, and rounds the target and the pod count up", () => {
+    expect(planGatewayScaling({ replicas: 3, maxInflight: 8, maxBatchSize: 1, tritonMaxReplicas: 1 })).toMatchObject({
+      minReplicas: 3,
+      maxReplicas: 3,
+      inflightTarget: 4,
+    });
+    expect(planGatewayScaling({ replicas: 1, maxInflight: 5, maxBatchSize: 4, tritonMaxReplicas: 3 })).toMatchObject({
+      inflightTarget: 3,
+      peakInflight: 24,
+      maxReplicas: 8,
+    });
+  });
+
+  it("follows the stack: the gateway's admission cap is per the floor of Triton pods when autoscaled", () => {
+    const s = resolvedStack(gptjAutoscaled());
+    const g = gatewayPlan(s);
+    expect(g).toMatchObject({ autoscaled: true, replicas: 2 });
+    expect(g.config.limits.maxInflight).toBe(2 * s.config.serving.maxBatchSize * 2);
+    expect(gatewayPlan(resolvedStack(gpt2Config())).autoscaled).toBe(false);
   });
 });

@@ -5,13 +5,19 @@
  *           test/triton/metricNames.test.ts (here only that the prefix routes there);
  *   DCGM_*  the DCGM exporter: in its published default counters (vendored) and in
  *           the counters file this stack configures;
- *   kube_*  kube-state-metrics: in its documented metrics (vendored).
+ *   kube_*  kube-state-metrics: in its documented metrics (vendored);
+ *   triton_ft_gateway_*  the gateway: in the exposition of the gateway's own metrics
+ *           registry (images/gateway/src/metrics.ts, prom-client), here; and on a
+ *           running gateway's /metrics after real requests in test/gateway/metricNames.test.ts.
  * A name from any other exporter fails the test until its source is added here.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { GatewayMetrics } from "../../images/gateway/src/metrics";
+import { GATEWAY_INFLIGHT_METRIC } from "../../infra/render/autoscaling";
 import { DCGM_COUNTERS } from "../../infra/render/observability";
+import { exportedSeriesNames } from "../lib/exposition";
 import { gpt2Config } from "../lib/fixtures";
 import { PromQLSyntaxError, metricNames } from "../lib/promqlMetrics";
 import { gptjAutoscaled, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
@@ -70,15 +76,20 @@ describe("metric names in the scaler, alerts and dashboard", () => {
   });
 
   for (const [label, make] of Object.entries(stacks)) {
-    it(`names only exported metrics (${label})`, () => {
+    it(`names only exported metrics (${label})`, async () => {
+      const gateway = exportedSeriesNames(await new GatewayMetrics().registry.metrics());
       const unknown: string[] = [];
       let triton = 0;
+      let gatewayNames = 0;
       for (const { where, expr } of shippedQueries(make())) {
         for (const name of metricNames(expr)) {
           if (name.startsWith("nv_")) triton++;
           else if (name.startsWith("DCGM_")) {
             if (!dcgm.has(name)) unknown.push(`${where}: ${name} is not a default dcgm-exporter counter`);
             if (!configured.has(name)) unknown.push(`${where}: ${name} is not in the stack's DCGM counters file`);
+          } else if (name.startsWith("triton_ft_gateway_")) {
+            gatewayNames++;
+            if (!gateway.has(name)) unknown.push(`${where}: ${name} is not a series the gateway exports`);
           } else if (name.startsWith("kube_")) {
             if (!ksm.has(name)) unknown.push(`${where}: ${name} is not a kube-state-metrics v2.20.0 metric`);
           } else unknown.push(`${where}: ${name} comes from no exporter this stack knows`);
@@ -86,8 +97,15 @@ describe("metric names in the scaler, alerts and dashboard", () => {
       }
       expect(unknown).toEqual([]);
       expect(triton).toBeGreaterThan(0);
+      // TTFT, latency percentiles, tokens/s, in flight: the dashboard reads the gateway.
+      expect(gatewayNames).toBeGreaterThan(8);
     });
   }
+
+  it("the gateway's scaler reads the gateway's in-flight gauge", async () => {
+    const text = await new GatewayMetrics().registry.metrics();
+    expect(text).toMatch(new RegExp(`^# TYPE ${GATEWAY_INFLIGHT_METRIC} gauge$`, "m"));
+  });
 
   it("every configured DCGM counter is a published one", () => {
     for (const f of configured) expect(dcgm.has(f), f).toBe(true);

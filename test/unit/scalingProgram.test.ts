@@ -1,7 +1,8 @@
 /**
  * The program under Pulumi's mock runtime with serving.autoscaling: what the
  * scaling wiring registers (Karpenter instead of a fixed GPU node group, KEDA,
- * the ScaledObject, DCGM, the operator objects) and what it leaves to the HPA.
+ * the ScaledObjects of Triton and the gateway, DCGM, the operator objects) and
+ * what it leaves to the HPA.
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
@@ -65,7 +66,8 @@ describe("create mode with serving.autoscaling", () => {
   });
 
   it("scales the Deployment with a ScaledObject and leaves its replica count to the HPA", () => {
-    const [so] = crd(run, "ScaledObject");
+    const so = crd(run, "ScaledObject").find((r) => r.name === "scaling-scaledobject");
+    if (!so) throw new Error("no Triton ScaledObject");
     expect(obj(so.inputs.spec)).toMatchObject({ minReplicaCount: 2, maxReplicaCount: 8 });
     const d = run.one("kubernetes:apps/v1:Deployment", "triton-deployment");
     expect(obj(d.inputs.spec).replicas).toBeUndefined();
@@ -74,11 +76,31 @@ describe("create mode with serving.autoscaling", () => {
     expect(pdb.minAvailable).toBeUndefined();
   });
 
+  it("scales the gateway on in-flight requests, from gatewayReplicas, with its own PDB", () => {
+    const so = crd(run, "ScaledObject").find((r) => r.name === "scaling-gateway-scaledobject");
+    if (!so) throw new Error("no gateway ScaledObject");
+    const spec = obj(so.inputs.spec);
+    // maxInflight 2 × 8 × min 2 = 32 per pod, target 16; at max 8 Triton pods 2 × 8 × 8 = 128 in flight -> 8 pods.
+    expect(spec).toMatchObject({
+      minReplicaCount: 2,
+      maxReplicaCount: 8,
+      scaleTargetRef: { kind: "Deployment", name: "triton-gpt-j-6b-gateway" },
+    });
+    const trigger = (spec.triggers as Obj[])[0];
+    expect(trigger).toMatchObject({ type: "prometheus", metricType: "AverageValue" });
+    expect(obj(trigger.metadata)).toMatchObject({ threshold: "16" });
+    expect(String(obj(trigger.metadata).query)).toContain("triton_ft_gateway_inflight_requests");
+    expect(obj(run.one("kubernetes:apps/v1:Deployment", "gateway-deployment").inputs.spec).replicas).toBeUndefined();
+    const pdb = obj(run.one("kubernetes:policy/v1:PodDisruptionBudget", "gateway-pdb").inputs.spec);
+    expect(pdb).toMatchObject({ maxUnavailable: 1 });
+    expect(pdb.minAvailable).toBeUndefined();
+  });
+
   it("adds the DCGM exporter, the dashboard and, with the operator, ServiceMonitor and PrometheusRule", () => {
     expect(run.byType("kubernetes:apps/v1:DaemonSet").map((r) => r.name)).toEqual(["scaling-dcgm-exporter"]);
     expect(crd(run, "PrometheusRule")).toHaveLength(1);
-    // Triton's own ServiceMonitor plus the exporter's.
-    expect(crd(run, "ServiceMonitor")).toHaveLength(2);
+    // Triton's own ServiceMonitor plus the exporter's and the gateway's.
+    expect(crd(run, "ServiceMonitor")).toHaveLength(3);
     const cm = run.byType("kubernetes:core/v1:ConfigMap").find((r) => r.name === "scaling-dashboard");
     expect(obj(obj(cm?.inputs.metadata).labels).grafana_dashboard).toBe("1");
   });
@@ -94,13 +116,15 @@ describe("create mode with serving.autoscaling and no Prometheus of its own", ()
     const kps = run.byType("kubernetes:helm.sh/v3:Release").find((r) => r.inputs.chart === "kube-prometheus-stack");
     expect(kps?.inputs.version).toBe("88.5.3");
     expect(obj(obj(kps?.inputs.values).nodeExporter).enabled).toBe(false);
-    const [so] = crd(run, "ScaledObject");
-    const trigger = (obj(so.inputs.spec).triggers as Obj[])[0];
-    expect(obj(trigger.metadata).serverAddress).toBe("http://prometheus-operated.monitoring.svc:9090");
+    for (const so of crd(run, "ScaledObject")) {
+      const trigger = (obj(so.inputs.spec).triggers as Obj[])[0];
+      expect(obj(trigger.metadata).serverAddress).toBe("http://prometheus-operated.monitoring.svc:9090");
+    }
+    expect(crd(run, "ScaledObject")).toHaveLength(2);
   });
 
-  it("renders Triton's and the exporter's ServiceMonitors and the alerts for that operator", () => {
-    expect(crd(run, "ServiceMonitor")).toHaveLength(2);
+  it("renders Triton's, the exporter's and the gateway's ServiceMonitors and the alerts for that operator", () => {
+    expect(crd(run, "ServiceMonitor")).toHaveLength(3);
     expect(crd(run, "PrometheusRule")).toHaveLength(1);
   });
 });
@@ -119,5 +143,8 @@ describe("fixed size", () => {
     for (const kind of ["ScaledObject", "NodePool", "EC2NodeClass", "PrometheusRule"])
       expect(crd(run, kind)).toEqual([]);
     expect(run.byType("kubernetes:apps/v1:DaemonSet")).toHaveLength(1);
+    // The gateway keeps its fixed size and its PDB of max(1, replicas − 1).
+    expect(obj(run.one("kubernetes:apps/v1:Deployment", "gateway-deployment").inputs.spec).replicas).toBe(2);
+    expect(obj(run.one("kubernetes:policy/v1:PodDisruptionBudget", "gateway-pdb").inputs.spec).minAvailable).toBe(1);
   });
 });

@@ -10,7 +10,10 @@ import { crdObjects, scalingFiles, scrapeConfig } from "../../infra/render/scali
 import { queueComputeRatioQuery } from "../../infra/render/autoscaling";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
 import { DCGM_COUNTERS } from "../../infra/render/observability";
-import { planWorkload } from "../../infra/plan/workload";
+import { planWorkload, workloadInput } from "../../infra/plan/workload";
+import { gatewayPlan } from "../../infra/plan";
+import { launchPlan } from "../../infra/plan/launch";
+import { renderGatewayManifests } from "../../infra/render/k8sGateway";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { gptjAutoscaled } from "../lib/scalingFixtures";
@@ -132,6 +135,7 @@ describe("alerts and dashboard", () => {
       "TritonGpuMemoryNearFull",
       "TritonPodsNotReady",
       "TritonMetricsAbsent",
+      "GatewayServerErrorsHigh",
       "TritonScalingAtMax",
     ]);
     const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
@@ -147,6 +151,10 @@ describe("alerts and dashboard", () => {
       "Queue / compute time ratio",
       "Requests per second",
       "Mean request and queue time",
+      "Time to first token (gateway)",
+      "Request latency p50 / p95 (gateway)",
+      "Tokens per second (gateway)",
+      "Gateway: requests by status, in flight, pods",
       "Error ratio",
       "Pending requests and batch size",
       "GPU utilisation",
@@ -241,8 +249,10 @@ describe("synth files", () => {
       "dashboards/triton-gpt-j-6b.json",
       "k8s/70-dcgm-exporter.yaml",
       "k8s/71-dcgm-servicemonitor.yaml",
+      "k8s/71-gateway-servicemonitor.yaml",
       "k8s/72-dashboard-configmap.yaml",
       "k8s/73-prometheusrule.yaml",
+      "k8s/80-gateway-scaledobject.yaml",
       "k8s/80-scaledobject.yaml",
       "k8s/81-ec2nodeclass.yaml",
       "k8s/82-nodepool.yaml",
@@ -255,7 +265,16 @@ describe("synth files", () => {
       parseAllDocuments(plain["k8s/70-dcgm-exporter.yaml"] ?? "").map((d) => (d.toJS() as { kind: string }).kind),
     ).toEqual(["ConfigMap", "DaemonSet", "Service", "NetworkPolicy"]);
     const dash = JSON.parse(plain["dashboards/triton-gpt-j-6b.json"] ?? "{}") as { panels: unknown[] };
-    expect(dash.panels).toHaveLength(8);
+    expect(dash.panels).toHaveLength(12);
+    // The plain scrape config covers the gateway too (its series carry the same namespace/service labels).
+    const jobs = (
+      parse(plain["prometheus/scrape-config.yaml"] ?? "") as { scrape_configs: Array<{ job_name: string }> }
+    ).scrape_configs;
+    expect(jobs.map((j) => j.job_name)).toEqual([
+      "triton/triton-gpt-j-6b-metrics",
+      "triton/triton-gpt-j-6b-gateway-metrics",
+      "triton/triton-gpt-j-6b-dcgm-exporter",
+    ]);
     expect((parse(plain["prometheus/rules.yaml"] ?? "") as { groups: unknown[] }).groups).toHaveLength(1);
   });
 
@@ -265,5 +284,36 @@ describe("synth files", () => {
     const m = renderStackScaling(s);
     expect(m.autoscaling?.coldStartBudgetSeconds).toBe(180 + w.pullSeconds + w.startupBudgetSeconds);
     expect(withOverrides).toBeDefined();
+  });
+});
+
+describe("the gateway's ServiceMonitor and ScaledObject", () => {
+  it("select the gateway's real metrics Service and Deployment", () => {
+    const s = resolved(gptjAutoscaled());
+    const m = renderStackScaling(s, "dev", REFS);
+    const plan = gatewayPlan(s);
+    const g = renderGatewayManifests({
+      triton: workloadInput(s, "dev", launchPlan(s.config.serving.tensorParallel), planWorkload(s)),
+      ...plan,
+      image: "gateway:synth",
+      keysJson: "{}",
+    });
+    const svcLabels = g.metricsService.metadata?.labels ?? {};
+    for (const [k, v] of Object.entries(m.gatewayServiceMonitor.spec.selector.matchLabels))
+      expect(svcLabels[k], k).toBe(v);
+    // Not the Triton or DCGM metrics Services: the component tells them apart.
+    expect(m.gatewayServiceMonitor.spec.selector.matchLabels["app.kubernetes.io/component"]).toBe("gateway-metrics");
+    expect(m.gatewayServiceMonitor.spec.endpoints[0].port).toBe(g.metricsService.spec?.ports?.[0]?.name);
+    const so = m.gatewayScaledObject;
+    expect(so?.spec.scaleTargetRef.name).toBe(g.deployment.metadata?.name);
+    expect(so?.spec.triggers[0].metadata.query).toBe(
+      `sum(triton_ft_gateway_inflight_requests{namespace="triton",service="${g.metricsService.metadata?.name}"})`,
+    );
+    expect(g.deployment.spec?.replicas).toBeUndefined();
+    expect(g.podDisruptionBudget.spec).toMatchObject({ maxUnavailable: 1 });
+  });
+
+  it("has no gateway ScaledObject at a fixed size", () => {
+    expect(renderStackScaling(resolved(gpt2Config())).gatewayScaledObject).toBeUndefined();
   });
 });

@@ -1,0 +1,63 @@
+/**
+ * The gateway metrics the dashboard, the alerts and the gateway's autoscaler
+ * read (issue 15), checked against what a running gateway really exports: after
+ * a streamed and a plain completion and one refused request, every `triton_ft_gateway_*` name the
+ * shipped PromQL selects has samples on its /metrics. Triton's names are checked
+ * in test/triton/metricNames.test.ts, the other exporters' in test/unit/metricNames.test.ts.
+ */
+import { describe, expect, inject, it } from "vitest";
+import { gpt2Config } from "../lib/fixtures";
+import { metricNames } from "../lib/promqlMetrics";
+import { gptjAutoscaled, renderStackScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
+
+const h = inject("gateway");
+
+/** Names with at least one sample line in a Prometheus text exposition. */
+function sampled(exposition: string): Set<string> {
+  const out = new Set<string>();
+  for (const line of exposition.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    out.add(/^[^{ ]+/.exec(line)?.[0] ?? "");
+  }
+  return out;
+}
+
+describe("gateway metrics used by the dashboard, alerts and autoscaler", () => {
+  it("have samples on a running gateway once it has served requests", async () => {
+    const key = h.plain.keys["team-a"];
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    for (const stream of [true, false]) {
+      const r = await fetch(`${h.plain.url}/v1/completions`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ model: h.model.id, prompt: "metrics please", max_tokens: 4, stream }),
+      });
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+    // A refused request: the error counter has samples only once something failed.
+    const bad = await fetch(`${h.plain.url}/v1/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: h.model.id, prompt: "x", max_tokens: -1 }),
+    });
+    expect(bad.status).toBe(400);
+    await bad.text();
+    const exported = sampled(await (await fetch(`${h.plain.metricsUrl}/metrics`)).text());
+
+    const missing: string[] = [];
+    let checked = 0;
+    for (const m of [
+      renderStackScaling(resolvedStack(gptjAutoscaled())),
+      renderStackScaling(resolvedStack(gpt2Config())),
+    ])
+      for (const { where, expr } of shippedQueries(m))
+        for (const name of metricNames(expr).filter((n) => n.startsWith("triton_ft_gateway_"))) {
+          checked++;
+          if (!exported.has(name)) missing.push(`${where}: ${name}`);
+        }
+    expect(missing).toEqual([]);
+    // TTFT p50/p95, latency p50/p95, tokens/s, requests, errors, in flight: in both stacks.
+    expect(checked).toBeGreaterThan(16);
+  });
+});
