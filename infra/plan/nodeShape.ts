@@ -9,6 +9,8 @@ import { GPU_RESOURCE } from "../catalog/gpus";
 import {
   DAEMONSET_CPU_MILLIS,
   DAEMONSET_MEMORY_BYTES,
+  GPU_NODE_DAEMONSET_CPU_MILLIS,
+  GPU_NODE_DAEMONSET_MEMORY_BYTES,
   eksMaxPods,
   eksReservedCpuMillis,
   eksReservedMemoryBytes,
@@ -80,6 +82,12 @@ export const NODE_DAEMONSET_REQUESTS = {
   memoryBytes: DAEMONSET_MEMORY_BYTES,
 } as const;
 
+/** Everything per-node on a serving node: EKS's DaemonSets and the stack's DCGM exporter. */
+export const GPU_NODE_DAEMONSET_REQUESTS = {
+  cpuMillis: GPU_NODE_DAEMONSET_CPU_MILLIS,
+  memoryBytes: GPU_NODE_DAEMONSET_MEMORY_BYTES,
+} as const;
+
 export interface PodRequests {
   cpuMillis: number;
   memoryBytes: number;
@@ -101,9 +109,9 @@ export interface FitProblem {
 export function podFitProblems(shape: NodeShape, pod: PodRequests, podsPerNode: number): FitProblem[] {
   const a = shape.allocatable;
   const problems: FitProblem[] = [];
-  const cpu = podsPerNode * pod.cpuMillis + NODE_DAEMONSET_REQUESTS.cpuMillis;
+  const cpu = podsPerNode * pod.cpuMillis + GPU_NODE_DAEMONSET_REQUESTS.cpuMillis;
   if (cpu > a.cpuMillis) problems.push({ resource: "cpu", requested: cpu, allocatable: a.cpuMillis, unit: "m" });
-  const mem = podsPerNode * pod.memoryBytes + NODE_DAEMONSET_REQUESTS.memoryBytes;
+  const mem = podsPerNode * pod.memoryBytes + GPU_NODE_DAEMONSET_REQUESTS.memoryBytes;
   if (mem > a.memoryBytes)
     problems.push({
       resource: "memory",

@@ -8,6 +8,7 @@
  * each formula; keep both in step.
  */
 import { prometheusOperatorPresent } from "../autoscalingConfig";
+import { DCGM_EXPORTER_REQUESTS } from "../render/observability";
 import { GPU_MODELS } from "../catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import { NLB_HEALTH_CHECK, type ContainerLaunch, type WorkloadInput, type WorkloadPlan } from "../render/k8s";
@@ -66,6 +67,9 @@ export function eksReservedMemoryBytes(vcpus: number): number {
 /** Requests of the per-node DaemonSets on a GPU node: aws-node (VPC CNI), kube-proxy, the NVIDIA device plugin. */
 export const DAEMONSET_CPU_MILLIS = 250;
 export const DAEMONSET_MEMORY_BYTES = 512 * MiB;
+/** ...plus the stack's own DaemonSet on every serving node, the DCGM exporter (render/observability.ts). */
+export const GPU_NODE_DAEMONSET_CPU_MILLIS = DAEMONSET_CPU_MILLIS + DCGM_EXPORTER_REQUESTS.cpuMillis;
+export const GPU_NODE_DAEMONSET_MEMORY_BYTES = DAEMONSET_MEMORY_BYTES + DCGM_EXPORTER_REQUESTS.memoryBytes;
 /**
  * The nominal RAM AWS lists is more than the kernel reports (firmware and
  * kernel reservations take a few percent). Requests use this share of the
@@ -94,10 +98,11 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   // maxSurge 1 / maxUnavailable 0 needs one free GPU slot, or the rollout waits forever.
   const gpuNodes = Math.ceil(((sv.autoscaling?.min ?? sv.replicas) + 1) / podsPerNode);
 
-  const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - DAEMONSET_CPU_MILLIS;
+  const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - GPU_NODE_DAEMONSET_CPU_MILLIS;
   const cpuRequestMillis = Math.floor(cpuFree / podsPerNode / 100) * 100 - 100;
   const memFree =
-    (inst.ramGiB * GiB - eksReservedMemoryBytes(inst.vcpus) - DAEMONSET_MEMORY_BYTES) * ALLOCATABLE_MEMORY_FRACTION;
+    (inst.ramGiB * GiB - eksReservedMemoryBytes(inst.vcpus) - GPU_NODE_DAEMONSET_MEMORY_BYTES) *
+    ALLOCATABLE_MEMORY_FRACTION;
   const memoryRequestBytes = Math.floor(memFree / podsPerNode / (256 * MiB)) * 256 * MiB;
 
   const shmBytes = shmSize(s);

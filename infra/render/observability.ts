@@ -32,6 +32,11 @@ export const DCGM_EXPORTER_DIGEST = "sha256:60d3b00ac80b4ae77f94dae2f94368560558
 /** Tag for readers, digest for the pull (the runtime ignores the tag when a digest is given). */
 export const DCGM_EXPORTER_IMAGE = `nvcr.io/nvidia/k8s/dcgm-exporter:${DCGM_EXPORTER_TAG}@${DCGM_EXPORTER_DIGEST}`;
 export const DCGM_PORT = 9400;
+/**
+ * The exporter's requests on every serving node: next to EKS's own DaemonSets, the
+ * serving pods' budget leaves room for them (plan/workload.ts GPU_NODE_DAEMONSET_*).
+ */
+export const DCGM_EXPORTER_REQUESTS = { cpuMillis: 100, memoryBytes: 128 * 1024 ** 2 } as const;
 /** Non-root UID for the exporter (NVIDIA's chart documents UID 1000 for the non-profiling mode). */
 export const DCGM_UID = 1000;
 /**
@@ -189,7 +194,13 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
                 capabilities: { drop: ["ALL"] },
                 seccompProfile: { type: "RuntimeDefault" },
               },
-              resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
+              resources: {
+                requests: {
+                  cpu: `${DCGM_EXPORTER_REQUESTS.cpuMillis}m`,
+                  memory: `${DCGM_EXPORTER_REQUESTS.memoryBytes / 1024 ** 2}Mi`,
+                },
+                limits: { memory: "512Mi" },
+              },
               readinessProbe: { httpGet: { path: "/health", port: "metrics" }, periodSeconds: 10, timeoutSeconds: 5 },
               livenessProbe: {
                 httpGet: { path: "/health", port: "metrics" },

@@ -87,6 +87,7 @@ describe("validation refuses serving pods that exceed a node's allocatable", () 
     expect(problems).toHaveLength(1);
     expect(problems[0]?.key).toBe("triton-ft:serving.instanceType");
     expect(problems[0]?.value).toBe("g5.xlarge");
-    expect(problems[0]?.message).toMatch(/memory 15872MiB > allocatable \d+MiB.*stay Pending/);
+    // 15 GiB + EKS's DaemonSets (512 MiB) + the stack's DCGM exporter (128 MiB).
+    expect(problems[0]?.message).toMatch(/memory 16000MiB > allocatable \d+MiB.*stay Pending/);
   });
 });
