@@ -29,8 +29,8 @@ import { queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelecto
  */
 export const DCGM_EXPORTER_TAG = "4.5.3-4.8.2-distroless";
 export const DCGM_EXPORTER_DIGEST = "sha256:60d3b00ac80b4ae77f94dae2f943685605585ad9e92fdccda3154d009ae317cc";
-/** Tag for readers, digest for the pull (the runtime ignores the tag when a digest is given). */
-export const DCGM_EXPORTER_IMAGE = `nvcr.io/nvidia/k8s/dcgm-exporter:${DCGM_EXPORTER_TAG}@${DCGM_EXPORTER_DIGEST}`;
+/** By digest alone (the pack's DIGEST_REF shape); the tag it stands for is DCGM_EXPORTER_TAG. */
+export const DCGM_EXPORTER_IMAGE = `nvcr.io/nvidia/k8s/dcgm-exporter@${DCGM_EXPORTER_DIGEST}`;
 export const DCGM_PORT = 9400;
 /**
  * The exporter's requests on every serving node: next to EKS's own DaemonSets, the
