@@ -24,6 +24,7 @@ import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
 import type { ISecret } from "kubernetes-models/v1/Secret";
 import type { IService } from "kubernetes-models/v1/Service";
 import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
+import type { IContainer } from "kubernetes-models/v1/Container";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import type { INetworkPolicyEgressRule } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyEgressRule";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
@@ -150,28 +151,52 @@ function gatewayAnnotations(lb: LoadBalancerSettings, tls: boolean): Record<stri
   };
 }
 
+/** What every gateway manifest shares: where it lives, what it is called and which pods it selects. */
+interface GatewayContext {
+  input: GatewayRenderInput;
+  ns: string;
+  name: string;
+  selector: Record<string, string>;
+  podLabels: Record<string, string>;
+}
+
 export function renderGatewayManifests(input: GatewayRenderInput): GatewayManifests {
-  const { image, config, triton: w } = input;
+  const { image, triton: w } = input;
   if (!isDigestRef(image) && !isSynthRef(image)) {
     throw new Error(notPinnedMessage("gateway image", image));
   }
-  const ns = w.namespace;
-  const name = gatewayName(w);
   const selector = gatewaySelector(w);
-  const podLabels = { ...recommendedLabels(w, GATEWAY_COMPONENT), ...selector };
-  const tritonPods = selectorLabels(w);
-  const configJson = `${JSON.stringify(config, null, 2)}\n`;
+  const ctx: GatewayContext = {
+    input,
+    ns: w.namespace,
+    name: gatewayName(w),
+    selector,
+    podLabels: { ...recommendedLabels(w, GATEWAY_COMPONENT), ...selector },
+  };
+  const configJson = `${JSON.stringify(input.config, null, 2)}\n`;
   const checksum = createHash("sha256").update(configJson).update(input.keysJson).digest("hex");
-  const tls = input.tlsCertificateArn !== undefined && input.tlsCertificateArn !== "";
-  const grace = gatewayGracePeriod(config);
+  return {
+    configMap: gatewayConfigMap(ctx, configJson),
+    keysSecret: gatewayKeysSecret(ctx),
+    deployment: gatewayDeployment(ctx, checksum),
+    service: gatewayService(ctx),
+    metricsService: gatewayMetricsService(ctx),
+    podDisruptionBudget: gatewayDisruptionBudget(ctx),
+    networkPolicies: gatewayNetworkPolicies(ctx),
+  };
+}
 
-  const configMap: IConfigMap = {
+function gatewayConfigMap({ ns, name, podLabels }: GatewayContext, configJson: string): IConfigMap {
+  return {
     apiVersion: "v1",
     kind: "ConfigMap",
     metadata: { name: `${name}-config`, namespace: ns, labels: podLabels },
     data: { "config.json": configJson },
   };
-  const keysSecret: ISecret = {
+}
+
+function gatewayKeysSecret({ input, ns, name, podLabels }: GatewayContext): ISecret {
+  return {
     apiVersion: "v1",
     kind: "Secret",
     metadata: { name: `${name}-keys`, namespace: ns, labels: podLabels },
@@ -179,8 +204,12 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
     // Hashes only: the keys themselves exist only in the stack's secret outputs.
     stringData: { "keys.json": input.keysJson },
   };
+}
 
-  const deployment: IDeployment = {
+/** checksum: of the config and the keys, so a change to either rolls the pods. */
+function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
+  const { input, ns, name, selector, podLabels } = ctx;
+  return {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name, namespace: ns, labels: podLabels, annotations: scannerSkipAnnotations(GATEWAY_SCANNER_SKIPS) },
@@ -195,7 +224,7 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
         spec: {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          terminationGracePeriodSeconds: grace,
+          terminationGracePeriodSeconds: gatewayGracePeriod(input.config),
           securityContext: {
             runAsNonRoot: true,
             runAsUser: 1000,
@@ -204,58 +233,9 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
             seccompProfile: { type: "RuntimeDefault" },
           },
           // The system nodes: the stack's system pool when it has one; no GPU toleration, and never the serving GPU instance type.
-          affinity: systemNodeAffinity(w.instanceType, input.systemNodeLabel),
+          affinity: systemNodeAffinity(input.triton.instanceType, input.systemNodeLabel),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
-          containers: [
-            {
-              name: "gateway",
-              image,
-              env: [
-                { name: "GATEWAY_CONFIG", value: `${CONFIG_DIR}/config.json` },
-                { name: "GATEWAY_KEYS_FILE", value: `${KEYS_DIR}/keys.json` },
-                // The heap stays well inside the memory limit.
-                { name: "NODE_OPTIONS", value: "--max-old-space-size=384" },
-              ],
-              ports: [
-                { name: "http", containerPort: GATEWAY_PORTS.http, protocol: "TCP" },
-                { name: "metrics", containerPort: GATEWAY_PORTS.metrics, protocol: "TCP" },
-              ],
-              resources: {
-                requests: { cpu: "250m", memory: "256Mi" },
-                limits: { memory: "512Mi" },
-              },
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                runAsNonRoot: true,
-                capabilities: { drop: ["ALL"] },
-                seccompProfile: { type: "RuntimeDefault" },
-              },
-              volumeMounts: [
-                { name: "config", mountPath: CONFIG_DIR, readOnly: true },
-                { name: "keys", mountPath: KEYS_DIR, readOnly: true },
-              ],
-              startupProbe: {
-                httpGet: { path: GATEWAY_LIVE_PATH, port: "http" },
-                periodSeconds: 2,
-                failureThreshold: 30,
-              },
-              // Ready only while Triton's ensemble is: the NLB then sends nothing a pod cannot serve.
-              readinessProbe: {
-                httpGet: { path: GATEWAY_HEALTH_PATH, port: "http" },
-                periodSeconds: 5,
-                timeoutSeconds: 3,
-                failureThreshold: 2,
-              },
-              livenessProbe: {
-                httpGet: { path: GATEWAY_LIVE_PATH, port: "http" },
-                periodSeconds: 10,
-                timeoutSeconds: 5,
-                failureThreshold: 3,
-              },
-              lifecycle: { preStop: { sleep: { seconds: PRE_STOP_SECONDS } } },
-            },
-          ],
+          containers: [gatewayContainer(input.image)],
           volumes: [
             { name: "config", configMap: { name: `${name}-config` } },
             { name: "keys", secret: { secretName: `${name}-keys` } },
@@ -264,9 +244,63 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
       },
     },
   };
+}
 
-  const lb = w.loadBalancer;
-  const service: IService = {
+function gatewayContainer(image: string): IContainer {
+  return {
+    name: "gateway",
+    image,
+    env: [
+      { name: "GATEWAY_CONFIG", value: `${CONFIG_DIR}/config.json` },
+      { name: "GATEWAY_KEYS_FILE", value: `${KEYS_DIR}/keys.json` },
+      // The heap stays well inside the memory limit.
+      { name: "NODE_OPTIONS", value: "--max-old-space-size=384" },
+    ],
+    ports: [
+      { name: "http", containerPort: GATEWAY_PORTS.http, protocol: "TCP" },
+      { name: "metrics", containerPort: GATEWAY_PORTS.metrics, protocol: "TCP" },
+    ],
+    resources: {
+      requests: { cpu: "250m", memory: "256Mi" },
+      limits: { memory: "512Mi" },
+    },
+    securityContext: {
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ["ALL"] },
+      seccompProfile: { type: "RuntimeDefault" },
+    },
+    volumeMounts: [
+      { name: "config", mountPath: CONFIG_DIR, readOnly: true },
+      { name: "keys", mountPath: KEYS_DIR, readOnly: true },
+    ],
+    startupProbe: {
+      httpGet: { path: GATEWAY_LIVE_PATH, port: "http" },
+      periodSeconds: 2,
+      failureThreshold: 30,
+    },
+    // Ready only while Triton's ensemble is: the NLB then sends nothing a pod cannot serve.
+    readinessProbe: {
+      httpGet: { path: GATEWAY_HEALTH_PATH, port: "http" },
+      periodSeconds: 5,
+      timeoutSeconds: 3,
+      failureThreshold: 2,
+    },
+    livenessProbe: {
+      httpGet: { path: GATEWAY_LIVE_PATH, port: "http" },
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+      failureThreshold: 3,
+    },
+    lifecycle: { preStop: { sleep: { seconds: PRE_STOP_SECONDS } } },
+  };
+}
+
+function gatewayService({ input, ns, name, selector, podLabels }: GatewayContext): IService {
+  const lb = input.triton.loadBalancer;
+  const tls = input.tlsCertificateArn !== undefined && input.tlsCertificateArn !== "";
+  return {
     apiVersion: "v1",
     kind: "Service",
     metadata: {
@@ -286,8 +320,10 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
       ...(lb.allowedCidrs.length > 0 ? { loadBalancerSourceRanges: [...lb.allowedCidrs] } : {}),
     },
   };
+}
 
-  const metricsService: IService = {
+function gatewayMetricsService({ ns, name, selector, podLabels }: GatewayContext): IService {
+  return {
     apiVersion: "v1",
     kind: "Service",
     metadata: {
@@ -301,8 +337,10 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
       ports: [{ name: "metrics", port: GATEWAY_PORTS.metrics, targetPort: "metrics", protocol: "TCP" }],
     },
   };
+}
 
-  const podDisruptionBudget: IPodDisruptionBudget = {
+function gatewayDisruptionBudget({ input, ns, name, selector, podLabels }: GatewayContext): IPodDisruptionBudget {
+  return {
     apiVersion: "policy/v1",
     kind: "PodDisruptionBudget",
     metadata: { name, namespace: ns, labels: podLabels },
@@ -315,7 +353,11 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
       unhealthyPodEvictionPolicy: "AlwaysAllow",
     },
   };
+}
 
+/** Default deny in the namespace; the gateway reaches only Triton (and DNS); Triton admits only the gateway and the scraper. */
+function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: GatewayContext): INetworkPolicy[] {
+  const tritonPods = selectorLabels(input.triton);
   const scraper = { namespaceSelector: { matchLabels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } };
   const dns: INetworkPolicyEgressRule = {
     to: [
@@ -335,7 +377,7 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
     metadata: { name: `${name.replace(/-gateway$/, "")}-${suffix}`, namespace: ns, labels: podLabels },
     spec,
   });
-  const networkPolicies: INetworkPolicy[] = [
+  return [
     policy("default-deny", { podSelector: {}, policyTypes: ["Ingress", "Egress"] }),
     policy("gateway", {
       podSelector: { matchLabels: selector },
@@ -372,8 +414,6 @@ export function renderGatewayManifests(input: GatewayRenderInput): GatewayManife
       egress: [dns],
     }),
   ];
-
-  return { configMap, keysSecret, deployment, service, metricsService, podDisruptionBudget, networkPolicies };
 }
 
 /** The gateway's manifests as YAML files for `synth`, after Triton's (render/k8s.ts manifestFiles). */
