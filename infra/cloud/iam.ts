@@ -6,6 +6,40 @@ export const EC2_ASSUME_ROLE_POLICY = JSON.stringify({
   Statement: [{ Effect: "Allow", Principal: { Service: "ec2.amazonaws.com" }, Action: "sts:AssumeRole" }],
 });
 
+export interface PolicyDocument {
+  Version: string;
+  Statement: Array<Record<string, unknown>>;
+}
+
+/**
+ * IRSA trust: only the named service account, through this cluster's OIDC provider, may assume
+ * the role (the LB controller's and Karpenter's roles).
+ */
+export function serviceAccountTrustPolicy(
+  oidcProviderArn: string,
+  oidcIssuer: string,
+  namespace: string,
+  serviceAccount: string,
+): PolicyDocument {
+  const issuer = oidcIssuer.replace(/^https:\/\//, "");
+  return {
+    Version: "2012-10-17",
+    Statement: [
+      {
+        Effect: "Allow",
+        Principal: { Federated: oidcProviderArn },
+        Action: "sts:AssumeRoleWithWebIdentity",
+        Condition: {
+          StringEquals: {
+            [`${issuer}:sub`]: `system:serviceaccount:${namespace}:${serviceAccount}`,
+            [`${issuer}:aud`]: "sts.amazonaws.com",
+          },
+        },
+      },
+    ],
+  };
+}
+
 /** Pull and push on the named repositories only; the token call cannot be scoped. */
 export const ECR_REPOSITORY_ACTIONS = [
   "ecr:BatchCheckLayerAvailability",

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
+import type { PolicyDocument } from "./iam";
 
 export const KARPENTER_VERSION = "v1.14.1";
 const DATA_DIR = path.resolve(__dirname, "../data/karpenter", KARPENTER_VERSION);
@@ -67,11 +68,6 @@ function substitute(text: string, v: KarpenterIamValues): string {
   });
 }
 
-export interface PolicyDocument {
-  Version: string;
-  Statement: Array<Record<string, unknown>>;
-}
-
 /** Names of the controller's managed policies in the template, in order. */
 export function controllerPolicyNames(): string[] {
   return Object.entries(karpenterTemplate())
@@ -108,29 +104,3 @@ export function interruptionQueueRetentionSeconds(): number {
 
 export const KARPENTER_NAMESPACE = "kube-system";
 export const KARPENTER_SERVICE_ACCOUNT = "karpenter";
-
-/** IRSA trust: only the Karpenter controller's service account of this cluster may assume the role. */
-export function serviceAccountTrustPolicy(
-  oidcProviderArn: string,
-  oidcIssuer: string,
-  namespace: string,
-  serviceAccount: string,
-): PolicyDocument {
-  const issuer = oidcIssuer.replace(/^https:\/\//, "");
-  return {
-    Version: "2012-10-17",
-    Statement: [
-      {
-        Effect: "Allow",
-        Principal: { Federated: oidcProviderArn },
-        Action: "sts:AssumeRoleWithWebIdentity",
-        Condition: {
-          StringEquals: {
-            [`${issuer}:sub`]: `system:serviceaccount:${namespace}:${serviceAccount}`,
-            [`${issuer}:aud`]: "sts.amazonaws.com",
-          },
-        },
-      },
-    ],
-  };
-}

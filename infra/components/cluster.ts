@@ -29,9 +29,9 @@ import {
   devicePluginValues,
   nodeLaunchTemplate,
 } from "../cloud/eks";
-import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES } from "../cloud/iam";
+import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES, serviceAccountTrustPolicy } from "../cloud/iam";
 import { kubeconfigClusterName, kubeconfigText } from "../cloud/kubeconfig";
-import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT, irsaTrustPolicy } from "../cloud/lbController";
+import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT } from "../cloud/lbController";
 import { LB_CONTROLLER_POLICY_VERSION, publishedLbControllerPolicy } from "../cloud/lbControllerIamPolicy";
 import type { EndpointAccess } from "../plan/clusterAccess";
 import type { EC2NodeClass, NodePool } from "../render/karpenter";
@@ -297,7 +297,11 @@ export class Cluster extends pulumi.ComponentResource {
       {
         assumeRolePolicy: pulumi
           .all([cluster.oidcProviderArn, cluster.oidcIssuer])
-          .apply(([arn, issuer]) => JSON.stringify(irsaTrustPolicy(arn, issuer))),
+          .apply(([arn, issuer]) =>
+            JSON.stringify(
+              serviceAccountTrustPolicy(arn, issuer, LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT),
+            ),
+          ),
         tags,
       },
       parent,

@@ -21,8 +21,8 @@ import {
   controllerPolicyNames,
   interruptionQueueRetentionSeconds,
   interruptionRules,
-  serviceAccountTrustPolicy,
 } from "../cloud/karpenter";
+import { serviceAccountTrustPolicy } from "../cloud/iam";
 
 /** Pinned charts, checked against the upstream tags (README "Versions pinned"). */
 export const SCALING_CHARTS = {

@@ -89,6 +89,50 @@ export interface ScaledObject {
   };
 }
 
+type PrometheusTrigger = ScaledObject["spec"]["triggers"][number];
+
+/** Bounds and HPA behaviour, whichever Deployment is scaled. */
+interface ScaleBounds {
+  minReplicas: number;
+  maxReplicas: number;
+  scaleUp: HpaRules;
+  scaleDown: HpaRules;
+}
+
+/** The ScaledObject around one Prometheus trigger: the part the Triton and gateway scalers share. */
+function scaledDeployment(
+  i: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    deployment: string;
+    pollingIntervalSeconds: number;
+  },
+  bounds: ScaleBounds,
+  trigger: PrometheusTrigger,
+): ScaledObject {
+  return {
+    apiVersion: "keda.sh/v1alpha1",
+    kind: "ScaledObject",
+    metadata: { name: i.name, namespace: i.namespace, labels: i.labels },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: i.deployment },
+      pollingInterval: i.pollingIntervalSeconds,
+      minReplicaCount: bounds.minReplicas,
+      maxReplicaCount: bounds.maxReplicas,
+      advanced: {
+        // Deleting the ScaledObject leaves the pods as they are rather than dropping to the Deployment's count mid-load.
+        restoreToOriginalReplicaCount: false,
+        horizontalPodAutoscalerConfig: {
+          name: i.name,
+          behavior: { scaleUp: bounds.scaleUp, scaleDown: bounds.scaleDown },
+        },
+      },
+      triggers: [trigger],
+    },
+  };
+}
+
 /** Where the Triton metrics of this workload live in Prometheus: the labels a ServiceMonitor (or the documented scrape config) attaches. */
 export interface MetricsSelector {
   namespace: string;
@@ -127,39 +171,20 @@ export interface ScaledObjectInput {
 }
 
 export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
-  const p = i.plan;
-  return {
-    apiVersion: "keda.sh/v1alpha1",
-    kind: "ScaledObject",
-    metadata: { name: i.name, namespace: i.namespace, labels: i.labels },
-    spec: {
-      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: i.deployment },
-      pollingInterval: i.pollingIntervalSeconds,
-      minReplicaCount: p.minReplicas,
-      maxReplicaCount: p.maxReplicas,
-      advanced: {
-        // Deleting the ScaledObject leaves the pods as they are rather than dropping to the Deployment's count mid-load.
-        restoreToOriginalReplicaCount: false,
-        horizontalPodAutoscalerConfig: { name: i.name, behavior: { scaleUp: p.scaleUp, scaleDown: p.scaleDown } },
-      },
-      triggers: [
-        {
-          type: "prometheus",
-          name: "queue-compute-ratio",
-          // Value: desired = ceil(ready pods × ratio / target); the ratio is a
-          // cluster-wide average, not a per-pod sum.
-          metricType: "Value",
-          metadata: {
-            serverAddress: i.prometheusUrl,
-            query: queueComputeRatioQuery(i.selector),
-            threshold: String(p.target),
-            // An empty result is an error, not zero: a Prometheus that stopped scraping must not scale the model down.
-            ignoreNullValues: "false",
-          },
-        },
-      ],
+  return scaledDeployment(i, i.plan, {
+    type: "prometheus",
+    name: "queue-compute-ratio",
+    // Value: desired = ceil(ready pods × ratio / target); the ratio is a
+    // cluster-wide average, not a per-pod sum.
+    metricType: "Value",
+    metadata: {
+      serverAddress: i.prometheusUrl,
+      query: queueComputeRatioQuery(i.selector),
+      threshold: String(i.plan.target),
+      // An empty result is an error, not zero: a Prometheus that stopped scraping must not scale the model down.
+      ignoreNullValues: "false",
     },
-  };
+  });
 }
 
 /** The gateway's scaling plan (plan/gatewayScaling.ts derives it). */
@@ -195,36 +220,18 @@ export interface GatewayScaledObjectInput {
 
 /** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (plan/gatewayScaling.ts). */
 export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledObject {
-  const p = i.plan;
-  return {
-    apiVersion: "keda.sh/v1alpha1",
-    kind: "ScaledObject",
-    metadata: { name: i.name, namespace: i.namespace, labels: i.labels },
-    spec: {
-      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: i.deployment },
-      pollingInterval: i.pollingIntervalSeconds,
-      minReplicaCount: p.minReplicas,
-      maxReplicaCount: p.maxReplicas,
-      advanced: {
-        restoreToOriginalReplicaCount: false,
-        horizontalPodAutoscalerConfig: { name: i.name, behavior: { scaleUp: p.scaleUp, scaleDown: p.scaleDown } },
-      },
-      triggers: [
-        {
-          type: "prometheus",
-          name: "inflight-per-pod",
-          // AverageValue: desired = ceil(total in flight / target).
-          metricType: "AverageValue",
-          metadata: {
-            serverAddress: i.prometheusUrl,
-            query: gatewayInflightQuery(i.selector),
-            threshold: String(p.inflightTarget),
-            // The gauge has no series before a pod's first request: empty means idle here.
-            // A gateway pod is back in seconds, so a wrong scale-down costs little (unlike Triton's).
-            ignoreNullValues: "true",
-          },
-        },
-      ],
+  return scaledDeployment(i, i.plan, {
+    type: "prometheus",
+    name: "inflight-per-pod",
+    // AverageValue: desired = ceil(total in flight / target).
+    metricType: "AverageValue",
+    metadata: {
+      serverAddress: i.prometheusUrl,
+      query: gatewayInflightQuery(i.selector),
+      threshold: String(i.plan.inflightTarget),
+      // The gauge has no series before a pod's first request: empty means idle here.
+      // A gateway pod is back in seconds, so a wrong scale-down costs little (unlike Triton's).
+      ignoreNullValues: "true",
     },
-  };
+  });
 }

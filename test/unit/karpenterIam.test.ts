@@ -8,8 +8,8 @@ import {
   controllerPolicyNames,
   interruptionQueueRetentionSeconds,
   interruptionRules,
-  serviceAccountTrustPolicy,
 } from "../../infra/cloud/karpenter";
+import { serviceAccountTrustPolicy } from "../../infra/cloud/iam";
 import { SCALING_CHARTS } from "../../infra/components/scaling";
 
 const DATA = path.resolve(__dirname, "../../infra/data/karpenter", KARPENTER_VERSION);
