@@ -31,6 +31,7 @@ import {
 } from "./podSecurity";
 import { mebibytes, millicores } from "./quantities";
 import { gpuTolerations, instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
+import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 
 export const PORTS = { http: 8000, grpc: 8001, metrics: 8002 } as const;
 export const READY_PATH = "/v2/health/ready";
@@ -110,17 +111,6 @@ export interface WorkloadInput {
 export interface RenderInput extends WorkloadInput {
   /** Server image, by digest (`<repo>@sha256:<hex>`); synth passes its marked `<repo>:synth` placeholder. */
   image: string;
-}
-
-export interface ServiceMonitor {
-  apiVersion: "monitoring.coreos.com/v1";
-  kind: "ServiceMonitor";
-  metadata: { name: string; namespace: string; labels: Record<string, string> };
-  spec: {
-    selector: { matchLabels: Record<string, string> };
-    namespaceSelector: { matchNames: string[] };
-    endpoints: Array<{ port: string; path: string; interval: string; scrapeTimeout: string }>;
-  };
 }
 
 export interface TritonManifests {
@@ -333,16 +323,10 @@ export function renderPodDisruptionBudget(w: WorkloadInput): IPodDisruptionBudge
 /** The Prometheus Operator ServiceMonitor, when `serving.serviceMonitor` asks for it. */
 export function renderServiceMonitor(w: WorkloadInput): ServiceMonitor | undefined {
   if (!w.serviceMonitor) return undefined;
-  return {
-    apiVersion: "monitoring.coreos.com/v1",
-    kind: "ServiceMonitor",
-    metadata: { name: workloadName(w), namespace: w.namespace, labels: recommendedLabels(w, "metrics") },
-    spec: {
-      selector: { matchLabels: { ...selectorLabels(w), "app.kubernetes.io/component": "metrics" } },
-      namespaceSelector: { matchNames: [w.namespace] },
-      endpoints: [{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }],
-    },
-  };
+  return serviceMonitor(workloadName(w), w.namespace, recommendedLabels(w, "metrics"), {
+    ...selectorLabels(w),
+    "app.kubernetes.io/component": "metrics",
+  });
 }
 
 /** Every manifest, for synth and the tests; the component renders them one by one. */

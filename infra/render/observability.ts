@@ -12,8 +12,9 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./k8sGateway";
+import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
-import { SCRAPE_INTERVAL_SECONDS, RATE_WINDOW_SECONDS, type AutoscalingPlan } from "./autoscaling";
+import { RATE_WINDOW_SECONDS, type AutoscalingPlan } from "./autoscaling";
 import { queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./autoscaling";
 
 /**
@@ -86,17 +87,6 @@ export interface ObservabilityInput {
   /** Worst-case time a new pod is unavailable: pull + startup budget (+ node boot when autoscaling). */
   podStartBudgetSeconds: number;
   autoscaling?: AutoscalingPlan;
-}
-
-export interface ServiceMonitor {
-  apiVersion: "monitoring.coreos.com/v1";
-  kind: "ServiceMonitor";
-  metadata: { name: string; namespace: string; labels: Record<string, string> };
-  spec: {
-    selector: { matchLabels: Record<string, string> };
-    namespaceSelector: { matchNames: string[] };
-    endpoints: Array<{ port: string; path: string; interval: string; scrapeTimeout: string }>;
-  };
 }
 
 export interface AlertRule {
@@ -266,31 +256,6 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
     service,
     networkPolicy,
     serviceMonitor: serviceMonitor(name, i.namespace, labels, selector),
-  };
-}
-
-export function serviceMonitor(
-  name: string,
-  namespace: string,
-  labels: Record<string, string>,
-  matchLabels: Record<string, string>,
-): ServiceMonitor {
-  return {
-    apiVersion: "monitoring.coreos.com/v1",
-    kind: "ServiceMonitor",
-    metadata: { name, namespace, labels },
-    spec: {
-      selector: { matchLabels },
-      namespaceSelector: { matchNames: [namespace] },
-      endpoints: [
-        {
-          port: "metrics",
-          path: "/metrics",
-          interval: `${SCRAPE_INTERVAL_SECONDS}s`,
-          scrapeTimeout: `${SCRAPE_INTERVAL_SECONDS - 5}s`,
-        },
-      ],
-    },
   };
 }
 

@@ -28,12 +28,11 @@ import { renderEC2NodeClass, renderNodePool, type EC2NodeClass, type NodeClassRe
 import {
   renderDcgmExporter,
   renderPrometheusRule,
-  serviceMonitor,
   type DcgmExporter,
   type ObservabilityInput,
   type PrometheusRule,
-  type ServiceMonitor,
 } from "./observability";
+import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 import { GPU_TAINT, INSTANCE_TYPE_LABEL } from "./scheduling";
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
 
