@@ -13,7 +13,7 @@
  * Pure: no Pulumi, no file-system access (repo files are hashed by an injected
  * `PathHasher`).
  */
-import { isDigestRef } from "../imageRef";
+import { isDigestRef, notPinnedMessage } from "../imageRef";
 import { sha256 } from "./hash";
 import { REMOTE } from "./paths";
 
@@ -204,8 +204,7 @@ export function requireImageResult(step: StepId, stdout: string): string {
   const ref = parseImageResult(stdout);
   if (!ref)
     throw new Error(`build step ${step} finished without printing "RESULT image=<ref>"; see its log on the builder`);
-  if (!isDigestRef(ref))
-    throw new Error(`build step ${step} printed image ${ref}, which is not pinned by digest (<repo>@sha256:<digest>)`);
+  if (!isDigestRef(ref)) throw new Error(notPinnedMessage(`build step ${step} printed image`, ref));
   return ref;
 }
 

@@ -26,7 +26,7 @@
 # pytriton itself uses). The stub starts that interpreter in isolated mode
 # (sys.flags.isolated=1, ignore_environment=1), so PYTHONPATH is ignored:
 # shared packages must sit in site-packages or next to model.py, whose folder
-# is on sys.path (test/triton/assemble.sh copies `tritonft` there).
+# is on sys.path (test/triton/assemble.ts copies `tritonft` there).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -88,7 +88,9 @@ describe("step graph", () => {
     const ref = `1.dkr.ecr.us-east-1.amazonaws.com/p/server@sha256:${"a".repeat(64)}`;
     expect(parseImageResult(`log\nRESULT tag=x\nRESULT image=${ref}\n`)).toBe(ref);
     expect(() => requireImageResult("bake", "RESULT tag=x\n")).toThrow(/without printing "RESULT image=<ref>"/);
-    expect(() => requireImageResult("bake", "RESULT image=repo/server:latest\n")).toThrow(/not pinned by digest/);
+    expect(() => requireImageResult("bake", "RESULT image=repo/server:latest\n")).toThrow(
+      /build step bake printed image repo\/server:latest: must be pinned by digest/,
+    );
   });
 
   it("a change to a step's script re-hashes that step and everything downstream only", () => {
