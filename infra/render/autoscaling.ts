@@ -229,9 +229,9 @@ export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledOb
       serverAddress: i.prometheusUrl,
       query: gatewayInflightQuery(i.selector),
       threshold: String(i.plan.inflightTarget),
-      // The gauge has no series before a pod's first request: empty means idle here.
-      // A gateway pod is back in seconds, so a wrong scale-down costs little (unlike Triton's).
-      ignoreNullValues: "true",
+      // Every gateway pod exports the gauge from start-up (at 0), so an empty result is a broken
+      // scrape: an error, and the HPA keeps the current size instead of shrinking to the minimum.
+      ignoreNullValues: "false",
     },
   });
 }

@@ -105,6 +105,8 @@ describe("metric names in the scaler, alerts and dashboard", () => {
   it("the gateway's scaler reads the gateway's in-flight gauge", async () => {
     const text = await new GatewayMetrics().registry.metrics();
     expect(text).toMatch(new RegExp(`^# TYPE ${GATEWAY_INFLIGHT_METRIC} gauge$`, "m"));
+    // Before any request: a zero series, so the scaler's sum is 0 (not empty, which it reads as a broken scrape).
+    expect(text).toMatch(new RegExp(`^${GATEWAY_INFLIGHT_METRIC}\\{consumer="anonymous"\\} 0$`, "m"));
   });
 
   it("every configured DCGM counter is a published one", () => {

@@ -309,6 +309,8 @@ describe("the gateway's ServiceMonitor and ScaledObject", () => {
     expect(so?.spec.triggers[0].metadata.query).toBe(
       `sum(triton_ft_gateway_inflight_requests{namespace="triton",service="${g.metricsService.metadata?.name}"})`,
     );
+    // An empty result (broken scrape) is an error that holds the size, as for Triton.
+    expect(so?.spec.triggers[0].metadata.ignoreNullValues).toBe("false");
     expect(g.deployment.spec?.replicas).toBeUndefined();
     expect(g.podDisruptionBudget.spec).toMatchObject({ maxUnavailable: 1 });
   });

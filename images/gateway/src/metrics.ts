@@ -107,6 +107,9 @@ export class GatewayMetrics {
       labelNames: [LABELS.consumer],
       registers,
     });
+    // A series from start-up (anonymous requests never generate, so it stays 0): the autoscaler's
+    // sum then exists whenever the scrape works, and an empty result means a broken scrape.
+    this.inflight.set({ [LABELS.consumer]: ANONYMOUS }, 0);
     this.upstreamCancelled = new Counter({
       name: METRICS.upstreamCancelled,
       help: "Triton calls cancelled by the gateway, by reason.",
