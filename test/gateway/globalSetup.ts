@@ -8,8 +8,8 @@
  * and a one-request Triton queue (QUEUED_ENSEMBLE), so a test can overflow
  * Triton's queue while the stand-in holds (STANDIN_HOLD_FILE).
  */
-import { spawn, type ChildProcess, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
@@ -17,6 +17,7 @@ import { findPreset } from "../../infra/model/catalog";
 import { type GatewayModel, renderGatewayConfig } from "../../infra/render/gatewayConfig";
 import { addQueueLimitedEnsemble, assembleRepository, runSynth, type HarnessInfo } from "../triton/assemble";
 import { ROOT, type RunningGateway, startGateway } from "./harness";
+import { stop, waitForState } from "../triton/serverProcess";
 
 /** Per generated token: slow enough that streamed chunks are visibly spread out, fast enough for CI. */
 export const STEP_MS = 25;
@@ -44,40 +45,6 @@ declare module "vitest" {
 
 function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [gateway-setup] ${message}\n`);
-}
-
-function waitForState(
-  server: ChildProcess,
-  stateFile: string,
-  timeoutMs: number,
-): Promise<{ http: string; grpc: string; log: string }> {
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + timeoutMs;
-    const onExit = (code: number | null): void => {
-      clearInterval(timer);
-      reject(new Error(`test/triton/server.sh exited (status ${code}) before the server was ready`));
-    };
-    server.once("exit", onExit);
-    const timer = setInterval(() => {
-      if (existsSync(stateFile)) {
-        clearInterval(timer);
-        server.off("exit", onExit);
-        resolve(JSON.parse(readFileSync(stateFile, "utf8")) as { http: string; grpc: string; log: string });
-      } else if (Date.now() > deadline) {
-        clearInterval(timer);
-        server.off("exit", onExit);
-        reject(new Error(`tritonserver not ready within ${timeoutMs / 1000}s`));
-      }
-    }, 250);
-  });
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once("exit", () => resolve());
-    child.kill("SIGTERM");
-  });
 }
 
 export async function startTritonDecoupled(

@@ -4,12 +4,13 @@
  * endpoint to the tests, and stops the server afterwards. server.sh also
  * watches this process, so a killed test run cannot leave a server behind.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { ROOT, assembleRepository, runSynth, type HarnessInfo } from "./assemble";
+import { stop, waitForState, type ServerState } from "./serverProcess";
 
 export interface TritonHarness extends HarnessInfo {
   http: string;
@@ -27,44 +28,6 @@ declare module "vitest" {
 
 function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [triton-setup] ${message}\n`);
-}
-
-function waitForState(
-  server: ChildProcess,
-  stateFile: string,
-  timeoutMs: number,
-): Promise<{ http: string; grpc: string; metrics: string; log: string }> {
-  return new Promise((resolve, reject) => {
-    const deadline = Date.now() + timeoutMs;
-    const onExit = (code: number | null): void => {
-      clearInterval(timer);
-      reject(
-        new Error(`test/triton/server.sh exited (status ${code}) before the server was ready; see its output above`),
-      );
-    };
-    server.once("exit", onExit);
-    const timer = setInterval(() => {
-      if (existsSync(stateFile)) {
-        clearInterval(timer);
-        server.off("exit", onExit);
-        resolve(
-          JSON.parse(readFileSync(stateFile, "utf8")) as { http: string; grpc: string; metrics: string; log: string },
-        );
-      } else if (Date.now() > deadline) {
-        clearInterval(timer);
-        server.off("exit", onExit);
-        reject(new Error(`tritonserver not ready within ${timeoutMs / 1000}s`));
-      }
-    }, 250);
-  });
-}
-
-function stop(server: ChildProcess): Promise<void> {
-  if (server.exitCode !== null || server.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    server.once("exit", () => resolve());
-    server.kill("SIGTERM");
-  });
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -100,7 +63,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     ],
     { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] },
   );
-  let state: { http: string; grpc: string; metrics: string; log: string };
+  let state: ServerState;
   try {
     state = await waitForState(server, stateFile, 300_000);
   } catch (error) {
