@@ -6,18 +6,7 @@
  */
 
 export type Datatype =
-  | "BOOL"
-  | "UINT8"
-  | "UINT16"
-  | "UINT32"
-  | "UINT64"
-  | "INT8"
-  | "INT16"
-  | "INT32"
-  | "INT64"
-  | "FP32"
-  | "FP64"
-  | "BYTES";
+  "BOOL" | "UINT8" | "UINT16" | "UINT32" | "UINT64" | "INT8" | "INT16" | "INT32" | "INT64" | "FP32" | "FP64" | "BYTES";
 
 export type TensorValue = number | bigint | boolean | string | Uint8Array;
 

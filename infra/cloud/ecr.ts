@@ -52,14 +52,12 @@ export interface LifecycleRule {
  * protect neither.
  */
 export function lifecycleRules(repo: keyof typeof TAG_PREFIX): LifecycleRule[] {
-  const protect = PROTECTED_TAGS.map(
-    (tag, i): LifecycleRule => ({
-      rulePriority: i + 1,
-      description: `protect the image tagged ${tag}: matched here, no later rule can expire it`,
-      selection: { tagStatus: "tagged", tagPatternList: [tag], countType: "imageCountMoreThan", countNumber: NEVER },
-      action: { type: "expire" },
-    }),
-  );
+  const protect = PROTECTED_TAGS.map((tag, i): LifecycleRule => ({
+    rulePriority: i + 1,
+    description: `protect the image tagged ${tag}: matched here, no later rule can expire it`,
+    selection: { tagStatus: "tagged", tagPatternList: [tag], countType: "imageCountMoreThan", countNumber: NEVER },
+    action: { type: "expire" },
+  }));
   const next = protect.length + 1;
   return [
     ...protect,

@@ -125,7 +125,7 @@ export function parseInventory(text: string, where: string): Inventory {
   try {
     doc = JSON.parse(text);
   } catch (err) {
-    throw new Error(`${where}: not JSON: ${(err as Error).message}`);
+    throw new Error(`${where}: not JSON: ${(err as Error).message}`, { cause: err });
   }
   const inv = doc as Partial<Inventory>;
   if (!inv || typeof inv !== "object" || !Array.isArray(inv.resources) || typeof inv.stack !== "string")

@@ -43,7 +43,7 @@ export function parseStackFile(text: string, fileName: string): StackFileConfig 
   try {
     doc = parse(text);
   } catch (err) {
-    throw new Error(`${fileName}: not valid YAML: ${(err as Error).message}`);
+    throw new Error(`${fileName}: not valid YAML: ${(err as Error).message}`, { cause: err });
   }
   const config = doc === null || doc === undefined ? {} : (doc as Record<string, unknown>).config;
   if (config !== undefined && (config === null || typeof config !== "object" || Array.isArray(config))) {

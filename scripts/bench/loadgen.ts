@@ -22,8 +22,7 @@ export interface Workload {
 }
 
 export type Target =
-  | { kind: "gateway"; url: string; key: string; model: string }
-  | { kind: "triton"; grpc: string; ensemble: string };
+  { kind: "gateway"; url: string; key: string; model: string } | { kind: "triton"; grpc: string; ensemble: string };
 
 export type Sender = (w: Workload) => Promise<Sample>;
 

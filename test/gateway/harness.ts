@@ -112,7 +112,7 @@ export async function startGateway(
     ready = await waitForFile(child, readyFile, 60_000);
   } catch (error) {
     child.kill("SIGTERM");
-    throw new Error(`${(error as Error).message}; log:\n${readFileSync(log, "utf8").slice(-3000)}`);
+    throw new Error(`${(error as Error).message}; log:\n${readFileSync(log, "utf8").slice(-3000)}`, { cause: error });
   }
   const stop = (): Promise<void> =>
     new Promise((resolve) => {

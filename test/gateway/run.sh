@@ -17,10 +17,7 @@ cd "$root"
 
 log() { printf '%s [gateway-suite] %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 
-if [[ ! -d images/gateway/node_modules ]]; then
-  log "installing the gateway's dependencies (npm ci in images/gateway)"
-  npm ci --prefix images/gateway --no-audit --no-fund >&2
-fi
+# The gateway's dependencies come with the root `npm ci` (an npm workspace).
 
 start=$SECONDS
 vitest_args=(run --config test/gateway/vitest.config.mts --reporter=default)

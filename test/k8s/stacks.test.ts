@@ -54,7 +54,7 @@ const matches = (selector: Record<string, string>, labels: Record<string, string
   Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
 for (const ref of stacks) {
-  describe.sequential(`stack ${ref.name}`, () => {
+  describe(`stack ${ref.name}`, { concurrent: false }, () => {
     let stack: RenderedStack;
     let gpuDeployments: Deployment[];
     let namespaces: string[];

@@ -188,7 +188,7 @@ describe("the builder's sshd, configured by the program's user data", () => {
   });
 });
 
-describe.sequential("the build steps over SSH, as the program registers them", () => {
+describe("the build steps over SSH, as the program registers them", { concurrent: false }, () => {
   it("registers the steps with nothing secret in a command, a copied file or a config", () => {
     expect(stepOps().length).toBeGreaterThanOrEqual(5);
     for (const o of pipeline.ops) {

@@ -227,7 +227,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
 
   // --- KServe v2, the ensemble only ---------------------------------------------------
   const upstreamProbe = async (probe: () => Promise<boolean>, reply: FastifyReply): Promise<FastifyReply> => {
-    let ok = false;
+    let ok: boolean;
     try {
       ok = await probe();
     } catch {
@@ -336,7 +336,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   app.get("/readyz", async (_request, reply) => {
     const now = Date.now();
     if (!readyCache || now - readyCache.at > 1000) {
-      let ok = false;
+      let ok: boolean;
       try {
         ok = await triton.ready(2000);
       } catch {

@@ -99,7 +99,7 @@ function parseFile<T>(schema: z.ZodType<T>, file: string, what: string): T {
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
-    throw new Error(`${what} ${file}: ${(error as Error).message}`);
+    throw new Error(`${what} ${file}: ${(error as Error).message}`, { cause: error });
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {

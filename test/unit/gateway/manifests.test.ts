@@ -146,7 +146,7 @@ describe("network policies", () => {
 
   it("let the gateway reach only Triton and DNS", () => {
     const gw = byName("-gateway").spec!;
-    expect(gw.podSelector.matchLabels).toEqual(gatewaySelector);
+    expect(gw.podSelector?.matchLabels).toEqual(gatewaySelector);
     const ports = gw.egress!.flatMap((e) => e.ports!.map((p) => p.port));
     expect(ports.sort()).toEqual([53, 53, PORTS.http, PORTS.grpc].sort());
   });

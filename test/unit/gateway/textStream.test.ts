@@ -58,7 +58,7 @@ describe("IncrementalText", () => {
       const rand = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
       for (let trial = 0; trial < 50; trial++) {
         const cuts: number[] = [];
-        for (let n = 0; n < bytes.length; ) {
+        for (let n = 0; n < bytes.length;) {
           n = Math.min(bytes.length, n + 1 + Math.floor(rand() * 6));
           cuts.push(n);
         }
