@@ -181,8 +181,9 @@ export interface SupportRow {
   /** Set when a past end is a warning by decision. */
   acknowledged?: string;
   source: string;
-  /** Config key the row judges, for findings. */
+  /** Config key the row judges, and its value there, for findings. */
   key: string;
+  value: string;
   fix: string;
 }
 
@@ -190,8 +191,8 @@ function nodeRow(what: string, key: string, version: string, fix: string, today:
   const major = semver.major(semver.coerce(version) ?? "0.0.0");
   const r = NODE_RELEASES.releases.find((n) => n.major === major);
   const source = NODE_RELEASES.lookup.source;
-  if (!r) return { what, version, end: "?", state: "unknown", source, key, fix };
-  return { what, version, end: r.end, state: supportState(r.end, today), source, key, fix };
+  if (!r) return { what, version, end: "?", state: "unknown", source, key, value: version, fix };
+  return { what, version, end: r.end, state: supportState(r.end, today), source, key, value: version, fix };
 }
 
 /** Every dated thing the stack runs, judged at `today`. */
@@ -223,9 +224,12 @@ export function supportRows(input: SupportInput, today: string): SupportRow[] {
       end: py?.end ?? "?",
       state: py ? supportState(py.end, today) : "unknown",
       ...(image.acknowledged ? { acknowledged: image.acknowledged } : {}),
-      source: `${TRITON_PYTHON.lookup.source}; ${PYTHON_RELEASES.lookup.source}`,
+      source: "https://devguide.python.org/versions/",
       key: "build.tritonVersion",
-      fix: "use a Triton release whose Python is supported",
+      value: input.tritonVersion,
+      fix: image.acknowledged
+        ? "none while FasterTransformer's backend needs this Triton; README, Support dates"
+        : "use a Triton release whose Python is supported",
     });
   }
 
@@ -246,6 +250,7 @@ export function supportRows(input: SupportInput, today: string): SupportRow[] {
           acknowledged: "extended support (billed per cluster hour) follows for 12 months",
           source,
           key: "cluster.kubernetesVersion",
+          value: k,
           fix: use,
         });
       }
@@ -256,6 +261,7 @@ export function supportRows(input: SupportInput, today: string): SupportRow[] {
         state: supportState(eks.extendedEnd, today),
         source,
         key: "cluster.kubernetesVersion",
+        value: k,
         fix: use,
       });
     }
@@ -269,11 +275,21 @@ export function supportRows(input: SupportInput, today: string): SupportRow[] {
         state: inside ? "supported" : "outside range",
         source: c.source,
         key: "cluster.kubernetesVersion",
+        value: k,
         fix: `use a Kubernetes version in ${c.kubeVersion}, or move the ${c.chart} chart`,
       });
     }
   }
   return rows;
+}
+
+/**
+ * True when a preview refuses the stack for this row: past an unacknowledged end,
+ * or outside a chart's range. (An EKS version past extended support is refused
+ * by kubernetesVersionFinding in catalog/eks.ts, not by supportFindings.)
+ */
+export function refuses(r: SupportRow): boolean {
+  return r.state === "outside range" || (r.state === "ended" && r.acknowledged === undefined);
 }
 
 export interface SupportFinding {
@@ -298,7 +314,7 @@ export function supportFindings(
   for (const r of supportRows(input, today)) {
     const eksEnded = r.what.startsWith("EKS ") && r.state === "ended";
     if (r.state === "supported" || r.state === "unknown" || eksEnded) continue;
-    const f: SupportFinding = { key: r.key, value: r.version, message: "", fix: r.fix };
+    const f: SupportFinding = { key: r.key, value: r.value, message: "", fix: r.fix };
     if (r.state === "outside range") {
       errors.push({ ...f, message: `${r.what}: outside the chart's supported Kubernetes range ${r.version} (${r.source})` });
     } else if (r.state === "ending") {

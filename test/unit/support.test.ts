@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   daysUntil,
+  refuses,
   supportFindings,
   supportRows,
   supportState,
@@ -101,11 +102,27 @@ describe("support findings", () => {
   });
 
   it("an existing cluster (no kubernetesVersion) is judged on Node and Python only", () => {
-    const { kubernetesVersion: _k, ...rest } = current();
-    expect(supportRows(rest, "2026-11-25").map((r) => r.key)).toEqual([
+    const existing: SupportInput = { programNode: "26.11.1", tritonVersion: "23.05" };
+    expect(supportRows(existing, "2026-11-25").map((r) => r.key)).toEqual([
       "runtime",
       "images/gateway/Dockerfile",
       "build.tritonVersion",
     ]);
+  });
+});
+
+describe("support table of the committed stacks (scripts/ci/support-table.ts)", () => {
+  const rowsOf = async (stack: string, today: string) => {
+    const { stackRows } = await import("../../scripts/ci/support-table");
+    const { readFileSync } = await import("node:fs");
+    const file = `Pulumi.${stack}.yaml`;
+    return stackRows(readFileSync(`${__dirname}/../../${file}`, "utf8"), file, today);
+  };
+
+  it("dev and prod pass on 2026-11-25 (Python 3.10 acknowledged) and are refused once Node 26 ends", async () => {
+    for (const stack of ["dev", "prod"]) {
+      expect((await rowsOf(stack, "2026-11-25")).filter(refuses)).toEqual([]);
+      expect((await rowsOf(stack, "2029-05-01")).filter(refuses).map((r) => r.what)).toContain("Node (gateway image)");
+    }
   });
 });
