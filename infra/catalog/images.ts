@@ -22,7 +22,7 @@ export const GATEWAY_NODE_IMAGE: NodeBaseImage = {
   variant: "bookworm-slim",
   digest: "sha256:86f07bc9c5dce4578cf37e5a418b7bfc7f817cda25cde66e2b66e95ed86c4567",
   source:
-    "public code search for \"node:26.11.1-bookworm-slim@sha256:86f07bc9\": the same digest pinned by several " +
+    'public code search for "node:26.11.1-bookworm-slim@sha256:86f07bc9": the same digest pinned by several ' +
     "unrelated repositories (Renovate-managed Dockerfiles, a Compose ARG, a Makefile); the docker-library/official-images " +
     "mirror reachable here stops at 26.7.0 (2026-08-21). 26.12.1 (security, 2026-10-21) and 26.13.0 (LTS 'Lithium', " +
     "2026-10-28, https://github.com/nodejs/node/releases/tag/v26.13.0) exist, but no public pin of their digests was found",

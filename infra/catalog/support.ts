@@ -82,7 +82,8 @@ export interface TritonPython {
  */
 export const TRITON_PYTHON: { lookup: Lookup; images: readonly TritonPython[] } = {
   lookup: {
-    source: "https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html (Triton 22.12 and 23.05: Ubuntu 22.04, Python 3.10)",
+    source:
+      "https://docs.nvidia.com/deeplearning/frameworks/support-matrix/index.html (Triton 22.12 and 23.05: Ubuntu 22.04, Python 3.10)",
     checked: "2026-11-25",
   },
   images: [
@@ -118,7 +119,8 @@ export const CHART_KUBE_RANGES: { checked: string; charts: readonly ChartKubeRan
       chart: "kube-prometheus-stack",
       version: "88.5.3",
       kubeVersion: ">=1.25.0-0",
-      source: "https://github.com/prometheus-community/helm-charts/blob/kube-prometheus-stack-88.5.3/charts/kube-prometheus-stack/Chart.yaml",
+      source:
+        "https://github.com/prometheus-community/helm-charts/blob/kube-prometheus-stack-88.5.3/charts/kube-prometheus-stack/Chart.yaml",
     },
     {
       chart: "keda",
@@ -131,19 +133,22 @@ export const CHART_KUBE_RANGES: { checked: string; charts: readonly ChartKubeRan
       version: "1.14.1",
       // No kubeVersion in the chart; the compatibility matrix's newest column (1.36) lists 1.13.x+.
       kubeVersion: ">=1.30.0-0 <1.37.0-0",
-      source: "https://github.com/aws/karpenter-provider-aws/blob/v1.14.1/website/content/en/docs/upgrading/compatibility.md",
+      source:
+        "https://github.com/aws/karpenter-provider-aws/blob/v1.14.1/website/content/en/docs/upgrading/compatibility.md",
     },
     {
       chart: "aws-load-balancer-controller",
       version: "3.5.0",
       kubeVersion: "*",
-      source: "https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/v3.5.0/helm/aws-load-balancer-controller/Chart.yaml (no kubeVersion)",
+      source:
+        "https://github.com/kubernetes-sigs/aws-load-balancer-controller/blob/v3.5.0/helm/aws-load-balancer-controller/Chart.yaml (no kubeVersion)",
     },
     {
       chart: "nvidia-device-plugin",
       version: "0.20.0",
       kubeVersion: ">= 1.10.0-0",
-      source: "https://github.com/NVIDIA/k8s-device-plugin/blob/v0.20.0/deployments/helm/nvidia-device-plugin/Chart.yaml",
+      source:
+        "https://github.com/NVIDIA/k8s-device-plugin/blob/v0.20.0/deployments/helm/nvidia-device-plugin/Chart.yaml",
     },
   ],
 };
@@ -316,7 +321,10 @@ export function supportFindings(
     if (r.state === "supported" || r.state === "unknown" || eksEnded) continue;
     const f: SupportFinding = { key: r.key, value: r.value, message: "", fix: r.fix };
     if (r.state === "outside range") {
-      errors.push({ ...f, message: `${r.what}: outside the chart's supported Kubernetes range ${r.version} (${r.source})` });
+      errors.push({
+        ...f,
+        message: `${r.what}: outside the chart's supported Kubernetes range ${r.version} (${r.source})`,
+      });
     } else if (r.state === "ending") {
       const note = r.acknowledged ? `; after it a warning, not a refusal: ${r.acknowledged}` : "";
       warnings.push({

@@ -46,7 +46,11 @@ export function table(stack: string, rows: readonly SupportRow[], today: string,
     ];
   }
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] ?? "").length)));
-  const line = (c: readonly string[]): string => c.map((x, i) => x.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
+  const line = (c: readonly string[]): string =>
+    c
+      .map((x, i) => x.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
   return [`stack ${stack} (${today}):`, line(head), ...cells.map(line), ""];
 }
 
@@ -90,7 +94,9 @@ function main(argv: readonly string[]): number {
     process.stdout.write(table(stack, rows, today, markdown).join("\n") + "\n");
     for (const r of rows.filter(refuses)) {
       refused++;
-      process.stderr.write(`support: stack ${stack}: ${r.what} ${r.state === "ended" ? `ended on ${r.end}` : r.state}; fix: ${r.fix}\n`);
+      process.stderr.write(
+        `support: stack ${stack}: ${r.what} ${r.state === "ended" ? `ended on ${r.end}` : r.state}; fix: ${r.fix}\n`,
+      );
     }
   }
   return refused > 0 ? 1 : 0;

@@ -53,7 +53,9 @@ describe("support findings", () => {
     const f = supportFindings(current(), "2026-11-25");
     expect(f.errors).toEqual([]);
     expect(f.warnings).toHaveLength(1);
-    expect(f.warnings[0]?.message).toMatch(/ended on 2026-10-31; acknowledged, not refused: FasterTransformer's Triton backend/);
+    expect(f.warnings[0]?.message).toMatch(
+      /ended on 2026-10-31; acknowledged, not refused: FasterTransformer's Triton backend/,
+    );
   });
 
   it("the gateway image on Node 20 after 2026-04-30: refused, with the fix", () => {
@@ -80,7 +82,9 @@ describe("support findings", () => {
     const std = supportFindings({ ...current(), kubernetesVersion: "1.34" }, "2026-11-25");
     expect(std.errors).toEqual([]);
     expect(std.warnings.map((w) => w.message)).toContainEqual(
-      expect.stringMatching(/^EKS 1\.34 standard support ends on 2026-12-02, in 7 days; after it a warning, not a refusal: extended support/),
+      expect.stringMatching(
+        /^EKS 1\.34 standard support ends on 2026-12-02, in 7 days; after it a warning, not a refusal: extended support/,
+      ),
     );
     const ext = supportFindings({ ...current(), kubernetesVersion: "1.31" }, "2026-11-25");
     expect(ext.errors).toEqual([]);
