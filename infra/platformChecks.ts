@@ -11,6 +11,7 @@
 import { cidrListFindings, parseCidr, sshCidrFindings } from "./cidr";
 import { kubernetesVersionFinding } from "./catalog/eks";
 import { BACKEND_REPO_URL, COMMIT_PIN, DEFAULT_BUILD, FT_REPO_URL, unknownBuildWarning } from "./catalog/upstream";
+import { supportFindings } from "./catalog/support";
 
 export interface Finding {
   /** Key without the project prefix, e.g. `build.ftCommit`, `build.sshAllowedCidrs[0]`. */
@@ -33,7 +34,11 @@ export interface PlatformConfig {
   network: { mode: string; vpcCidr: string };
 }
 
-export function platformFindings(config: PlatformConfig, today: string): Findings {
+export function platformFindings(
+  config: PlatformConfig,
+  today: string,
+  programNode: string = process.versions.node,
+): Findings {
   const errors: Finding[] = [];
   const warnings: Finding[] = [];
   const b = config.build;
@@ -104,5 +109,10 @@ export function platformFindings(config: PlatformConfig, today: string): Finding
     const p = parseCidr(config.network.vpcCidr);
     if (!p.ok) errors.push({ key: "network.vpcCidr", value: config.network.vpcCidr, message: p.reason, fix: p.fix });
   }
+  // End-of-support dates (catalog/support.ts): Node, the Triton image's Python, EKS, the charts' Kubernetes ranges.
+  const k8s = config.cluster.mode === "create" ? { kubernetesVersion: config.cluster.kubernetesVersion } : {};
+  const support = supportFindings({ programNode, tritonVersion: config.build.tritonVersion, ...k8s }, today);
+  errors.push(...support.errors);
+  warnings.push(...support.warnings);
   return { errors, warnings };
 }

@@ -7,7 +7,7 @@
  *
  * Sources: the EKS user guide, "Understand the Kubernetes version lifecycle on
  * EKS" (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html),
- * and endoflife.date/amazon-eks, looked up 2026-11-23. 1.36's release date is
+ * and endoflife.date/amazon-eks, looked up 2026-11-23 and re-checked 2026-11-25 (unchanged). 1.36's release date is
  * derived from its standard-support end (2027-08-02) by the 14-month rule.
  *
  * Pure: dates are compared against a `today` the caller passes.

@@ -113,4 +113,10 @@ describe("delivery workflows", () => {
     const report = drift.jobs.drift.steps.at(-1) as Step;
     expect(String(report.with?.script)).toContain("core.setFailed");
   });
+
+  it("drift: the support job prints the support dates and fails past an unacknowledged end (pipefail keeps the exit code)", () => {
+    const step = drift.jobs.support?.steps.at(-1) as Step & { shell?: string };
+    expect(step.run).toContain("npx tsx scripts/ci/support-table.ts --markdown");
+    expect(step.shell).toBe("bash");
+  });
 });

@@ -16,8 +16,11 @@ const good = (): PlatformConfig => ({
 });
 
 describe("platform findings", () => {
-  it("a default stack with a real SSH CIDR has none", () => {
-    expect(platformFindings(good(), TODAY)).toEqual({ errors: [], warnings: [] });
+  it("a default stack with a real SSH CIDR has only the acknowledged Python 3.10 warning (Triton 23.05's image)", () => {
+    const f = platformFindings(good(), TODAY);
+    expect(f.errors).toEqual([]);
+    expect(f.warnings.map((w) => w.key)).toEqual(["build.tritonVersion"]);
+    expect(f.warnings[0]?.message).toContain("acknowledged, not refused");
   });
 
   it("the former defaults (PR test-merge FT, pre-23.05 backend, EKS 1.31) warn, naming the known-good set", () => {
@@ -27,7 +30,12 @@ describe("platform findings", () => {
     c.cluster.kubernetesVersion = "1.31";
     const f = platformFindings(c, TODAY);
     expect(f.errors).toEqual([]);
-    expect(f.warnings.map((w) => w.key)).toEqual(["build", "cluster.kubernetesVersion"]);
+    expect(f.warnings.map((w) => w.key)).toEqual([
+      "build",
+      "cluster.kubernetesVersion",
+      "build.tritonVersion",
+      "cluster.kubernetesVersion",
+    ]);
     expect(f.warnings[0]?.message).toContain(DEFAULT_BUILD.ft.commit);
   });
 
@@ -50,7 +58,7 @@ describe("platform findings", () => {
       "serving.allowedCidrs[0]",
       "network.vpcCidr",
     ]);
-    expect(f.warnings.map((w) => w.key)).toEqual(["build.sshAllowedCidrs[2]"]);
+    expect(f.warnings.map((w) => w.key)).toEqual(["build.sshAllowedCidrs[2]", "build.tritonVersion"]);
     expect(f.errors[0]?.fix).toContain(DEFAULT_BUILD.backend.commit);
   });
 

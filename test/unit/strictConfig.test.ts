@@ -98,14 +98,16 @@ describe("warnings at preview", () => {
     expect(warnings.map((w) => w.key)).toEqual([
       "triton-ft:cluster.kubernetesVersion",
       "triton-ft:build.sshAllowedCidrs[0]",
+      "triton-ft:build.tritonVersion",
     ]);
     expect(warnings[1]?.fix).toContain("before the first pulumi up");
   });
 
-  it("a stack with a real CIDR and the defaults has none", () => {
+  it("a stack with a real CIDR and the defaults has only the acknowledged Python 3.10 warning (Triton 23.05's image)", () => {
     const { warnings, problems } = resolveStack(realCidr(gpt2Config()), {}, { today: TODAY });
     expect(problems).toEqual([]);
-    expect(warnings).toEqual([]);
+    expect(warnings.map((w) => w.key)).toEqual(["triton-ft:build.tritonVersion"]);
+    expect(warnings[0]?.message).toContain("acknowledged, not refused");
   });
 
   it("pins outside the known-good table warn and name the known-good set", () => {
@@ -119,7 +121,7 @@ describe("warnings at preview", () => {
       {},
       { today: TODAY },
     );
-    expect(warnings).toHaveLength(1);
+    expect(warnings.map((w) => w.key)).toEqual(["triton-ft:build", "triton-ft:build.tritonVersion"]);
     expect(warnings[0]?.message).toContain("c6936c39be6fc57c161db34cfe5c45d1bef81ee2");
   });
 });

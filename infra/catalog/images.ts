@@ -1,0 +1,35 @@
+/**
+ * The gateway image's Node base, as data next to its pin: images/gateway/Dockerfile's
+ * `ARG NODE_IMAGE` must name exactly this tag and digest (test/unit/supportCatalog.test.ts).
+ * The support check reads the Node major from here, so the Dockerfile stays the only
+ * thing the image build reads and this stays the only thing the program reads.
+ */
+
+export interface NodeBaseImage {
+  /** Node release the image carries. */
+  version: string;
+  /** Debian flavour of the official image. */
+  variant: string;
+  /** Multi-arch manifest-list (image index) digest: one pin for amd64 and arm64. */
+  digest: string;
+  /** Where the digest was checked: independent public pins of the same tag agree. */
+  source: string;
+  checked: string;
+}
+
+export const GATEWAY_NODE_IMAGE: NodeBaseImage = {
+  version: "26.11.1",
+  variant: "bookworm-slim",
+  digest: "sha256:86f07bc9c5dce4578cf37e5a418b7bfc7f817cda25cde66e2b66e95ed86c4567",
+  source:
+    'public code search for "node:26.11.1-bookworm-slim@sha256:86f07bc9": the same digest pinned by several ' +
+    "unrelated repositories (Renovate-managed Dockerfiles, a Compose ARG, a Makefile); the docker-library/official-images " +
+    "mirror reachable here stops at 26.7.0 (2026-08-21). 26.12.1 (security, 2026-10-21) and 26.13.0 (LTS 'Lithium', " +
+    "2026-10-28, https://github.com/nodejs/node/releases/tag/v26.13.0) exist, but no public pin of their digests was found",
+  checked: "2026-11-25",
+};
+
+/** `node:<version>-<variant>@<digest>`, the value of the Dockerfile's ARG NODE_IMAGE. */
+export function nodeImageRef(i: NodeBaseImage = GATEWAY_NODE_IMAGE): string {
+  return `node:${i.version}-${i.variant}@${i.digest}`;
+}
