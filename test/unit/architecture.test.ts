@@ -169,7 +169,8 @@ describe("architecture", () => {
         const candidates = page === "README" ? pages : [page];
         for (const s of (m[2] ?? "").matchAll(/"([^"]+)"/g)) {
           refs++;
-          if (!candidates.some((p) => headingsOf.get(p)?.has(s[1]))) missing.push(`${relative(ROOT, f)}: ${page} "${s[1]}"`);
+          if (!candidates.some((p) => headingsOf.get(p)?.has(s[1])))
+            missing.push(`${relative(ROOT, f)}: ${page} "${s[1]}"`);
         }
       }
     }
