@@ -19,7 +19,7 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
     },
   },
-  // Layering (README, Architecture): facts (catalog, model) <- render <- plan <- cloud, synth <- components <- program.
+  // Layering (docs/architecture.md "Data path: one plan"): facts (catalog, model) <- render <- plan <- cloud, synth <- components <- program.
   {
     files: ["infra/catalog/**/*.ts", "infra/model/**/*.ts"],
     rules: {

@@ -1,5 +1,5 @@
 /**
- * Renders the configuration reference table for README from the zod schema, so
+ * Renders the configuration reference table for docs/config-reference.md from the zod schema, so
  * the documentation cannot drift from the code (a unit test compares them).
  */
 import { z } from "zod";
@@ -75,7 +75,7 @@ function replaceBlock(readme: string, startMarker: string, endMarker: string, co
   return readme.slice(0, start + startMarker.length) + "\n" + content + "\n" + readme.slice(end);
 }
 
-/** README with every generated block (configuration reference, output contract) replaced. */
+/** Text holding both generated blocks (configuration reference, output contract) with them replaced; the docs pages hold one block each (scripts/docsGenerated.ts). */
 export function withReference(readme: string): string {
   const config = replaceBlock(readme, REFERENCE_START, REFERENCE_END, configReference());
   return replaceBlock(config, OUTPUTS_START, OUTPUTS_END, outputsMarkdownTable());

@@ -1,8 +1,8 @@
 /**
  * The stack-output contract other teams build on: names, types, secrecy and
  * meaning of the outputs every stack exports. Changing an entry is a breaking
- * change for consumers; test/unit/serving.test.ts pins it, and README's
- * "Stack outputs" table is generated from it (`outputsMarkdownTable`).
+ * change for consumers; test/unit/serving.test.ts pins it, and the table of
+ * docs/outputs.md is generated from it (`outputsMarkdownTable`).
  */
 import type * as pulumi from "@pulumi/pulumi";
 import type { ModelSource } from "./model/types";
@@ -94,7 +94,7 @@ export type ContractOutputs = {
   [K in ContractOutputName]: pulumi.Input<TsType<(typeof STACK_OUTPUT_CONTRACT)[K]["type"]>>;
 };
 
-/** README's outputs table, generated so the documentation cannot drift from the contract. */
+/** The outputs table of docs/outputs.md, generated so the documentation cannot drift from the contract. */
 export function outputsMarkdownTable(): string {
   const rows = Object.entries(STACK_OUTPUT_CONTRACT).map(
     ([name, spec]) => `| \`${name}\` | ${spec.type}${spec.secret ? " (secret)" : ""} | ${spec.description} |`,

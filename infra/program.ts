@@ -37,7 +37,7 @@ import { stackTags } from "./tags";
 
 /**
  * The stack-output contract other teams consume (infra/outputs.ts: documented
- * in README, pinned by test/unit/serving.test.ts), plus the build side's extras.
+ * in docs/outputs.md, pinned by test/unit/serving.test.ts), plus the build side's extras.
  */
 export interface StackOutputs extends ContractOutputs {
   [key: string]: unknown;
@@ -49,7 +49,7 @@ interface BuildSide {
   serverImage: pulumi.Output<string>;
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
-  /** Stack outputs of the build side (names documented in README). */
+  /** Stack outputs of the build side (names documented in docs/outputs.md). */
   outputs: Record<string, pulumi.Input<unknown>>;
 }
 

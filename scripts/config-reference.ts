@@ -1,15 +1,18 @@
-/** `npm run docs:config`: regenerates README's configuration reference from the schema. */
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { withReference } from "../infra/configReference";
+/**
+ * `npm run docs:config`: regenerates the configuration reference (docs/config-reference.md) and the
+ * output contract (docs/outputs.md) from the code; without --write it only checks them.
+ */
+import { writeFileSync } from "node:fs";
+import { generatedPages } from "./docsGenerated";
 
-const readmePath = join(__dirname, "..", "README.md");
-const current = readFileSync(readmePath, "utf8");
-const next = withReference(current);
-if (process.argv.includes("--write")) {
-  writeFileSync(readmePath, next);
-  console.log(next === current ? "README.md generated blocks are up to date" : "README.md generated blocks updated");
-} else if (next !== current) {
-  console.error("README.md generated blocks are stale: run `npm run docs:config`");
-  process.exit(1);
+let stale = 0;
+for (const { page, path, current, next } of generatedPages()) {
+  if (process.argv.includes("--write")) {
+    writeFileSync(path, next);
+    console.log(next === current ? `${page} generated blocks are up to date` : `${page} generated blocks updated`);
+  } else if (next !== current) {
+    console.error(`${page} generated blocks are stale: run \`npm run docs:config\``);
+    stale++;
+  }
 }
+if (stale) process.exit(1);

@@ -1,4 +1,4 @@
-/** `npm run docs:config` (with --write): regenerates Pulumi.yaml's project-level config block from the schema. */
+/** `npm run docs:config` (with --write): regenerates Pulumi.yaml's project-level config block from the schema (docs/config-reference.md holds the same keys as a table). */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { withProjectConfig } from "../infra/projectConfig";

@@ -56,7 +56,7 @@ export class GatewayService extends pulumi.ComponentResource {
     const opt = { parent: this, provider: args.provider };
     const w = args.workload;
 
-    // A key is replaced only when its resource is (rotation: README "API keys").
+    // A key is replaced only when its resource is (rotation: docs/consuming.md "API keys").
     const keys = args.consumers.map((team) => {
       const password = new random.RandomPassword(
         `${name}-key-${team.replace(":", "-")}`,

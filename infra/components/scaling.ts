@@ -24,7 +24,7 @@ import {
 } from "../cloud/karpenter";
 import { serviceAccountTrustPolicy } from "../cloud/iam";
 
-/** Pinned charts, checked against the upstream tags (README "Versions pinned"). */
+/** Pinned charts, checked against the upstream tags (docs/operating.md "Versions pinned"). */
 export const SCALING_CHARTS = {
   keda: {
     chart: "keda",

@@ -1,6 +1,6 @@
 /**
  * Memory, RAM and disk estimates derived from the architecture. The formulas are
- * documented in README, "Sizing formulas"; keep both in step.
+ * documented in docs/config-reference.md "Sizing formulas"; keep both in step.
  */
 import { parameterCount } from "./catalog";
 import type { Family, ModelArch } from "./types";

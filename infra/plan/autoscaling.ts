@@ -3,7 +3,7 @@
  * KEDA), GPU node limits (Karpenter NodePool) and the cold-start times they are
  * derived from. Pure: no Pulumi, no Kubernetes objects; the renderers in
  * render/autoscaling.ts and render/karpenter.ts only copy these numbers.
- * README "How the scaling numbers are derived" documents every formula;
+ * docs/operating.md "How the scaling numbers are derived" documents every formula;
  * keep both in step.
  */
 import type { GpuInstance } from "../catalog/gpus";

@@ -1,7 +1,7 @@
 /**
  * The gateway's share of `serving.autoscaling`: its pods follow the generations
  * in flight through them, through a second KEDA ScaledObject. Pure arithmetic;
- * render/autoscaling.ts renders it and README "The gateway scales too" explains it.
+ * render/autoscaling.ts renders it and docs/operating.md "The gateway scales too" explains it.
  *
  * Why in-flight requests and not CPU: a gateway pod spends a generation waiting
  * on Triton's stream, so its CPU stays low while its admission cap

@@ -4,7 +4,7 @@
  * drain and rollout timing (the plan's `kubernetes` section). Pure (no Pulumi)
  * so `synth`, the renderer and the Pulumi components share one source, and
  * every formula is unit-testable.
- * README "What happens during a model load" and "Rollout behaviour" document
+ * docs/operating.md "What happens during a model load" and "Rollout behaviour" document
  * each formula; keep both in step.
  */
 import { prometheusOperatorPresent } from "../autoscalingConfig";

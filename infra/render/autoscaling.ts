@@ -13,7 +13,7 @@ export const RATE_WINDOW_SECONDS = 4 * SCRAPE_INTERVAL_SECONDS;
 /** KEDA pollingInterval of the ScaledObject. */
 export const KEDA_POLLING_SECONDS = 15;
 
-/** The scaling plan plan/autoscaling.ts derives (plan.json `autoscaling`); README "Autoscaling and observability" documents it. */
+/** The scaling plan plan/autoscaling.ts derives (plan.json `autoscaling`); docs/operating.md "Autoscaling and observability" documents it. */
 export interface HpaPolicy {
   type: "Pods" | "Percent";
   value: number;

@@ -167,7 +167,7 @@ export function deploymentMetadata(w: WorkloadInput): IObjectMeta & { name: stri
     name: workloadName(w),
     namespace: w.namespace,
     labels: recommendedLabels(w),
-    // Scanner findings that are deliberate, each with its reason (README, Security).
+    // Scanner findings that are deliberate, each with its reason (docs/security.md "Documented exceptions").
     annotations: scannerSkipAnnotations(TRITON_SCANNER_SKIPS),
   };
 }

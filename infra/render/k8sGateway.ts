@@ -43,7 +43,7 @@ import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
 import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
 
-/** Deliberate scanner findings of the gateway Deployment, with why (README, Security). */
+/** Deliberate scanner findings of the gateway Deployment, with why (docs/security.md "Documented exceptions"). */
 export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
   {
     id: "CKV_K8S_11",

@@ -1,6 +1,6 @@
 /**
  * Renderers for the four models of the Triton model repository. The tensor
- * contract (README, "Ensemble contract") is data here, so the ensemble wiring and
+ * contract (docs/architecture.md "Ensemble contract") is data here, so the ensemble wiring and
  * every model's inputs and outputs come from one definition.
  */
 import type { Family } from "../model/types";

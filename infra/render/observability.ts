@@ -54,7 +54,7 @@ export const DCGM_COUNTERS: ReadonlyArray<[string, "gauge" | "counter", string]>
   ["DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."],
   ["DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."],
 ];
-/** What checkov flags on the exporter and why it stays (README, Documented exceptions). */
+/** What checkov flags on the exporter and why it stays (docs/security.md "Documented exceptions"). */
 export const DCGM_SCANNER_SKIPS: readonly ScannerSkip[] = [
   {
     id: "CKV_K8S_40",

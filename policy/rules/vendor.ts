@@ -9,7 +9,7 @@
  * (listener and rule management, WAF/Shield/ACM lookups; Karpenter's pricing
  * lookups, ListInstanceProfiles, the zonal-shift status read scoped by its own
  * condition key). The IAM rule accepts exactly those statements, as published,
- * as a documented exception (README, Security): a statement edited in any way,
+ * as a documented exception (docs/security.md "Documented exceptions"): a statement edited in any way,
  * or a file whose sha256 no longer matches source.json, is checked like any other.
  *
  * Karpenter's template writes its policies as CloudFormation `!Sub` strings

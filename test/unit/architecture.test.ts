@@ -1,5 +1,5 @@
 /**
- * The layout README's Architecture section promises, checked on the code: no
+ * The layout docs/architecture.md promises, checked on the code: no
  * import cycles between infra/'s folders (each top-level file counts as its
  * own node), and the plan's one entry point is called once per composition
  * root. The eslint boundaries (eslint.config.mjs) keep Pulumi out of the pure
@@ -146,19 +146,31 @@ describe("architecture", () => {
     expect(missing).toEqual([]);
   });
 
-  it("points only at README sections that exist", () => {
-    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const headings = new Set([...readme.matchAll(/^#+ (.+)$/gm)].map((m) => m[1]?.trim()));
+  it("points only at documentation sections that exist", () => {
+    // Headings per page: README.md and every docs/*.md (in code blocks too: harmless).
+    const pages = ["README.md", ...readdirSync(join(ROOT, "docs")).map((f) => `docs/${f}`)].filter((p) =>
+      p.endsWith(".md"),
+    );
+    const headingsOf = new Map(
+      pages.map((p) => [
+        p,
+        new Set([...readFileSync(join(ROOT, p), "utf8").matchAll(/^#+ (.+)$/gm)].map((m) => m[1]?.trim())),
+      ]),
+    );
     const sources = [...files, ...tsFiles(join(ROOT, "scripts")), ...tsFiles(join(ROOT, "test"))];
     const missing: string[] = [];
     let refs = 0;
     for (const f of sources.filter((x) => !x.endsWith("architecture.test.ts"))) {
       const text = readFileSync(f, "utf8");
-      // `README, "<Section>"` / `README ("<Section>")` / `README "<A>" and "<B>"`
-      for (const m of text.matchAll(/README,? \(?((?:"[^"]+"(?:,? (?:and|or) )?)+)/g)) {
-        for (const s of (m[1] ?? "").matchAll(/"([^"]+)"/g)) {
+      // `docs/<page>.md "<Section>"` / `docs/<page>.md, "<Section>"` / `docs/<page>.md "<A>" and "<B>"`; the
+      // older `README, "<Section>"` resolves in README or any docs page (the sections moved there).
+      for (const m of text.matchAll(/(README|docs\/[\w.-]+\.md),? \(?((?:"[^"]+"(?:,? (?:and|or) )?)+)/g)) {
+        const page = m[1] ?? "";
+        const candidates = page === "README" ? pages : [page];
+        for (const s of (m[2] ?? "").matchAll(/"([^"]+)"/g)) {
           refs++;
-          if (!headings.has(s[1])) missing.push(`${relative(ROOT, f)}: README "${s[1]}"`);
+          if (!candidates.some((p) => headingsOf.get(p)?.has(s[1])))
+            missing.push(`${relative(ROOT, f)}: ${page} "${s[1]}"`);
         }
       }
     }

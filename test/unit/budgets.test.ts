@@ -77,13 +77,13 @@ describe("step time budgets", () => {
   });
 });
 
-describe("README", () => {
+describe("docs/operating.md", () => {
   it("lists every supported instance type and the measured conversion figures", async () => {
     const { readFileSync } = await import("node:fs");
     const { join } = await import("node:path");
     const { gpuInstanceTypes } = await import("../../infra/catalog/gpus");
-    const readme = readFileSync(join(__dirname, "..", "..", "README.md"), "utf8");
-    for (const t of gpuInstanceTypes()) expect(readme, t).toContain(t);
-    for (const figure of ["13.5", "310.6", "71.4", "308.0", "28.1 GiB", "35.9 GiB"]) expect(readme).toContain(figure);
+    const page = readFileSync(join(__dirname, "..", "..", "docs", "operating.md"), "utf8");
+    for (const t of gpuInstanceTypes()) expect(page, t).toContain(t);
+    for (const figure of ["13.5", "310.6", "71.4", "308.0", "28.1 GiB", "35.9 GiB"]) expect(page).toContain(figure);
   });
 });

@@ -1,8 +1,6 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ConfigProblem, SecretPresence } from "../../infra/config";
-import { withReference } from "../../infra/configReference";
+import { generatedPages } from "../../scripts/docsGenerated";
 import { formatProblems, resolveStack } from "../../infra/validate";
 import { BACKEND_COMMIT, FT_COMMIT, GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { runProgram } from "../lib/pulumi";
@@ -396,9 +394,10 @@ describe("the Pulumi program", () => {
   });
 });
 
-describe("README", () => {
-  it("configuration reference and output contract match the code", () => {
-    const readme = readFileSync(join(__dirname, "..", "..", "README.md"), "utf8");
-    expect(withReference(readme)).toBe(readme);
+describe("docs", () => {
+  it("configuration reference (docs/config-reference.md) and output contract (docs/outputs.md) match the code", () => {
+    const pages = generatedPages();
+    expect(pages.map((p) => p.page).sort()).toEqual(["docs/config-reference.md", "docs/outputs.md"]);
+    for (const { page, current, next } of pages) expect(current, `${page}: run \`npm run docs:config\``).toBe(next);
   });
 });

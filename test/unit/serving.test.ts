@@ -78,7 +78,7 @@ describe("stack-output contract", () => {
     expect(kubeconfigClusterName(String(o.kubeconfig))).toBe(o.clusterName);
   });
 
-  it("generates README's outputs table from the contract", () => {
+  it("generates the outputs table of docs/outputs.md from the contract", () => {
     const table = outputsMarkdownTable();
     for (const name of Object.keys(EXPECTED)) expect(table).toContain(`| \`${name}\` |`);
     expect(table).toContain("| `kubeconfig` | string (secret) |");

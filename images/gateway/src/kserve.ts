@@ -22,7 +22,7 @@ import { type Datatype, type Element, type Tensor, decode, elementCount, encode 
 import type { TritonGateway } from "./triton";
 import { REPETITION_PENALTY_MAX, TEMPERATURE_MAX } from "./validate";
 
-/** The ensemble's inputs as the contract defines them (README "Ensemble contract"); dims after the batch dimension. */
+/** The ensemble's inputs as the contract defines them (docs/architecture.md "Ensemble contract"); dims after the batch dimension. */
 const INPUTS: Record<string, { datatype: Datatype; dims: number[]; required: boolean }> = {
   text_input: { datatype: "BYTES", dims: [1], required: true },
   max_tokens: { datatype: "UINT32", dims: [1], required: true },

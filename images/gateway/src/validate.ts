@@ -8,7 +8,7 @@
 import type { ChatTemplate, GatewayConfig } from "./config";
 import { ApiError, invalid, notFound, tooLarge } from "./errors";
 
-/** Documented ranges (README "API"): identical to preprocessing's. */
+/** Documented ranges (docs/consuming.md "API"): identical to preprocessing's. */
 export const TEMPERATURE_MAX = 2;
 export const REPETITION_PENALTY_MAX = 10;
 export const SEED_MAX = 2n ** 64n - 1n;

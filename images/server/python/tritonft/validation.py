@@ -95,7 +95,7 @@ def check_prompt_bytes(index: int, prompt: str, max_prompt_bytes: int) -> None:
         )
 
 
-# Documented ranges of the sampling inputs (README, "Ensemble contract"); the
+# Documented ranges of the sampling inputs (docs/architecture.md "Ensemble contract"); the
 # gateway applies the same ones to its OpenAI fields.
 TEMPERATURE_RANGE = (0.0, 2.0)  # exclusive lower bound: FT divides logits by it
 REPETITION_PENALTY_RANGE = (0.0, 10.0)  # exclusive lower bound

@@ -1,6 +1,6 @@
 """Triton Python model `ensemble` in streaming mode (rendered only when FT is decoupled).
 
-Same contract as the ensemble platform model (README, "Ensemble contract"),
+Same contract as the ensemble platform model (docs/architecture.md "Ensemble contract"),
 but decoupled: for every response FT streams (one per generated token, the
 whole output so far), postprocessing decodes the generation so far and this
 model sends it on, so a client over gRPC ModelStreamInfer (the gateway) gets
