@@ -94,7 +94,12 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
     ],
     [
       "input_token_count",
-      { name: "input_token_count", datatype: "UINT32", shape: [rows, 1], data: prompts.map((p) => p.split(" ").length) },
+      {
+        name: "input_token_count",
+        datatype: "UINT32",
+        shape: [rows, 1],
+        data: prompts.map((p) => p.split(" ").length),
+      },
     ],
     ["output_token_count", { name: "output_token_count", datatype: "UINT32", shape: [rows, 1], data: counts }],
   ]);

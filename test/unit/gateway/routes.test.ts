@@ -6,14 +6,19 @@
  * with tritonserver; this one pins the bytes the gateway itself writes.
  */
 import { gzipSync } from "node:zlib";
-import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { buildGateway } from "../../../images/gateway/src/app";
+import { buildGateway, buildMetricsServer } from "../../../images/gateway/src/app";
 import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
-import { GatewayConfigSchema, type GatewayConfigInput } from "../../../images/gateway/src/config";
+import { type GatewayConfig, GatewayConfigSchema, type GatewayConfigInput } from "../../../images/gateway/src/config";
 import { classifyTritonMessage } from "../../../images/gateway/src/triton";
 import { GatewayMetrics, METRICS } from "../../../images/gateway/src/metrics";
+import { errors } from "../../../images/gateway/src/plugins/errors";
+import { limits } from "../../../images/gateway/src/plugins/limits";
 import { FakeTriton, token } from "./fakeTriton";
+
+// Fastify resolves from the gateway's own node_modules, not the root's: its types come through the app.
+type FastifyInstance = ReturnType<typeof buildGateway>;
+type LightMyRequestResponse = Awaited<ReturnType<FastifyInstance["inject"]>>;
 
 const KEY = "key-team-a";
 const BODY_LIMIT = 64 * 1024;
@@ -29,8 +34,8 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((app) => app.close()));
 });
 
-function gateway(limits: GatewayConfigInput["limits"] = {}): Harness {
-  const config = GatewayConfigSchema.parse({
+function configWith(overrides: GatewayConfigInput["limits"] = {}): GatewayConfig {
+  return GatewayConfigSchema.parse({
     model: {
       id: "m",
       maxInputLen: 512,
@@ -41,8 +46,12 @@ function gateway(limits: GatewayConfigInput["limits"] = {}): Harness {
       chatTemplate: { user: "<user>: ", assistant: "<bot>: ", turnEnd: "\n", stop: ["<user>:"] },
     },
     triton: { grpc: "in-memory:8001" },
-    limits: { bodyBytes: BODY_LIMIT, ...limits },
+    limits: { bodyBytes: BODY_LIMIT, ...overrides },
   });
+}
+
+function gateway(overrides: GatewayConfigInput["limits"] = {}): Harness {
+  const config = configWith(overrides);
   const keys = new KeyRing({
     consumers: [
       { name: "team-a", keySha256: [sha256Hex(KEY)] },
@@ -106,7 +115,10 @@ describe("authentication", () => {
     const { app } = gateway();
     const r = await app.inject({ method: "GET", url: "/v1/models", headers: auth() });
     expect(r.statusCode).toBe(200);
-    expect(r.json()).toEqual({ object: "list", data: [{ id: "m", object: "model", created: 0, owned_by: "triton-ft" }] });
+    expect(r.json()).toEqual({
+      object: "list",
+      data: [{ id: "m", object: "model", created: 0, owned_by: "triton-ft" }],
+    });
   });
 
   it("refuses KServe requests in KServe's shape, and checks the key before the path exists", async () => {
@@ -126,7 +138,9 @@ describe("error bodies", () => {
     const { app } = gateway();
     const r = await app.inject({ method: "POST", url: "/v1/embeddings?x=1", headers: auth(), payload: {} });
     expect(r.statusCode).toBe(404);
-    expect(r.body).toBe(openaiError("POST /v1/embeddings is not an endpoint of this API", "not_found_error", "not_found"));
+    expect(r.body).toBe(
+      openaiError("POST /v1/embeddings is not an endpoint of this API", "not_found_error", "not_found"),
+    );
   });
 
   it("answers an unknown KServe path in KServe's shape (404)", async () => {
@@ -423,7 +437,9 @@ describe("KServe v2", () => {
     const r = await app.inject({ method: "GET", url: "/v2/models/preprocessing/ready", headers: auth() });
     expect(r.statusCode).toBe(404);
     expect(r.body).toBe(
-      JSON.stringify({ error: "model 'preprocessing' is not served here: only 'ensemble' is reachable through the gateway" }),
+      JSON.stringify({
+        error: "model 'preprocessing' is not served here: only 'ensemble' is reachable through the gateway",
+      }),
     );
   });
 
@@ -440,7 +456,10 @@ describe("KServe v2", () => {
     expect([live.statusCode, live.body]).toEqual([200, ""]);
     triton.isReady = false;
     const ready = await get("/v2/health/ready");
-    expect([ready.statusCode, ready.body]).toEqual([503, JSON.stringify({ error: "the inference server is not ready" })]);
+    expect([ready.statusCode, ready.body]).toEqual([
+      503,
+      JSON.stringify({ error: "the inference server is not ready" }),
+    ]);
   });
 });
 
@@ -461,5 +480,16 @@ describe("probes", () => {
     triton.isReady = false;
     const r = await app.inject({ method: "GET", url: "/readyz" });
     expect([r.statusCode, r.body]).toEqual([503, JSON.stringify({ status: "triton not ready" })]);
+  });
+});
+
+describe("composition", () => {
+  it("refuses to boot when a plugin is registered before the one it depends on", async () => {
+    // A bare Fastify instance (the metrics listener's), with limits registered before auth.
+    const app = buildMetricsServer(new GatewayMetrics());
+    open.push(app);
+    void app.register(errors);
+    void app.register(limits, { config: configWith(), triton: new FakeTriton(), metrics: new GatewayMetrics() });
+    await expect(app.ready()).rejects.toThrow(/required by .gateway-limits./);
   });
 });
