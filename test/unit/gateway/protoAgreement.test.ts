@@ -50,15 +50,17 @@ function shapeOf(file: string): Shape {
   for (const [name, entry] of Object.entries(definition)) {
     if ("format" in entry) {
       if (entry.format === "Protocol Buffer 3 DescriptorProto") {
-        addMessage(name, (entry as MessageTypeDefinition).type as Descriptor);
+        addMessage(name, (entry as MessageTypeDefinition<unknown, unknown>).type as Descriptor);
       }
       continue;
     }
     for (const [rpc, m] of Object.entries(entry)) {
       const stream = (s: boolean): string => (s ? "stream " : "");
+      const request = (m.requestType.type as Descriptor).name;
+      const response = (m.responseType.type as Descriptor).name;
       methods.set(
         `${name}.${rpc}`,
-        `${m.path} (${stream(m.requestStream)}${m.requestType.type.name}) -> ${stream(m.responseStream)}${m.responseType.type.name}`,
+        `${m.path} (${stream(m.requestStream)}${request}) -> ${stream(m.responseStream)}${response}`,
       );
     }
   }
@@ -78,11 +80,10 @@ function disagreements(a: Shape, b: Shape): string[] {
       }
     }
     // A number one file leaves out may not carry another field in the other.
-    const byNumber = new Map([...fieldsB.values()].map((f) => [f.number, f.name]));
-    for (const fa of fieldsA.values()) {
+    const byNumber = new Map([...fieldsB].map(([name, f]) => [f.number, name]));
+    for (const [name, fa] of fieldsA) {
       const other = byNumber.get(fa.number);
-      if (other !== undefined && other !== fa.name)
-        out.push(`${message}: field ${fa.number} is ${fa.name} vs ${other}`);
+      if (other !== undefined && other !== name) out.push(`${message}: field ${fa.number} is ${name} vs ${other}`);
     }
   }
   for (const [rpc, wire] of a.methods) {
