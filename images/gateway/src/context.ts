@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Consumer, GatewayConfig } from "./config";
 import { ApiError, timedOut } from "./errors";
 import type { GatewayMetrics } from "./metrics";
-import type { TritonGateway } from "./triton";
+import type { TritonClient } from "./triton";
 
 export interface Outcome {
   promptTokens: number;
@@ -28,7 +28,7 @@ export class RequestContext {
     readonly route: string,
     readonly consumer: Consumer,
     readonly config: GatewayConfig,
-    readonly triton: TritonGateway,
+    readonly triton: TritonClient,
     readonly metrics: GatewayMetrics,
     private readonly log: FastifyBaseLogger,
   ) {

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { ApiError } from "./errors";
 import type { Tensor } from "./tensors";
 import { IncrementalText } from "./textStream";
-import type { TritonGateway } from "./triton";
+import type { TritonClient } from "./triton";
 import type { Sampling } from "./validate";
 
 export type FinishReason = "stop" | "length";
@@ -65,7 +65,7 @@ export interface GenerateOptions {
 }
 
 export async function* generate(
-  triton: TritonGateway,
+  triton: TritonClient,
   prompt: string,
   sampling: Sampling,
   options: GenerateOptions,

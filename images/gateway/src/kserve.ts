@@ -19,7 +19,7 @@
 import type { GatewayConfig } from "./config";
 import { ApiError, invalid, notFound, tooLarge } from "./errors";
 import { type Datatype, type Element, type Tensor, decode, elementCount, encode } from "./tensors";
-import type { TritonGateway } from "./triton";
+import type { TritonClient } from "./triton";
 import { REPETITION_PENALTY_MAX, TEMPERATURE_MAX } from "./validate";
 
 /** The ensemble's inputs as the contract defines them (docs/architecture.md "Ensemble contract"); dims after the batch dimension. */
@@ -341,7 +341,7 @@ export interface InferReply {
 }
 
 export async function infer(
-  triton: TritonGateway,
+  triton: TritonClient,
   request: InferRequest,
   options: { signal: AbortSignal; deadline: number; timeoutSeconds: number },
 ): Promise<InferReply> {
@@ -382,7 +382,7 @@ export async function infer(
   };
 }
 
-export function checkEnsemble(model: string, triton: TritonGateway): void {
+export function checkEnsemble(model: string, triton: TritonClient): void {
   if (model !== triton.ensemble) {
     throw notFound(
       `model '${model}' is not served here: only '${triton.ensemble}' is reachable through the gateway`,

@@ -38,16 +38,36 @@ function usageOf(results: ChoiceResult[]): Usage {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
+/** One request's generations (one per prompt) and what they have produced so far. */
+interface Generation {
+  chat: boolean;
+  id: string;
+  created: number;
+  model: string;
+  generators: AsyncGenerator<GenerationEvent>[];
+  results: ChoiceResult[];
+  /** The first event of each generator, already taken (it decided the status). */
+  firsts: IteratorResult<GenerationEvent>[];
+  /** Fold one event of choice `index` into its result. */
+  record(index: number, event: GenerationEvent): void;
+}
+
 export async function serveGeneration(
   ctx: RequestContext,
   reply: FastifyReply,
   request: CompletionRequest | ChatRequest,
 ): Promise<void> {
+  const generation = await start(ctx, request);
+  if (!request.stream) return sendJson(ctx, reply, generation);
+  return streamEvents(ctx, reply, generation, request.includeUsage);
+}
+
+/** Start every prompt's generation and wait for each one's first event: errors before it are plain HTTP errors. */
+async function start(ctx: RequestContext, request: CompletionRequest | ChatRequest): Promise<Generation> {
   const chat = request.kind === "chat";
   const prompts = chat ? [request.prompt] : request.prompts;
   const id = `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
   const created = Math.floor(Date.now() / 1000);
-  const model = ctx.config.model.id;
   const generators = prompts.map((prompt) =>
     generate(ctx.triton, prompt, request.sampling, {
       signal: ctx.signal,
@@ -64,7 +84,7 @@ export async function serveGeneration(
     completionTokens: 0,
   }));
   let firstTokenSeen = false;
-  const onEvent = (index: number, event: GenerationEvent): void => {
+  const record = (index: number, event: GenerationEvent): void => {
     if (event.type === "delta") {
       if (!firstTokenSeen) {
         firstTokenSeen = true;
@@ -77,50 +97,69 @@ export async function serveGeneration(
       results[index].completionTokens = event.completionTokens;
     }
   };
-
-  // The first event of every prompt decides the status: errors before it are plain HTTP errors.
-  const firsts = await Promise.allSettled(generators.map((g) => g.next()));
-  const failed = firsts.find((f) => f.status === "rejected");
+  const settled = await Promise.allSettled(generators.map((g) => g.next()));
+  const failed = settled.find((f) => f.status === "rejected");
   if (failed) {
     await Promise.allSettled(generators.map((g) => g.return(undefined)));
     throw (failed as PromiseRejectedResult).reason;
   }
-  const pending = firsts.map((f) => (f as PromiseFulfilledResult<IteratorResult<GenerationEvent>>).value);
+  return {
+    chat,
+    id,
+    created,
+    model: ctx.config.model.id,
+    generators,
+    results,
+    firsts: settled.map((f) => (f as PromiseFulfilledResult<IteratorResult<GenerationEvent>>).value),
+    record,
+  };
+}
 
-  if (!request.stream) {
-    await Promise.all(
-      generators.map(async (g, index) => {
-        if (!pending[index].done) onEvent(index, pending[index].value);
-        for await (const event of g) onEvent(index, event);
-      }),
-    );
-    ctx.finished(outcomeOf(results));
-    const usage = usageOf(results);
-    if (chat) {
-      return reply.send({
-        id,
-        object: "chat.completion",
-        created,
-        model,
-        choices: results.map((r, index) => ({
-          index,
-          message: { role: "assistant", content: r.text },
-          logprobs: null,
-          finish_reason: r.finishReason,
-        })),
-        usage,
-      });
-    }
+/** Feed every event of choice `index`, the one already taken first, to `handle`. */
+async function drain(g: Generation, index: number, handle: (event: GenerationEvent) => void): Promise<void> {
+  const first = g.firsts[index];
+  if (!first.done) handle(first.value);
+  for await (const event of g.generators[index]) handle(event);
+}
+
+async function sendJson(ctx: RequestContext, reply: FastifyReply, g: Generation): Promise<void> {
+  await Promise.all(g.generators.map((_, index) => drain(g, index, (event) => g.record(index, event))));
+  ctx.finished(outcomeOf(g.results));
+  const usage = usageOf(g.results);
+  const { id, created, model } = g;
+  if (g.chat) {
     return reply.send({
       id,
-      object: "text_completion",
+      object: "chat.completion",
       created,
       model,
-      choices: results.map((r, index) => ({ index, text: r.text, logprobs: null, finish_reason: r.finishReason })),
+      choices: g.results.map((r, index) => ({
+        index,
+        message: { role: "assistant", content: r.text },
+        logprobs: null,
+        finish_reason: r.finishReason,
+      })),
       usage,
     });
   }
+  return reply.send({
+    id,
+    object: "text_completion",
+    created,
+    model,
+    choices: g.results.map((r, index) => ({ index, text: r.text, logprobs: null, finish_reason: r.finishReason })),
+    usage,
+  });
+}
 
+/** Server-Sent Events: every delta flushed as it arrives, then `data: [DONE]` (or an error event). */
+async function streamEvents(
+  ctx: RequestContext,
+  reply: FastifyReply,
+  g: Generation,
+  includeUsage: boolean,
+): Promise<void> {
+  const { chat, id, created, model, results } = g;
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -152,24 +191,22 @@ export async function serveGeneration(
     ...(usage ? { usage } : {}),
   });
   if (chat) send(chunk(0, null, null));
-  let remaining = generators.length;
+  let remaining = g.generators.length;
   try {
     await Promise.all(
-      generators.map(async (g, index) => {
-        const handle = (event: GenerationEvent): void => {
-          onEvent(index, event);
+      g.generators.map((_, index) =>
+        drain(g, index, (event) => {
+          g.record(index, event);
           if (event.type === "delta") send(chunk(index, event.text, null));
           else {
             remaining -= 1;
             // The last choice to finish carries the usage of all of them.
             send(chunk(index, null, event.finishReason, remaining === 0 ? usageOf(results) : undefined));
           }
-        };
-        if (!pending[index].done) handle(pending[index].value);
-        for await (const event of g) handle(event);
-      }),
+        }),
+      ),
     );
-    if (request.includeUsage) send({ id, object, created, model, choices: [], usage: usageOf(results) });
+    if (includeUsage) send({ id, object, created, model, choices: [], usage: usageOf(results) });
     if (!ctx.signal.aborted) raw.write("data: [DONE]\n\n");
     ctx.finished(outcomeOf(results));
   } catch (error) {

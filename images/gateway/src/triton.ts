@@ -113,7 +113,22 @@ export interface StreamOptions {
   requestId?: string;
 }
 
-export class TritonGateway {
+/**
+ * What the gateway needs from Triton. The gRPC client below is the real one;
+ * the in-process route tests give the app an in-memory one instead.
+ */
+export interface TritonClient {
+  /** The one model clients may name (the ensemble). */
+  readonly ensemble: string;
+  live(timeoutMs?: number): Promise<boolean>;
+  /** Server ready and the ensemble loaded. */
+  ready(timeoutMs?: number): Promise<boolean>;
+  metadata(timeoutMs?: number): Promise<ModelMetadata>;
+  /** One request to the ensemble; every response's outputs as they arrive. */
+  stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>>;
+}
+
+export class TritonGateway implements TritonClient {
   private channel: Client;
 
   constructor(

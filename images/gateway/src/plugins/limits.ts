@@ -1,0 +1,91 @@
+/**
+ * Admission: the declared body size, checked right after authentication and
+ * before a byte is parsed, and `app.admit()` for the routes that generate:
+ * per-key rate and concurrency, the gateway-wide in-flight cap, the request's
+ * context, and release of all of it however the response ends.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Consumer, GatewayConfig } from "../config";
+import { RequestContext } from "../context";
+import { tooLarge } from "../errors";
+import { Admission } from "../limits";
+import type { GatewayMetrics } from "../metrics";
+import { PUBLIC_PATHS, pathOf } from "../paths";
+import type { TritonClient } from "../triton";
+import { AUTH_PLUGIN } from "./auth";
+import { definePlugin } from "./definePlugin";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /**
+     * Admit one generation of the authenticated consumer taking `slots`
+     * concurrency slots (one per prompt), or throw the 429/503 to send.
+     * Everything is released when the response closes.
+     */
+    admit(request: FastifyRequest, reply: FastifyReply, route: string, slots: number): RequestContext;
+  }
+}
+
+export const LIMITS_PLUGIN = "gateway-limits";
+
+/** Oversized bodies up to this size are read and dropped before the 413, so the client sees it. */
+const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
+
+export interface LimitsOptions {
+  config: GatewayConfig;
+  triton: TritonClient;
+  metrics: GatewayMetrics;
+}
+
+/** Read and drop the request body: a client still writing would otherwise see a reset instead of the answer. */
+function drain(request: FastifyRequest): Promise<void> {
+  return new Promise<void>((resolve) => {
+    request.raw.once("end", resolve);
+    request.raw.once("error", () => resolve());
+    request.raw.resume();
+  });
+}
+
+/** Shared with the parent (skip-override): the routes use `admit`, and the size check must run on every path. */
+export const limits = definePlugin<LimitsOptions>(
+  async (app, { config, triton, metrics }) => {
+    const admission = new Admission(config.limits.maxInflight);
+
+    app.decorate("admit", (request: FastifyRequest, reply: FastifyReply, route: string, slots: number) => {
+      const consumer = request.consumer as Consumer;
+      const release = admission.admit(
+        consumer.name,
+        {
+          requestsPerMinute: consumer.requestsPerMinute ?? config.limits.requestsPerMinute,
+          maxConcurrent: consumer.maxConcurrent ?? config.limits.maxConcurrent,
+        },
+        slots,
+      );
+      metrics.inflight.inc({ consumer: consumer.name }, slots);
+      const ctx = new RequestContext(request.id, route, consumer, config, triton, metrics, request.log);
+      reply.raw.once("close", () => {
+        if (!reply.raw.writableFinished) ctx.clientGone();
+        ctx.close();
+        release();
+        metrics.inflight.dec({ consumer: consumer.name }, slots);
+      });
+      return ctx;
+    });
+
+    // Refuse an oversized body by its Content-Length before reading it, but read (and drop) it first
+    // when it is not absurd. Runs after the auth hook: a stranger gets the 401, not the 413.
+    app.addHook("onRequest", async (request, reply) => {
+      if (PUBLIC_PATHS.has(pathOf(request.url))) return;
+      const length = Number(request.headers["content-length"] ?? 0);
+      if (length <= config.limits.bodyBytes) return;
+      if (length <= DRAIN_LIMIT_BYTES) await drain(request);
+      reply.header("connection", "close");
+      throw tooLarge(
+        `the request body is ${length} bytes; the limit is ${config.limits.bodyBytes}`,
+        null,
+        "body_too_large",
+      );
+    });
+  },
+  { name: LIMITS_PLUGIN, fastify: "5.x", dependencies: [AUTH_PLUGIN], decorators: { request: ["consumer"] } },
+);

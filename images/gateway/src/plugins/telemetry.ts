@@ -1,0 +1,57 @@
+/**
+ * Per-request bookkeeping: a request id on every answer, then, once the
+ * answer is out, the request counter, the latency histogram, the errors
+ * counter (labelled with the code the errors plugin recorded) and one log
+ * line with the consumer and never a body. Probes are counted but neither
+ * timed nor logged: they would drown the rest.
+ */
+import type { GatewayMetrics } from "../metrics";
+import { ANONYMOUS } from "../metrics";
+import { PUBLIC_PATHS } from "../paths";
+import { definePlugin } from "./definePlugin";
+import { ERRORS_PLUGIN } from "./errors";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** performance.now() when the request arrived. */
+    startedAt: number;
+  }
+}
+
+export const TELEMETRY_PLUGIN = "gateway-telemetry";
+
+export interface TelemetryOptions {
+  metrics: GatewayMetrics;
+}
+
+/**
+ * Shared with the parent (skip-override): its hooks must run for every route
+ * and for unmatched paths, and its onRequest hook first, so even a refused
+ * request carries its id.
+ */
+export const telemetry = definePlugin<TelemetryOptions>(
+  async (app, { metrics }) => {
+    app.decorateRequest("startedAt", 0);
+    app.addHook("onRequest", async (request, reply) => {
+      request.startedAt = performance.now();
+      reply.header("x-request-id", request.id);
+    });
+    app.addHook("onResponse", async (request, reply) => {
+      const route = request.routeOptions.url ?? "unmatched";
+      // Set by the auth plugin, registered after this one: its hook runs after ours.
+      const consumer = request.consumer?.name ?? ANONYMOUS;
+      const status = reply.statusCode;
+      const seconds = (performance.now() - request.startedAt) / 1000;
+      metrics.requests.inc({ route, status: String(status), consumer });
+      if (!PUBLIC_PATHS.has(route)) metrics.requestDuration.observe({ route, consumer }, seconds);
+      if (status >= 400) metrics.errors.inc({ status: String(status), code: reply.errorCode ?? "error", consumer });
+      if (!PUBLIC_PATHS.has(route)) {
+        request.log.info(
+          { route, method: request.method, status, consumer, ms: Math.round(seconds * 1000) },
+          "request",
+        );
+      }
+    });
+  },
+  { name: TELEMETRY_PLUGIN, fastify: "5.x", dependencies: [ERRORS_PLUGIN], decorators: { reply: ["errorCode"] } },
+);

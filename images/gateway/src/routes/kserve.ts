@@ -1,0 +1,118 @@
+/**
+ * KServe v2, the ensemble only (kserve.ts has the protocol): server
+ * metadata and health, the ensemble's metadata and readiness, and `infer`.
+ */
+import { gunzipSync, inflateSync } from "node:zlib";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { GatewayConfig } from "../config";
+import { ApiError, invalid, overloaded, tooLarge } from "../errors";
+import { checkEnsemble, infer, parseInferRequest, splitInferBody } from "../kserve";
+import { definePlugin } from "../plugins/definePlugin";
+import { LIMITS_PLUGIN } from "../plugins/limits";
+import type { TritonClient } from "../triton";
+
+export interface KserveRoutesOptions {
+  config: GatewayConfig;
+  triton: TritonClient;
+}
+
+type ModelParams = { Params: { model: string } };
+
+/** Triton's own health answer: 200 with no body, or 503 in KServe's error shape. */
+async function upstreamProbe(probe: () => Promise<boolean>, reply: FastifyReply): Promise<FastifyReply> {
+  let ok: boolean;
+  try {
+    ok = await probe();
+  } catch {
+    ok = false;
+  }
+  return reply.code(ok ? 200 : 503).send(ok ? "" : { error: "the inference server is not ready" });
+}
+
+/** The infer body as bytes: JSON, or a JSON header plus binary tensors; gzip/deflate as tritonclient can send. */
+function inferBody(request: FastifyRequest, bodyBytes: number): Buffer {
+  const type = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
+  if (type !== "" && type !== "application/json" && type !== "application/octet-stream") {
+    throw new ApiError(
+      415,
+      "invalid_request_error",
+      `send the infer body as application/json or application/octet-stream (binary tensors), not ${type}`,
+      "unsupported_media_type",
+    );
+  }
+  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  const encoding = (request.headers["content-encoding"] ?? "identity").trim().toLowerCase();
+  if (encoding === "identity") return body;
+  if (encoding !== "gzip" && encoding !== "deflate") {
+    throw new ApiError(
+      415,
+      "invalid_request_error",
+      `Content-Encoding ${encoding} is not supported`,
+      "unsupported_media_type",
+    );
+  }
+  try {
+    const limit = { maxOutputLength: bodyBytes };
+    return encoding === "gzip" ? gunzipSync(body, limit) : inflateSync(body, limit);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ERR_BUFFER_TOO_LARGE") {
+      throw tooLarge(`the decompressed body is larger than the limit of ${bodyBytes} bytes`, null, "body_too_large");
+    }
+    throw invalid(`the ${encoding} body does not decompress: ${(error as Error).message}`, null, "invalid_body");
+  }
+}
+
+export const kserveRoutes = definePlugin<KserveRoutesOptions>(
+  async (app, { config, triton }) => {
+    app.get("/v2", async () => ({ name: "triton-ft-gateway", version: "1", extensions: ["binary_tensor_data"] }));
+    app.get("/v2/health/live", async (_request, reply) => upstreamProbe(() => triton.live(), reply));
+    app.get("/v2/health/ready", async (_request, reply) => upstreamProbe(() => triton.ready(), reply));
+
+    const metadataRoute = async (request: FastifyRequest<ModelParams>): Promise<unknown> => {
+      checkEnsemble(request.params.model, triton);
+      try {
+        return await triton.metadata();
+      } catch (error) {
+        throw overloaded(`the inference server did not answer: ${(error as Error).message}`, 2, "upstream_unavailable");
+      }
+    };
+    app.get<ModelParams>("/v2/models/:model", metadataRoute);
+    app.get<ModelParams>("/v2/models/:model/versions/:version", metadataRoute);
+
+    const readyRoute = async (request: FastifyRequest<ModelParams>, reply: FastifyReply): Promise<FastifyReply> => {
+      checkEnsemble(request.params.model, triton);
+      return upstreamProbe(() => triton.ready(), reply);
+    };
+    app.get<ModelParams>("/v2/models/:model/ready", readyRoute);
+    app.get<ModelParams>("/v2/models/:model/versions/:version/ready", readyRoute);
+
+    const inferRoute = async (request: FastifyRequest<ModelParams>, reply: FastifyReply): Promise<unknown> => {
+      checkEnsemble(request.params.model, triton);
+      const { header, binary } = splitInferBody(
+        inferBody(request, config.limits.bodyBytes),
+        request.headers["inference-header-content-length"],
+      );
+      const parsed = parseInferRequest(header, config, binary);
+      const ctx = app.admit(request, reply, "/v2/models/:model/infer", parsed.inputs[0].shape[0]);
+      const result = await infer(triton, parsed, {
+        signal: ctx.signal,
+        deadline: ctx.deadline,
+        timeoutSeconds: config.limits.requestTimeoutSeconds,
+      });
+      ctx.finished({ promptTokens: result.promptTokens, completionTokens: result.completionTokens });
+      if (result.binary.length === 0) return result.json;
+      const json = Buffer.from(JSON.stringify(result.json), "utf8");
+      reply.header("inference-header-content-length", String(json.length));
+      reply.header("content-type", "application/octet-stream");
+      return reply.send(Buffer.concat([json, ...result.binary]));
+    };
+    // Infer bodies are bytes (JSON or the binary tensor extension): their own parser, in their own context.
+    await app.register(async (inferContext) => {
+      inferContext.removeAllContentTypeParsers();
+      inferContext.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
+      inferContext.post<ModelParams>("/v2/models/:model/infer", inferRoute);
+      inferContext.post<ModelParams>("/v2/models/:model/versions/:version/infer", inferRoute);
+    });
+  },
+  { name: "gateway-kserve-routes", fastify: "5.x", encapsulate: true, dependencies: [LIMITS_PLUGIN] },
+);

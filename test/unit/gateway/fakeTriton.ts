@@ -1,0 +1,106 @@
+/**
+ * An in-memory Triton for the in-process route tests: the same TritonClient
+ * interface the gateway's gRPC client implements, answering like the
+ * decoupled ensemble (one response per generated token, cumulative
+ * text_output plus the token counts). Tests steer it: not ready, a refusal
+ * before the first token, a failure mid-stream, or a gate that holds every
+ * generation in flight until the test opens it.
+ */
+import type { ApiError } from "../../../images/gateway/src/errors";
+import type { Tensor } from "../../../images/gateway/src/tensors";
+import type { ModelMetadata, StreamOptions, TritonClient } from "../../../images/gateway/src/triton";
+
+/** The token the fake generates at position i (1-based): the text grows by " t1", " t2", ... */
+export const token = (i: number): string => ` t${i}`;
+
+export class FakeTriton implements TritonClient {
+  readonly ensemble = "ensemble";
+  isLive = true;
+  isReady = true;
+  /** Thrown by the next generations before their first response (a Triton refusal). */
+  refuseWith: ApiError | undefined;
+  /** Thrown by the next generations after their first token. */
+  failMidStreamWith: Error | undefined;
+  /** Every generation's inputs, in call order. */
+  readonly calls: Tensor[][] = [];
+  private gate: Promise<void> | undefined;
+  private openGate: (() => void) | undefined;
+
+  /** Hold every generation before its first response until `release()`. */
+  hold(): void {
+    this.gate = new Promise((resolve) => (this.openGate = resolve));
+  }
+
+  release(): void {
+    this.openGate?.();
+    this.gate = undefined;
+  }
+
+  async live(): Promise<boolean> {
+    return this.isLive;
+  }
+
+  async ready(): Promise<boolean> {
+    return this.isReady;
+  }
+
+  async metadata(): Promise<ModelMetadata> {
+    return {
+      name: this.ensemble,
+      versions: ["1"],
+      platform: "ensemble",
+      inputs: [{ name: "text_input", datatype: "BYTES", shape: [-1, 1] }],
+      outputs: [{ name: "text_output", datatype: "BYTES", shape: [-1, 1] }],
+    };
+  }
+
+  async *stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>> {
+    this.calls.push(inputs);
+    const byName = new Map(inputs.map((t) => [t.name, t]));
+    const prompts = (byName.get("text_input")?.data ?? []).map(String);
+    const maxTokens = (byName.get("max_tokens")?.data ?? []).map(Number);
+    if (this.gate) await Promise.race([this.gate, aborted(options.signal)]);
+    if (options.signal.aborted) return;
+    if (this.refuseWith) throw this.refuseWith;
+    const steps = Math.max(...maxTokens);
+    for (let step = 1; step <= steps; step++) {
+      if (options.signal.aborted) return;
+      if (step === 2 && this.failMidStreamWith) throw this.failMidStreamWith;
+      yield outputs(prompts, maxTokens, step);
+      // A turn of the event loop between tokens, as a real stream has.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+}
+
+/** The ensemble's outputs after `step` tokens: one row per prompt, each capped at its own max_tokens. */
+function outputs(prompts: string[], maxTokens: number[], step: number): Map<string, Tensor> {
+  const counts = prompts.map((_, row) => Math.min(step, maxTokens[row] ?? step));
+  const texts = counts.map((n) => Array.from({ length: n }, (_, i) => token(i + 1)).join(""));
+  const rows = prompts.length;
+  return new Map<string, Tensor>([
+    [
+      "text_output",
+      {
+        name: "text_output",
+        datatype: "BYTES",
+        shape: [rows, 1],
+        data: texts.map((t) => new Uint8Array(Buffer.from(t, "utf8"))),
+      },
+    ],
+    [
+      "input_token_count",
+      {
+        name: "input_token_count",
+        datatype: "UINT32",
+        shape: [rows, 1],
+        data: prompts.map((p) => p.split(" ").length),
+      },
+    ],
+    ["output_token_count", { name: "output_token_count", datatype: "UINT32", shape: [rows, 1], data: counts }],
+  ]);
+}

@@ -1,0 +1,495 @@
+/**
+ * The gateway's HTTP surface in process: `app.inject()` against an in-memory
+ * Triton (fakeTriton.ts), so auth, the OpenAI and KServe error bodies, the
+ * 404/413/415 texts, admission limits, the SSE shape and the probes are
+ * checked in seconds. The real-server suite (test/gateway) stays the contract
+ * with tritonserver; this one pins the bytes the gateway itself writes.
+ */
+import { gzipSync } from "node:zlib";
+import { afterEach, describe, expect, it } from "vitest";
+import { buildGateway, buildMetricsServer } from "../../../images/gateway/src/app";
+import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
+import { type GatewayConfig, GatewayConfigSchema, type GatewayConfigInput } from "../../../images/gateway/src/config";
+import { classifyTritonMessage } from "../../../images/gateway/src/triton";
+import { GatewayMetrics, METRICS } from "../../../images/gateway/src/metrics";
+import { errors } from "../../../images/gateway/src/plugins/errors";
+import { limits } from "../../../images/gateway/src/plugins/limits";
+import { FakeTriton, token } from "./fakeTriton";
+
+// Fastify resolves from the gateway's own node_modules, not the root's: its types come through the app.
+type FastifyInstance = ReturnType<typeof buildGateway>;
+type LightMyRequestResponse = Awaited<ReturnType<FastifyInstance["inject"]>>;
+
+const KEY = "key-team-a";
+const BODY_LIMIT = 64 * 1024;
+
+interface Harness {
+  app: FastifyInstance;
+  triton: FakeTriton;
+  metrics: GatewayMetrics;
+}
+
+const open: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((app) => app.close()));
+});
+
+function configWith(overrides: GatewayConfigInput["limits"] = {}): GatewayConfig {
+  return GatewayConfigSchema.parse({
+    model: {
+      id: "m",
+      maxInputLen: 512,
+      maxOutputLen: 256,
+      maxBatchSize: 8,
+      vocab: 50400,
+      maxPromptBytes: 4096,
+      chatTemplate: { user: "<user>: ", assistant: "<bot>: ", turnEnd: "\n", stop: ["<user>:"] },
+    },
+    triton: { grpc: "in-memory:8001" },
+    limits: { bodyBytes: BODY_LIMIT, ...overrides },
+  });
+}
+
+function gateway(overrides: GatewayConfigInput["limits"] = {}): Harness {
+  const config = configWith(overrides);
+  const keys = new KeyRing({
+    consumers: [
+      { name: "team-a", keySha256: [sha256Hex(KEY)] },
+      { name: "team-b", keySha256: [sha256Hex("key-team-b")] },
+      { name: "rate-limited", keySha256: [sha256Hex("key-rate")], requestsPerMinute: 2 },
+      { name: "one-at-a-time", keySha256: [sha256Hex("key-solo")], maxConcurrent: 1 },
+    ],
+  });
+  const triton = new FakeTriton();
+  const metrics = new GatewayMetrics();
+  const app = buildGateway({ config, keys, triton, metrics, logger: false });
+  open.push(app);
+  return { app, triton, metrics };
+}
+
+const auth = (key = KEY): Record<string, string> => ({ authorization: `Bearer ${key}` });
+
+function complete(app: FastifyInstance, body: Record<string, unknown>, key = KEY): Promise<LightMyRequestResponse> {
+  return app.inject({ method: "POST", url: "/v1/completions", headers: auth(key), payload: { model: "m", ...body } });
+}
+
+/** The OpenAI error body, serialized as the gateway must send it. */
+function openaiError(message: string, type: string, code: string | null, param: string | null = null): string {
+  return JSON.stringify({ error: { message, type, param, code } });
+}
+
+async function counter(metrics: GatewayMetrics, name: string, labels: Record<string, string>): Promise<number> {
+  const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === name);
+  const values = (metric?.values ?? []) as { labels: Record<string, string | number>; value: number }[];
+  return values
+    .filter((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))
+    .reduce((n, v) => n + v.value, 0);
+}
+
+/** Resolves once the fake has seen `n` generations (they are then admitted and in flight). */
+async function generations(triton: FakeTriton, n: number): Promise<void> {
+  while (triton.calls.length < n) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe("authentication", () => {
+  it("refuses a request without a key, in OpenAI's shape, with a request id", async () => {
+    const { app } = gateway();
+    const r = await app.inject({ method: "GET", url: "/v1/models" });
+    expect(r.statusCode).toBe(401);
+    expect(r.body).toBe(
+      openaiError("missing API key: send 'Authorization: Bearer <key>'", "authentication_error", "invalid_api_key"),
+    );
+    expect(r.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("refuses an unknown key and a malformed header alike", async () => {
+    const { app } = gateway();
+    for (const authorization of ["Bearer nope", "Basic a2V5", `Bearer ${KEY} extra`]) {
+      const r = await app.inject({ method: "GET", url: "/v1/models", headers: { authorization } });
+      expect(r.statusCode, authorization).toBe(401);
+      expect(r.body).toBe(openaiError("invalid API key", "authentication_error", "invalid_api_key"));
+    }
+  });
+
+  it("serves a good key", async () => {
+    const { app } = gateway();
+    const r = await app.inject({ method: "GET", url: "/v1/models", headers: auth() });
+    expect(r.statusCode).toBe(200);
+    expect(r.json()).toEqual({
+      object: "list",
+      data: [{ id: "m", object: "model", created: 0, owned_by: "triton-ft" }],
+    });
+  });
+
+  it("refuses KServe requests in KServe's shape, and checks the key before the path exists", async () => {
+    const { app } = gateway();
+    for (const url of ["/v2/models/ensemble", "/v2/repository/index", "/v2"]) {
+      const r = await app.inject({ method: "GET", url });
+      expect(r.statusCode, url).toBe(401);
+      expect(r.body).toBe(JSON.stringify({ error: "missing API key: send 'Authorization: Bearer <key>'" }));
+    }
+    const unknown = await app.inject({ method: "GET", url: "/v1/nowhere" });
+    expect(unknown.statusCode).toBe(401);
+  });
+});
+
+describe("error bodies", () => {
+  it("names an unknown OpenAI path without its query string (404)", async () => {
+    const { app } = gateway();
+    const r = await app.inject({ method: "POST", url: "/v1/embeddings?x=1", headers: auth(), payload: {} });
+    expect(r.statusCode).toBe(404);
+    expect(r.body).toBe(
+      openaiError("POST /v1/embeddings is not an endpoint of this API", "not_found_error", "not_found"),
+    );
+  });
+
+  it("answers an unknown KServe path in KServe's shape (404)", async () => {
+    const { app } = gateway();
+    const r = await app.inject({ method: "GET", url: "/v2/repository/index?ready=1", headers: auth() });
+    expect(r.statusCode).toBe(404);
+    expect(r.body).toBe(
+      JSON.stringify({
+        error: "GET /v2/repository/index is not served: only the ensemble's KServe v2 API is reachable",
+      }),
+    );
+  });
+
+  it("refuses a declared oversized body before reading it (413, connection closed)", async () => {
+    const { app } = gateway();
+    const payload = JSON.stringify({ model: "m", prompt: "x".repeat(BODY_LIMIT) });
+    const r = await app.inject({
+      method: "POST",
+      url: "/v1/completions",
+      headers: { ...auth(), "content-type": "application/json" },
+      payload,
+    });
+    expect(r.statusCode).toBe(413);
+    expect(r.headers.connection).toBe("close");
+    expect(r.body).toBe(
+      openaiError(
+        `the request body is ${Buffer.byteLength(payload)} bytes; the limit is ${BODY_LIMIT}`,
+        "invalid_request_error",
+        "body_too_large",
+      ),
+    );
+  });
+
+  it("refuses a KServe body that decompresses past the limit (413, KServe shape)", async () => {
+    const { app } = gateway();
+    const r = await app.inject({
+      method: "POST",
+      url: "/v2/models/ensemble/infer",
+      headers: { ...auth(), "content-type": "application/json", "content-encoding": "gzip" },
+      payload: gzipSync(Buffer.alloc(BODY_LIMIT + 1, 32)),
+    });
+    expect(r.statusCode).toBe(413);
+    expect(r.body).toBe(
+      JSON.stringify({ error: `the decompressed body is larger than the limit of ${BODY_LIMIT} bytes` }),
+    );
+  });
+
+  it("maps body parser failures to OpenAI errors: bad JSON 400, text/plain 415, empty 400", async () => {
+    const { app } = gateway();
+    const post = (payload: string, type: string): Promise<LightMyRequestResponse> =>
+      app.inject({ method: "POST", url: "/v1/completions", headers: { ...auth(), "content-type": type }, payload });
+    const bad = await post("{", "application/json");
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ error: { type: "invalid_request_error", code: "invalid_json", param: null } });
+    expect(bad.json().error.message).toMatch(/^the request body is not valid JSON: /);
+    expect((await post("hello", "text/plain")).body).toBe(
+      openaiError("send the body as application/json", "invalid_request_error", "unsupported_media_type"),
+    );
+    expect((await post("", "application/json")).body).toBe(
+      openaiError("the request body is empty", "invalid_request_error", "invalid_body"),
+    );
+  });
+
+  it("passes a Triton refusal on as a 4xx: OpenAI shape on /v1, KServe shape on /v2", async () => {
+    const { app, triton } = gateway();
+    const message = "prompt has 600 tokens, more than max_input_len 512";
+    triton.refuseWith = classifyTritonMessage(message);
+    const openai = await complete(app, { prompt: "hi" });
+    expect(openai.statusCode).toBe(400);
+    expect(openai.body).toBe(openaiError(message, "invalid_request_error", "context_length_exceeded", "prompt"));
+    const kserve = await app.inject({
+      method: "POST",
+      url: "/v2/models/ensemble/infer",
+      headers: auth(),
+      payload: inferBody(),
+    });
+    expect(kserve.statusCode).toBe(400);
+    expect(kserve.body).toBe(JSON.stringify({ error: message }));
+  });
+
+  it("counts refusals by the code the client saw; KServe bodies carry none", async () => {
+    const { app, metrics } = gateway();
+    const openai = await app.inject({ method: "GET", url: "/v1/models" });
+    const kserve = await app.inject({ method: "GET", url: "/v2" });
+    // The code travels inside the app, never as a response header.
+    expect(Object.keys(openai.headers).filter((h) => h.startsWith("x-") && h !== "x-request-id")).toEqual([]);
+    expect(Object.keys(kserve.headers).filter((h) => h.startsWith("x-") && h !== "x-request-id")).toEqual([]);
+    const errors = METRICS.errors;
+    expect(await counter(metrics, errors, { status: "401", code: "invalid_api_key", consumer: "anonymous" })).toBe(1);
+    expect(await counter(metrics, errors, { status: "401", code: "error", consumer: "anonymous" })).toBe(1);
+    await app.inject({ method: "GET", url: "/v1/models/other", headers: auth() });
+    expect(await counter(metrics, errors, { status: "404", code: "model_not_found", consumer: "team-a" })).toBe(1);
+  });
+
+  it("names the one model /v1/models/:model serves", async () => {
+    const { app } = gateway();
+    const r = await app.inject({ method: "GET", url: "/v1/models/other", headers: auth() });
+    expect(r.statusCode).toBe(404);
+    expect(r.body).toBe(
+      openaiError(
+        "the model 'other' does not exist; this endpoint serves 'm'",
+        "not_found_error",
+        "model_not_found",
+        "model",
+      ),
+    );
+    expect((await app.inject({ method: "GET", url: "/v1/models/m", headers: auth() })).json().id).toBe("m");
+  });
+});
+
+describe("admission limits", () => {
+  it("answers 429 rate_limit_exceeded with Retry-After once a key's rate is used up; other keys go on", async () => {
+    const { app } = gateway();
+    const statuses: number[] = [];
+    let last: LightMyRequestResponse | undefined;
+    for (let i = 0; i < 3; i++) {
+      last = await complete(app, { prompt: "hi", max_tokens: 1 }, "key-rate");
+      statuses.push(last.statusCode);
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+    expect(Number(last?.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(last?.json().error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
+    expect(last?.json().error.message).toMatch(/^rate limit of 2 requests per minute reached for this key; retry in/);
+    expect((await complete(app, { prompt: "hi", max_tokens: 1 })).statusCode).toBe(200);
+  });
+
+  it("answers 429 concurrency_limit_exceeded while a one-at-a-time key has a generation in flight", async () => {
+    const { app, triton } = gateway();
+    triton.hold();
+    const first = complete(app, { prompt: "hi", max_tokens: 2 }, "key-solo");
+    await generations(triton, 1);
+    const second = await complete(app, { prompt: "hi", max_tokens: 2 }, "key-solo");
+    expect(second.statusCode).toBe(429);
+    expect(second.headers["retry-after"]).toBe("1");
+    expect(second.body).toBe(
+      openaiError(
+        "this key already has 1 generation(s) in flight, its limit is 1",
+        "rate_limit_error",
+        "concurrency_limit_exceeded",
+      ),
+    );
+    triton.release();
+    expect((await first).statusCode).toBe(200);
+    // The slot is free again once the first answer is complete.
+    expect((await complete(app, { prompt: "hi", max_tokens: 1 }, "key-solo")).statusCode).toBe(200);
+  });
+
+  it("answers 503 overloaded with Retry-After at the gateway-wide cap, and frees the slots after", async () => {
+    const { app, triton, metrics } = gateway({ maxInflight: 2 });
+    triton.hold();
+    // A two-prompt completion takes two slots.
+    const first = complete(app, { prompt: ["a", "b"], max_tokens: 1 });
+    await generations(triton, 2);
+    const refused = await complete(app, { prompt: "c", max_tokens: 1 }, "key-team-b");
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers["retry-after"]).toBe("1");
+    expect(refused.body).toBe(
+      openaiError("the gateway has 2 generations in flight, its limit is 2", "server_error", "overloaded"),
+    );
+    expect(await counter(metrics, METRICS.inflight, { consumer: "team-a" })).toBe(2);
+    triton.release();
+    expect((await first).statusCode).toBe(200);
+    expect(await counter(metrics, METRICS.inflight, { consumer: "team-a" })).toBe(0);
+    expect((await complete(app, { prompt: "c", max_tokens: 1 }, "key-team-b")).statusCode).toBe(200);
+  });
+});
+
+/** The `data:` payloads of an SSE body, in order. */
+function events(body: string): string[] {
+  expect(body.endsWith("\n\n")).toBe(true);
+  return body
+    .slice(0, -2)
+    .split("\n\n")
+    .map((e) => {
+      expect(e.startsWith("data: ")).toBe(true);
+      return e.slice("data: ".length);
+    });
+}
+
+describe("completions", () => {
+  it("answers a JSON completion with the text and the usage", async () => {
+    const { app } = gateway();
+    const r = await complete(app, { prompt: "one two", max_tokens: 3 });
+    expect(r.statusCode).toBe(200);
+    expect(r.json()).toMatchObject({
+      object: "text_completion",
+      model: "m",
+      choices: [{ index: 0, text: `${token(1)}${token(2)}${token(3)}`, logprobs: null, finish_reason: "length" }],
+      usage: { prompt_tokens: 2, completion_tokens: 3, total_tokens: 5 },
+    });
+  });
+
+  it("streams completions as SSE: one chunk per delta, usage on the last choice, then [DONE]", async () => {
+    const { app } = gateway();
+    const r = await complete(app, { prompt: "hi", max_tokens: 2, stream: true });
+    expect(r.statusCode).toBe(200);
+    expect(r.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
+    expect(r.headers["cache-control"]).toBe("no-cache");
+    expect(r.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+    const data = events(r.body);
+    expect(data.at(-1)).toBe("[DONE]");
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as Record<string, unknown>);
+    expect(chunks.map((c) => (c.choices as { text: string }[])[0].text).join("")).toBe(`${token(1)}${token(2)}`);
+    expect(chunks.every((c) => c.object === "text_completion" && c.model === "m")).toBe(true);
+    expect(chunks.at(-1)).toMatchObject({
+      choices: [{ index: 0, text: "", finish_reason: "length" }],
+      usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 },
+    });
+  });
+
+  it("streams chat: a role chunk first, content deltas, an empty delta with the finish reason", async () => {
+    const { app } = gateway();
+    const r = await app.inject({
+      method: "POST",
+      url: "/v1/chat/completions",
+      headers: auth(),
+      payload: {
+        model: "m",
+        messages: [{ role: "user", content: "hi" }],
+        max_tokens: 2,
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+    });
+    const data = events(r.body);
+    expect(data.at(-1)).toBe("[DONE]");
+    const chunks = data.slice(0, -1).map((d) => JSON.parse(d) as { choices: { delta: unknown }[]; usage?: unknown });
+    expect(chunks[0].choices[0]).toEqual({
+      index: 0,
+      delta: { role: "assistant", content: "" },
+      logprobs: null,
+      finish_reason: null,
+    });
+    expect(chunks.at(-2)?.choices[0]).toMatchObject({ delta: {}, finish_reason: "length" });
+    // include_usage: a last chunk with no choices and the usage.
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { completion_tokens: 2 } });
+  });
+
+  it("ends a stream that fails mid-way with an error event and no [DONE]", async () => {
+    const { app, triton } = gateway();
+    triton.failMidStreamWith = new Error("socket hang up");
+    const r = await complete(app, { prompt: "hi", max_tokens: 4, stream: true });
+    expect(r.statusCode).toBe(200);
+    const data = events(r.body);
+    expect(data).not.toContain("[DONE]");
+    expect(data.at(-1)).toBe(openaiError("the stream failed", "server_error", "stream_failed"));
+  });
+});
+
+function inferBody(outputs?: unknown[]): Record<string, unknown> {
+  return {
+    inputs: [
+      { name: "text_input", datatype: "BYTES", shape: [1, 1], data: ["hi"] },
+      { name: "max_tokens", datatype: "UINT32", shape: [1, 1], data: [2] },
+    ],
+    ...(outputs ? { outputs } : {}),
+  };
+}
+
+describe("KServe v2", () => {
+  it("serves the ensemble's infer as JSON and with binary outputs", async () => {
+    const { app } = gateway();
+    const json = await app.inject({
+      method: "POST",
+      url: "/v2/models/ensemble/infer",
+      headers: auth(),
+      payload: inferBody([{ name: "text_output" }]),
+    });
+    expect(json.statusCode).toBe(200);
+    expect(json.json()).toEqual({
+      model_name: "ensemble",
+      model_version: "1",
+      outputs: [{ name: "text_output", datatype: "BYTES", shape: [1, 1], data: [`${token(1)}${token(2)}`] }],
+    });
+    const binary = await app.inject({
+      method: "POST",
+      url: "/v2/models/ensemble/versions/1/infer",
+      headers: auth(),
+      payload: inferBody([{ name: "output_token_count", parameters: { binary_data: true } }]),
+    });
+    expect(binary.headers["content-type"]).toBe("application/octet-stream");
+    const headerLength = Number(binary.headers["inference-header-content-length"]);
+    expect(JSON.parse(binary.rawPayload.subarray(0, headerLength).toString("utf8")).outputs[0]).toEqual({
+      name: "output_token_count",
+      datatype: "UINT32",
+      shape: [1, 1],
+      parameters: { binary_data_size: 4 },
+    });
+    expect(binary.rawPayload.readUInt32LE(headerLength)).toBe(2);
+  });
+
+  it("serves only the ensemble: another model is a 404 in KServe's shape", async () => {
+    const { app } = gateway();
+    const r = await app.inject({ method: "GET", url: "/v2/models/preprocessing/ready", headers: auth() });
+    expect(r.statusCode).toBe(404);
+    expect(r.body).toBe(
+      JSON.stringify({
+        error: "model 'preprocessing' is not served here: only 'ensemble' is reachable through the gateway",
+      }),
+    );
+  });
+
+  it("answers server metadata, model metadata and health", async () => {
+    const { app, triton } = gateway();
+    const get = (url: string): Promise<LightMyRequestResponse> => app.inject({ method: "GET", url, headers: auth() });
+    expect((await get("/v2")).json()).toEqual({
+      name: "triton-ft-gateway",
+      version: "1",
+      extensions: ["binary_tensor_data"],
+    });
+    expect((await get("/v2/models/ensemble")).json()).toMatchObject({ name: "ensemble", platform: "ensemble" });
+    const live = await get("/v2/health/live");
+    expect([live.statusCode, live.body]).toEqual([200, ""]);
+    triton.isReady = false;
+    const ready = await get("/v2/health/ready");
+    expect([ready.statusCode, ready.body]).toEqual([
+      503,
+      JSON.stringify({ error: "the inference server is not ready" }),
+    ]);
+  });
+});
+
+describe("probes", () => {
+  it("answer without a key and are left out of the request log's latency", async () => {
+    const { app, metrics } = gateway();
+    const health = await app.inject({ method: "GET", url: "/healthz" });
+    expect([health.statusCode, health.body]).toEqual([200, JSON.stringify({ status: "ok" })]);
+    const ready = await app.inject({ method: "GET", url: "/readyz" });
+    expect([ready.statusCode, ready.body]).toEqual([200, JSON.stringify({ status: "ready" })]);
+    expect(await counter(metrics, METRICS.requests, { route: "/readyz", status: "200" })).toBe(1);
+    const seen = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === METRICS.requestDuration);
+    expect(JSON.stringify(seen?.values ?? [])).not.toContain("/healthz");
+  });
+
+  it("says 503 when Triton is not ready", async () => {
+    const { app, triton } = gateway();
+    triton.isReady = false;
+    const r = await app.inject({ method: "GET", url: "/readyz" });
+    expect([r.statusCode, r.body]).toEqual([503, JSON.stringify({ status: "triton not ready" })]);
+  });
+});
+
+describe("composition", () => {
+  it("refuses to boot when a plugin is registered before the one it depends on", async () => {
+    // A bare Fastify instance (the metrics listener's), with limits registered before auth.
+    const app = buildMetricsServer(new GatewayMetrics());
+    open.push(app);
+    void app.register(errors);
+    void app.register(limits, { config: configWith(), triton: new FakeTriton(), metrics: new GatewayMetrics() });
+    await expect(app.ready()).rejects.toThrow(/required by .gateway-limits./);
+  });
+});
