@@ -1,7 +1,7 @@
 /** `npm run docs:config`: regenerates README's configuration reference from the schema. */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { withReference } from "../infra/configReference";
+import { withReference } from "../infra/config/reference";
 
 const readmePath = join(__dirname, "..", "README.md");
 const current = readFileSync(readmePath, "utf8");

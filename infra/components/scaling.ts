@@ -9,7 +9,7 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { MONITORING_NAMESPACE } from "../autoscalingConfig";
+import { MONITORING_NAMESPACE } from "../config";
 import { GRAFANA_DASHBOARD_LABEL } from "../render/dashboard";
 import { SCRAPER_NAMESPACE_LABEL } from "../render/k8sGateway";
 import type { ScalingManifests } from "../render/scaling";

@@ -8,7 +8,7 @@
  * Pure: no Pulumi. Cluster references default to synth placeholders.
  */
 import { stringify } from "yaml";
-import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../autoscalingConfig";
+import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../config";
 import type { GpuInstance } from "../catalog/gpus";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
 import type { GatewayScalingPlan } from "./autoscaling";

@@ -8,7 +8,7 @@
  */
 import type { Plan } from "../plan";
 import { stepPlanEntries } from "../plan/stepGraph";
-import type { ResolvedStack } from "../stack";
+import type { ResolvedStack } from "../config";
 import { buildStepsWriter } from "./buildArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
 

@@ -30,9 +30,18 @@ function allFiles(dir: string): string[] {
   });
 }
 
-/** infra/plan/steps.ts -> "plan"; infra/stack.ts -> "stack.ts". */
+/**
+ * infra/plan/steps.ts -> "plan"; infra/naming.ts -> "naming.ts". config/ is
+ * not one layer: its schema, types and rule helpers sit below the plan (the
+ * plan reads them), its validator above it (it plans the workload to check
+ * that the pods fit) and its loader above that (Pulumi). So
+ * infra/config/validate/* -> "config/validate", infra/config/loader.ts ->
+ * "config/loader.ts", every other file of config/ -> "config".
+ */
 function nodeOf(file: string): string {
   const rel = relative(INFRA, file).split("/");
+  if (rel[0] === "config" && rel[1] === "validate") return "config/validate";
+  if (rel[0] === "config" && rel[1] === "loader.ts") return "config/loader.ts";
   return rel[0] ?? "";
 }
 
@@ -117,6 +126,22 @@ describe("architecture", () => {
     for (const f of files.filter((x) => /infra\/(plan|render|model|catalog|synth|cloud)\//.test(x))) {
       expect(readFileSync(f, "utf8"), relative(ROOT, f)).not.toMatch(/from "@pulumi\//);
     }
+  });
+
+  it("reads config through Pulumi in config/loader.ts only", () => {
+    const config = files.filter((x) => x.includes("/infra/config/"));
+    expect(config.length).toBeGreaterThan(10);
+    const withPulumi = config.filter((f) => /from "@pulumi\//.test(readFileSync(f, "utf8")));
+    expect(withPulumi.map((f) => relative(ROOT, f))).toEqual(["infra/config/loader.ts"]);
+  });
+
+  it("keeps config/'s public entry point free of the validator and the loader", () => {
+    // Every layer imports infra/config (index.ts); re-exporting config/validate
+    // would make the plan import itself, config/loader would bring Pulumi in.
+    const index = ts.preProcessFile(readFileSync(join(INFRA, "config", "index.ts"), "utf8"), true, true);
+    const targets = index.importedFiles.map((r) => r.fileName);
+    expect(targets.length).toBeGreaterThan(0);
+    expect(targets.filter((t) => /validate|loader/.test(t))).toEqual([]);
   });
 
   it("keeps components/ to ComponentResources: pure helpers live in the pure folders", () => {

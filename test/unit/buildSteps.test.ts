@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
 import { GPT2_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { resolveStack } from "../../infra/validate";
-import type { ResolvedStack } from "../../infra/stack";
+import { resolveStack } from "../../infra/config/validate";
+import type { ResolvedStack } from "../../infra/config";
 import { buildSteps } from "../lib/plan";
 import {
   STEP_IDS,

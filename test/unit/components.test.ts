@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
 import { stepConfigPath } from "../../infra/plan/stepGraph";
-import { resolveStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
 import { planOf } from "../lib/plan";

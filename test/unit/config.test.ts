@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ConfigProblem, SecretPresence } from "../../infra/config";
-import { withReference } from "../../infra/configReference";
-import { formatProblems, resolveStack } from "../../infra/validate";
+import { withReference } from "../../infra/config/reference";
+import { formatProblems, resolveStack } from "../../infra/config/validate";
 import { BACKEND_COMMIT, FT_COMMIT, GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { runProgram } from "../lib/pulumi";
 

@@ -11,8 +11,8 @@ import { Service } from "kubernetes-models/v1/Service";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { resolveStack } from "../../../infra/validate";
-import type { ResolvedStack } from "../../../infra/stack";
+import { resolveStack } from "../../../infra/config/validate";
+import type { ResolvedStack } from "../../../infra/config";
 import { PORTS } from "../../../infra/render/k8s";
 import { workloadInput } from "../../../infra/plan/workload";
 import {

@@ -9,8 +9,8 @@
  * reproducible in tests.
  */
 import { cidrListFindings, parseCidr, sshCidrFindings } from "./cidr";
-import { kubernetesVersionFinding } from "./catalog/eks";
-import { BACKEND_REPO_URL, COMMIT_PIN, DEFAULT_BUILD, FT_REPO_URL, unknownBuildWarning } from "./catalog/upstream";
+import { kubernetesVersionFinding } from "../catalog/eks";
+import { BACKEND_REPO_URL, COMMIT_PIN, DEFAULT_BUILD, FT_REPO_URL, unknownBuildWarning } from "../catalog/upstream";
 
 export interface Finding {
   /** Key without the project prefix, e.g. `build.ftCommit`, `build.sshAllowedCidrs[0]`. */

@@ -1,12 +1,12 @@
 /**
  * Semantic validation of a parsed stack config into the resolved stack
- * (infra/stack.ts) that the plan is computed from. Runs before any resource is registered; it
+ * (infra/config/stack.ts) that the plan is computed from. Runs before any resource is registered; it
  * collects every problem so a bad stack file is fixed in one round trip.
  */
-import { autoscalingProblems } from "./autoscalingConfig";
-import { findGpuInstance, gpuInstanceTypes, type GpuInstance } from "./catalog/gpus";
-import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type StackConfig } from "./config";
-import { MODEL_PRESETS, findPreset, type ModelPreset } from "./model/catalog";
+import { autoscalingProblems } from "../autoscaling";
+import { findGpuInstance, gpuInstanceTypes, type GpuInstance } from "../../catalog/gpus";
+import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type StackConfig } from "../schema";
+import { MODEL_PRESETS, findPreset, type ModelPreset } from "../../model/catalog";
 import {
   USABLE_GPU_FRACTION,
   builderDiskGiB,
@@ -15,18 +15,18 @@ import {
   nodeDiskGiB,
   toGiB,
   type GpuMemoryEstimate,
-} from "./model/sizing";
-import type { Family, ModelSource } from "./model/types";
-import type { GemmShape, ResolvedModel, ResolvedStack } from "./stack";
-import { endpointAccessProblems } from "./plan/clusterAccess";
-import { VPC_PREFIX_RANGE, vpcPrefix } from "./plan/network";
-import { isoDate } from "./catalog/eks";
-import { touchesDropped } from "./configIssues";
-import { platformFindings } from "./platformChecks";
-import { servingFitProblem } from "./plan/nodeShape";
-import { autoscalingPlanProblem } from "./plan/scaling";
-import { planWorkload } from "./plan/workload";
-import type { WorkloadPlan } from "./render/k8s";
+} from "../../model/sizing";
+import type { Family, ModelSource } from "../../model/types";
+import type { GemmShape, ResolvedModel, ResolvedStack } from "../stack";
+import { endpointAccessProblems } from "../../plan/clusterAccess";
+import { VPC_PREFIX_RANGE, vpcPrefix } from "../../plan/network";
+import { isoDate } from "../../catalog/eks";
+import { touchesDropped } from "../issues";
+import { platformFindings } from "../platformChecks";
+import { servingFitProblem } from "../../plan/nodeShape";
+import { autoscalingPlanProblem } from "../../plan/scaling";
+import { planWorkload } from "../../plan/workload";
+import type { WorkloadPlan } from "../../render/k8s";
 
 export class ConfigError extends Error {
   constructor(
