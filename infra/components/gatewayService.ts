@@ -3,7 +3,7 @@
  * @pulumi/random, kept only as secret outputs), their SHA-256 hashes in a
  * Secret the gateway reads, its config, Deployment, the NLB Service (the only
  * thing behind the load balancer), metrics Service, PDB, and the namespace's
- * NetworkPolicies (render/k8sGateway.ts).
+ * NetworkPolicies (render/gatewayManifests.ts).
  *
  * The Service is created after the Deployment is available, so its await (the
  * NLB hostname) does not run into the pods' start; the gateway's readiness
@@ -14,7 +14,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { isDigestRef, notPinnedMessage } from "../imageRef";
-import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/k8sGateway";
+import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 
 export interface GatewayServiceArgs {
   workload: GatewayWorkloadInput;

@@ -11,7 +11,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { MONITORING_NAMESPACE } from "../config";
 import { GRAFANA_DASHBOARD_LABEL } from "../render/dashboard";
-import { SCRAPER_NAMESPACE_LABEL } from "../render/k8sGateway";
+import { SCRAPER_NAMESPACE_LABEL } from "../render/gatewayManifests";
 import type { ScalingManifests } from "../render/scaling";
 import type { EC2NodeClass, NodePool } from "../render/karpenter";
 import {

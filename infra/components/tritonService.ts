@@ -1,6 +1,6 @@
 /**
  * The Triton workload as Kubernetes resources: the renderer's manifests
- * (render/k8s.ts) applied through the cluster's provider, the Deployment
+ * (render/tritonManifests.ts) applied through the cluster's provider, the Deployment
  * rendered with the real server image, and Pulumi timeouts from the plan's
  * workload numbers (image pull plus model load).
  *
@@ -21,7 +21,7 @@ import {
   renderService,
   renderServiceMonitor,
   type WorkloadInput,
-} from "../render/k8s";
+} from "../render/tritonManifests";
 import { minutes } from "../render/quantities";
 
 export interface TritonServiceArgs {

@@ -10,7 +10,7 @@ import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
 import { findPreset } from "../model/catalog";
 import { renderGatewayConfig, type GatewayConfigFile } from "../render/gatewayConfig";
-import { PORTS, workloadName, type WorkloadPlan } from "../render/k8s";
+import { PORTS, workloadName, type WorkloadPlan } from "../render/tritonManifests";
 import { SYSTEM_NODE_LABEL } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
 import type { ResolvedStack } from "../config";

@@ -4,7 +4,7 @@
  * what the HPA can express: validation reports that like any config problem.
  */
 import type { ConfigProblem, ResolvedStack } from "../config";
-import type { ContainerLaunch, WorkloadPlan } from "../render/k8s";
+import type { ContainerLaunch, WorkloadPlan } from "../render/tritonManifests";
 import type { AutoscalingPlan } from "../render/autoscaling";
 import type { ScalingInput } from "../render/scaling";
 import { AutoscalingPlanError, planAutoscaling } from "./autoscaling";

@@ -22,8 +22,8 @@ import {
   type ScaledObject,
 } from "./autoscaling";
 import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
-import { recommendedLabels, workloadName, type WorkloadInput } from "./k8s";
-import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./k8sGateway";
+import { recommendedLabels, workloadName, type WorkloadInput } from "./tritonManifests";
+import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./gatewayManifests";
 import { renderEC2NodeClass, renderNodePool, type EC2NodeClass, type NodeClassRefs, type NodePool } from "./karpenter";
 import {
   renderDcgmExporter,
@@ -77,7 +77,7 @@ export interface ScalingManifests {
   operatorPresent: boolean;
 }
 
-/** The gateway's metrics Service (render/k8sGateway.ts metricsService): where its series live in Prometheus. */
+/** The gateway's metrics Service (render/gatewayManifests.ts metricsService): where its series live in Prometheus. */
 export function gatewayMetrics(w: Pick<WorkloadInput, "modelName" | "namespace">): MetricsSelector {
   return { namespace: w.namespace, service: `${gatewayName(w)}-metrics` };
 }

@@ -13,7 +13,7 @@ import { DCGM_COUNTERS } from "../../infra/render/observability";
 import { planWorkload, workloadInput } from "../../infra/plan/workload";
 import { gatewayPlan } from "../../infra/plan";
 import { launchPlan } from "../../infra/plan/launch";
-import { renderGatewayManifests } from "../../infra/render/k8sGateway";
+import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { gptjAutoscaled } from "../lib/scalingFixtures";

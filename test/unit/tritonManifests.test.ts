@@ -14,7 +14,7 @@ import {
   type RenderInput,
   type TritonManifests,
   type WorkloadPlan,
-} from "../../infra/render/k8s";
+} from "../../infra/render/tritonManifests";
 import {
   eksReservedCpuMillis,
   eksReservedMemoryBytes,
