@@ -1,5 +1,5 @@
 /**
- * Issue 15's resources: queue-based autoscaling of the Triton pods and
+ * The stack's scaling and observability resources: queue-based autoscaling of the Triton pods and
  * in-flight-based autoscaling of the gateway (KEDA ScaledObjects), GPU nodes that follow them (Karpenter with its IAM role,
  * interruption queue, NodePool and EC2NodeClass), and observability (DCGM
  * exporter, dashboard ConfigMap, ServiceMonitor + PrometheusRule when the

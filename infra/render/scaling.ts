@@ -1,5 +1,5 @@
 /**
- * Everything issue 15 adds to a stack's Kubernetes side, rendered from the
+ * The scaling and observability side of a stack's Kubernetes objects, rendered from the
  * resolved stack: the KEDA ScaledObject and Karpenter NodePool/EC2NodeClass
  * (with serving.autoscaling, plus the gateway's in-flight ScaledObject), the DCGM
  * exporter, the Grafana dashboard, and the ServiceMonitors (DCGM, gateway) + PrometheusRule (with serving.serviceMonitor, i.e. when the

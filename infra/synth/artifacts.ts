@@ -75,7 +75,7 @@ export const modelRepositoryWriter: ArtifactWriter = {
   },
 };
 
-/** The default writers, in order. Later issues append theirs. */
+/** The default writers, in the order synth runs them (and prints their summaries). */
 export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [
   modelRepositoryWriter,
   k8sManifestsWriter,

@@ -165,7 +165,7 @@ describe("invalidation matrix (two mock runs per change)", () => {
   it(
     "a model change leaves the triton_with_ft build alone, a Triton change reaches every step after host-ready",
     async () => {
-      // Stated separately from the table: the two headline rules.
+      // Stated separately from the table: the two rules that matter most (model vs. Triton changes).
       const before = await base();
       const model = triggers(
         await runProgram(

@@ -34,7 +34,7 @@ describe("synth Kubernetes manifests", () => {
       "k8s/54-gateway-service.yaml",
       "k8s/55-gateway-metrics-service.yaml",
       "k8s/56-gateway-poddisruptionbudget.yaml",
-      // Issue 15: GPU metrics and dashboard; no Prometheus Operator in this stack, so a plain scrape config + rules.
+      // GPU metrics and dashboard; no Prometheus Operator in this stack, so a plain scrape config + rules.
       "k8s/70-dcgm-exporter.yaml",
       "k8s/72-dashboard-configmap.yaml",
       "dashboards/triton-gpt2.json",

@@ -145,7 +145,7 @@ describe("alerts and dashboard", () => {
     expect(byName.TritonScalingAtMax.expr).toContain(">= 8");
   });
 
-  it("has panels for every signal the issue names, with queries only", () => {
+  it("has a panel for each serving and scaling signal (queue, latency, tokens, errors, GPU, replicas), with queries only", () => {
     const d = scaled().dashboard;
     expect(d.panels.map((p) => p.title)).toEqual([
       "Queue / compute time ratio",
