@@ -17,15 +17,18 @@ import { isDigestRef, notPinnedMessage } from "../imageRef";
 import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 
 export interface GatewayServiceArgs {
-  workload: GatewayWorkloadInput;
-  consumers: readonly string[];
+  /** The Triton workload it fronts plus the plan's gateway section: what its manifests are rendered from, but the image and keys. */
+  readonly workload: GatewayWorkloadInput;
+  /** Teams that call the endpoint (serving.consumers): each gets a generated API key, stored only as a hash in the cluster. */
+  readonly consumers: readonly string[];
   /** Gateway image by digest, from the build pipeline. */
-  image: pulumi.Input<string>;
-  provider: k8s.Provider;
+  readonly image: pulumi.Input<string>;
+  /** The cluster's Kubernetes provider. */
+  readonly provider: k8s.Provider;
   /** Triton's namespace, Deployment and Service: the gateway is ready only once they are. */
-  dependsOn: pulumi.Resource[];
+  readonly dependsOn: pulumi.Resource[];
   /** The load balancer controller: without it nothing provisions the NLB. */
-  loadBalancerReady: pulumi.Resource[];
+  readonly loadBalancerReady: pulumi.Resource[];
 }
 
 /** Prefix of every generated key, so a leaked one is recognisable (secret scanners, logs). */

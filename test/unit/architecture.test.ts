@@ -153,6 +153,31 @@ describe("architecture", () => {
     expect(pure.map((f) => relative(ROOT, f))).toEqual([]);
   });
 
+  it("documents every field of a component's Args and makes it readonly", () => {
+    const fields: string[] = [];
+    const offenders: string[] = [];
+    for (const f of files.filter((x) => x.includes("/infra/components/"))) {
+      const text = readFileSync(f, "utf8");
+      const source = ts.createSourceFile(f, text, ts.ScriptTarget.Latest, true);
+      for (const node of source.statements) {
+        if (!ts.isInterfaceDeclaration(node) || !node.name.text.endsWith("Args")) continue;
+        for (const member of node.members) {
+          if (!ts.isPropertySignature(member)) continue;
+          const name = `${relative(ROOT, f)} ${node.name.text}.${member.name.getText(source)}`;
+          fields.push(name);
+          const readonly = member.modifiers?.some((m) => m.kind === ts.SyntaxKind.ReadonlyKeyword) ?? false;
+          const documented = (ts.getLeadingCommentRanges(text, member.pos) ?? []).some((r) =>
+            text.slice(r.pos, r.end).startsWith("/**"),
+          );
+          if (!readonly) offenders.push(`${name}: not readonly`);
+          if (!documented) offenders.push(`${name}: no JSDoc comment`);
+        }
+      }
+    }
+    expect(fields.length).toBeGreaterThan(40);
+    expect(offenders).toEqual([]);
+  });
+
   it("names only files that exist when the code points at another file", () => {
     const roots = ["infra", "scripts", "policy", "images/server", "images/gateway/src", "images/triton_with_ft"];
     const sources = roots
