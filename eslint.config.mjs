@@ -6,6 +6,14 @@ const NO_PULUMI = [
   { group: ["@pulumi/*"], message: "pure layer: no Pulumi here (components/ turn plans into resources)" },
   { group: ["**/components", "**/components/*"], message: "pure layer: components/ depend on it, not the reverse" },
 ];
+/** config/ is engine-free so synth and the unit tests validate a stack without Pulumi; config/loader.ts is the exception. */
+const NO_PULUMI_IN_CONFIG = [
+  {
+    group: ["@pulumi/*"],
+    message: "no Pulumi in config/ outside config/loader.ts: synth and the tests parse and validate without the engine",
+  },
+  { group: ["**/components", "**/components/*"], message: "config/ is read by components/, not the reverse" },
+];
 /** Module paths of the folders below another one, for the layering rules. */
 const folder = (name, why) => ({ group: [`**/${name}`, `**/${name}/*`], message: why });
 
@@ -19,7 +27,8 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
     },
   },
-  // Layering (docs/architecture.md "Data path: one plan"): facts (catalog, model) <- render <- plan <- cloud, synth <- components <- program.
+  // Layering (docs/architecture.md "Data path: one plan"): facts (catalog, model) <- render <- plan <- cloud, synth <- components <- program;
+  // config/ (schema, types) is read by render and plan, config/validate/ reads the plan, config/loader.ts feeds program.
   {
     files: ["infra/catalog/**/*.ts", "infra/model/**/*.ts"],
     rules: {
@@ -75,5 +84,41 @@ export default tseslint.config(
   {
     files: ["infra/synth/**/*.ts", "infra/cloud/**/*.ts"],
     rules: { "no-restricted-imports": ["error", { patterns: NO_PULUMI }] },
+  },
+  // config/: the schema, the resolved stack's types and the rule helpers sit below the plan (the plan and the
+  // renderers read them). Pulumi only in the loader, the one file that reads config through the engine.
+  {
+    files: ["infra/config/**/*.ts"],
+    ignores: ["infra/config/loader.ts", "infra/config/validate/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            ...NO_PULUMI_IN_CONFIG,
+            folder("plan", "the config sits below the plan; checks that need the plan live in config/validate/"),
+            folder("render", "the config sits below the renderers; checks that need them live in config/validate/"),
+            folder("synth", "the config does not depend on synth"),
+            folder("cloud", "the config does not depend on cloud documents"),
+          ],
+        },
+      ],
+    },
+  },
+  // config/validate/ sits above the plan (it plans the workload to check that the pods fit), still engine-free.
+  {
+    files: ["infra/config/validate/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            ...NO_PULUMI_IN_CONFIG,
+            folder("synth", "validation does not depend on synth"),
+            folder("cloud", "validation does not depend on cloud documents"),
+          ],
+        },
+      ],
+    },
   },
 );

@@ -21,18 +21,16 @@ import { Registry } from "./components/registry";
 import { GatewayService } from "./components/gatewayService";
 import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
-import { installsMonitoring } from "./autoscalingConfig";
+import { PROJECT, installsMonitoring, type ResolvedStack } from "./config";
 import { renderScaling, type ScalingManifests } from "./render/scaling";
 import { scalingInput } from "./plan/scaling";
-import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildPlan, type Plan } from "./plan";
 import { endpointAccess } from "./plan/clusterAccess";
 import { workloadInput } from "./plan/workload";
 import { REPO_ROOT, repoPathHasher } from "./repoFiles";
-import type { ResolvedStack } from "./stack";
-import { loadStack, validatedSecret, type StackSecrets } from "./stackConfig";
+import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
 import { stackTags } from "./tags";
 
 /**

@@ -1,5 +1,5 @@
 /** AWS tags every resource carries, so cost reports and cleanups can find the stack. */
-import type { ResolvedStack } from "./stack";
+import type { ResolvedStack } from "./config";
 
 export function stackTags(project: string, stackName: string, s: ResolvedStack): Record<string, string> {
   return {

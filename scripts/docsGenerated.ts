@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { OUTPUTS_END, OUTPUTS_START, REFERENCE_END, REFERENCE_START, configReference } from "../infra/configReference";
+import { OUTPUTS_END, OUTPUTS_START, REFERENCE_END, REFERENCE_START, configReference } from "../infra/config/reference";
 import { outputsMarkdownTable } from "../infra/outputs";
 
 export const ROOT = join(__dirname, "..");

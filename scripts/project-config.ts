@@ -1,7 +1,7 @@
 /** `npm run docs:config` (with --write): regenerates Pulumi.yaml's project-level config block from the schema (docs/config-reference.md holds the same keys as a table). */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { withProjectConfig } from "../infra/projectConfig";
+import { withProjectConfig } from "../infra/config/projectFile";
 
 const file = join(__dirname, "..", "Pulumi.yaml");
 const current = readFileSync(file, "utf8");

@@ -18,7 +18,7 @@ import { buildPlan } from "../infra/plan";
 import { repoPathHasher } from "../infra/repoFiles";
 import { ARTIFACT_WRITERS, synthesize, type ArtifactWriter, type SynthContext } from "../infra/synth/artifacts";
 import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
-import { formatProblems, formatWarnings, resolveStack } from "../infra/validate";
+import { formatProblems, formatWarnings, resolveStack } from "../infra/config/validate";
 import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventory";
 import { INVENTORY_FILE, INVENTORY_SUMMARY_FILE } from "../infra/synth/inventory";
 

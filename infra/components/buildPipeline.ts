@@ -26,20 +26,25 @@ import {
 
 export interface BuildPipelineArgs {
   /** The plan's build steps, in graph order, each with its input hash. */
-  steps: BuildStep[];
-  connection: command.types.input.remote.ConnectionArgs;
+  readonly steps: BuildStep[];
+  /** SSH connection to the builder host (user, address, private key) the copies and steps run over. */
+  readonly connection: command.types.input.remote.ConnectionArgs;
   /** The builder instance: its id re-ships everything onto a replaced host. */
-  instanceId: pulumi.Input<string>;
-  /** Deploy-time values the step configs reference (`{ deploy: name }`), except the triton_with_ft image. */
-  region: pulumi.Input<string>;
-  ecrRegistry: pulumi.Input<string>;
-  tritonWithFtRepositoryUrl: pulumi.Input<string>;
-  serverRepositoryUrl: pulumi.Input<string>;
-  gatewayRepositoryUrl: pulumi.Input<string>;
+  readonly instanceId: pulumi.Input<string>;
+  /** AWS region of the registry: the steps' `{ deploy: "awsRegion" }` value. */
+  readonly region: pulumi.Input<string>;
+  /** The account's ECR registry host the steps log in to (`{ deploy: "ecrRegistry" }`). */
+  readonly ecrRegistry: pulumi.Input<string>;
+  /** Repository the triton_with_ft base image is pushed to (`{ deploy: "tritonWithFtRepositoryUrl" }`). */
+  readonly tritonWithFtRepositoryUrl: pulumi.Input<string>;
+  /** Repository the baked server image is pushed to (`{ deploy: "serverRepositoryUrl" }`). */
+  readonly serverRepositoryUrl: pulumi.Input<string>;
+  /** Repository the gateway image is pushed to (`{ deploy: "gatewayRepositoryUrl" }`). */
+  readonly gatewayRepositoryUrl: pulumi.Input<string>;
   /** Secret environment of the steps that declare it (HF_TOKEN for fetch). */
-  secretEnv: Partial<Record<SecretEnv, pulumi.Output<string>>>;
+  readonly secretEnv: Partial<Record<SecretEnv, pulumi.Output<string>>>;
   /** Start the builder before the steps and stop it after the bake. */
-  stopBuilderWhenDone: boolean;
+  readonly stopBuilderWhenDone: boolean;
 }
 
 /** The image each image-producing step pushes, as an output. */

@@ -13,23 +13,25 @@ import { EC2_ASSUME_ROLE_POLICY, builderEcrPolicy } from "../cloud/iam";
 
 export interface BuilderArgs {
   /** EC2 GPU instance type (catalog-checked: the serving GPU model, enough RAM to convert). */
-  instanceType: string;
+  readonly instanceType: string;
   /** Root volume in GiB (the plan's build.builderDiskGiB). */
-  diskGiB: number;
+  readonly diskGiB: number;
   /** Pinned AMI; unset, the newest DLAMI matching DLAMI_NAME_FILTER (and later DLAMIs are ignored). */
-  amiId?: string;
+  readonly amiId?: string;
   /** CIDRs allowed to SSH in (validated: never empty, never 0.0.0.0/0). */
-  sshAllowedCidrs: readonly string[];
+  readonly sshAllowedCidrs: readonly string[];
   /** A provided key pair (build.sshPublicKey + the sshPrivateKey secret); unset, one is generated. */
-  sshKey?: { publicKey: string; privateKey: pulumi.Output<string> };
+  readonly sshKey?: { publicKey: string; privateKey: pulumi.Output<string> };
   /** `<project>-<stack>`: prefix of the key pair, role and instance names. */
-  namePrefix: string;
-  vpcId: pulumi.Input<string>;
+  readonly namePrefix: string;
+  /** VPC the builder's security group belongs to. */
+  readonly vpcId: pulumi.Input<string>;
   /** A public subnet of that VPC. */
-  subnetId: pulumi.Input<string>;
+  readonly subnetId: pulumi.Input<string>;
   /** ARNs of the two repositories the builder may push to and pull from. */
-  repositoryArns: pulumi.Input<string>[];
-  tags: Record<string, string>;
+  readonly repositoryArns: pulumi.Input<string>[];
+  /** AWS tags for every resource of the builder (stackTags). */
+  readonly tags: Record<string, string>;
 }
 
 export class Builder extends pulumi.ComponentResource {

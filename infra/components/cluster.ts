@@ -79,8 +79,10 @@ export interface ReferencedCluster {
 }
 
 export interface ClusterArgs {
-  cluster: CreatedCluster | KubeconfigCluster | ReferencedCluster;
-  tags: Record<string, string>;
+  /** How the stack gets its cluster: created here, from the kubeconfig secret, or from another stack's outputs. */
+  readonly cluster: CreatedCluster | KubeconfigCluster | ReferencedCluster;
+  /** AWS tags for every AWS resource of a created cluster (unused by the other modes). */
+  readonly tags: Record<string, string>;
 }
 
 /** What createEks hands to the add-on installation. */

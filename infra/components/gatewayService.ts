@@ -3,7 +3,7 @@
  * @pulumi/random, kept only as secret outputs), their SHA-256 hashes in a
  * Secret the gateway reads, its config, Deployment, the NLB Service (the only
  * thing behind the load balancer), metrics Service, PDB, and the namespace's
- * NetworkPolicies (render/k8sGateway.ts).
+ * NetworkPolicies (render/gatewayManifests.ts).
  *
  * The Service is created after the Deployment is available, so its await (the
  * NLB hostname) does not run into the pods' start; the gateway's readiness
@@ -14,18 +14,21 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { isDigestRef, notPinnedMessage } from "../imageRef";
-import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/k8sGateway";
+import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 
 export interface GatewayServiceArgs {
-  workload: GatewayWorkloadInput;
-  consumers: readonly string[];
+  /** The Triton workload it fronts plus the plan's gateway section: what its manifests are rendered from, but the image and keys. */
+  readonly workload: GatewayWorkloadInput;
+  /** Teams that call the endpoint (serving.consumers): each gets a generated API key, stored only as a hash in the cluster. */
+  readonly consumers: readonly string[];
   /** Gateway image by digest, from the build pipeline. */
-  image: pulumi.Input<string>;
-  provider: k8s.Provider;
+  readonly image: pulumi.Input<string>;
+  /** The cluster's Kubernetes provider. */
+  readonly provider: k8s.Provider;
   /** Triton's namespace, Deployment and Service: the gateway is ready only once they are. */
-  dependsOn: pulumi.Resource[];
+  readonly dependsOn: pulumi.Resource[];
   /** The load balancer controller: without it nothing provisions the NLB. */
-  loadBalancerReady: pulumi.Resource[];
+  readonly loadBalancerReady: pulumi.Resource[];
 }
 
 /** Prefix of every generated key, so a leaked one is recognisable (secret scanners, logs). */

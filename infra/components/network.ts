@@ -18,8 +18,10 @@ import {
 } from "../plan/network";
 
 export interface NetworkArgs {
-  network: StackConfig["network"];
-  tags: Record<string, string>;
+  /** The stack's network config: create a VPC from network.vpcCidr, or use the existing VPC and subnet ids. */
+  readonly network: StackConfig["network"];
+  /** AWS tags for the VPC and its subnets (the subnet role tags are added here). */
+  readonly tags: Record<string, string>;
 }
 
 export class Network extends pulumi.ComponentResource {

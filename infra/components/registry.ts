@@ -11,9 +11,9 @@ import { repositoryNames } from "../naming";
 
 export interface RegistryArgs {
   /** `<project>-<stack>` (naming.ts namePrefix); repository names derive from it. */
-  namePrefix: string;
+  readonly namePrefix: string;
   /** AWS tags for both repositories. */
-  tags: Record<string, string>;
+  readonly tags: Record<string, string>;
 }
 
 export class Registry extends pulumi.ComponentResource {

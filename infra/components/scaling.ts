@@ -1,5 +1,5 @@
 /**
- * Issue 15's resources: queue-based autoscaling of the Triton pods and
+ * The stack's scaling and observability resources: queue-based autoscaling of the Triton pods and
  * in-flight-based autoscaling of the gateway (KEDA ScaledObjects), GPU nodes that follow them (Karpenter with its IAM role,
  * interruption queue, NodePool and EC2NodeClass), and observability (DCGM
  * exporter, dashboard ConfigMap, ServiceMonitor + PrometheusRule when the
@@ -9,9 +9,9 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { MONITORING_NAMESPACE } from "../autoscalingConfig";
+import { MONITORING_NAMESPACE } from "../config";
 import { GRAFANA_DASHBOARD_LABEL } from "../render/dashboard";
-import { SCRAPER_NAMESPACE_LABEL } from "../render/k8sGateway";
+import { SCRAPER_NAMESPACE_LABEL } from "../render/gatewayManifests";
 import type { ScalingManifests } from "../render/scaling";
 import type { EC2NodeClass, NodePool } from "../render/karpenter";
 import {
@@ -110,17 +110,19 @@ export interface KarpenterCluster {
 
 export interface ScalingArgs {
   /** The rendered scaling and observability objects (render/scaling.ts). */
-  manifests: ScalingManifests;
-  provider: k8s.Provider;
+  readonly manifests: ScalingManifests;
+  /** The cluster's Kubernetes provider. */
+  readonly provider: k8s.Provider;
   /** The untainted nodes KEDA runs on (create mode). */
-  systemNodes: pulumi.Resource[];
+  readonly systemNodes: pulumi.Resource[];
   /** The stack's Prometheus Operator (when it installs one): the operator objects wait for its CRDs. */
-  monitoringReady: pulumi.Resource[];
-  /** The Triton namespace and Deployment (the ScaledObject targets it). */
-  namespace: pulumi.Resource;
-  deployment: pulumi.Resource;
+  readonly monitoringReady: pulumi.Resource[];
+  /** The Triton namespace: the scaling objects are created in it, so they wait for it. */
+  readonly namespace: pulumi.Resource;
+  /** The Triton Deployment the ScaledObject scales. */
+  readonly deployment: pulumi.Resource;
   /** The gateway (its ScaledObject targets its Deployment; its ServiceMonitor its metrics Service). */
-  gateway: pulumi.Resource;
+  readonly gateway: pulumi.Resource;
 }
 
 /**
@@ -178,12 +180,16 @@ export class Scaling extends pulumi.ComponentResource {
 }
 
 export interface GpuNodePoolArgs {
-  /** The rendered NodePool and EC2NodeClass (render/karpenter.ts); the cluster's references are filled in here. */
-  nodePool: NodePool;
-  ec2NodeClass: EC2NodeClass;
-  provider: k8s.Provider;
-  tags: Record<string, string>;
-  cluster: KarpenterCluster;
+  /** The rendered NodePool (render/karpenter.ts), applied as rendered. */
+  readonly nodePool: NodePool;
+  /** The rendered EC2NodeClass (render/karpenter.ts); the node role, subnets, security group and tags are filled in here. */
+  readonly ec2NodeClass: EC2NodeClass;
+  /** The cluster's Kubernetes provider. */
+  readonly provider: k8s.Provider;
+  /** AWS tags for Karpenter's role, interruption queue and rules, and for the EC2 nodes it launches. */
+  readonly tags: Record<string, string>;
+  /** The created EKS cluster's parts Karpenter needs (name, node role, OIDC provider, subnets, system nodes). */
+  readonly cluster: KarpenterCluster;
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * The Triton workload as Kubernetes resources: the renderer's manifests
- * (render/k8s.ts) applied through the cluster's provider, the Deployment
+ * (render/tritonManifests.ts) applied through the cluster's provider, the Deployment
  * rendered with the real server image, and Pulumi timeouts from the plan's
  * workload numbers (image pull plus model load).
  *
@@ -21,19 +21,20 @@ import {
   renderService,
   renderServiceMonitor,
   type WorkloadInput,
-} from "../render/k8s";
+} from "../render/tritonManifests";
 import { minutes } from "../render/quantities";
 
 export interface TritonServiceArgs {
   /** Everything the manifests are rendered from but the image (plan/workload.ts workloadInput). */
-  workload: WorkloadInput;
+  readonly workload: WorkloadInput;
   /** Server image by digest, from the build pipeline: an input of the Deployment's rendering. */
-  image: pulumi.Input<string>;
-  provider: k8s.Provider;
+  readonly image: pulumi.Input<string>;
+  /** The cluster's Kubernetes provider. */
+  readonly provider: k8s.Provider;
   /** GPU nodes and the device plugin: the pods cannot schedule before them. */
-  gpuReady: pulumi.Resource[];
+  readonly gpuReady: pulumi.Resource[];
   /** The stack-installed Prometheus Operator, if any: the ServiceMonitor waits for its CRD. */
-  monitoringReady?: pulumi.Resource[];
+  readonly monitoringReady?: pulumi.Resource[];
 }
 
 /**

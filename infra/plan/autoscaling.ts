@@ -7,7 +7,7 @@
  * keep both in step.
  */
 import type { GpuInstance } from "../catalog/gpus";
-import type { AutoscalingConfig } from "../autoscalingConfig";
+import type { AutoscalingConfig } from "../config";
 import {
   KEDA_POLLING_SECONDS,
   RATE_WINDOW_SECONDS,

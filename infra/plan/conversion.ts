@@ -22,7 +22,7 @@
 import { importClosure } from "./pythonImports";
 import type { GpuInstance } from "../catalog/gpus";
 import type { Family, ModelArch } from "../model/types";
-import type { ResolvedModel } from "../stack";
+import type { ResolvedModel } from "../config";
 import {
   BUILDER_CONVERT_SCRIPTS_DIR,
   FT_SOURCE_DIR,

@@ -5,7 +5,7 @@
  * downloaded config.json must state.
  */
 import { findPreset } from "../model/catalog";
-import type { ResolvedModel } from "../stack";
+import type { ResolvedModel } from "../config";
 import type { BuilderWorkTree } from "./paths";
 
 /** Auxiliary files repos ship or not (a model without a preset still needs tokenizer.json or vocab.json: the bake checks). */

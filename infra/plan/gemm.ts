@@ -6,7 +6,7 @@
  * working directory.
  */
 import type { ModelArch } from "../model/types";
-import type { GemmShape } from "../stack";
+import type { GemmShape } from "../config";
 import { GEMM_CONFIG_FILE, GPT_GEMM_BIN, SERVER_WORKDIR } from "./paths";
 
 /** gpt_gemm's data_type argument: 0 fp32, 1 fp16, 2 bf16. */

@@ -4,16 +4,16 @@
  * offline). The components receive slices of it and never recompute; `synth`
  * writes it as plan.json (`planDocument`).
  *
- *   config -> resolved stack (validate.ts) -> plan (here) -> artifacts (render/) -> resources (components/) -> outputs
+ *   config -> resolved stack (config/validate) -> plan (here) -> artifacts (render/) -> resources (components/) -> outputs
  */
 import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
 import { findPreset } from "../model/catalog";
 import { renderGatewayConfig, type GatewayConfigFile } from "../render/gatewayConfig";
-import { PORTS, workloadName, type WorkloadPlan } from "../render/k8s";
+import { PORTS, workloadName, type WorkloadPlan } from "../render/tritonManifests";
 import { SYSTEM_NODE_LABEL } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
-import type { ResolvedStack } from "../stack";
+import type { ResolvedStack } from "../config";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";

@@ -3,11 +3,10 @@
  * The scaling plan is derived from the workload's cold start, which may exceed
  * what the HPA can express: validation reports that like any config problem.
  */
-import type { ConfigProblem } from "../config";
-import type { ContainerLaunch, WorkloadPlan } from "../render/k8s";
+import type { ConfigProblem, ResolvedStack } from "../config";
+import type { ContainerLaunch, WorkloadPlan } from "../render/tritonManifests";
 import type { AutoscalingPlan } from "../render/autoscaling";
 import type { ScalingInput } from "../render/scaling";
-import type { ResolvedStack } from "../stack";
 import { AutoscalingPlanError, planAutoscaling } from "./autoscaling";
 import { planGatewayScaling } from "./gatewayScaling";
 import type { GatewayPlan } from "./index";

@@ -13,7 +13,7 @@
 import { GPU_MODELS } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
 import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
-import type { ResolvedStack } from "../stack";
+import type { ResolvedStack } from "../config";
 import { stepBudgetMinutes } from "./budgets";
 import {
   CONVERT_FILES,

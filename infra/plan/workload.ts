@@ -7,12 +7,16 @@
  * docs/operating.md "What happens during a model load" and "Rollout behaviour" document
  * each formula; keep both in step.
  */
-import { prometheusOperatorPresent } from "../autoscalingConfig";
+import { prometheusOperatorPresent, type ResolvedStack } from "../config";
 import { DCGM_EXPORTER_REQUESTS } from "../render/observability";
 import { GPU_MODELS } from "../catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
-import { NLB_HEALTH_CHECK, type ContainerLaunch, type WorkloadInput, type WorkloadPlan } from "../render/k8s";
-import type { ResolvedStack } from "../stack";
+import {
+  NLB_HEALTH_CHECK,
+  type ContainerLaunch,
+  type WorkloadInput,
+  type WorkloadPlan,
+} from "../render/tritonManifests";
 
 const MiB = 1024 ** 2;
 

@@ -9,7 +9,7 @@
  * come in as values, which the component passes as Pulumi Outputs.
  */
 import type { GpuInstance } from "../catalog/gpus";
-import type { CapacityType } from "../autoscalingConfig";
+import type { CapacityType } from "../config";
 import type { AutoscalingPlan } from "./autoscaling";
 
 /**

@@ -1,6 +1,6 @@
 /**
  * What makes the serving side observable: the DCGM exporter (GPU utilisation
- * and memory per GPU node), ServiceMonitors for it (Triton's own is in k8s.ts),
+ * and memory per GPU node), ServiceMonitors for it (Triton's own is in tritonManifests.ts),
  * the PrometheusRule alerts and the Grafana dashboard. Every PromQL expression
  * here names only metrics that exist: test/unit/metricNames.test.ts and
  * test/triton/metricNames.test.ts check them against DCGM's published counters,
@@ -11,7 +11,7 @@ import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
 import type { IService } from "kubernetes-models/v1/Service";
 import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
-import { SCRAPER_NAMESPACE_LABEL } from "./k8sGateway";
+import { SCRAPER_NAMESPACE_LABEL } from "./gatewayManifests";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
 import { RATE_WINDOW_SECONDS, type AutoscalingPlan } from "./autoscaling";
@@ -119,7 +119,7 @@ export interface DcgmExporter {
   configMap: IConfigMap;
   daemonSet: IDaemonSet;
   service: IService;
-  /** The namespace denies ingress by default (k8sGateway.ts): only the metrics scraper reaches 9400. */
+  /** The namespace denies ingress by default (gatewayManifests.ts): only the metrics scraper reaches 9400. */
   networkPolicy: INetworkPolicy;
   serviceMonitor: ServiceMonitor;
 }

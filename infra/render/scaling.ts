@@ -1,5 +1,5 @@
 /**
- * Everything issue 15 adds to a stack's Kubernetes side, rendered from the
+ * The scaling and observability side of a stack's Kubernetes objects, rendered from the
  * resolved stack: the KEDA ScaledObject and Karpenter NodePool/EC2NodeClass
  * (with serving.autoscaling, plus the gateway's in-flight ScaledObject), the DCGM
  * exporter, the Grafana dashboard, and the ServiceMonitors (DCGM, gateway) + PrometheusRule (with serving.serviceMonitor, i.e. when the
@@ -8,7 +8,7 @@
  * Pure: no Pulumi. Cluster references default to synth placeholders.
  */
 import { stringify } from "yaml";
-import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../autoscalingConfig";
+import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../config";
 import type { GpuInstance } from "../catalog/gpus";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
 import type { GatewayScalingPlan } from "./autoscaling";
@@ -22,8 +22,8 @@ import {
   type ScaledObject,
 } from "./autoscaling";
 import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
-import { recommendedLabels, workloadName, type WorkloadInput } from "./k8s";
-import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./k8sGateway";
+import { recommendedLabels, workloadName, type WorkloadInput } from "./tritonManifests";
+import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./gatewayManifests";
 import { renderEC2NodeClass, renderNodePool, type EC2NodeClass, type NodeClassRefs, type NodePool } from "./karpenter";
 import {
   renderDcgmExporter,
@@ -77,7 +77,7 @@ export interface ScalingManifests {
   operatorPresent: boolean;
 }
 
-/** The gateway's metrics Service (render/k8sGateway.ts metricsService): where its series live in Prometheus. */
+/** The gateway's metrics Service (render/gatewayManifests.ts metricsService): where its series live in Prometheus. */
 export function gatewayMetrics(w: Pick<WorkloadInput, "modelName" | "namespace">): MetricsSelector {
   return { namespace: w.namespace, service: `${gatewayName(w)}-metrics` };
 }

@@ -8,7 +8,7 @@
  */
 import type { Plan } from "../plan";
 import { stepPlanEntries } from "../plan/stepGraph";
-import type { ResolvedStack } from "../stack";
+import type { ResolvedStack } from "../config";
 import { buildStepsWriter } from "./buildArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
 
@@ -75,7 +75,7 @@ export const modelRepositoryWriter: ArtifactWriter = {
   },
 };
 
-/** The default writers, in order. Later issues append theirs. */
+/** The default writers, in the order synth runs them (and prints their summaries). */
 export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [
   modelRepositoryWriter,
   k8sManifestsWriter,

@@ -13,9 +13,9 @@ import { synthImageRef } from "../imageRef";
 import { namePrefix, repositoryNames } from "../naming";
 import { workloadInput } from "../plan/workload";
 import { scalingInput } from "../plan/scaling";
-import { manifestFiles, renderManifests } from "../render/k8s";
+import { manifestFiles, renderManifests } from "../render/tritonManifests";
 import { renderScaling, scalingFiles } from "../render/scaling";
-import { gatewayManifestFiles, renderGatewayManifests } from "../render/k8sGateway";
+import { gatewayManifestFiles, renderGatewayManifests } from "../render/gatewayManifests";
 import type { ArtifactWriter } from "./artifacts";
 
 export const K8S_OUT = "k8s";

@@ -15,7 +15,7 @@ import * as path from "node:path";
 import { isoDate } from "../../infra/catalog/eks";
 import { GATEWAY_NODE_IMAGE } from "../../infra/catalog/images";
 import { daysUntil, refuses, supportRows, WARN_DAYS, type SupportRow } from "../../infra/catalog/support";
-import { parseConfig } from "../../infra/config";
+import { parseConfig } from "../../infra/config/schema";
 import { parseStackFile } from "../../infra/synth/stackFile";
 
 const ROOT = path.resolve(__dirname, "../..");

@@ -1,6 +1,6 @@
 /**
  * The gateway metrics the dashboard, the alerts and the gateway's autoscaler
- * read (issue 15), checked against what a running gateway really exports: after
+ * read, checked against what a running gateway really exports: after
  * a streamed and a plain completion and one refused request, every `triton_ft_gateway_*` name the
  * shipped PromQL selects has samples on its /metrics. Triton's names are checked
  * in test/triton/metricNames.test.ts, the other exporters' in test/unit/metricNames.test.ts.

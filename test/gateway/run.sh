@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Gateway suite (issue 12), one entry point for CI and for developers:
+# Gateway suite, one entry point for CI and for developers:
 #   1. vitest: the gateway processes in front of a real tritonserver (FT
 #      stand-in in decoupled mode), driven by the official `openai` client and
 #      raw HTTP: completions, streaming, chat, the bad-request catalogue,

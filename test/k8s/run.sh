@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real control-plane suite (issue 16), one entry point for CI and developers:
+# Real control-plane suite, one entry point for CI and developers:
 #   1. build (or reuse from ~/.cache/triton-ft) kube-apiserver, controller-manager,
 #      scheduler, kubectl at the patch pinned for the stack's default EKS minor,
 #      etcd and kwok (test/k8s/build-control-plane.sh);

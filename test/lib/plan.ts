@@ -2,7 +2,7 @@
 import { buildPlan, type BuildStep, type Plan } from "../../infra/plan";
 import type { PathHasher, StepId } from "../../infra/plan/stepGraph";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
-import type { ResolvedStack } from "../../infra/stack";
+import type { ResolvedStack } from "../../infra/config";
 
 const repoHasher = repoPathHasher(REPO_ROOT);
 

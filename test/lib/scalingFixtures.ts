@@ -1,6 +1,6 @@
 /** Stacks and helpers shared by the autoscaling/observability tests (unit and real-server suites). */
-import { resolveStack, formatProblems } from "../../infra/validate";
-import type { ResolvedStack } from "../../infra/stack";
+import { resolveStack, formatProblems } from "../../infra/config/validate";
+import type { ResolvedStack } from "../../infra/config";
 import { launchPlan } from "../../infra/plan/launch";
 import { gatewayPlan } from "../../infra/plan";
 import { scalingInput, stackAutoscalingPlan } from "../../infra/plan/scaling";

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real SSH builder suite (issue 16): the dev stack's build steps, as the
+# Real SSH builder suite: the dev stack's build steps, as the
 # program registers them under the mock runtime, replayed over SSH to Debian's
 # OpenSSH server on 127.0.0.1 (in a private mount namespace the test creates).
 # Needs root (unshare --mount) and openssh-server. With TEST_REPORT_DIR set,

@@ -19,7 +19,7 @@ import { MODEL_PRESETS, type ModelPreset } from "../../infra/model/catalog";
 import { buildPlan } from "../../infra/plan";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 import { renderModelRepository } from "../../infra/render/modelRepository";
-import { resolveStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/config/validate";
 import { main as synth } from "../../scripts/synth";
 import { optionsFromPlan } from "./assemble";
 

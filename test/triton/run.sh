@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real-server suite (issue 7), one entry point for CI and for developers:
+# Real-server suite, one entry point for CI and for developers:
 #   1. pytest: every config.pbtxt synth renders, for every catalog preset,
 #      parsed with Triton's own schema (tritonclient model_config_pb2), and the
 #      ensemble wiring checked statically;

@@ -30,9 +30,18 @@ function allFiles(dir: string): string[] {
   });
 }
 
-/** infra/plan/steps.ts -> "plan"; infra/stack.ts -> "stack.ts". */
+/**
+ * infra/plan/steps.ts -> "plan"; infra/naming.ts -> "naming.ts". config/ is
+ * not one layer: its schema, types and rule helpers sit below the plan (the
+ * plan reads them), its validator above it (it plans the workload to check
+ * that the pods fit) and its loader above that (Pulumi). So
+ * infra/config/validate/* -> "config/validate", infra/config/loader.ts ->
+ * "config/loader.ts", every other file of config/ -> "config".
+ */
 function nodeOf(file: string): string {
   const rel = relative(INFRA, file).split("/");
+  if (rel[0] === "config" && rel[1] === "validate") return "config/validate";
+  if (rel[0] === "config" && rel[1] === "loader.ts") return "config/loader.ts";
   return rel[0] ?? "";
 }
 
@@ -119,6 +128,22 @@ describe("architecture", () => {
     }
   });
 
+  it("reads config through Pulumi in config/loader.ts only", () => {
+    const config = files.filter((x) => x.includes("/infra/config/"));
+    expect(config.length).toBeGreaterThan(10);
+    const withPulumi = config.filter((f) => /from "@pulumi\//.test(readFileSync(f, "utf8")));
+    expect(withPulumi.map((f) => relative(ROOT, f))).toEqual(["infra/config/loader.ts"]);
+  });
+
+  it("keeps config/'s public entry point free of the validator and the loader", () => {
+    // Every layer imports infra/config (index.ts); re-exporting config/validate
+    // would make the plan import itself, config/loader would bring Pulumi in.
+    const index = ts.preProcessFile(readFileSync(join(INFRA, "config", "index.ts"), "utf8"), true, true);
+    const targets = index.importedFiles.map((r) => r.fileName);
+    expect(targets.length).toBeGreaterThan(0);
+    expect(targets.filter((t) => /validate|loader/.test(t))).toEqual([]);
+  });
+
   it("keeps components/ to ComponentResources: pure helpers live in the pure folders", () => {
     const components = files.filter((x) => x.includes("/infra/components/"));
     expect(components.length).toBeGreaterThan(5);
@@ -126,6 +151,31 @@ describe("architecture", () => {
       (f) => !/export class \w+ extends pulumi\.ComponentResource\b/.test(readFileSync(f, "utf8")),
     );
     expect(pure.map((f) => relative(ROOT, f))).toEqual([]);
+  });
+
+  it("documents every field of a component's Args and makes it readonly", () => {
+    const fields: string[] = [];
+    const offenders: string[] = [];
+    for (const f of files.filter((x) => x.includes("/infra/components/"))) {
+      const text = readFileSync(f, "utf8");
+      const source = ts.createSourceFile(f, text, ts.ScriptTarget.Latest, true);
+      for (const node of source.statements) {
+        if (!ts.isInterfaceDeclaration(node) || !node.name.text.endsWith("Args")) continue;
+        for (const member of node.members) {
+          if (!ts.isPropertySignature(member)) continue;
+          const name = `${relative(ROOT, f)} ${node.name.text}.${member.name.getText(source)}`;
+          fields.push(name);
+          const readonly = member.modifiers?.some((m) => m.kind === ts.SyntaxKind.ReadonlyKeyword) ?? false;
+          const documented = (ts.getLeadingCommentRanges(text, member.pos) ?? []).some((r) =>
+            text.slice(r.pos, r.end).startsWith("/**"),
+          );
+          if (!readonly) offenders.push(`${name}: not readonly`);
+          if (!documented) offenders.push(`${name}: no JSDoc comment`);
+        }
+      }
+    }
+    expect(fields.length).toBeGreaterThan(40);
+    expect(offenders).toEqual([]);
   });
 
   it("names only files that exist when the code points at another file", () => {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { findGpuInstance, type GpuInstance } from "../../infra/catalog/gpus";
-import { resolveStack, formatProblems } from "../../infra/validate";
-import type { ResolvedStack } from "../../infra/stack";
+import { resolveStack, formatProblems } from "../../infra/config/validate";
 import {
   HPA_MAX_PERIOD_SECONDS,
   HPA_MAX_STABILIZATION_SECONDS,
@@ -14,7 +13,7 @@ import {
 import { stackAutoscalingPlan } from "../../infra/plan/scaling";
 import { planGatewayScaling } from "../../infra/plan/gatewayScaling";
 import { gatewayPlan } from "../../infra/plan";
-import { installsMonitoring, prometheusOperatorPresent } from "../../infra/autoscalingConfig";
+import { installsMonitoring, prometheusOperatorPresent, type ResolvedStack } from "../../infra/config";
 import { planWorkload } from "../../infra/plan/workload";
 import { gpt2Config, type RawConfig } from "../lib/fixtures";
 import { gptjAutoscaled, resolvedStack } from "../lib/scalingFixtures";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
 import { GPT2_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { resolveStack } from "../../infra/validate";
-import type { ResolvedStack } from "../../infra/stack";
+import { resolveStack } from "../../infra/config/validate";
+import type { ResolvedStack } from "../../infra/config";
 import { buildSteps } from "../lib/plan";
 import {
   STEP_IDS,
@@ -165,7 +165,7 @@ describe("invalidation matrix (two mock runs per change)", () => {
   it(
     "a model change leaves the triton_with_ft build alone, a Triton change reaches every step after host-ready",
     async () => {
-      // Stated separately from the table: the two headline rules.
+      // Stated separately from the table: the two rules that matter most (model vs. Triton changes).
       const before = await base();
       const model = triggers(
         await runProgram(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cidrListFindings, parseCidr, sshCidrFindings } from "../../infra/cidr";
+import { cidrListFindings, parseCidr, sshCidrFindings } from "../../infra/config/cidr";
 
 describe("parseCidr", () => {
   it.each([

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
 import { stepConfigPath } from "../../infra/plan/stepGraph";
-import { resolveStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
 import { planOf } from "../lib/plan";
@@ -39,7 +39,7 @@ describe("Registry", () => {
     expect(names).toContain("triton-ft-unit/triton_with_ft");
     expect(repos.map((r) => r.inputs.name).sort()).toEqual(names);
     for (const r of repos) {
-      // Immutable except the two protected deployment tags (cloud/ecr.ts, issue 11's retention).
+      // Immutable except the two protected deployment tags (cloud/ecr.ts: the retention policy must never expire them).
       expect(r.inputs).toMatchObject({
         imageTagMutability: "IMMUTABLE_WITH_EXCLUSION",
         imageTagMutabilityExclusionFilters: [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../infra/config";
-import { didYouMean, keyName, knownKeysAt, parseLeniently, touchesDropped } from "../../infra/configIssues";
-import { namespaceKeys, unknownKeyProblems, type KnownKeys } from "../../infra/configKeys";
+import { didYouMean, keyName, knownKeysAt, parseLeniently, touchesDropped } from "../../infra/config/issues";
+import { namespaceKeys, unknownKeyProblems, type KnownKeys } from "../../infra/config/keys";
 
 const P = "triton-ft";
 const TOP = [

@@ -3,7 +3,7 @@ import { parse } from "yaml";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { ARTIFACT_WRITERS, synthesize, type SynthContext } from "../../infra/synth/artifacts";
 import { K8S_OUT, k8sManifestsWriter, synthServerImage } from "../../infra/synth/k8sArtifacts";
-import { resolveStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { planOf } from "../lib/plan";
 
@@ -34,7 +34,7 @@ describe("synth Kubernetes manifests", () => {
       "k8s/54-gateway-service.yaml",
       "k8s/55-gateway-metrics-service.yaml",
       "k8s/56-gateway-poddisruptionbudget.yaml",
-      // Issue 15: GPU metrics and dashboard; no Prometheus Operator in this stack, so a plain scrape config + rules.
+      // GPU metrics and dashboard; no Prometheus Operator in this stack, so a plain scrape config + rules.
       "k8s/70-dcgm-exporter.yaml",
       "k8s/72-dashboard-configmap.yaml",
       "dashboards/triton-gpt2.json",

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { GPU_INSTANCES } from "../../infra/catalog/gpus";
 import { eksNodeShape, podFitProblems, KERNEL_VISIBLE_MEMORY_FRACTION } from "../../infra/plan/nodeShape";
 import { planWorkload } from "../../infra/plan/workload";
-import { resolveStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 
 const MiB = 1024 ** 2;
@@ -81,7 +81,7 @@ describe("validation refuses serving pods that exceed a node's allocatable", () 
         }),
       };
     });
-    const { resolveStack: resolve } = await import("../../infra/validate");
+    const { resolveStack: resolve } = await import("../../infra/config/validate");
     const { stack, problems } = resolve(gpt2Config(), { hfToken: false, kubeconfig: false });
     expect(stack).toBeUndefined();
     expect(problems).toHaveLength(1);

@@ -22,8 +22,8 @@ import {
   renderFastertransformer,
   type TensorSpec,
 } from "../../infra/render/modelRepository";
-import { formatProblems, resolveStack } from "../../infra/validate";
-import type { ResolvedStack } from "../../infra/stack";
+import { formatProblems, resolveStack } from "../../infra/config/validate";
+import type { ResolvedStack } from "../../infra/config";
 import { withOverrides, type RawConfig } from "../lib/fixtures";
 import { planOf } from "../lib/plan";
 import { SEED_CASES } from "./seedCases";

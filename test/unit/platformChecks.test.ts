@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_BUILD } from "../../infra/catalog/upstream";
-import { platformFindings, type PlatformConfig } from "../../infra/platformChecks";
+import { platformFindings, type PlatformConfig } from "../../infra/config/platformChecks";
 
 const TODAY = "2026-11-23";
 const good = (): PlatformConfig => ({

@@ -3,7 +3,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { SECRET_KEYS, configSchema } from "../../infra/config";
-import { projectConfigEntries, withProjectConfig } from "../../infra/projectConfig";
+import { projectConfigEntries, withProjectConfig } from "../../infra/config/projectFile";
 
 const ROOT = path.resolve(__dirname, "../..");
 const pulumiYaml = fs.readFileSync(path.join(ROOT, "Pulumi.yaml"), "utf8");

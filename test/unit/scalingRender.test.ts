@@ -4,8 +4,8 @@ import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Service } from "kubernetes-models/v1/Service";
 import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
-import { resolveStack, formatProblems } from "../../infra/validate";
-import type { ResolvedStack } from "../../infra/stack";
+import { resolveStack, formatProblems } from "../../infra/config/validate";
+import type { ResolvedStack } from "../../infra/config";
 import { crdObjects, scalingFiles, scrapeConfig } from "../../infra/render/scaling";
 import { queueComputeRatioQuery } from "../../infra/render/autoscaling";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
@@ -13,7 +13,7 @@ import { DCGM_COUNTERS } from "../../infra/render/observability";
 import { planWorkload, workloadInput } from "../../infra/plan/workload";
 import { gatewayPlan } from "../../infra/plan";
 import { launchPlan } from "../../infra/plan/launch";
-import { renderGatewayManifests } from "../../infra/render/k8sGateway";
+import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { gptjAutoscaled } from "../lib/scalingFixtures";
@@ -145,7 +145,7 @@ describe("alerts and dashboard", () => {
     expect(byName.TritonScalingAtMax.expr).toContain(">= 8");
   });
 
-  it("has panels for every signal the issue names, with queries only", () => {
+  it("has a panel for each serving and scaling signal (queue, latency, tokens, errors, GPU, replicas), with queries only", () => {
     const d = scaled().dashboard;
     expect(d.panels.map((p) => p.title)).toEqual([
       "Queue / compute time ratio",

@@ -12,9 +12,9 @@ import { describe, expect, it } from "vitest";
 import { DIGEST_REF } from "../../infra/imageRef";
 import { namePrefix, repositoryNames } from "../../infra/naming";
 import type { StepId } from "../../infra/plan/stepGraph";
-import type { ResolvedStack } from "../../infra/stack";
+import type { ResolvedStack } from "../../infra/config";
 import { parseStackFile } from "../../infra/synth/stackFile";
-import { resolveStack } from "../../infra/validate";
+import { resolveStack } from "../../infra/config/validate";
 import { planOf } from "../lib/plan";
 import { SEED_CASES } from "./seedCases";
 

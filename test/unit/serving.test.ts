@@ -310,14 +310,14 @@ describe("workload under mocks", () => {
     expect(
       run
         .byType("kubernetes:core/v1:Service")
-        .filter((r) => !r.name.includes("dcgm")) // the GPU metrics exporter's own Service (issue 15)
+        .filter((r) => !r.name.includes("dcgm")) // the GPU metrics exporter's own Service (render/observability.ts)
         .map((r) => obj(r.inputs.spec).type)
         .sort(),
     ).toEqual(["ClusterIP", "ClusterIP", "ClusterIP", "LoadBalancer"]);
     const lb = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
     expect(lb?.name).toBe("gateway-service");
     expect(obj(run.one("kubernetes:policy/v1:PodDisruptionBudget", "triton-pdb").inputs.spec).minAvailable).toBe(1);
-    // The gateway's three, plus the DCGM exporter's (issue 15).
+    // The gateway's three, plus the DCGM exporter's.
     expect(
       run.byType("kubernetes:networking.k8s.io/v1:NetworkPolicy").filter((r) => !r.name.includes("dcgm")),
     ).toHaveLength(3);

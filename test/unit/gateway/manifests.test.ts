@@ -11,15 +11,15 @@ import { Service } from "kubernetes-models/v1/Service";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { resolveStack } from "../../../infra/validate";
-import type { ResolvedStack } from "../../../infra/stack";
-import { PORTS } from "../../../infra/render/k8s";
+import { resolveStack } from "../../../infra/config/validate";
+import type { ResolvedStack } from "../../../infra/config";
+import { PORTS } from "../../../infra/render/tritonManifests";
 import { workloadInput } from "../../../infra/plan/workload";
 import {
   SCRAPER_NAMESPACE_LABEL,
   renderGatewayManifests,
   type GatewayManifests,
-} from "../../../infra/render/k8sGateway";
+} from "../../../infra/render/gatewayManifests";
 import { INSTANCE_TYPE_LABEL, SYSTEM_NODE_LABEL } from "../../../infra/render/scheduling";
 import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
 import { planOf } from "../../lib/plan";

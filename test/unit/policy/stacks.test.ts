@@ -8,7 +8,7 @@ import * as fs from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { allRules, evaluate, loadVendorPolicies, type Violation } from "../../../policy/rules";
 import { kubernetesRules } from "../../../policy/rules/kubernetes";
-import { CLIENT_AUTH_ANNOTATION as RENDERED_CLIENT_AUTH } from "../../../infra/render/k8sGateway";
+import { CLIENT_AUTH_ANNOTATION as RENDERED_CLIENT_AUTH } from "../../../infra/render/gatewayManifests";
 import { CLIENT_AUTH_ANNOTATION } from "../../../policy/rules/kubernetes";
 import { runProgram } from "../../lib/pulumi";
 import { gpt2Config, withOverrides } from "../../lib/fixtures";

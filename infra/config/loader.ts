@@ -4,8 +4,8 @@
  * typed, validated ResolvedStack.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./config";
-import { namespaceKeys } from "./configKeys";
+import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./schema";
+import { namespaceKeys } from "./keys";
 import { ConfigError, formatWarnings, resolveStack } from "./validate";
 import type { ResolvedStack } from "./stack";
 

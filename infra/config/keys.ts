@@ -9,7 +9,7 @@
  * Pure: the caller passes the key names. Values of unknown keys are never
  * shown: a secret typed under a misspelt key would otherwise be printed.
  */
-import { didYouMean, type Problem } from "./configIssues";
+import { didYouMean, type Problem } from "./issues";
 
 /** The names under `<project>:` among all config keys (other namespaces, e.g. `aws:region`, are not ours). */
 export function namespaceKeys(allKeys: Iterable<string>, project: string): string[] {

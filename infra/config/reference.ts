@@ -3,10 +3,10 @@
  * the documentation cannot drift from the code (a unit test compares them).
  */
 import { z } from "zod";
-import { PROJECT, SECRET_KEYS, configSchema } from "./config";
-import { outputsMarkdownTable } from "./outputs";
+import { PROJECT, SECRET_KEYS, configSchema } from "./schema";
+import { outputsMarkdownTable } from "../outputs";
 
-/** The part of zod's JSON Schema output the generated docs read (here and in infra/projectConfig.ts). */
+/** The part of zod's JSON Schema output the generated docs read (here and in infra/config/projectFile.ts). */
 export interface JsonSchema {
   type?: string | string[];
   description?: string;

@@ -1,6 +1,6 @@
 /**
  * Pulumi.yaml's project-level `config:` block, generated from the zod schema
- * (infra/config.ts) so the CLI knows every key's type, description and default
+ * (infra/config/schema.ts) so the CLI knows every key's type, description and default
  * before the program runs. `npm run docs:config` rewrites it; a unit test fails
  * when Pulumi.yaml and the schema differ.
  *
@@ -13,8 +13,8 @@
  */
 import { stringify } from "yaml";
 import { z } from "zod";
-import { SECRET_KEYS, configSchema } from "./config";
-import type { JsonSchema } from "./configReference";
+import { SECRET_KEYS, configSchema } from "./schema";
+import type { JsonSchema } from "./reference";
 
 /** One entry of the block, as Pulumi's ProjectConfigType has it. */
 export interface ProjectConfigEntry {
@@ -25,7 +25,7 @@ export interface ProjectConfigEntry {
 }
 
 export const PROJECT_CONFIG_HEADER = [
-  "# Project-level config: generated from infra/config.ts by `npm run docs:config`; do not edit.",
+  "# Project-level config: generated from infra/config/schema.ts by `npm run docs:config`; do not edit.",
   "# Objects cannot be typed in Pulumi.yaml: each lists its fields; the program validates them.",
   `# Not declared (Pulumi would require them in every stack): the optional secrets ${Object.keys(SECRET_KEYS).join(", ")}.`,
 ];
@@ -91,7 +91,7 @@ export function withProjectConfig(pulumiYaml: string): string {
   const handWritten = lines.findIndex((l) => /^config:/.test(l));
   if (handWritten >= 0 && (start < 0 || handWritten < start))
     throw new Error(
-      "Pulumi.yaml has a hand-written `config:` block; remove it, the block is generated from infra/config.ts",
+      "Pulumi.yaml has a hand-written `config:` block; remove it, the block is generated from infra/config/schema.ts",
     );
   const head = (start >= 0 ? lines.slice(0, start) : lines).join("\n").replace(/\n*$/, "\n");
   return head + projectConfigBlock();

@@ -8,16 +8,16 @@
  * are set does.
  */
 import { z } from "zod";
-import { DEFAULT_KUBERNETES_VERSION } from "./catalog/eks";
+import { DEFAULT_KUBERNETES_VERSION } from "../catalog/eks";
 import { parseCidr } from "./cidr";
-import { knownKeysAt, parseLeniently, type Problem } from "./configIssues";
-import { unknownKeyProblems } from "./configKeys";
-import { autoscalingSchema } from "./autoscalingConfig";
-import { FAMILIES } from "./model/types";
+import { knownKeysAt, parseLeniently, type Problem } from "./issues";
+import { unknownKeyProblems } from "./keys";
+import { autoscalingSchema } from "./autoscaling";
+import { FAMILIES } from "../model/types";
 
 export const PROJECT = "triton-ft";
 
-/** An IPv4 CIDR, parsed by ipaddr.js (infra/cidr.ts): 999.1.1.1/32, 10.0.0.0/33 and 10.0.0.1/16 are refused with the reason. */
+/** An IPv4 CIDR, parsed by ipaddr.js (infra/config/cidr.ts): 999.1.1.1/32, 10.0.0.0/33 and 10.0.0.1/16 are refused with the reason. */
 const cidr = z.string().superRefine((value, ctx) => {
   const p = parseCidr(value);
   if (!p.ok) ctx.addIssue({ code: "custom", message: p.reason, params: { fix: p.fix } });

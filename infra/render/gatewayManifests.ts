@@ -38,7 +38,7 @@ import {
   workloadName,
   type LoadBalancerSettings,
   type WorkloadInput,
-} from "./k8s";
+} from "./tritonManifests";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
 import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
@@ -416,7 +416,7 @@ function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: Gatewa
   ];
 }
 
-/** The gateway's manifests as YAML files for `synth`, after Triton's (render/k8s.ts manifestFiles). */
+/** The gateway's manifests as YAML files for `synth`, after Triton's (render/tritonManifests.ts manifestFiles). */
 export function gatewayManifestFiles(m: GatewayManifests): Record<string, string> {
   const yaml = (o: unknown): string => stringify(o, { aliasDuplicateObjects: false });
   return {

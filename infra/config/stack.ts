@@ -2,13 +2,13 @@
  * The resolved stack: the validated config plus everything validation looked
  * up or defaulted (the model's architecture, the catalog instances, the GPU
  * memory estimate, disk sizes). Types only, so every layer can name them
- * without importing the validator. `validate.ts` produces it; `plan/` computes
+ * without importing the validator. `config/validate` produces it; `plan/` computes
  * the plan from it.
  */
-import type { GpuInstance } from "./catalog/gpus";
-import type { SecretPresence, StackConfig } from "./config";
-import type { GpuMemoryEstimate } from "./model/sizing";
-import type { Family, ModelArch, ModelSource } from "./model/types";
+import type { GpuInstance } from "../catalog/gpus";
+import type { SecretPresence, StackConfig } from "./schema";
+import type { GpuMemoryEstimate } from "../model/sizing";
+import type { Family, ModelArch, ModelSource } from "../model/types";
 
 export interface ResolvedModel {
   name: string;

@@ -6,15 +6,15 @@ import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
-import { resolveStack } from "../../infra/validate";
-import type { ResolvedStack } from "../../infra/stack";
+import { resolveStack } from "../../infra/config/validate";
+import type { ResolvedStack } from "../../infra/config";
 import {
   manifestFiles,
   renderManifests,
   type RenderInput,
   type TritonManifests,
   type WorkloadPlan,
-} from "../../infra/render/k8s";
+} from "../../infra/render/tritonManifests";
 import {
   eksReservedCpuMillis,
   eksReservedMemoryBytes,

@@ -269,7 +269,7 @@ export function renderDeployment(w: WorkloadInput, image: string): IDeployment {
 
 /**
  * Triton's Service (HTTP 8000 + gRPC 8001): ClusterIP, in-cluster only. The
- * gateway is the only thing behind the load balancer (render/k8sGateway.ts),
+ * gateway is the only thing behind the load balancer (render/gatewayManifests.ts),
  * and a NetworkPolicy admits only the gateway's pods to these ports.
  */
 export function renderService(w: WorkloadInput): IService {

@@ -9,9 +9,9 @@
  * reproducible in tests.
  */
 import { cidrListFindings, parseCidr, sshCidrFindings } from "./cidr";
-import { kubernetesVersionFinding } from "./catalog/eks";
-import { BACKEND_REPO_URL, COMMIT_PIN, DEFAULT_BUILD, FT_REPO_URL, unknownBuildWarning } from "./catalog/upstream";
-import { supportFindings } from "./catalog/support";
+import { kubernetesVersionFinding } from "../catalog/eks";
+import { BACKEND_REPO_URL, COMMIT_PIN, DEFAULT_BUILD, FT_REPO_URL, unknownBuildWarning } from "../catalog/upstream";
+import { supportFindings } from "../catalog/support";
 
 export interface Finding {
   /** Key without the project prefix, e.g. `build.ftCommit`, `build.sshAllowedCidrs[0]`. */

@@ -1,7 +1,7 @@
 /**
  * `serving.autoscaling`: the schema of the queue-based autoscaling block. Kept
- * apart from config.ts so the scaling keys, their defaults and their semantic
- * checks (validateAutoscaling) live next to each other. Pure, no Pulumi.
+ * apart from schema.ts so the scaling keys, their defaults and their semantic
+ * checks (autoscalingProblems) live next to each other. Pure, no Pulumi.
  */
 import { z } from "zod";
 
@@ -61,7 +61,7 @@ export type AutoscalingConfig = z.infer<typeof autoscalingSchema>;
 /** An EC2 capacity reservation id. */
 const CAPACITY_RESERVATION_ID = /^cr-[0-9a-f]{17}$/;
 
-/** One problem with the autoscaling block, in validate.ts's shape (key without the project prefix). */
+/** One problem with the autoscaling block, in the validator's shape (key without the project prefix). */
 export interface AutoscalingProblem {
   key: string;
   value: unknown;

@@ -1,0 +1,49 @@
+/** Who can reach what: the rules on the endpoint's exposure, its consumers and the builder's SSH key pair. */
+import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
+import type { Add } from "./report";
+
+/** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */
+export function checkAccess(config: StackConfig, secrets: SecretPresence, add: Add): void {
+  const s = config.serving;
+  if (s.loadBalancerScheme === "internet-facing" && s.allowedCidrs.length === 0) {
+    add(
+      "serving.allowedCidrs",
+      s.allowedCidrs,
+      "is empty while serving.loadBalancerScheme is internet-facing, which would open the endpoint to the whole internet",
+      "list the client CIDRs allowed to call the endpoint, or use loadBalancerScheme internal",
+    );
+  }
+  if (s.loadBalancerScheme === "internet-facing" && s.tlsCertificateArn === undefined) {
+    add(
+      "serving.tlsCertificateArn",
+      undefined,
+      "is required while serving.loadBalancerScheme is internet-facing: API keys and prompts would cross the internet in plain text",
+      "issue an ACM certificate for the endpoint's name and set its ARN, or use loadBalancerScheme internal",
+    );
+  }
+  if (s.loadBalancerScheme === "internet-facing" && s.consumers.length === 0) {
+    add(
+      "serving.consumers",
+      s.consumers,
+      "is empty while serving.loadBalancerScheme is internet-facing: no team would hold a key, and the endpoint must not be open",
+      "list the teams that call the endpoint (each gets an API key output), or use loadBalancerScheme internal",
+    );
+  }
+  const duplicates = s.consumers.filter((c, i) => s.consumers.indexOf(c) !== i);
+  if (duplicates.length > 0) {
+    add(
+      "serving.consumers",
+      s.consumers,
+      `lists ${[...new Set(duplicates)].join(", ")} more than once`,
+      "list each team once (a team rotates its key by replacing the apiKey resource, not by a second entry)",
+    );
+  }
+  if (config.build.sshPublicKey !== undefined && !secrets.sshPrivateKey) {
+    add(
+      "sshPrivateKey",
+      undefined,
+      "is required with build.sshPublicKey: pulumi up runs the build steps over SSH with it",
+      `pulumi config set --secret ${PROJECT}:sshPrivateKey < <private key file>, or unset build.sshPublicKey to generate a key pair`,
+    );
+  }
+}
