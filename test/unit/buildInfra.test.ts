@@ -5,6 +5,9 @@ import { ACCOUNT, REGION } from "../lib/mocks";
 import { findPreset } from "../../infra/model/catalog";
 import { builderDiskGiB } from "../../infra/model/sizing";
 import { existingNetworkProblems } from "../../infra/plan/network";
+import { stepMinutes } from "../../infra/plan/steps";
+import { resolveStack } from "../../infra/validate";
+import { buildSteps } from "../lib/plan";
 
 const COMMAND = "command:remote:Command";
 const stepCmd = (run: ProgramRun, id: string) => run.one(COMMAND, `build-${id}`);
@@ -223,6 +226,24 @@ describe("remote build pipeline", () => {
         `bash /opt/triton-ft/scripts/remote/${script}.sh /opt/triton-ft/steps/${id}.conf`,
       );
     }
+    // Each step's budget from the plan (infra/plan/budgets.ts) as its create and
+    // update timeouts, and it runs after its config is written and the steps it needs.
+    const { stack } = resolveStack(gpt2Config(), {});
+    if (!stack) throw new Error("fixture must resolve");
+    const budgets = stepMinutes(stack);
+    for (const step of buildSteps(stack, (p) => `h:${p}`).steps) {
+      const opts = stepCmd(run, step.id).options;
+      const budget = `${budgets[step.id]}m`;
+      expect(opts.customTimeouts, step.id).toEqual({ create: budget, update: budget, delete: "10m" });
+      expect(opts.dependsOn, step.id).toEqual(
+        expect.arrayContaining([
+          `${COMMAND}::build-config-${step.id}`,
+          ...step.dependsOn.map((d) => `${COMMAND}::build-${d}`),
+        ]),
+      );
+    }
+    // The budgets are sized per step, not one figure for all.
+    expect(new Set(Object.values(budgets)).size).toBeGreaterThan(1);
     const ships = run.byType("command:remote:CopyToRemote").map((c) => c.name);
     expect(ships).toEqual(
       expect.arrayContaining(["build-ship-scripts-remote", "build-ship-scripts-convert", "build-ship-images"]),
