@@ -154,8 +154,11 @@ executed_runs() {
   [ -n "$ini" ]
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
-  # The planned [gptj] file replaced the stub converter's [gptneox] one, and the rewrite ran after it.
-  cmp "$ini" "$FT/$TP-gpu/config.ini"
+  # The planned [gptj] file is in place (the JAX converter writes none), and
+  # the fp16 rewrite ran on it (the stub rewrites weight_data_type as the real
+  # to_fp16.py does): the planned file with only that key changed.
+  grep -qx 'weight_data_type = fp32' "$ini"
+  diff <(sed 's/^weight_data_type = fp32$/weight_data_type = fp16/' "$ini") "$FT/$TP-gpu/config.ini"
   grep -qx 'head_num = 16' "$FT/$TP-gpu/config.ini"
   [ -f "$FT/$TP-gpu/.fp16" ]
   first=$(grep -o 'RESULT input_hash=.*' <<<"$output")
@@ -186,7 +189,12 @@ executed_runs() {
     }
     [ "$(planned_runs "$stack" "$attempt" | grep -c verify_weights.py)" = 1 ]
     if ini=$(conf_array "$CFG" CONFIG_INI) && [ -n "$ini" ]; then
-      diff <(plan_value "$stack" conversion.phases.configIni.content) "$FT/$TP-gpu/config.ini"
+      # As planned, then rewritten to fp16 when the plan has that phase.
+      if grep -q to_fp16.py <(planned_runs "$stack" "$attempt"); then
+        diff <(plan_value "$stack" conversion.phases.configIni.content | sed 's/^weight_data_type = .*/weight_data_type = fp16/') "$FT/$TP-gpu/config.ini"
+      else
+        diff <(plan_value "$stack" conversion.phases.configIni.content) "$FT/$TP-gpu/config.ini"
+      fi
     fi
   done
 }
