@@ -54,6 +54,11 @@ die() {
 # a failing command (set -e) still leaves a clear last line in the log.
 _on_error() {
   local rc=$?
+  # In a subshell (a command or process substitution, a pipeline's part) the
+  # failure is the step's only if the step's shell sees it, and that shell's
+  # own trap reports it then. Reporting it here logged a false ERROR for a
+  # process substitution whose status nobody reads.
+  if [[ $BASHPID != "${STEP_PID:-$BASHPID}" ]]; then exit "$rc"; fi
   log "ERROR: step '$STEP_NAME' failed in phase '$STEP_PHASE' (exit $rc, line ${BASH_LINENO[0]})"
   exit "$rc"
 }
@@ -125,6 +130,7 @@ require_abs_path() {
 step_init() {
   STEP_NAME=$1
   STEP_CONFIG=${2:-}
+  STEP_PID=$BASHPID
   set -o errtrace
   trap _on_error ERR
   [[ -n $STEP_CONFIG ]] || die "usage: $0 <step-config-file>"

@@ -87,3 +87,23 @@ setup() {
   registry_digest tag-a
   [ "$IMAGE_DIGEST" = "sha256:$(printf 'a%.0s' {1..64})" ]
 }
+
+@test "lib: the error trap reports only failures the step's shell sees" {
+  printf "WORK_ROOT='%s'\n" "$WORK" >"$BATS_TEST_TMPDIR/step.env"
+  cat >"$S/trap-demo.sh" <<'DEMO'
+source "$(dirname "$0")/lib.sh"
+step_init trap-demo "$1"
+phase read
+# A process substitution's failure: nobody reads its status, the step goes on.
+mapfile -t lines < <(printf 'a\n'; false)
+phase fail
+# A command substitution's failure: the step's shell sees it and stops.
+x=$(false)
+echo "not reached $x"
+DEMO
+  run bash "$S/trap-demo.sh" "$BATS_TEST_TMPDIR/step.env"
+  [ "$status" -eq 1 ]
+  [ "$(grep -c 'ERROR' <<<"$output")" -eq 1 ]
+  assert_output_has "ERROR: step 'trap-demo' failed in phase 'fail'"
+  refute grep -q "not reached" <<<"$output"
+}
