@@ -251,6 +251,18 @@ describe("remote build pipeline", () => {
     expect(ships.filter((n) => n.includes("model-repository"))).toHaveLength(4);
   });
 
+  it("every step's input hash covers lib.sh and the helpers it sources from scripts/remote/lib/", () => {
+    const { stack } = resolveStack(gpt2Config(), {});
+    if (!stack) throw new Error("fixture must resolve");
+    const hashesWith = (changed: string) => buildSteps(stack, (p) => (p === changed ? "edited" : `h:${p}`)).hashes;
+    const base = hashesWith("");
+    for (const changed of ["scripts/remote/lib.sh", "scripts/remote/lib"]) {
+      const now = hashesWith(changed);
+      for (const id of Object.keys(base) as Array<keyof typeof base>)
+        expect(now[id], `${changed}: ${id}`).not.toBe(base[id]);
+    }
+  });
+
   it("the step configs carry deploy-time values: repository URLs, and triton_with_ft's digest for convert, gemm and bake only", async () => {
     const run = await runProgram(gpt2Config());
     const image = String(run.outputs.tritonWithFtImage);
