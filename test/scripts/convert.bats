@@ -198,3 +198,25 @@ executed_runs() {
     fi
   done
 }
+
+@test "convert: SIGKILLed right after the converter wrote its output, the re-run keeps consolidate, re-converts cleanly and installs" {
+  export STUB_KILL_ONCE_AFTER='docker:gptj_ckpt_convert'
+  run_session bash "$S/convert.sh" "$CFG"
+  assert_killed convert
+  [ ! -e "$FT" ]
+  # The half-done attempt is on disk: the consolidated checkpoint and the converter's output.
+  ls -d "$WORK"/tmp/convert-*/out/2-gpu
+  : >"$STUB_LOG"
+  run_session bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "phase consolidate already finished"
+  assert_calls 0 docker "consolidate_checkpoint.py"
+  # The stub converter refuses an existing <N>-gpu: the killed run's output was cleared first.
+  assert_calls 1 docker "gptj_ckpt_convert"
+  assert_calls 1 docker "to_fp16.py"
+  assert_calls 1 docker "verify_weights.py"
+  grep -qx 'weight_data_type = fp16' "$FT/2-gpu/config.ini"
+  grep -q '^input_hash=' "$FT/.triton-ft-convert"
+  [ -z "$(ls -A "$WORK/tmp")" ]
+  assert_output_has "RESULT weights_dir=$FT/2-gpu"
+}

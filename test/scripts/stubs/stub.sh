@@ -40,6 +40,34 @@ maybe_fail() {
 maybe_fail "${STUB_FAIL_ONCE:-}" once
 maybe_fail "${STUB_FAIL_ALWAYS:-}" always
 
+# STUB_KILL_ONCE / STUB_KILL_ONCE_AFTER='<tool>:<substring>': the first
+# matching call SIGKILLs the step's whole process group, as a crash, a lost
+# builder or the end of its SSH session would: no trap runs, nothing is
+# cleaned up. _ONCE kills before the call does anything, _ONCE_AFTER once its
+# work is done (its output exists; nobody learns it succeeded). Only for a
+# step started with run_session (helpers.bash), in its own process group.
+kill_matches() {
+  local spec=$1 key
+  [[ -n $spec && ${spec%%:*} == "$tool" && $joined == *"${spec#*:}"* ]] || return 1
+  key=$STUB_STATE/killed-once-$(printf '%s' "$spec" | sha256sum | cut -c1-16)
+  [[ ! -e $key ]] || return 1
+  touch "$key"
+}
+kill_step() {
+  local pgid
+  pgid=$(ps -o pgid= -p $$ | tr -d ' ')
+  if [[ -z $pgid || $pgid == "${STUB_BATS_PGID:-}" ]]; then
+    echo "stub $tool: STUB_KILL_* needs the step started with run_session (its own process group)" >&2
+    exit 2
+  fi
+  echo "stub $tool: SIGKILL to the step's process group $pgid (simulated crash)" >&2
+  # Also on record: the caller may have sent this stub's stderr to /dev/null.
+  printf '%s\n' "$joined" >>"$STUB_STATE/killed"
+  kill -KILL -- "-$pgid"
+}
+if kill_matches "${STUB_KILL_ONCE:-}"; then kill_step; fi
+if kill_matches "${STUB_KILL_ONCE_AFTER:-}"; then trap kill_step EXIT; fi
+
 # opt_value <flag> <args...> : the value following flag, or nothing.
 opt_value() {
   local flag=$1
