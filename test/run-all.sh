@@ -6,7 +6,7 @@
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
+cd "$root" || exit 2
 export TEST_REPORT_DIR=${TEST_REPORT_DIR:-$root/out/test-reports}
 rm -rf "$TEST_REPORT_DIR"
 mkdir -p "$TEST_REPORT_DIR"

@@ -17,7 +17,7 @@
  * Pure: JSON documents for the component.
  */
 
-/** Tags moved onto each output image by the build steps (scripts/remote/lib.sh ecr_protect). */
+/** Tags moved onto each output image by the build steps (scripts/remote/lib/ecr.sh ecr_protect). */
 export const PROTECTED_TAGS = ["live", "previous"] as const;
 
 /** Content-tag prefixes of the repositories; the step scripts tag with them. */

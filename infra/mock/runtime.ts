@@ -1,7 +1,8 @@
 /**
  * Runs a Pulumi program function under Pulumi's mock runtime and records every
- * resource it registers: type, name, parent, provider and inputs as the engine
- * would receive them (secrets still wrapped, unknowns still unknown).
+ * resource it registers: type, name, parent, provider, inputs (secrets still
+ * wrapped, unknowns still unknown) and resource options, all as the engine
+ * would receive them.
  *
  * One core for both users: the unit-test harness (test/lib/pulumi.ts, deploy
  * mode with realistic cloud state) and `npm run synth`'s offline inventory
@@ -9,10 +10,18 @@
  * inside a root `pulumi:pulumi:Stack`, as under the Pulumi CLI, so a stack
  * transformation can see each resource's parent.
  *
+ * Options are read off the registration request itself (./options.ts): the
+ * mock's `newResource` arguments leave them out, and resource transforms are
+ * no way in (the mock runtime of @pulumi/pulumi 3.248 refuses to register one;
+ * later versions register it but never run it).
+ *
  * `@pulumi/pulumi` is passed in rather than imported: its runtime state is
  * process-global, and tests hand in a freshly loaded copy for every run.
  */
 import type * as pulumiSdk from "@pulumi/pulumi";
+import { recordOptions, type RecordedOptions } from "./options";
+
+export type { RecordedOptions } from "./options";
 
 export type PulumiSdk = typeof pulumiSdk;
 type State = Record<string, unknown>;
@@ -27,11 +36,20 @@ export interface Registration {
   provider?: string;
   /** As the mock monitor deserialised them: secrets wrapped in the secret signature, unknowns as `Unknown`. */
   inputs: State;
+  /** Resource options as the registration request carried them. */
+  options: RecordedOptions;
 }
 
 export interface MockCloud {
   /** Computed state for a new resource; return only the inputs (or nothing) to leave outputs unknown in preview. */
-  newResource(args: { type: string; name: string; inputs: State; id?: string; provider?: string }): {
+  newResource(args: {
+    type: string;
+    name: string;
+    inputs: State;
+    id?: string;
+    provider?: string;
+    options: RecordedOptions;
+  }): {
     id?: string;
     state: State;
   };
@@ -95,12 +113,14 @@ export async function runUnderMocks(opts: MockRunOptions): Promise<MockRun> {
   await pulumi.runtime.setMocks(
     {
       newResource(args) {
+        const options = takeOptions(args.type, args.name);
         const result = opts.cloud.newResource({
           type: args.type,
           name: args.name,
           inputs: args.inputs as State,
           id: args.id,
           provider: args.provider || undefined,
+          options,
         });
         if (args.type !== ROOT_STACK_TYPE) {
           const queue = parents.get(`${args.type}::${args.name}`);
@@ -111,6 +131,7 @@ export async function runUnderMocks(opts: MockRunOptions): Promise<MockRun> {
             custom: args.custom ?? true,
             provider: args.provider || undefined,
             inputs: args.inputs as State,
+            options,
           });
         }
         return { id: result.id ?? (opts.preview ? "" : `${args.name}-id`), state: result.state };
@@ -123,6 +144,8 @@ export async function runUnderMocks(opts: MockRunOptions): Promise<MockRun> {
     opts.stack,
     opts.preview,
   );
+  // Installed on this run's monitor, so it goes with it on the next setMocks.
+  const takeOptions = recordOptions(pulumi.runtime.getMonitor());
   pulumi.runtime.setAllConfig(opts.config, opts.secretKeys ?? []);
 
   let result: unknown;

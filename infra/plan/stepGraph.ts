@@ -76,6 +76,8 @@ export interface StepDefinition {
 }
 
 export const LIB_SCRIPT = "scripts/remote/lib.sh";
+/** The helpers lib.sh sources, by topic: part of every step's hash with it. */
+export const LIB_DIR = "scripts/remote/lib";
 
 /** The remote path of a step's config file. */
 export function stepConfigPath(id: StepId): string {
@@ -138,7 +140,7 @@ export function stepInputHashes(steps: StepDefinition[], hashPath: PathHasher): 
     const material = {
       id: step.id,
       script: [step.script, hashPath(step.script)],
-      lib: hashPath(LIB_SCRIPT),
+      lib: [hashPath(LIB_SCRIPT), hashPath(LIB_DIR)],
       inputs: step.inputs.map((p) => [p, hashPath(p)]),
       config: renderStepConfig(step, placeholder),
       files: step.files.map((f) => [f.remotePath, sha256(f.content)]),

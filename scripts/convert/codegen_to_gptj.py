@@ -48,9 +48,12 @@ class ConversionError(RuntimeError):
 def read_codegen_config(directory: Path) -> dict[str, Any]:
     path = directory / "config.json"
     try:
-        config = json.loads(path.read_text())
+        raw = json.loads(path.read_text())
     except (OSError, ValueError) as err:
         raise ConversionError(f"cannot read {path}: {err}") from None
+    if not isinstance(raw, dict):
+        raise ConversionError(f"{path}: not a JSON object")
+    config: dict[str, Any] = raw
     if config.get("model_type") != "codegen":
         raise ConversionError(f"{path}: model_type is {config.get('model_type')!r}, expected 'codegen'")
     for key in ("n_layer", "n_embd", "n_head", "vocab_size", "n_positions"):

@@ -119,10 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tmp = prepare_output(args.output, args.input)
         copied = copy_side_files(args.input, tmp)
-        if args.layout == "single":
-            files = write_single(state, tmp)
-        else:
-            files = write_shards(state, tmp, args.min_shards, args.max_shard_size)
+        files = write_single(state, tmp) if args.layout == "single" else write_shards(state, tmp, args.min_shards, args.max_shard_size)
         check_output(tmp, set(state))
         publish(tmp, args.output)
     except (CheckpointError, OSError) as err:

@@ -77,16 +77,18 @@ def find_weight_files(directory: Path) -> tuple[str, list[Path]]:
 def _torch_load(path: Path) -> dict[str, Any]:
     import torch
 
+    state: dict[str, Any]  # torch.load is untyped to mypy (torch is not in the lint venv)
     try:
         # mmap keeps peak RAM near one copy of the model; weights_only refuses pickled code.
-        return torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
+        state = torch.load(str(path), map_location="cpu", weights_only=True, mmap=True)
     except TypeError:  # an older torch without these keywords
-        return torch.load(str(path), map_location="cpu")
+        state = torch.load(str(path), map_location="cpu")
     except RuntimeError as err:
         # Legacy (pre-zipfile) checkpoints cannot be memory-mapped.
         if "mmap" not in str(err):
             raise
-        return torch.load(str(path), map_location="cpu", weights_only=True)
+        state = torch.load(str(path), map_location="cpu", weights_only=True)
+    return state
 
 
 def load_state_dict(directory: Path) -> dict[str, Any]:

@@ -118,8 +118,18 @@ if [[ -z $IMAGE_DIGEST ]]; then
   checkout "$FT_REPO_URL" "$FT_COMMIT" "$src/FasterTransformer"
   # FT keeps some third-party code (e.g. cutlass in later versions) as
   # submodules under 3rdparty/; the build needs them, the examples' do not.
-  mapfile -t ft_submodules < <(git -C "$src/FasterTransformer" config -f .gitmodules --get-regexp '^submodule\..*\.path$' 2>/dev/null \
-    | awk '$2 ~ /^3rdparty\// {print $2}')
+  # `git config` exits 1 for no .gitmodules or no path in it: no submodules.
+  # Read here in the step's shell, not in a process substitution: there the
+  # error trap fired on that 1 (a false ERROR line) while a real failure
+  # went unseen.
+  git_rc=0
+  gitmodule_paths=$(git -C "$src/FasterTransformer" config -f .gitmodules --get-regexp '^submodule\..*\.path$' 2>/dev/null) \
+    || git_rc=$?
+  ((git_rc <= 1)) || die "reading $src/FasterTransformer/.gitmodules failed (git config exit $git_rc)"
+  ft_submodules=()
+  while read -r _key path; do
+    if [[ $path == 3rdparty/* ]]; then ft_submodules+=("$path"); fi
+  done <<<"$gitmodule_paths"
   if ((${#ft_submodules[@]})); then
     retry 3 10 git -C "$src/FasterTransformer" submodule update --init --recursive -- "${ft_submodules[@]}"
   fi

@@ -6,7 +6,7 @@
  * resolves the stack outputs.
  */
 import { vi } from "vitest";
-import { runUnderMocks } from "../../infra/mock/runtime";
+import { runUnderMocks, type RecordedOptions } from "../../infra/mock/runtime";
 import { CALL_RESULTS, resourceState } from "./mocks";
 
 export interface RecordedResource {
@@ -16,6 +16,7 @@ export interface RecordedResource {
   state: Record<string, unknown>;
   id: string;
   provider?: string;
+  options: RecordedOptions;
 }
 
 export interface ProgramRun {
@@ -102,7 +103,15 @@ async function runUnder(
       newResource(args) {
         const inputs = unwrapSecrets(args.inputs) as Record<string, unknown>;
         const { id, state } = resourceState(args.type, args.name, inputs);
-        resources.push({ type: args.type, name: args.name, inputs, state, id: args.id || id, provider: args.provider });
+        resources.push({
+          type: args.type,
+          name: args.name,
+          inputs,
+          state,
+          id: args.id || id,
+          provider: args.provider,
+          options: args.options,
+        });
         return { id: args.id || id, state };
       },
       call(args) {

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-
 REPO = Path(__file__).resolve().parents[2]
 
 

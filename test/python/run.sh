@@ -3,8 +3,12 @@
 #   light: everything under test/python except torch_tests/ (requirements.lock, no torch)
 #   torch: test/python/torch_tests (requirements-torch.lock; the PyPI torch wheel pulls
 #          GBs of CUDA libraries, so that venv is built once and reused by its lock hash)
-# usage: test/python/run.sh [all|light|torch] [extra pytest args...]
-# With TEST_REPORT_DIR set, writes $TEST_REPORT_DIR/python-<suite>.xml (JUnit).
+#   lint:  ruff and mypy with pyproject.toml's settings (requirements-lint.lock): ruff over
+#          the server image's Python, scripts/convert and these tests; mypy --strict over
+#          images/server/python/tritonft and scripts/convert
+# usage: test/python/run.sh [all|light|torch|lint] [extra pytest args...]
+# With TEST_REPORT_DIR set, writes $TEST_REPORT_DIR/python-<suite>.xml (JUnit; the
+# lint suite as one test per tool).
 # Exits non-zero if any test failed or a suite could not run.
 set -euo pipefail
 
@@ -16,8 +20,8 @@ suite=${1:-all}
 log() { printf '%s [test/python] %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" >&2; }
 
 case $suite in
-  all | light | torch) ;;
-  *) echo "usage: $0 [all|light|torch] [pytest args...]" >&2; exit 2 ;;
+  all | light | torch | lint) ;;
+  *) echo "usage: $0 [all|light|torch|lint] [pytest args...]" >&2; exit 2 ;;
 esac
 
 # Keep the work tree free of __pycache__ and make sure nothing reaches the Hub.
@@ -42,7 +46,39 @@ run_suite() {
   return "$rc"
 }
 
+# run_lint : ruff, then mypy, from the repository root (they read pyproject.toml
+# there); each tool is one test case of the JUnit report, its output the failure text.
+run_lint() {
+  local venv tool rc failures=0 cases="" out
+  venv=$("$repo/test/lib/pyenv.sh" "$here/requirements-lint.lock")
+  for tool in ruff mypy; do
+    rc=0
+    if [[ $tool == ruff ]]; then
+      out=$(cd "$repo" && "$venv/bin/ruff" check --no-cache --output-format concise 2>&1) || rc=$?
+    else
+      out=$(cd "$repo" && "$venv/bin/mypy" --no-incremental 2>&1) || rc=$?
+    fi
+    printf '%s\n' "$out" >&2
+    log "lint: $tool exited $rc"
+    if ((rc == 0)); then
+      cases+="<testcase classname=\"lint\" name=\"$tool\"/>"
+    else
+      failures=$((failures + 1))
+      cases+="<testcase classname=\"lint\" name=\"$tool\"><failure message=\"$tool exited $rc\"><![CDATA[${out//]]>/]] >}]]></failure></testcase>"
+    fi
+  done
+  if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+    mkdir -p "$TEST_REPORT_DIR"
+    printf '<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="python-lint" tests="2" failures="%d">%s</testsuite>\n' \
+      "$failures" "$cases" >"$TEST_REPORT_DIR/python-lint.xml"
+  fi
+  ((failures == 0))
+}
+
 status=0
+if [[ $suite == all || $suite == lint ]]; then
+  run_lint || status=1
+fi
 if [[ $suite == all || $suite == light ]]; then
   run_suite light "$here/requirements.lock" "$here" --ignore="$here/torch_tests" "$@" || status=1
 fi

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import CONVERT_SCRIPTS
 
 SCRIPT = CONVERT_SCRIPTS / "check_model_config.py"

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 import triton_python_backend_utils as pb_utils
-from conftest import make_model, postprocessing_config, preprocessing_config
 
+from conftest import make_model, postprocessing_config, preprocessing_config
 from tritonft.errors import ModelConfigError
 from tritonft.tokenizer import TokenizerLoadError, load_tokenizer
 
@@ -259,7 +259,7 @@ def test_postprocessing_strips_prompt_padding_end_and_other_beams(post: Any, tok
         # FT keeps end_id after a finished sequence; sequence_length may include it.
         output_ids[i, 0, len(p) + len(g)] = end
         seq[i, 0] = len(p) + len(g) + 1
-        output_ids[i, 1, : len(p) + 1] = p + [tok.encode("X", add_special_tokens=False)[0]]
+        output_ids[i, 1, : len(p) + 1] = [*p, tok.encode("X", add_special_tokens=False)[0]]
         seq[i, 1] = len(p) + 1
     lengths = np.array([len(p) for p in prompts])
     result = outputs(post.execute([post_request(output_ids, seq, lengths)])[0])
@@ -282,7 +282,7 @@ def test_postprocessing_strips_trailing_pad_inside_sequence_length(post: Any, to
 
 def test_postprocessing_nothing_generated(post: Any, tok: Any, tokenizer_info: dict[str, Any]) -> None:
     prompt = tok.encode("Hello")
-    output_ids = np.array([[prompt + [tokenizer_info["end_id"]]]], dtype=np.uint32)
+    output_ids = np.array([[[*prompt, tokenizer_info["end_id"]]]], dtype=np.uint32)
     seq = np.array([[len(prompt) + 1]], dtype=np.uint32)
     result = outputs(post.execute([post_request(output_ids, seq, np.array([len(prompt)]))])[0])
     assert result["text_output"][0, 0] == b""
@@ -321,7 +321,7 @@ def test_missing_tokenizer_dir_fails_without_reaching_the_hub(tmp_path: Any) -> 
     with pytest.raises(TokenizerLoadError, match="does not exist"):
         load_tokenizer(str(tmp_path / "nope"))
     (tmp_path / "empty").mkdir()
-    with pytest.raises(TokenizerLoadError, match="tokenizer.json"):
+    with pytest.raises(TokenizerLoadError, match=r"tokenizer\.json"):
         load_tokenizer(str(tmp_path / "empty"))
 
 
@@ -347,3 +347,11 @@ def test_output_dtypes_follow_the_model_config(tokenizer_info: dict[str, Any]) -
     model = make_model("preprocessing", config)
     out = outputs(model.execute([pre_request(["Hello"], [2])])[0])
     assert out["input_lengths"].dtype == np.int32
+
+
+@pytest.mark.parametrize("model", ["preprocessing", "postprocessing"])
+def test_an_output_missing_from_the_config_fails_model_load(model: str, tokenizer_info: dict[str, Any]) -> None:
+    config = (preprocessing_config if model == "preprocessing" else postprocessing_config)(tokenizer_info)
+    dropped = config["output"].pop(0)["name"]
+    with pytest.raises(ModelConfigError, match=f"{model} config.pbtxt has no output '{dropped}'"):
+        make_model(model, config)

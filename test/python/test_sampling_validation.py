@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 import triton_python_backend_utils as pb_utils
-from conftest import make_model, preprocessing_config
 from test_models import MAX_INPUT, MAX_OUTPUT, outputs, pre_request
 
+from conftest import make_model, preprocessing_config
 from tritonft.params import PROMPT_BYTES_PER_TOKEN
 
 VOCAB = 512

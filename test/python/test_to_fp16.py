@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+import to_fp16
+
 from conftest import CONVERT_SCRIPTS
 from ftfolder import make_gptj_folder
-
-import to_fp16
 
 SCRIPT = CONVERT_SCRIPTS / "to_fp16.py"
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import CONVERT_SCRIPTS
 from ftfolder import make_gptj_folder
 

@@ -160,3 +160,19 @@ setup() {
   assert_output_has "no tokenizer.json or vocab.json among the tokenizer files"
   assert_calls 0 docker
 }
+
+@test "bake: SIGKILLed during the image build, the re-run builds once more, pushes and records the image" {
+  export STUB_KILL_ONCE='docker:build'
+  run_session bash "$S/bake.sh" "$CFG"
+  assert_killed bake
+  assert_output_has "phase: build"
+  [ ! -e "$WORK/results/server-image.env" ]
+  : >"$STUB_LOG"
+  run_session bash "$S/bake.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_calls 1 docker "build"
+  assert_calls 1 docker "push $SERVER_REPO:bake-"
+  [[ $output =~ RESULT\ image=$SERVER_REPO@sha256:[0-9a-f]{64} ]]
+  grep -q "^image=$SERVER_REPO@sha256:" "$WORK/results/server-image.env"
+  grep -q '^input_hash=' "$WORK/state/bake.done"
+}

@@ -78,3 +78,18 @@ setup() {
   assert_calls 0 docker build
   [ ! -e "$WORK/state/gateway-image.done" ]
 }
+
+@test "gateway: SIGKILLed right after the push, the re-run finds the tag in ECR, builds nothing and records the image" {
+  export STUB_KILL_ONCE_AFTER='docker:push'
+  run_session bash "$S/build-gateway-image.sh" "$CFG"
+  assert_killed gateway-image
+  [ ! -e "$WORK/results/gateway-image.env" ]
+  : >"$STUB_LOG"
+  run_session bash "$S/build-gateway-image.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "already in ECR"
+  assert_calls 0 docker "build"
+  assert_calls 0 docker "push"
+  [[ $output =~ RESULT\ image=$REPO_URL@sha256:[0-9a-f]{64} ]]
+  grep -q "^image=$REPO_URL@sha256:" "$WORK/results/gateway-image.env"
+}

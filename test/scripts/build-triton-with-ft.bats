@@ -178,3 +178,31 @@ setup() {
   [ "$(cat "$STUB_STATE/ecr/${REPO_URL#*/}/live")" != "$first" ]
   assert_output_has "RESULT image=$REPO_URL@$(cat "$STUB_STATE/ecr/${REPO_URL#*/}/live")"
 }
+
+@test "build: a green run logs no ERROR" {
+  run bash "$S/build-triton-with-ft.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  # A failure inside a process or command substitution must not be logged as
+  # the step's failure when the step went on and succeeded.
+  refute grep -n 'ERROR' <<<"$output"
+}
+
+@test "build: SIGKILLed during the clone, the re-run checks out again and completes; SIGKILLed after the push, the next finds the tag" {
+  export STUB_KILL_ONCE="git:$FT_SHA"
+  run_session bash "$S/build-triton-with-ft.sh" "$CFG"
+  assert_killed triton-with-ft
+  assert_output_has "phase: clone"
+  unset STUB_KILL_ONCE
+  export STUB_KILL_ONCE_AFTER='docker:push'
+  run_session bash "$S/build-triton-with-ft.sh" "$CFG"
+  assert_killed triton-with-ft
+  [ ! -e "$WORK/results/triton-with-ft.env" ]
+  : >"$STUB_LOG"
+  run_session bash "$S/build-triton-with-ft.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "already in ECR"
+  assert_calls 0 docker "build"
+  [[ $output =~ RESULT\ image=$REPO_URL@sha256:[0-9a-f]{64} ]]
+  grep -q "^image=$REPO_URL@sha256:" "$WORK/results/triton-with-ft.env"
+  grep -q '^input_hash=' "$WORK/state/triton-with-ft.done"
+}

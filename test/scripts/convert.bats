@@ -154,8 +154,11 @@ executed_runs() {
   [ -n "$ini" ]
   run bash "$S/convert.sh" "$CFG"
   [ "$status" -eq 0 ]
-  # The planned [gptj] file replaced the stub converter's [gptneox] one, and the rewrite ran after it.
-  cmp "$ini" "$FT/$TP-gpu/config.ini"
+  # The planned [gptj] file is in place (the JAX converter writes none), and
+  # the fp16 rewrite ran on it (the stub rewrites weight_data_type as the real
+  # to_fp16.py does): the planned file with only that key changed.
+  grep -qx 'weight_data_type = fp32' "$ini"
+  diff <(sed 's/^weight_data_type = fp32$/weight_data_type = fp16/' "$ini") "$FT/$TP-gpu/config.ini"
   grep -qx 'head_num = 16' "$FT/$TP-gpu/config.ini"
   [ -f "$FT/$TP-gpu/.fp16" ]
   first=$(grep -o 'RESULT input_hash=.*' <<<"$output")
@@ -186,7 +189,34 @@ executed_runs() {
     }
     [ "$(planned_runs "$stack" "$attempt" | grep -c verify_weights.py)" = 1 ]
     if ini=$(conf_array "$CFG" CONFIG_INI) && [ -n "$ini" ]; then
-      diff <(plan_value "$stack" conversion.phases.configIni.content) "$FT/$TP-gpu/config.ini"
+      # As planned, then rewritten to fp16 when the plan has that phase.
+      if grep -q to_fp16.py <(planned_runs "$stack" "$attempt"); then
+        diff <(plan_value "$stack" conversion.phases.configIni.content | sed 's/^weight_data_type = .*/weight_data_type = fp16/') "$FT/$TP-gpu/config.ini"
+      else
+        diff <(plan_value "$stack" conversion.phases.configIni.content) "$FT/$TP-gpu/config.ini"
+      fi
     fi
   done
+}
+
+@test "convert: SIGKILLed right after the converter wrote its output, the re-run keeps consolidate, re-converts cleanly and installs" {
+  export STUB_KILL_ONCE_AFTER='docker:gptj_ckpt_convert'
+  run_session bash "$S/convert.sh" "$CFG"
+  assert_killed convert
+  [ ! -e "$FT" ]
+  # The half-done attempt is on disk: the consolidated checkpoint and the converter's output.
+  ls -d "$WORK"/tmp/convert-*/out/2-gpu
+  : >"$STUB_LOG"
+  run_session bash "$S/convert.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_output_has "phase consolidate already finished"
+  assert_calls 0 docker "consolidate_checkpoint.py"
+  # The stub converter refuses an existing <N>-gpu: the killed run's output was cleared first.
+  assert_calls 1 docker "gptj_ckpt_convert"
+  assert_calls 1 docker "to_fp16.py"
+  assert_calls 1 docker "verify_weights.py"
+  grep -qx 'weight_data_type = fp16' "$FT/2-gpu/config.ini"
+  grep -q '^input_hash=' "$FT/.triton-ft-convert"
+  [ -z "$(ls -A "$WORK/tmp")" ]
+  assert_output_has "RESULT weights_dir=$FT/2-gpu"
 }

@@ -209,3 +209,22 @@ make_archive() {
   [ "$status" -ne 0 ]
   assert_output_has "tokenizer download lacks '${required[-1]}'"
 }
+
+@test "fetch: SIGKILLed during the download, the re-run resumes into the same partial folder and completes" {
+  export HF_TOKEN=$HF_SECRET
+  # The kill comes once huggingface-cli wrote its files, before fetch.sh sees it finish.
+  export STUB_KILL_ONCE_AFTER='huggingface-cli:download'
+  run_session bash "$S/fetch.sh" "$CFG"
+  assert_killed fetch
+  [ -d "$MODEL_DIR.partial" ]
+  [ ! -e "$MODEL_DIR" ]
+  touch "$MODEL_DIR.partial/already-downloaded-shard"
+  run_session bash "$S/fetch.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_calls 2 huggingface-cli "$(planned_download)"
+  [ -f "$MODEL_DIR/already-downloaded-shard" ]
+  [ -f "$MODEL_DIR/config.json" ]
+  [ ! -e "$MODEL_DIR.partial" ]
+  grep -q '^input_hash=' "$MODEL_DIR/.triton-ft-fetch"
+  assert_output_has "RESULT model_dir=$MODEL_DIR"
+}

@@ -69,3 +69,20 @@ setup() {
   assert_output_has "head_num 16 is not divisible by tp 3"
   assert_calls 0 docker
 }
+
+@test "gemm: SIGKILLed once gpt_gemm wrote its file, the re-run tunes again and installs" {
+  export STUB_KILL_ONCE_AFTER="docker:$GEMM_BIN"
+  run_session bash "$S/gemm.sh" "$CFG"
+  assert_killed gemm
+  [ ! -e "$OUT" ]
+  # The killed run's file stays in its scratch folder, never at GEMM_OUTPUT.
+  ls "$WORK"/tmp/gemm-*/gemm_config.in
+  run_session bash "$S/gemm.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  assert_calls 2 docker "$BASE_REF $GEMM_BIN $DEV_ARGS"
+  [ -s "$OUT" ]
+  grep -q '50257' "$OUT"
+  [ -z "$(ls -A "$WORK/tmp")" ]
+  assert_output_has "RESULT gemm_config=$OUT"
+  grep -q '^input_hash=' "$WORK/state/gemm.done"
+}

@@ -31,6 +31,33 @@ common_setup() {
   done
   export PATH="$T/bin:$PATH"
   unset HF_TOKEN STUB_FAIL_ONCE STUB_FAIL_ALWAYS STUB_GPUS STUB_DF_AVAIL_KIB STUB_GIT_LFS
+  unset STUB_KILL_ONCE STUB_KILL_ONCE_AFTER
+  # bats' own process group: a stub never SIGKILLs it (stub.sh kill_step).
+  STUB_BATS_PGID=$(ps -o pgid= -p $$ | tr -d ' ')
+  export STUB_BATS_PGID
+}
+
+# run_session <cmd...> : bats' `run`, with cmd in a session and process group
+# of its own, as a step runs on the builder under its SSH session; a stub's
+# STUB_KILL_ONCE / STUB_KILL_ONCE_AFTER SIGKILLs that whole group.
+run_session() {
+  run setsid --wait "$@"
+}
+
+# assert_killed <step> : the last run_session ended by SIGKILL (exit 137)
+# with no marker for the step and no RESULT line.
+assert_killed() {
+  # shellcheck disable=SC2154 # $status and $output are set by bats' run
+  if [[ $status -ne 137 ]]; then
+    echo "expected the step to be SIGKILLed (exit 137), got $status:" >&2
+    echo "$output" >&2
+    return 1
+  fi
+  # Killed by the stub, not by anything else (the record is per kill).
+  [[ -s $STUB_STATE/killed ]]
+  rm -f "$STUB_STATE/killed"
+  [[ ! -e $WORK/state/$1.done ]]
+  refute grep -q '^RESULT ' <<<"$output"
 }
 
 # calls <tool> [substring] : number of logged calls of tool whose logged

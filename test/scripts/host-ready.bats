@@ -134,3 +134,19 @@ setup() {
   [ "$status" -ne 0 ]
   assert_output_has "does not set required variable ECR_REGISTRY"
 }
+
+@test "host-ready: SIGKILLed mid-step (docker phase), the re-run checks everything and completes" {
+  export STUB_KILL_ONCE='docker:info'
+  run_session bash "$S/host-ready.sh" "$CFG"
+  assert_killed host-ready
+  assert_output_has "phase: docker"
+  refute grep -q 'login' "$STUB_LOG"
+  : >"$STUB_LOG"
+  run_session bash "$S/host-ready.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  # Nothing of a half-finished check is trusted: every check runs again.
+  assert_calls 1 nvidia-smi
+  assert_calls 1 docker "login"
+  assert_output_has "RESULT gpu_count=1"
+  grep -q '^input_hash=' "$WORK/state/host-ready.done"
+}

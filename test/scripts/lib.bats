@@ -87,3 +87,41 @@ setup() {
   registry_digest tag-a
   [ "$IMAGE_DIGEST" = "sha256:$(printf 'a%.0s' {1..64})" ]
 }
+
+@test "lib: the error trap reports only failures the step's shell sees" {
+  printf "WORK_ROOT='%s'\n" "$WORK" >"$BATS_TEST_TMPDIR/step.env"
+  cat >"$S/trap-demo.sh" <<'DEMO'
+source "$(dirname "$0")/lib.sh"
+step_init trap-demo "$1"
+phase read
+# A process substitution's failure: nobody reads its status, the step goes on.
+mapfile -t lines < <(printf 'a\n'; false)
+phase fail
+# A command substitution's failure: the step's shell sees it and stops.
+x=$(false)
+echo "not reached $x"
+DEMO
+  run bash "$S/trap-demo.sh" "$BATS_TEST_TMPDIR/step.env"
+  [ "$status" -eq 1 ]
+  [ "$(grep -c 'ERROR' <<<"$output")" -eq 1 ]
+  assert_output_has "ERROR: step 'trap-demo' failed in phase 'fail'"
+  refute grep -q "not reached" <<<"$output"
+}
+
+@test "lib: every lib/ file is an input of a step's hash, as lib.sh is" {
+  printf "WORK_ROOT='%s'\n" "$WORK" >"$BATS_TEST_TMPDIR/step.env"
+  cat >"$S/hash-demo.sh" <<'DEMO'
+source "$(dirname "$0")/lib.sh"
+step_init hash-demo "$1"
+step_input_hash
+echo "$STEP_INPUT_HASH"
+DEMO
+  first=$(bash "$S/hash-demo.sh" "$BATS_TEST_TMPDIR/step.env" 2>/dev/null)
+  [[ $first =~ ^[0-9a-f]{64}$ ]]
+  for f in "$S"/lib/*.sh; do
+    echo '# edited' >>"$f"
+    now=$(bash "$S/hash-demo.sh" "$BATS_TEST_TMPDIR/step.env" 2>/dev/null)
+    [ "$now" != "$first" ] || { echo "editing ${f#"$S"/} left the hash as it was" >&2; return 1; }
+    first=$now
+  done
+}

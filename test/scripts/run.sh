@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the remote-step script tests: shellcheck over every script, then the
+# Runs the remote-step script tests: shellcheck over every shell file of
+# scripts/ and test/ (the suites' runners too), then the
 # bats suites with TAP output. Exits non-zero on any failure.
 #
 # usage: test/scripts/run.sh
@@ -33,7 +34,14 @@ tap=$(mktemp)
 trap 'rm -f "$tap"' EXIT
 
 log "shellcheck"
-mapfile -t sh_files < <(cd "$root" && find scripts test/scripts -name '*.sh' -o -name '*.bash' | LC_ALL=C sort)
+# Every shell file of the remote steps and of the test suites: *.sh and *.bash,
+# and the extension-less stubs that start with a bash shebang (test/ssh/stubs).
+mapfile -t sh_files < <(cd "$root" && {
+  find scripts test -name node_modules -prune -o -type f \( -name '*.sh' -o -name '*.bash' \) -print
+  find test -name node_modules -prune -o -type f ! -name '*.*' -print | while read -r f; do
+    if head -n1 "$f" | grep -q '^#!.*bash'; then printf '%s\n' "$f"; fi
+  done
+} | LC_ALL=C sort)
 mapfile -t bats_files < <(cd "$root" && find test/scripts -name '*.bats' | LC_ALL=C sort)
 sc_status=0
 # The .bats files are bash plus @test blocks; shellcheck reads them as bash

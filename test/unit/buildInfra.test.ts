@@ -5,6 +5,9 @@ import { ACCOUNT, REGION } from "../lib/mocks";
 import { findPreset } from "../../infra/model/catalog";
 import { builderDiskGiB } from "../../infra/model/sizing";
 import { existingNetworkProblems } from "../../infra/plan/network";
+import { stepMinutes } from "../../infra/plan/steps";
+import { resolveStack } from "../../infra/config/validate";
+import { buildSteps } from "../lib/plan";
 
 const COMMAND = "command:remote:Command";
 const stepCmd = (run: ProgramRun, id: string) => run.one(COMMAND, `build-${id}`);
@@ -223,11 +226,41 @@ describe("remote build pipeline", () => {
         `bash /opt/triton-ft/scripts/remote/${script}.sh /opt/triton-ft/steps/${id}.conf`,
       );
     }
+    // Each step's budget from the plan (infra/plan/budgets.ts) as its create and
+    // update timeouts, and it runs after its config is written and the steps it needs.
+    const { stack } = resolveStack(gpt2Config(), {});
+    if (!stack) throw new Error("fixture must resolve");
+    const budgets = stepMinutes(stack);
+    for (const step of buildSteps(stack, (p) => `h:${p}`).steps) {
+      const opts = stepCmd(run, step.id).options;
+      const budget = `${budgets[step.id]}m`;
+      expect(opts.customTimeouts, step.id).toEqual({ create: budget, update: budget, delete: "10m" });
+      expect(opts.dependsOn, step.id).toEqual(
+        expect.arrayContaining([
+          `${COMMAND}::build-config-${step.id}`,
+          ...step.dependsOn.map((d) => `${COMMAND}::build-${d}`),
+        ]),
+      );
+    }
+    // The budgets are sized per step, not one figure for all.
+    expect(new Set(Object.values(budgets)).size).toBeGreaterThan(1);
     const ships = run.byType("command:remote:CopyToRemote").map((c) => c.name);
     expect(ships).toEqual(
       expect.arrayContaining(["build-ship-scripts-remote", "build-ship-scripts-convert", "build-ship-images"]),
     );
     expect(ships.filter((n) => n.includes("model-repository"))).toHaveLength(4);
+  });
+
+  it("every step's input hash covers lib.sh and the helpers it sources from scripts/remote/lib/", () => {
+    const { stack } = resolveStack(gpt2Config(), {});
+    if (!stack) throw new Error("fixture must resolve");
+    const hashesWith = (changed: string) => buildSteps(stack, (p) => (p === changed ? "edited" : `h:${p}`)).hashes;
+    const base = hashesWith("");
+    for (const changed of ["scripts/remote/lib.sh", "scripts/remote/lib"]) {
+      const now = hashesWith(changed);
+      for (const id of Object.keys(base) as Array<keyof typeof base>)
+        expect(now[id], `${changed}: ${id}`).not.toBe(base[id]);
+    }
   });
 
   it("the step configs carry deploy-time values: repository URLs, and triton_with_ft's digest for convert, gemm and bake only", async () => {

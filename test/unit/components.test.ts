@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
 import { stepConfigPath } from "../../infra/plan/stepGraph";
+import { workloadInput } from "../../infra/plan/workload";
 import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
@@ -142,6 +143,15 @@ describe("TritonService", () => {
     const spec = deployment.inputs.spec as { template: { spec: { containers: Array<{ image: string }> } } };
     expect(spec.template.spec.containers.map((c) => c.image)).toEqual([DIGEST]);
     expect((deployment.inputs.metadata as Record<string, unknown>).name).toBe("triton-gpt2");
+    // The rollout budgets of the plan, in whole minutes rounded up; the engine's default would be 10m.
+    const t = workloadInput(stack, "unit", plan.launch, plan.kubernetes).workload.timeouts;
+    expect(t.deploymentCreateSeconds).toBeGreaterThan(60);
+    expect(deployment.options.customTimeouts).toEqual({
+      create: `${Math.ceil(t.deploymentCreateSeconds / 60)}m`,
+      update: `${Math.ceil(t.deploymentUpdateSeconds / 60)}m`,
+    });
+    // Created after its namespace, never before.
+    expect(deployment.options.dependsOn).toContain("kubernetes:core/v1:Namespace::triton-ns");
     expect(run.outputs.namespace).toBe("triton");
     expect(run.outputs.grpc).toMatch(/:8001$/);
   });

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch_helpers import randomise, run_script
 from transformers import CodeGenConfig, CodeGenForCausalLM, GPTJForCausalLM, PretrainedConfig
 
 from make_tokenizer import make_tokenizer
+from torch_helpers import randomise, run_script
 
 # n_head divisible by CodeGen's 4 model-parallel blocks, 2 heads per block, partial rotary.
 TINY = dict(vocab_size=96, n_positions=64, n_ctx=64, n_embd=64, n_layer=3, n_head=8, rotary_dim=4, n_inner=None,

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch_helpers import randomise, run_script
 from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+from torch_helpers import randomise, run_script
 
 TINY_NEOX = dict(vocab_size=80, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
                  rotary_pct=0.5, max_position_embeddings=64, bos_token_id=0, eos_token_id=0)

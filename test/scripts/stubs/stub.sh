@@ -40,6 +40,34 @@ maybe_fail() {
 maybe_fail "${STUB_FAIL_ONCE:-}" once
 maybe_fail "${STUB_FAIL_ALWAYS:-}" always
 
+# STUB_KILL_ONCE / STUB_KILL_ONCE_AFTER='<tool>:<substring>': the first
+# matching call SIGKILLs the step's whole process group, as a crash, a lost
+# builder or the end of its SSH session would: no trap runs, nothing is
+# cleaned up. _ONCE kills before the call does anything, _ONCE_AFTER once its
+# work is done (its output exists; nobody learns it succeeded). Only for a
+# step started with run_session (helpers.bash), in its own process group.
+kill_matches() {
+  local spec=$1 key
+  [[ -n $spec && ${spec%%:*} == "$tool" && $joined == *"${spec#*:}"* ]] || return 1
+  key=$STUB_STATE/killed-once-$(printf '%s' "$spec" | sha256sum | cut -c1-16)
+  [[ ! -e $key ]] || return 1
+  touch "$key"
+}
+kill_step() {
+  local pgid
+  pgid=$(ps -o pgid= -p $$ | tr -d ' ')
+  if [[ -z $pgid || $pgid == "${STUB_BATS_PGID:-}" ]]; then
+    echo "stub $tool: STUB_KILL_* needs the step started with run_session (its own process group)" >&2
+    exit 2
+  fi
+  echo "stub $tool: SIGKILL to the step's process group $pgid (simulated crash)" >&2
+  # Also on record: the caller may have sent this stub's stderr to /dev/null.
+  printf '%s\n' "$joined" >>"$STUB_STATE/killed"
+  kill -KILL -- "-$pgid"
+}
+if kill_matches "${STUB_KILL_ONCE:-}"; then kill_step; fi
+if kill_matches "${STUB_KILL_ONCE_AFTER:-}"; then trap kill_step EXIT; fi
+
 # opt_value <flag> <args...> : the value following flag, or nothing.
 opt_value() {
   local flag=$1
@@ -226,6 +254,33 @@ case $tool in
               if [[ $prev == *to_fp16.py ]]; then folder=$a; fi
               prev=$a
             done
+            # Like scripts/convert/to_fp16.py: a folder without its config.ini is
+            # refused, and the rewrite sets weight_data_type = fp16 in the plan's
+            # section (the expected list's "section"; else the file's first),
+            # adding the key when absent. So a config.ini installed after the
+            # rewrite would lose it.
+            ini=$folder/config.ini
+            [[ -f $ini ]] || { echo "to_fp16 (stub): $folder has no config.ini" >&2; exit 1; }
+            expected=$(opt_value --expected "$@")
+            section=""
+            if [[ -n $expected ]]; then
+              section=$(sed -n 's/.*"section": *"\([^"]*\)".*/\1/p' "$expected" | head -n1)
+            fi
+            [[ -n $section ]] || section=$(sed -n 's/^[[:space:]]*\[\([^]]*\)\][[:space:]]*$/\1/p' "$ini" | head -n1)
+            awk -v want="$section" '
+              /^[[:space:]]*\[[^]]*\][[:space:]]*$/ {
+                if (insec && !done) { print "weight_data_type = fp16"; done = 1 }
+                name = $0; gsub(/^[[:space:]]*\[|\][[:space:]]*$/, "", name)
+                insec = (name == want); print; next
+              }
+              insec && /^[[:space:]]*weight_data_type[[:space:]]*[=:]/ { print "weight_data_type = fp16"; done = 1; next }
+              { print }
+              END {
+                if (insec && !done) { print "weight_data_type = fp16"; done = 1 }
+                if (!done) { print "to_fp16 (stub): config.ini has no [" want "] section" > "/dev/stderr"; exit 1 }
+              }
+            ' "$ini" >"$ini.stub-tmp"
+            mv "$ini.stub-tmp" "$ini"
             touch "$folder/.fp16"
             ;;
           *)
@@ -238,7 +293,19 @@ case $tool in
               # Like the FT converters: refuse an existing output folder.
               if [[ -e $out/$gpus-gpu ]]; then echo "stub converter: $out/$gpus-gpu exists" >&2; exit 1; fi
               mkdir -p "$out/$gpus-gpu"
-              printf '[gptneox]\nhead_num = 32\n' >"$out/$gpus-gpu/config.ini"
+              # Each FT converter writes its family's section; the GPT-J JAX
+              # converter writes no config.ini (the plan ships one: CONFIG_INI).
+              section=""
+              case $cmd in
+                *huggingface_gptj_ckpt_convert.py*) section=gptj ;;
+                *huggingface_gptneox_convert.py*) section=gptneox ;;
+                *huggingface_gpt_convert.py*) section=gpt ;;
+                *gptj_ckpt_convert.py*) ;;
+                *) section=gptneox ;;
+              esac
+              if [[ -n $section ]]; then
+                printf '[%s]\nhead_num = 32\nweight_data_type = fp32\n' "$section" >"$out/$gpus-gpu/config.ini"
+              fi
               printf 'w' >"$out/$gpus-gpu/model.wte.bin"
             fi
             other=$(opt_value --output "$@")

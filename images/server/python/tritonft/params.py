@@ -80,7 +80,7 @@ class PreprocessParams:
     vocab_size: int | None = None
 
     @classmethod
-    def from_model_config(cls, model_config: Mapping[str, Any]) -> "PreprocessParams":
+    def from_model_config(cls, model_config: Mapping[str, Any]) -> PreprocessParams:
         max_input_len = _int_parameter(model_config, "max_input_len", 1)
         max_prompt_bytes = _optional_int_parameter(model_config, "max_prompt_bytes", 1)
         return cls(
@@ -102,7 +102,7 @@ class PostprocessParams:
     pad_id: int
 
     @classmethod
-    def from_model_config(cls, model_config: Mapping[str, Any]) -> "PostprocessParams":
+    def from_model_config(cls, model_config: Mapping[str, Any]) -> PostprocessParams:
         return cls(
             tokenizer_path=_tokenizer_path(model_config),
             end_id=_int_parameter(model_config, "end_id", 0),

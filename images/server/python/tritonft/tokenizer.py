@@ -61,7 +61,7 @@ class TextTokenizer:
     def vocab_size(self) -> int:
         """Token ids the tokenizer can produce, added tokens included."""
         if self.backend == "transformers":
-            return int(len(self._impl))
+            return len(self._impl)
         return int(self._impl.get_vocab_size(with_added_tokens=True))
 
     def __repr__(self) -> str:

@@ -7,14 +7,15 @@ item and the limit, because that message is what the client receives.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from tritonft.errors import RequestError
 
 
-def rows(array: np.ndarray, name: str) -> list[list[Any]]:
+def rows(array: npt.NDArray[Any], name: str) -> list[list[Any]]:
     """Split a batched tensor ([batch, ...]) into per-item lists of elements."""
     if array.ndim == 0:
         raise RequestError(f"input '{name}' must have a batch dimension, got a scalar")
@@ -37,7 +38,7 @@ def decode_utf8(value: Any, where: str) -> str:
     raise RequestError(f"{where}: expected a string, got {type(value).__name__}")
 
 
-def prompts(array: np.ndarray, name: str = "text_input") -> list[str]:
+def prompts(array: npt.NDArray[Any], name: str = "text_input") -> list[str]:
     """One decoded, non-empty prompt per batch item."""
     out: list[str] = []
     for index, items in enumerate(rows(array, name)):
@@ -50,7 +51,7 @@ def prompts(array: np.ndarray, name: str = "text_input") -> list[str]:
     return out
 
 
-def word_lists(array: np.ndarray | None, name: str, batch: int) -> list[list[str]]:
+def word_lists(array: npt.NDArray[Any] | None, name: str, batch: int) -> list[list[str]]:
     """Decoded words per batch item for an optional STRING [-1] input."""
     if array is None:
         return [[] for _ in range(batch)]
@@ -65,7 +66,7 @@ def word_lists(array: np.ndarray | None, name: str, batch: int) -> list[list[str
     ]
 
 
-def max_tokens(array: np.ndarray | None, batch: int, max_output_len: int) -> list[int]:
+def max_tokens(array: npt.NDArray[Any] | None, batch: int, max_output_len: int) -> list[int]:
     """Requested output length per item, each in [1, max_output_len]."""
     if array is None:
         raise RequestError("missing required input 'max_tokens'")
@@ -101,7 +102,7 @@ TEMPERATURE_RANGE = (0.0, 2.0)  # exclusive lower bound: FT divides logits by it
 REPETITION_PENALTY_RANGE = (0.0, 10.0)  # exclusive lower bound
 
 
-def _scalars(array: np.ndarray, name: str, batch: int) -> list[Any]:
+def _scalars(array: npt.NDArray[Any], name: str, batch: int) -> list[Any]:
     items = rows(array, name)
     if len(items) != batch:
         raise RequestError(f"input '{name}' has batch size {len(items)}, but text_input has {batch}")
@@ -113,13 +114,13 @@ def _scalars(array: np.ndarray, name: str, batch: int) -> list[Any]:
     return out
 
 
-def check_sampling(inputs: dict[str, np.ndarray | None], batch: int, vocab_size: int) -> None:
+def check_sampling(inputs: dict[str, npt.NDArray[Any] | None], batch: int, vocab_size: int) -> None:
     """Range-check the optional sampling inputs FT reads unchecked.
 
     FT takes NaN, inf, a zero temperature or a top_k beyond the vocabulary as
     they come (out-of-bounds reads, NaN logits); refuse them here, per request.
     """
-    checks = {
+    checks: dict[str, tuple[Callable[[Any], bool], str]] = {
         "top_k": (lambda v: 0 <= int(v) <= vocab_size, f"must be between 0 and the vocabulary size {vocab_size}"),
         "top_p": (lambda v: math.isfinite(float(v)) and 0.0 < float(v) <= 1.0, "must be finite, > 0 and <= 1"),
         "temperature": (
@@ -153,7 +154,7 @@ def check_prompt_length(index: int, ids: Sequence[int], max_input_len: int) -> N
         )
 
 
-def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
     """Right-pad ragged id lists with pad_id; returns ([batch, max_len], [batch]) as int64."""
     width = max(len(seq) for seq in ids)
     out = np.full((len(ids), width), pad_id, dtype=np.int64)
@@ -164,7 +165,7 @@ def pad_batch(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[np.ndarray, np
 
 
 def generated_ids(
-    output_ids: np.ndarray,
+    output_ids: npt.NDArray[Any],
     sequence_length: int,
     input_length: int,
     end_id: int,

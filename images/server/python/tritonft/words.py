@@ -9,9 +9,10 @@ ids [0], offsets [-1].
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from tritonft.tokenizer import TextTokenizer
 
@@ -36,7 +37,7 @@ def encode_words(tokenizer: TextTokenizer, words: Sequence[str]) -> tuple[list[i
     return ids, offsets
 
 
-def to_word_list_tensor(items: Sequence[tuple[list[int], list[int]]]) -> np.ndarray:
+def to_word_list_tensor(items: Sequence[tuple[list[int], list[int]]]) -> npt.NDArray[Any]:
     """Stack per-item (ids, offsets) pairs into a padded [batch, 2, L] int32 array."""
     width = max([1] + [max(len(ids), len(offsets)) for ids, offsets in items])
     out = np.zeros((len(items), 2, width), dtype=np.int32)
@@ -47,6 +48,6 @@ def to_word_list_tensor(items: Sequence[tuple[list[int], list[int]]]) -> np.ndar
     return out
 
 
-def encode_word_lists(tokenizer: TextTokenizer, batch: Sequence[Sequence[str]]) -> np.ndarray:
+def encode_word_lists(tokenizer: TextTokenizer, batch: Sequence[Sequence[str]]) -> npt.NDArray[Any]:
     """Encode each batch item's words once; returns [batch, 2, L] int32."""
     return to_word_list_tensor([encode_words(tokenizer, words) for words in batch])

@@ -28,7 +28,8 @@ _SHARED = os.environ.get("TRITONFT_PYTHON", "/opt/triton-ft/python")
 if os.path.isdir(_SHARED) and _SHARED not in sys.path:
     sys.path.append(_SHARED)
 
-from tritonft.errors import ModelConfigError, RequestError, respond_each
+from tritonft.errors import RequestError, respond_each
+from tritonft.outputs import output_dtypes
 from tritonft.params import PostprocessParams
 from tritonft.tokenizer import load_tokenizer
 from tritonft.validation import generated_ids
@@ -47,12 +48,7 @@ class TritonPythonModel:
     def initialize(self, args: dict[str, str]) -> None:
         model_config = json.loads(args["model_config"])
         self.params = PostprocessParams.from_model_config(model_config)
-        self.dtypes: dict[str, Any] = {}
-        for name in OUTPUTS:
-            output = pb_utils.get_output_config_by_name(model_config, name)
-            if output is None:
-                raise ModelConfigError(f"postprocessing config.pbtxt has no output '{name}'")
-            self.dtypes[name] = pb_utils.triton_string_to_numpy(output["data_type"])
+        self.dtypes = output_dtypes(pb_utils, model_config, "postprocessing", OUTPUTS)
         self.tokenizer = load_tokenizer(self.params.tokenizer_path)
 
     def execute(self, requests: list[Any]) -> list[Any]:
