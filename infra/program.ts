@@ -23,13 +23,11 @@ import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./autoscalingConfig";
 import { renderScaling, type ScalingManifests } from "./render/scaling";
-import { scalingInput } from "./plan/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildPlan, type Plan } from "./plan";
 import { endpointAccess } from "./plan/clusterAccess";
-import { workloadInput } from "./plan/workload";
 import { REPO_ROOT, repoPathHasher } from "./repoFiles";
 import type { ResolvedStack } from "./stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./stackConfig";
@@ -172,18 +170,16 @@ function clusterSource(
 export function program(): StackOutputs {
   const { stack, secrets } = loadStack();
   const stackName = pulumi.getStack();
-  const plan = buildPlan(stack, repoPathHasher(REPO_ROOT));
+  const plan = buildPlan(stack, stackName, repoPathHasher(REPO_ROOT));
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
-  const scaling = renderScaling(
-    scalingInput(stack, stackName, plan.launch, plan.kubernetes, plan.autoscaling, plan.gateway),
-  );
+  const scaling = renderScaling(plan.renderInputs.scaling);
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, plan, scaling, secrets, build.network),
     tags,
   });
   const triton = new TritonService("triton", {
-    workload: workloadInput(stack, stackName, plan.launch, plan.kubernetes),
+    workload: plan.renderInputs.triton,
     image: build.serverImage,
     provider: cluster.provider,
     gpuReady: cluster.gpuReady,
@@ -191,7 +187,7 @@ export function program(): StackOutputs {
   });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
-    workload: { triton: workloadInput(stack, stackName, plan.launch, plan.kubernetes), ...plan.gateway },
+    workload: plan.renderInputs.gateway,
     consumers: plan.gateway.consumers,
     image: build.gatewayImage,
     provider: cluster.provider,

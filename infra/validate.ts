@@ -26,7 +26,7 @@ import { platformFindings } from "./platformChecks";
 import { servingFitProblem } from "./plan/nodeShape";
 import { autoscalingPlanProblem } from "./plan/scaling";
 import { planWorkload } from "./plan/workload";
-import type { WorkloadPlan } from "./render/k8s";
+import type { WorkloadPlan } from "./plan/workload";
 
 export class ConfigError extends Error {
   constructor(

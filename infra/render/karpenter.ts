@@ -10,7 +10,7 @@
  */
 import type { GpuInstance } from "../catalog/gpus";
 import type { CapacityType } from "../autoscalingConfig";
-import type { AutoscalingPlan } from "./autoscaling";
+import type { AutoscalingPlan } from "../plan/scaling";
 
 /**
  * EKS-optimized AL2023 AMI release, pinned: `al2023@latest` would drift every

@@ -14,8 +14,8 @@ import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/Netw
 import { SCRAPER_NAMESPACE_LABEL } from "./k8sGateway";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
-import { RATE_WINDOW_SECONDS, type AutoscalingPlan } from "./autoscaling";
-import { queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./autoscaling";
+import type { AutoscalingPlan } from "../plan/scaling";
+import { RATE_WINDOW_SECONDS, queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./prometheus";
 
 /**
  * dcgm-exporter release 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter

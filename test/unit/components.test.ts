@@ -122,15 +122,14 @@ describe("Cluster", () => {
 
 describe("TritonService", () => {
   it("renders the Deployment with the image it is given, by digest, and sizes its timeouts from the plan", async () => {
-    const { stack, plan } = gpt2Plan();
+    const { plan } = gpt2Plan();
     const run = await runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
       const { TritonService } = await import("../../infra/components/tritonService");
-      const { workloadInput } = await import("../../infra/plan/workload");
       return () => {
         const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
         const t = new TritonService("triton", {
-          workload: workloadInput(stack, "unit", plan.launch, plan.kubernetes),
+          workload: plan.renderInputs.triton,
           image: DIGEST,
           provider,
           gpuReady: [],
@@ -242,16 +241,15 @@ describe("BuildPipeline", () => {
 
 describe("GatewayService", () => {
   it("one key per consumer; the Secret holds only their hashes, per team; the Deployment runs the image it is given", async () => {
-    const { stack, plan } = gpt2Plan();
+    const { plan } = gpt2Plan();
     const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
     const run = await runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
       const { GatewayService } = await import("../../infra/components/gatewayService");
-      const { workloadInput } = await import("../../infra/plan/workload");
       return () => {
         const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
         const g = new GatewayService("gateway", {
-          workload: { triton: workloadInput(stack, "unit", plan.launch, plan.kubernetes), ...plan.gateway },
+          workload: plan.renderInputs.gateway,
           consumers: ["search", "search:v2", "chat"],
           image,
           provider,

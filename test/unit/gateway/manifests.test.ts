@@ -14,7 +14,6 @@ import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBu
 import { resolveStack } from "../../../infra/validate";
 import type { ResolvedStack } from "../../../infra/stack";
 import { PORTS } from "../../../infra/render/k8s";
-import { workloadInput } from "../../../infra/plan/workload";
 import {
   SCRAPER_NAMESPACE_LABEL,
   renderGatewayManifests,
@@ -39,8 +38,7 @@ function render(tlsCertificateArn?: string, image = DIGEST): GatewayManifests {
   const s = resolved(cfg);
   const plan = planOf(s);
   return renderGatewayManifests({
-    triton: workloadInput(s, "test", plan.launch, plan.kubernetes),
-    ...plan.gateway,
+    ...plan.renderInputs.gateway,
     image,
     keysJson: JSON.stringify({ consumers: [{ name: "team-a", keySha256: ["0".repeat(64)] }] }),
   });
@@ -93,8 +91,7 @@ describe("gateway manifests", () => {
     const plan = planOf(stack);
     expect(plan.gateway.systemNodeLabel).toBeUndefined();
     const existing = renderGatewayManifests({
-      triton: workloadInput(stack, "test", plan.launch, plan.kubernetes),
-      ...plan.gateway,
+      ...plan.renderInputs.gateway,
       image: DIGEST,
       keysJson: "{}",
     });
