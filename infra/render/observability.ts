@@ -15,7 +15,13 @@ import { SCRAPER_NAMESPACE_LABEL } from "./k8sGateway";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
 import type { AutoscalingPlan } from "../plan/scaling";
-import { RATE_WINDOW_SECONDS, queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./prometheus";
+import {
+  RATE_WINDOW_SECONDS,
+  queueComputeRatioQuery,
+  selectorText,
+  SCALED_MODEL,
+  type MetricsSelector,
+} from "./prometheus";
 
 /**
  * dcgm-exporter release 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter

@@ -139,7 +139,8 @@ describe("architecture", () => {
 
   it("assembles the renderers' inputs in the plan only: consumers read plan.renderInputs", () => {
     const outside = [...files, ...tsFiles(join(ROOT, "scripts"))].filter(
-      (f) => !f.startsWith(join(INFRA, "plan") + "/") && /\b(workloadInput|scalingInput)\(/.test(readFileSync(f, "utf8")),
+      (f) =>
+        !f.startsWith(join(INFRA, "plan") + "/") && /\b(workloadInput|scalingInput)\(/.test(readFileSync(f, "utf8")),
     );
     expect(outside.map((f) => relative(ROOT, f))).toEqual([]);
     // ...and the plan assembles each once, in buildPlan.

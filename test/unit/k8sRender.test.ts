@@ -8,12 +8,7 @@ import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectM
 import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
 import { resolveStack } from "../../infra/validate";
 import type { ResolvedStack } from "../../infra/stack";
-import {
-  manifestFiles,
-  renderManifests,
-  type RenderInput,
-  type TritonManifests,
-} from "../../infra/render/k8s";
+import { manifestFiles, renderManifests, type RenderInput, type TritonManifests } from "../../infra/render/k8s";
 import {
   eksReservedCpuMillis,
   eksReservedMemoryBytes,
