@@ -13,7 +13,12 @@ import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./k8sGateway";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
-import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
+import {
+  podSecurityContext,
+  scannerSkipAnnotations,
+  supportContainerSecurityContext,
+  type ScannerSkip,
+} from "./podSecurity";
 import type { AutoscalingPlan } from "../plan/scaling";
 import {
   RATE_WINDOW_SECONDS,
@@ -163,12 +168,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           priorityClassName: "system-node-critical",
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: DCGM_UID,
-            runAsGroup: DCGM_UID,
-            seccompProfile: { type: "RuntimeDefault" },
-          },
+          securityContext: podSecurityContext(DCGM_UID),
           tolerations: [{ key: i.gpuTaint.key, operator: "Exists", effect: i.gpuTaint.effect }],
           affinity: {
             nodeAffinity: {
@@ -193,13 +193,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
                 { name: "NVIDIA_DRIVER_CAPABILITIES", value: "utility" },
               ],
               ports: [{ name: "metrics", containerPort: DCGM_PORT, protocol: "TCP" }],
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                runAsNonRoot: true,
-                capabilities: { drop: ["ALL"] },
-                seccompProfile: { type: "RuntimeDefault" },
-              },
+              securityContext: supportContainerSecurityContext(),
               resources: {
                 requests: {
                   cpu: `${DCGM_EXPORTER_REQUESTS.cpuMillis}m`,
