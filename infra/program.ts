@@ -22,6 +22,7 @@ import { GatewayService } from "./components/gatewayService";
 import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./autoscalingConfig";
+import { ENSEMBLE_MODEL } from "./render/modelRepository";
 import { renderScaling, type ScalingManifests } from "./render/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
@@ -206,7 +207,7 @@ export function program(): StackOutputs {
   });
   return {
     ...build.outputs,
-    modelName: "ensemble",
+    modelName: ENSEMBLE_MODEL,
     modelFamily: plan.model.family,
     modelSource: modelSourceUri(plan.model.source),
     tensorParallel: plan.serving.tensorParallel,

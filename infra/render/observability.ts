@@ -12,6 +12,7 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./k8sGateway";
+import { ENSEMBLE_MODEL } from "./modelRepository";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 import {
   podSecurityContext,
@@ -263,7 +264,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
 export function expressions(i: ObservabilityInput) {
   const t = (extra: Record<string, string> = {}) => selectorText(i.triton, extra);
   const w = `${RATE_WINDOW_SECONDS}s`;
-  const ensemble = t({ model: "ensemble" });
+  const ensemble = t({ model: ENSEMBLE_MODEL });
   const ft = t({ model: SCALED_MODEL });
   const dep = `namespace="${i.namespace}",deployment="${i.deployment}"`;
   // The gateway (images/gateway/src/metrics.ts): histograms in seconds, per route and consumer.
