@@ -113,7 +113,7 @@ const MiB = 1024 ** 2;
  * Expected pull rate with nodeadm's FastImagePull (SOCI snapshotter in parallel
  * pull-and-unpack mode: 16 MiB chunks, up to 20 concurrent downloads and 12
  * unpacks per image, unpigz) onto a 1000 MiB/s gp3 root volume. An estimate:
- * three times the serial rate the budgets assume (k8sPlan PULL_BYTES_PER_SECOND,
+ * three times the serial rate the budgets assume (plan/workload.ts PULL_BYTES_PER_SECOND,
  * 50 MiB/s). Budgets and the scale-down window keep the serial rate, so a slow
  * pull never trips a probe or unloads a model early.
  */

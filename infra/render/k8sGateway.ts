@@ -75,7 +75,7 @@ export const NLB_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06";
 const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
 const CONFIG_DIR = "/etc/triton-ft-gateway";
 const KEYS_DIR = "/etc/triton-ft-gateway-keys";
-/** NLB deregistration: the same propagation the Triton pods wait for (k8sPlan.ts). */
+/** NLB deregistration: the same propagation the Triton pods wait for (plan/workload.ts). */
 const PRE_STOP_SECONDS = 50;
 
 /** What the gateway manifests are rendered from, besides the image and the keys (known at deploy time). */
