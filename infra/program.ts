@@ -21,21 +21,22 @@ import { Registry } from "./components/registry";
 import { GatewayService } from "./components/gatewayService";
 import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
-import { PROJECT, installsMonitoring, type ResolvedStack } from "./config";
+import { installsMonitoring } from "./config/autoscaling";
+import { ENSEMBLE_MODEL } from "./render/modelRepository";
 import { renderScaling, type ScalingManifests } from "./render/scaling";
-import { scalingInput } from "./plan/scaling";
+import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildPlan, type Plan } from "./plan";
 import { endpointAccess } from "./plan/clusterAccess";
-import { workloadInput } from "./plan/workload";
 import { REPO_ROOT, repoPathHasher } from "./repoFiles";
+import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
 import { stackTags } from "./tags";
 
 /**
  * The stack-output contract other teams consume (infra/outputs.ts: documented
- * in docs/outputs.md, pinned by test/unit/serving.test.ts), plus the build side's extras.
+ * in README, pinned by test/unit/serving.test.ts), plus the build side's extras.
  */
 export interface StackOutputs extends ContractOutputs {
   [key: string]: unknown;
@@ -47,7 +48,7 @@ interface BuildSide {
   serverImage: pulumi.Output<string>;
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
-  /** Stack outputs of the build side (names documented in docs/outputs.md). */
+  /** Stack outputs of the build side (names documented in README). */
   outputs: Record<string, pulumi.Input<unknown>>;
 }
 
@@ -170,18 +171,16 @@ function clusterSource(
 export function program(): StackOutputs {
   const { stack, secrets } = loadStack();
   const stackName = pulumi.getStack();
-  const plan = buildPlan(stack, repoPathHasher(REPO_ROOT));
+  const plan = buildPlan(stack, stackName, repoPathHasher(REPO_ROOT));
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
-  const scaling = renderScaling(
-    scalingInput(stack, stackName, plan.launch, plan.kubernetes, plan.autoscaling, plan.gateway),
-  );
+  const scaling = renderScaling(plan.renderInputs.scaling);
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, plan, scaling, secrets, build.network),
     tags,
   });
   const triton = new TritonService("triton", {
-    workload: workloadInput(stack, stackName, plan.launch, plan.kubernetes),
+    workload: plan.renderInputs.triton,
     image: build.serverImage,
     provider: cluster.provider,
     gpuReady: cluster.gpuReady,
@@ -189,7 +188,7 @@ export function program(): StackOutputs {
   });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
-    workload: { triton: workloadInput(stack, stackName, plan.launch, plan.kubernetes), ...plan.gateway },
+    workload: plan.renderInputs.gateway,
     consumers: plan.gateway.consumers,
     image: build.gatewayImage,
     provider: cluster.provider,
@@ -208,7 +207,7 @@ export function program(): StackOutputs {
   });
   return {
     ...build.outputs,
-    modelName: "ensemble",
+    modelName: ENSEMBLE_MODEL,
     modelFamily: plan.model.family,
     modelSource: modelSourceUri(plan.model.source),
     tensorParallel: plan.serving.tensorParallel,

@@ -131,7 +131,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   const ctx: SynthContext = {
     stackName: args.stack,
     stack,
-    plan: buildPlan(stack, repoPathHasher(io.repoRoot)),
+    plan: buildPlan(stack, args.stack, repoPathHasher(io.repoRoot)),
     readRepoFile(rel) {
       const p = path.join(io.repoRoot, rel);
       return fs.existsSync(p) ? fs.readFileSync(p, "utf8") : undefined;

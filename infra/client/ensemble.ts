@@ -5,11 +5,12 @@
  */
 import { type InferResponse, type TritonClient, outputNumbers, outputStrings } from "./api";
 import type { Tensor } from "./tensors";
+import { ENSEMBLE_MODEL, MODEL_NAMES } from "../render/modelRepository";
 
-export const ENSEMBLE_MODEL = "ensemble";
+export { ENSEMBLE_MODEL };
 
-/** Models the rendered repository serves; readiness of all four is a healthy deployment. */
-export const REPOSITORY_MODELS = ["ensemble", "preprocessing", "fastertransformer", "postprocessing"] as const;
+/** Models the rendered repository serves (render/modelRepository.ts); readiness of all four is a healthy deployment. */
+export const REPOSITORY_MODELS = MODEL_NAMES;
 
 export interface GenerateOptions {
   /** Tokens to generate: one value for every prompt, or one per prompt. */
@@ -23,7 +24,7 @@ export interface GenerateOptions {
   temperature?: number;
   repetitionPenalty?: number;
   randomSeed?: number | bigint;
-  /** Ensemble model name (default "ensemble"). */
+  /** Ensemble model name (default ENSEMBLE_MODEL). */
   model?: string;
 }
 

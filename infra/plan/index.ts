@@ -4,16 +4,18 @@
  * offline). The components receive slices of it and never recompute; `synth`
  * writes it as plan.json (`planDocument`).
  *
- *   config -> resolved stack (config/validate) -> plan (here) -> artifacts (render/) -> resources (components/) -> outputs
+ *   config -> resolved stack (validate.ts) -> plan (here) -> artifacts (render/) -> resources (components/) -> outputs
  */
 import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
 import { findPreset } from "../model/catalog";
 import { renderGatewayConfig, type GatewayConfigFile } from "../render/gatewayConfig";
-import { PORTS, workloadName, type WorkloadPlan } from "../render/tritonManifests";
+import { PORTS, workloadName, type WorkloadInput } from "../render/tritonManifests";
+import type { GatewayWorkloadInput } from "../render/gatewayManifests";
+import type { ScalingInput } from "../render/scaling";
 import { SYSTEM_NODE_LABEL } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
-import type { ResolvedStack } from "../config";
+import type { ResolvedStack } from "../config/stack";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
@@ -22,9 +24,8 @@ import { MODEL_REPOSITORY_DIR, TOKENIZER_DIR, builderWorkTree, serverCheckpointP
 import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition } from "./stepGraph";
 import { stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
-import { planWorkload } from "./workload";
-import { stackAutoscalingPlan } from "./scaling";
-import type { AutoscalingPlan } from "../render/autoscaling";
+import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
+import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
 
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -80,13 +81,32 @@ export interface Plan {
   };
   /** The Kubernetes workload's numbers (plan/workload.ts). */
   kubernetes: WorkloadPlan;
-  /** With serving.autoscaling: the scaling numbers (plan/autoscaling.ts). */
+  /** With serving.autoscaling: the scaling numbers (plan/scaling.ts). */
   autoscaling?: AutoscalingPlan;
   /** The remote build steps in graph order, each with its input hash. */
   buildSteps: BuildStep[];
   /** The gateway in front of Triton. */
   gateway: GatewayPlan;
+  /**
+   * The sections above arranged as each renderer takes them (all but the
+   * images, known after the bake), so the composition roots and synth render
+   * from the plan and never reassemble an input. Not in plan.json: every
+   * number in it is already there (`PLAN_DOCUMENT_OMITS`).
+   */
+  renderInputs: RenderInputs;
 }
+
+export interface RenderInputs {
+  /** The Triton workload (render/k8s.ts). */
+  triton: WorkloadInput;
+  /** The gateway's workload (render/k8sGateway.ts), beside the Triton workload it fronts. */
+  gateway: GatewayWorkloadInput;
+  /** Autoscaling, GPU nodes and observability (render/scaling.ts). */
+  scaling: ScalingInput;
+}
+
+/** Plan keys plan.json leaves out: derived arrangements of the keys it shows. */
+export const PLAN_DOCUMENT_OMITS = ["renderInputs"] as const satisfies ReadonlyArray<keyof Plan>;
 
 export interface BuildStep extends StepDefinition {
   inputHash: string;
@@ -142,7 +162,7 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
     },
     `${tritonService}:${PORTS.grpc}`,
     // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
-    // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/gatewayScaling.ts).
+    // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/scaling.ts planGatewayScaling).
     { maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas) },
   );
   return {
@@ -157,11 +177,12 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
 }
 
 /**
- * The plan of a resolved stack. `hashPath` hashes repository files (the step
+ * The plan of a resolved stack. `stackName` labels the workload (two stacks in
+ * one cluster stay apart); `hashPath` hashes repository files (the step
  * scripts, images/, scripts/convert/) for the build steps' input hashes; the
  * composition roots inject the file-system one (infra/repoFiles.ts).
  */
-export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
+export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: PathHasher): Plan {
   const { model, config } = stack;
   const tp = config.serving.tensorParallel;
   const repo = repositoryOptions(stack);
@@ -173,6 +194,8 @@ export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
   const launch = launchPlan(tp);
   const workload = planWorkload(stack);
   const autoscaling = stackAutoscalingPlan(stack, workload);
+  const gateway = gatewayPlan(stack);
+  const triton = workloadInput(stack, stackName, launch, workload);
   const modelRepository = {
     root: MODEL_REPOSITORY_DIR,
     tokenizerPath: repo.tokenizerPath,
@@ -228,6 +251,11 @@ export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
     kubernetes: workload,
     ...(autoscaling ? { autoscaling } : {}),
     buildSteps: topologicalOrder(steps).map((s) => ({ ...s, inputHash: hashes[s.id] })),
-    gateway: gatewayPlan(stack),
+    gateway,
+    renderInputs: {
+      triton,
+      gateway: { triton, ...gateway },
+      scaling: scalingInput(stack, triton, autoscaling, gateway),
+    },
   };
 }

@@ -1,16 +1,288 @@
 /**
- * The autoscaling slice of the plan and the input the scaling renderers take.
- * The scaling plan is derived from the workload's cold start, which may exceed
- * what the HPA can express: validation reports that like any config problem.
+ * Scaling, the plan's side: the numbers behind `serving.autoscaling` for the
+ * Triton pods (HPA behaviour through KEDA, GPU node limits for Karpenter, the
+ * cold-start times they are derived from) and for the gateway pods (a second
+ * ScaledObject on the generations in flight through them), and the input the
+ * scaling renderer takes. Pure: no Pulumi, no Kubernetes objects;
+ * render/scaling.ts and render/karpenter.ts only copy these numbers.
+ * README "How the scaling numbers are derived" and "The gateway scales too"
+ * document every formula; keep them in step.
+ *
+ * Why the gateway scales on in-flight requests and not CPU: a gateway pod
+ * spends a generation waiting on Triton's stream, so its CPU stays low while
+ * its admission cap (limits.maxInflight, answered with 429 beyond) is what
+ * runs out. KEDA is already there for Triton, and the in-flight gauge is in
+ * Prometheus, so the gateway needs no metrics-server (EKS does not install one).
  */
-import type { ConfigProblem, ResolvedStack } from "../config";
-import type { ContainerLaunch, WorkloadPlan } from "../render/tritonManifests";
-import type { AutoscalingPlan } from "../render/autoscaling";
-import type { ScalingInput } from "../render/scaling";
-import { AutoscalingPlanError, planAutoscaling } from "./autoscaling";
-import { planGatewayScaling } from "./gatewayScaling";
+import type { ConfigProblem } from "../config";
+import type { AutoscalingConfig } from "../config/autoscaling";
+import type { GpuInstance } from "../catalog/gpus";
+import { RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS } from "../render/prometheus";
+import type { WorkloadInput } from "../render/tritonManifests";
+import { KEDA_POLLING_SECONDS, type ScalingInput } from "../render/scaling";
+import type { ResolvedStack } from "../config/stack";
 import type { GatewayPlan } from "./index";
-import { planWorkload, workloadInput } from "./workload";
+import { NLB_TARGET_REGISTRATION_SECONDS, planWorkload, type WorkloadPlan } from "./workload";
+
+// --- The Triton pods (plan.json `autoscaling`) ---
+
+export interface HpaPolicy {
+  type: "Pods" | "Percent";
+  value: number;
+  periodSeconds: number;
+}
+export interface HpaRules {
+  stabilizationWindowSeconds: number;
+  selectPolicy: "Max" | "Min";
+  policies: HpaPolicy[];
+}
+
+export interface NodeLimits {
+  nodes: number;
+  cpu: number;
+  memoryGiB: number;
+  gpus: number;
+}
+
+export interface AutoscalingPlan {
+  minReplicas: number;
+  maxReplicas: number;
+  /** Queue/compute ratio the HPA holds (KEDA threshold, metricType Value). */
+  target: number;
+  podsPerNode: number;
+  /** NodePool limits: room for maxReplicas plus the rolling update's surge pod. */
+  nodeLimits: NodeLimits;
+  /** From sustained queueing to the HPA raising replicas: rate window + scrape + KEDA poll + HPA sync + stabilization. */
+  detectionSeconds: number;
+  nodeBootSeconds: number;
+  /** Expected time for a pod on a new node to serve: node boot + pull + load. */
+  coldStartSeconds: number;
+  /** Worst case the probes allow: node boot + pull + startup budget. */
+  coldStartBudgetSeconds: number;
+  /** Expected pull with FastImagePull when enabled, else the serial pull. */
+  expectedPullSeconds: number;
+  /** Expected cold start with that pull: node boot + expected pull + load. */
+  expectedColdStartSeconds: number;
+  /** Load rises -> added capacity takes traffic: detection + cold start + NLB registration. */
+  scaleUpLatencySeconds: number;
+  scaleUp: HpaRules;
+  scaleDown: HpaRules;
+  /** Replica counts after each scale-up period at sustained overload, from min to max. */
+  scaleUpSchedule: number[];
+  /** Karpenter keeps an emptied node this long: a pod that returns within it skips boot and pull. */
+  consolidateAfterSeconds: number;
+}
+
+/** What the scaling plan needs from the workload plan (WorkloadPlan has these fields). */
+export interface PodTiming {
+  podsPerNode: number;
+  /** Server image: triton_with_ft base + fp16 weights. */
+  imageBytes: number;
+  /** Image pull on a fresh node (image bytes ÷ pull rate). */
+  pullSeconds: number;
+  /** Expected model load (weights ÷ read rate + fixed start). */
+  loadSeconds: number;
+  /** startupProbe budget (a multiple of loadSeconds). */
+  startupBudgetSeconds: number;
+  /** Pod termination: preStop + Triton's drain + shutdown. */
+  terminationGracePeriodSeconds: number;
+}
+
+/** HPA v2 API bounds (autoscaling/v2 HPAScalingRules validation). */
+export const HPA_MAX_STABILIZATION_SECONDS = 3600;
+export const HPA_MAX_PERIOD_SECONDS = 1800;
+
+/** The HPA controller syncs every 15 s (kube-controller-manager default). */
+export const HPA_SYNC_SECONDS = 15;
+/** Queueing must last this long before pods are added, so one burst does not start a GPU node. */
+export const SCALE_UP_STABILIZATION_SECONDS = 60;
+/**
+ * EC2 launch to a Ready node whose device plugin advertises nvidia.com/gpu:
+ * instance launch, AL2023 boot and nodeadm join, NVIDIA driver load. Estimates
+ * (not measured here): the 8-GPU p4 hosts initialise the NVSwitch fabric manager
+ * and take longer than a g5.
+ */
+export const NODE_BOOT_SECONDS: Record<GpuInstance["gpuModel"], number> = {
+  A10G: 180,
+  "A100-40GB": 420,
+  "A100-80GB": 420,
+};
+
+const MiB = 1024 ** 2;
+/**
+ * Expected pull rate with nodeadm's FastImagePull (SOCI snapshotter in parallel
+ * pull-and-unpack mode: 16 MiB chunks, up to 20 concurrent downloads and 12
+ * unpacks per image, unpigz) onto a 1000 MiB/s gp3 root volume. An estimate:
+ * three times the serial rate the budgets assume (plan/workload.ts PULL_BYTES_PER_SECOND,
+ * 50 MiB/s). Budgets and the scale-down window keep the serial rate, so a slow
+ * pull never trips a probe or unloads a model early.
+ */
+export const FAST_PULL_BYTES_PER_SECOND = 150 * MiB;
+
+export class AutoscalingPlanError extends Error {
+  constructor(
+    readonly key: string,
+    readonly value: unknown,
+    message: string,
+    readonly fix: string,
+  ) {
+    super(message);
+    this.name = "AutoscalingPlanError";
+  }
+}
+
+/** Replica counts at the end of each scale-up period: at most doubling, at least one node's worth of pods. */
+export function scaleUpSchedule(min: number, max: number, podsPerNode: number): number[] {
+  const steps = [min];
+  let current = min;
+  while (current < max) {
+    current = Math.min(max, current + Math.max(podsPerNode, current));
+    steps.push(current);
+  }
+  return steps;
+}
+
+/** GPU nodes (and their CPU, memory, GPUs) the NodePool may hold: max replicas plus one surge pod. */
+export function nodeLimits(maxReplicas: number, podsPerNode: number, instance: GpuInstance): NodeLimits {
+  const nodes = Math.ceil((maxReplicas + 1) / podsPerNode);
+  return { nodes, cpu: nodes * instance.vcpus, memoryGiB: nodes * instance.ramGiB, gpus: nodes * instance.gpuCount };
+}
+
+export function planAutoscaling(a: AutoscalingConfig, instance: GpuInstance, pod: PodTiming): AutoscalingPlan {
+  if (a.min > a.max) {
+    throw new AutoscalingPlanError(
+      "serving.autoscaling.max",
+      a.max,
+      `is below serving.autoscaling.min (${a.min})`,
+      `raise max to at least ${a.min}`,
+    );
+  }
+  const nodeBootSeconds = NODE_BOOT_SECONDS[instance.gpuModel];
+  const coldStartSeconds = nodeBootSeconds + pod.pullSeconds + pod.loadSeconds;
+  const coldStartBudgetSeconds = nodeBootSeconds + pod.pullSeconds + pod.startupBudgetSeconds;
+  const expectedPullSeconds = a.fastImagePull
+    ? Math.ceil(pod.imageBytes / FAST_PULL_BYTES_PER_SECOND)
+    : pod.pullSeconds;
+  const detectionSeconds =
+    RATE_WINDOW_SECONDS +
+    SCRAPE_INTERVAL_SECONDS +
+    KEDA_POLLING_SECONDS +
+    HPA_SYNC_SECONDS +
+    SCALE_UP_STABILIZATION_SECONDS;
+
+  // Scale-down waits out the worst-case cold start plus the NLB registration: load
+  // must stay low for longer than it would take to get the pod back, so a model
+  // is never unloaded only to be loaded again minutes later.
+  const scaleDownWindow = roundUpToMinute(coldStartBudgetSeconds + NLB_TARGET_REGISTRATION_SECONDS);
+  if (scaleDownWindow > HPA_MAX_STABILIZATION_SECONDS) {
+    throw new AutoscalingPlanError(
+      "serving.autoscaling",
+      { min: a.min, max: a.max },
+      `a pod's worst-case cold start (${coldStartBudgetSeconds} s: node boot ${nodeBootSeconds} + pull ${pod.pullSeconds} + startup budget ${pod.startupBudgetSeconds}, plus NLB registration) exceeds the HPA's ${HPA_MAX_STABILIZATION_SECONDS} s stabilization cap, so scale-down could unload the model before a replacement would be back`,
+      "use a fixed size (serving.replicas) for this model, or a larger tensorParallel so each pod loads less",
+    );
+  }
+  // One scale-up period is the time added pods need to show in the metric: before
+  // then the ratio still reflects the old capacity, and acting on it again overshoots.
+  const scaleUpPeriod = Math.min(HPA_MAX_PERIOD_SECONDS, roundUpToMinute(coldStartSeconds));
+  const scaleDownPeriod = Math.min(HPA_MAX_PERIOD_SECONDS, Math.max(60, pod.terminationGracePeriodSeconds));
+
+  return {
+    minReplicas: a.min,
+    maxReplicas: a.max,
+    target: a.target,
+    podsPerNode: pod.podsPerNode,
+    nodeLimits: nodeLimits(a.max, pod.podsPerNode, instance),
+    detectionSeconds,
+    nodeBootSeconds,
+    coldStartSeconds,
+    coldStartBudgetSeconds,
+    expectedPullSeconds,
+    expectedColdStartSeconds: nodeBootSeconds + expectedPullSeconds + pod.loadSeconds,
+    scaleUpLatencySeconds: detectionSeconds + coldStartSeconds + NLB_TARGET_REGISTRATION_SECONDS,
+    scaleUp: {
+      stabilizationWindowSeconds: SCALE_UP_STABILIZATION_SECONDS,
+      selectPolicy: "Max",
+      // Double per period, or one node's worth of pods when that is more.
+      policies: [
+        { type: "Percent", value: 100, periodSeconds: scaleUpPeriod },
+        { type: "Pods", value: pod.podsPerNode, periodSeconds: scaleUpPeriod },
+      ],
+    },
+    scaleDown: {
+      stabilizationWindowSeconds: scaleDownWindow,
+      selectPolicy: "Min",
+      // One node's worth of pods at a time, each drained before the next goes.
+      policies: [{ type: "Pods", value: pod.podsPerNode, periodSeconds: scaleDownPeriod }],
+    },
+    scaleUpSchedule: scaleUpSchedule(a.min, a.max, pod.podsPerNode),
+    consolidateAfterSeconds: roundUpToMinute(pod.pullSeconds),
+  };
+}
+
+export function roundUpToMinute(seconds: number): number {
+  return Math.ceil(seconds / 60) * 60;
+}
+
+// --- The gateway pods ---
+
+/** The gateway's scaling plan (planGatewayScaling derives it; plan.json leaves it out, render/scaling.ts renders it). */
+export interface GatewayScalingPlan {
+  minReplicas: number;
+  maxReplicas: number;
+  /** In-flight generations per gateway pod the HPA holds (KEDA AverageValue threshold). */
+  inflightTarget: number;
+  /** What the Triton pods can hold at max: one running batch and one queued batch each. */
+  peakInflight: number;
+  scaleUp: HpaRules;
+  scaleDown: HpaRules;
+}
+
+export interface GatewayScalingInput {
+  /** serving.gatewayReplicas: the floor. */
+  replicas: number;
+  /** Admission cap of one gateway pod (gateway config limits.maxInflight). */
+  maxInflight: number;
+  /** serving.maxBatchSize: one Triton pod runs one batch of this size at a time. */
+  maxBatchSize: number;
+  /** serving.autoscaling.max: the most Triton pods the gateways feed. */
+  tritonMaxReplicas: number;
+}
+
+/** A gateway pod is up in seconds (small Node.js image on the system nodes): act within one HPA sync. */
+export const GATEWAY_SCALE_UP_PERIOD_SECONDS = 30;
+/** The HPA's default scale-down window: a dip shorter than five minutes keeps its pods. */
+export const GATEWAY_SCALE_DOWN_WINDOW_SECONDS = 300;
+export const GATEWAY_SCALE_DOWN_PERIOD_SECONDS = 60;
+
+export function planGatewayScaling(i: GatewayScalingInput): GatewayScalingPlan {
+  // Half the admission cap: a pod at target absorbs a doubling of its share
+  // before it refuses anything, while the HPA adds pods.
+  const inflightTarget = Math.max(1, Math.ceil(i.maxInflight / 2));
+  const peakInflight = 2 * i.maxBatchSize * i.tritonMaxReplicas;
+  return {
+    minReplicas: i.replicas,
+    maxReplicas: Math.max(i.replicas, Math.ceil(peakInflight / inflightTarget)),
+    inflightTarget,
+    peakInflight,
+    scaleUp: {
+      stabilizationWindowSeconds: 0,
+      selectPolicy: "Max",
+      policies: [
+        { type: "Percent", value: 100, periodSeconds: GATEWAY_SCALE_UP_PERIOD_SECONDS },
+        { type: "Pods", value: 2, periodSeconds: GATEWAY_SCALE_UP_PERIOD_SECONDS },
+      ],
+    },
+    scaleDown: {
+      stabilizationWindowSeconds: GATEWAY_SCALE_DOWN_WINDOW_SECONDS,
+      selectPolicy: "Min",
+      // A leaving pod finishes its generations (its grace period covers the request timeout).
+      policies: [{ type: "Pods", value: 1, periodSeconds: GATEWAY_SCALE_DOWN_PERIOD_SECONDS }],
+    },
+  };
+}
+
+// --- The stack's scaling ---
 
 /** The scaling plan of a stack with `serving.autoscaling`, undefined for a fixed size. */
 export function stackAutoscalingPlan(
@@ -34,18 +306,19 @@ export function autoscalingPlanProblem(s: ResolvedStack): ConfigProblem | undefi
   }
 }
 
-/** What render/scaling.ts renders from: the workload input, the serving instance, the node disk, the scaling plan. */
+/**
+ * What render/scaling.ts renders from: the Triton workload's input (buildPlan
+ * assembles it once), the serving instance, the node disk, the scaling plans.
+ */
 export function scalingInput(
   s: ResolvedStack,
-  stackName: string,
-  launch: ContainerLaunch,
-  workload: WorkloadPlan,
+  workload: WorkloadInput,
   autoscaling: AutoscalingPlan | undefined,
   g: Pick<GatewayPlan, "replicas" | "config">,
 ): ScalingInput {
   const a = s.config.serving.autoscaling;
   return {
-    workload: workloadInput(s, stackName, launch, workload),
+    workload,
     instance: s.servingInstance,
     nodeDiskGiB: s.nodeDiskGiB,
     autoscaling: a && autoscaling ? { config: a, plan: autoscaling } : undefined,

@@ -4,19 +4,16 @@
  * drain and rollout timing (the plan's `kubernetes` section). Pure (no Pulumi)
  * so `synth`, the renderer and the Pulumi components share one source, and
  * every formula is unit-testable.
- * docs/operating.md "What happens during a model load" and "Rollout behaviour" document
+ * README "What happens during a model load" and "Rollout behaviour" document
  * each formula; keep both in step.
  */
-import { prometheusOperatorPresent, type ResolvedStack } from "../config";
+import { prometheusOperatorPresent } from "../config/autoscaling";
 import { DCGM_EXPORTER_REQUESTS } from "../render/observability";
 import { GPU_MODELS } from "../catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
-import {
-  NLB_HEALTH_CHECK,
-  type ContainerLaunch,
-  type WorkloadInput,
-  type WorkloadPlan,
-} from "../render/tritonManifests";
+import { NLB_HEALTH_CHECK, type WorkloadInput } from "../render/tritonManifests";
+import type { LaunchPlan } from "./launch";
+import type { ResolvedStack } from "../config/stack";
 
 const MiB = 1024 ** 2;
 
@@ -92,6 +89,32 @@ export const NCCL_MAX_CHANNELS = 32;
 
 /** Fixed time mpirun and tritonserver take to tear down after the last request, before the kubelet's SIGKILL. */
 export const SHUTDOWN_SECONDS = 15;
+
+/** The workload's numbers, as planWorkload derives them (plan.json `kubernetes`). */
+export interface WorkloadPlan {
+  tensorParallel: number;
+  replicas: number;
+  podsPerNode: number;
+  /** GPU nodes: room for every replica plus the one surge pod a rolling update adds. */
+  gpuNodes: number;
+  cpuRequestMillis: number;
+  memoryRequestBytes: number;
+  shmBytes: number;
+  imageBytes: number;
+  pullSeconds: number;
+  loadSeconds: number;
+  /** startupProbe budget: load only (the kubelet probes a container only after its image is pulled). */
+  startupBudgetSeconds: number;
+  /** One pod from scheduling to serving through the NLB: pull + startup budget + NLB registration. */
+  podRolloutSeconds: number;
+  /** Longest a request admitted before SIGTERM can take: one running batch plus one queued batch. */
+  drainSeconds: number;
+  preStopSeconds: number;
+  terminationGracePeriodSeconds: number;
+  /** NLB keeps flows to a draining target this long: as long as the pod still serves. */
+  deregistrationDelaySeconds: number;
+  timeouts: { deploymentCreateSeconds: number; deploymentUpdateSeconds: number; serviceSeconds: number };
+}
 
 export function planWorkload(s: ResolvedStack): WorkloadPlan {
   const sv = s.config.serving;
@@ -193,7 +216,7 @@ export function drainTime(s: ResolvedStack): number {
 export function workloadInput(
   stack: ResolvedStack,
   stackName: string,
-  launch: ContainerLaunch,
+  launch: LaunchPlan,
   workload: WorkloadPlan,
 ): WorkloadInput {
   const sv = stack.config.serving;

@@ -4,7 +4,7 @@
  * preprocessing model apply one set of limits. Pure: no Pulumi.
  */
 import type { ChatTemplate } from "../model/catalog";
-import { maxPromptBytes } from "./modelRepository";
+import { ENSEMBLE_MODEL, maxPromptBytes } from "./modelRepository";
 
 export interface GatewayModel {
   id: string;
@@ -62,7 +62,7 @@ export function renderGatewayConfig(
 ): GatewayConfigFile {
   return {
     model: { ...model, created, maxPromptBytes: maxPromptBytes(model.maxInputLen) },
-    triton: { grpc: tritonGrpc, ensemble: "ensemble" },
+    triton: { grpc: tritonGrpc, ensemble: ENSEMBLE_MODEL },
     limits: { ...defaultLimits(model), ...overrides },
     listen: { host: "0.0.0.0", port: GATEWAY_PORTS.http, metricsPort: GATEWAY_PORTS.metrics },
     logText: false,

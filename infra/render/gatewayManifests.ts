@@ -40,7 +40,12 @@ import {
   type WorkloadInput,
 } from "./tritonManifests";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
-import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
+import {
+  podSecurityContext,
+  scannerSkipAnnotations,
+  supportContainerSecurityContext,
+  type ScannerSkip,
+} from "./podSecurity";
 import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
 
 /** Deliberate scanner findings of the gateway Deployment, with why (docs/security.md "Documented exceptions"). */
@@ -55,6 +60,8 @@ export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
     reason: "runs as the Node.js image's own unprivileged user node (uid 1000), which the image's files belong to",
   },
 ];
+/** The Node.js image's unprivileged user node (GATEWAY_SCANNER_SKIPS CKV_K8S_40). */
+const GATEWAY_UID = 1000;
 /** Declares that every request through this Service is authenticated (the gateway's API keys); policy/rules/kubernetes.ts reads it. */
 export const CLIENT_AUTH_ANNOTATION = "triton-ft.io/client-auth";
 
@@ -68,7 +75,7 @@ export const NLB_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06";
 const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
 const CONFIG_DIR = "/etc/triton-ft-gateway";
 const KEYS_DIR = "/etc/triton-ft-gateway-keys";
-/** NLB deregistration: the same propagation the Triton pods wait for (k8sPlan.ts). */
+/** NLB deregistration: the same propagation the Triton pods wait for (plan/workload.ts). */
 const PRE_STOP_SECONDS = 50;
 
 /** What the gateway manifests are rendered from, besides the image and the keys (known at deploy time). */
@@ -225,13 +232,7 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           terminationGracePeriodSeconds: gatewayGracePeriod(input.config),
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: 1000,
-            runAsGroup: 1000,
-            fsGroup: 1000,
-            seccompProfile: { type: "RuntimeDefault" },
-          },
+          securityContext: podSecurityContext(GATEWAY_UID, { fsGroup: true }),
           // The system nodes: the stack's system pool when it has one; no GPU toleration, and never the serving GPU instance type.
           affinity: systemNodeAffinity(input.triton.instanceType, input.systemNodeLabel),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
@@ -264,13 +265,7 @@ function gatewayContainer(image: string): IContainer {
       requests: { cpu: "250m", memory: "256Mi" },
       limits: { memory: "512Mi" },
     },
-    securityContext: {
-      allowPrivilegeEscalation: false,
-      readOnlyRootFilesystem: true,
-      runAsNonRoot: true,
-      capabilities: { drop: ["ALL"] },
-      seccompProfile: { type: "RuntimeDefault" },
-    },
+    securityContext: supportContainerSecurityContext(),
     volumeMounts: [
       { name: "config", mountPath: CONFIG_DIR, readOnly: true },
       { name: "keys", mountPath: KEYS_DIR, readOnly: true },

@@ -9,8 +9,8 @@
  * come in as values, which the component passes as Pulumi Outputs.
  */
 import type { GpuInstance } from "../catalog/gpus";
-import type { CapacityType } from "../config";
-import type { AutoscalingPlan } from "./autoscaling";
+import type { CapacityType } from "../config/autoscaling";
+import type { AutoscalingPlan } from "../plan/scaling";
 
 /**
  * EKS-optimized AL2023 AMI release, pinned: `al2023@latest` would drift every

@@ -160,7 +160,13 @@ export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
   },
 ];
 
-export const MODEL_NAMES = ["ensemble", "preprocessing", "fastertransformer", "postprocessing"] as const;
+/**
+ * The model clients call: the text-in/text-out pipeline. One name for the
+ * repository's folder and config, the gateway's target, the client's default
+ * and the stack output `modelName`.
+ */
+export const ENSEMBLE_MODEL = "ensemble";
+export const MODEL_NAMES = [ENSEMBLE_MODEL, "preprocessing", "fastertransformer", "postprocessing"] as const;
 export type ModelName = (typeof MODEL_NAMES)[number];
 
 export interface RepositoryOptions {
@@ -333,7 +339,7 @@ function mapEntries(map: Record<string, string>): PbMessage[] {
 export function renderStreamingEnsemble(o: RepositoryOptions): string {
   checkCommon(o);
   const root = msg(
-    ["name", str("ensemble")],
+    ["name", str(ENSEMBLE_MODEL)],
     ["backend", str("python")],
     ["max_batch_size", int(o.maxBatchSize)],
     ["input", ENSEMBLE_INPUTS.map(tensor)],
@@ -349,7 +355,7 @@ export function renderEnsemble(o: RepositoryOptions): string {
   if (o.decoupled) return renderStreamingEnsemble(o);
   checkCommon(o);
   const root = msg(
-    ["name", str("ensemble")],
+    ["name", str(ENSEMBLE_MODEL)],
     ["platform", str("ensemble")],
     ["max_batch_size", int(o.maxBatchSize)],
     ["input", ENSEMBLE_INPUTS.map(tensor)],

@@ -1,6 +1,6 @@
 /**
  * What makes the serving side observable: the DCGM exporter (GPU utilisation
- * and memory per GPU node), ServiceMonitors for it (Triton's own is in tritonManifests.ts),
+ * and memory per GPU node), ServiceMonitors for it (Triton's own is in k8s.ts),
  * the PrometheusRule alerts and the Grafana dashboard. Every PromQL expression
  * here names only metrics that exist: test/unit/metricNames.test.ts and
  * test/triton/metricNames.test.ts check them against DCGM's published counters,
@@ -12,10 +12,22 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./gatewayManifests";
+import { ENSEMBLE_MODEL } from "./modelRepository";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
-import { scannerSkipAnnotations, type ScannerSkip } from "./podSecurity";
-import { RATE_WINDOW_SECONDS, type AutoscalingPlan } from "./autoscaling";
-import { queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./autoscaling";
+import {
+  podSecurityContext,
+  scannerSkipAnnotations,
+  supportContainerSecurityContext,
+  type ScannerSkip,
+} from "./podSecurity";
+import type { AutoscalingPlan } from "../plan/scaling";
+import {
+  RATE_WINDOW_SECONDS,
+  queueComputeRatioQuery,
+  selectorText,
+  SCALED_MODEL,
+  type MetricsSelector,
+} from "./prometheus";
 
 /**
  * dcgm-exporter release 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter
@@ -54,7 +66,7 @@ export const DCGM_COUNTERS: ReadonlyArray<[string, "gauge" | "counter", string]>
   ["DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."],
   ["DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."],
 ];
-/** What checkov flags on the exporter and why it stays (docs/security.md "Documented exceptions"). */
+/** What checkov flags on the exporter and why it stays (README, Documented exceptions). */
 export const DCGM_SCANNER_SKIPS: readonly ScannerSkip[] = [
   {
     id: "CKV_K8S_40",
@@ -119,7 +131,7 @@ export interface DcgmExporter {
   configMap: IConfigMap;
   daemonSet: IDaemonSet;
   service: IService;
-  /** The namespace denies ingress by default (gatewayManifests.ts): only the metrics scraper reaches 9400. */
+  /** The namespace denies ingress by default (k8sGateway.ts): only the metrics scraper reaches 9400. */
   networkPolicy: INetworkPolicy;
   serviceMonitor: ServiceMonitor;
 }
@@ -157,12 +169,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           priorityClassName: "system-node-critical",
-          securityContext: {
-            runAsNonRoot: true,
-            runAsUser: DCGM_UID,
-            runAsGroup: DCGM_UID,
-            seccompProfile: { type: "RuntimeDefault" },
-          },
+          securityContext: podSecurityContext(DCGM_UID),
           tolerations: [{ key: i.gpuTaint.key, operator: "Exists", effect: i.gpuTaint.effect }],
           affinity: {
             nodeAffinity: {
@@ -187,13 +194,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
                 { name: "NVIDIA_DRIVER_CAPABILITIES", value: "utility" },
               ],
               ports: [{ name: "metrics", containerPort: DCGM_PORT, protocol: "TCP" }],
-              securityContext: {
-                allowPrivilegeEscalation: false,
-                readOnlyRootFilesystem: true,
-                runAsNonRoot: true,
-                capabilities: { drop: ["ALL"] },
-                seccompProfile: { type: "RuntimeDefault" },
-              },
+              securityContext: supportContainerSecurityContext(),
               resources: {
                 requests: {
                   cpu: `${DCGM_EXPORTER_REQUESTS.cpuMillis}m`,
@@ -263,7 +264,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
 export function expressions(i: ObservabilityInput) {
   const t = (extra: Record<string, string> = {}) => selectorText(i.triton, extra);
   const w = `${RATE_WINDOW_SECONDS}s`;
-  const ensemble = t({ model: "ensemble" });
+  const ensemble = t({ model: ENSEMBLE_MODEL });
   const ft = t({ model: SCALED_MODEL });
   const dep = `namespace="${i.namespace}",deployment="${i.deployment}"`;
   // The gateway (images/gateway/src/metrics.ts): histograms in seconds, per route and consumer.

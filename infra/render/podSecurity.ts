@@ -22,11 +22,13 @@ import type { IVolumeMount } from "kubernetes-models/v1/VolumeMount";
  */
 export const TRITON_SERVER_UID = 1000;
 
-export function podSecurityContext(uid: number): IPodSecurityContext {
+/** The pod's user and group; `fsGroup` also gives that group the pod's volumes (the gateway's config and keys). */
+export function podSecurityContext(uid: number, opts: { fsGroup?: boolean } = {}): IPodSecurityContext {
   return {
     runAsNonRoot: true,
     runAsUser: uid,
     runAsGroup: uid,
+    ...(opts.fsGroup ? { fsGroup: uid } : {}),
     seccompProfile: { type: "RuntimeDefault" },
   };
 }
@@ -38,6 +40,23 @@ export function containerSecurityContext(): ISecurityContext {
     privileged: false,
     readOnlyRootFilesystem: true,
     capabilities: { drop: ["ALL"] },
+  };
+}
+
+/**
+ * The same restricted profile for the containers beside Triton (the gateway,
+ * the DCGM exporter), which repeat seccomp at container level. It differs from
+ * containerSecurityContext only in what is redundant (privileged defaults to
+ * false; the pod already sets seccomp) and in field order; two functions keep
+ * each rendered manifest as it is, so merging them is a deliberate manifest change.
+ */
+export function supportContainerSecurityContext(): ISecurityContext {
+  return {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    runAsNonRoot: true,
+    capabilities: { drop: ["ALL"] },
+    seccompProfile: { type: "RuntimeDefault" },
   };
 }
 

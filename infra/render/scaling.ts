@@ -1,26 +1,28 @@
 /**
- * The scaling and observability side of a stack's Kubernetes objects, rendered from the
- * resolved stack: the KEDA ScaledObject and Karpenter NodePool/EC2NodeClass
- * (with serving.autoscaling, plus the gateway's in-flight ScaledObject), the DCGM
- * exporter, the Grafana dashboard, and the ServiceMonitors (DCGM, gateway) + PrometheusRule (with serving.serviceMonitor, i.e. when the
- * Prometheus Operator is present) or an equivalent plain Prometheus scrape
- * config and rule file (when the cluster brings its own Prometheus).
+ * Scaling, the renderers' side: everything `serving.autoscaling` and
+ * observability add to a stack's Kubernetes side, rendered from the plan's
+ * scaling input (plan/scaling.ts): the KEDA ScaledObjects (Triton's on the
+ * fastertransformer model's queue/compute time ratio, the gateway's on
+ * in-flight generations, with the HPA behaviour the plan derives; validated
+ * against KEDA's CRD, test/data/crds/keda.sh_scaledobjects.yaml), the
+ * Karpenter NodePool/EC2NodeClass, the DCGM exporter, the Grafana dashboard,
+ * and the ServiceMonitors (DCGM, gateway) + PrometheusRule (with
+ * serving.serviceMonitor, i.e. when the Prometheus Operator is present) or an
+ * equivalent plain Prometheus scrape config and rule file (when the cluster
+ * brings its own Prometheus).
  * Pure: no Pulumi. Cluster references default to synth placeholders.
  */
 import { stringify } from "yaml";
-import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../config";
+import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../config/autoscaling";
 import type { GpuInstance } from "../catalog/gpus";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
-import type { GatewayScalingPlan } from "./autoscaling";
+import type { AutoscalingPlan, GatewayScalingPlan, HpaRules } from "../plan/scaling";
 import {
-  KEDA_POLLING_SECONDS,
   SCRAPE_INTERVAL_SECONDS,
-  renderGatewayScaledObject,
-  renderScaledObject,
-  type AutoscalingPlan,
+  gatewayInflightQuery,
+  queueComputeRatioQuery,
   type MetricsSelector,
-  type ScaledObject,
-} from "./autoscaling";
+} from "./prometheus";
 import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
 import { recommendedLabels, workloadName, type WorkloadInput } from "./tritonManifests";
 import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./gatewayManifests";
@@ -47,7 +49,137 @@ export const SYNTH_REFS: NodeClassRefs = {
   tags: {},
 };
 
-/** What the scaling objects are rendered from (plan/scaling.ts scalingInput builds it). */
+// --- KEDA ScaledObjects ---
+
+/** KEDA pollingInterval of the ScaledObject. */
+export const KEDA_POLLING_SECONDS = 15;
+
+export interface ScaledObject {
+  apiVersion: "keda.sh/v1alpha1";
+  kind: "ScaledObject";
+  metadata: { name: string; namespace: string; labels: Record<string, string> };
+  spec: {
+    scaleTargetRef: { apiVersion: "apps/v1"; kind: "Deployment"; name: string };
+    pollingInterval: number;
+    minReplicaCount: number;
+    maxReplicaCount: number;
+    advanced: {
+      restoreToOriginalReplicaCount: boolean;
+      horizontalPodAutoscalerConfig: { name: string; behavior: { scaleUp: HpaRules; scaleDown: HpaRules } };
+    };
+    triggers: Array<{
+      type: "prometheus";
+      name: string;
+      metricType: "Value" | "AverageValue";
+      metadata: Record<string, string>;
+    }>;
+  };
+}
+
+type PrometheusTrigger = ScaledObject["spec"]["triggers"][number];
+
+/** Bounds and HPA behaviour, whichever Deployment is scaled. */
+interface ScaleBounds {
+  minReplicas: number;
+  maxReplicas: number;
+  scaleUp: HpaRules;
+  scaleDown: HpaRules;
+}
+
+/** The ScaledObject around one Prometheus trigger: the part the Triton and gateway scalers share. */
+function scaledDeployment(
+  i: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    deployment: string;
+    pollingIntervalSeconds: number;
+  },
+  bounds: ScaleBounds,
+  trigger: PrometheusTrigger,
+): ScaledObject {
+  return {
+    apiVersion: "keda.sh/v1alpha1",
+    kind: "ScaledObject",
+    metadata: { name: i.name, namespace: i.namespace, labels: i.labels },
+    spec: {
+      scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: i.deployment },
+      pollingInterval: i.pollingIntervalSeconds,
+      minReplicaCount: bounds.minReplicas,
+      maxReplicaCount: bounds.maxReplicas,
+      advanced: {
+        // Deleting the ScaledObject leaves the pods as they are rather than dropping to the Deployment's count mid-load.
+        restoreToOriginalReplicaCount: false,
+        horizontalPodAutoscalerConfig: {
+          name: i.name,
+          behavior: { scaleUp: bounds.scaleUp, scaleDown: bounds.scaleDown },
+        },
+      },
+      triggers: [trigger],
+    },
+  };
+}
+
+export interface ScaledObjectInput {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  deployment: string;
+  selector: MetricsSelector;
+  prometheusUrl: string;
+  plan: AutoscalingPlan;
+  pollingIntervalSeconds: number;
+}
+
+export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
+  return scaledDeployment(i, i.plan, {
+    type: "prometheus",
+    name: "queue-compute-ratio",
+    // Value: desired = ceil(ready pods × ratio / target); the ratio is a
+    // cluster-wide average, not a per-pod sum.
+    metricType: "Value",
+    metadata: {
+      serverAddress: i.prometheusUrl,
+      query: queueComputeRatioQuery(i.selector),
+      threshold: String(i.plan.target),
+      // An empty result is an error, not zero: a Prometheus that stopped scraping must not scale the model down.
+      ignoreNullValues: "false",
+    },
+  });
+}
+
+export interface GatewayScaledObjectInput {
+  name: string;
+  namespace: string;
+  labels: Record<string, string>;
+  deployment: string;
+  selector: MetricsSelector;
+  prometheusUrl: string;
+  plan: GatewayScalingPlan;
+  pollingIntervalSeconds: number;
+}
+
+/** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (plan/scaling.ts planGatewayScaling). */
+export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledObject {
+  return scaledDeployment(i, i.plan, {
+    type: "prometheus",
+    name: "inflight-per-pod",
+    // AverageValue: desired = ceil(total in flight / target).
+    metricType: "AverageValue",
+    metadata: {
+      serverAddress: i.prometheusUrl,
+      query: gatewayInflightQuery(i.selector),
+      threshold: String(i.plan.inflightTarget),
+      // Every gateway pod exports the gauge from start-up (at 0), so an empty result is a broken
+      // scrape: an error, and the HPA keeps the current size instead of shrinking to the minimum.
+      ignoreNullValues: "false",
+    },
+  });
+}
+
+// --- The stack's scaling objects ---
+
+/** What the scaling objects are rendered from (plan/scaling.ts scalingInput builds it, buildPlan once). */
 export interface ScalingInput {
   /** The Triton workload's input (its `serviceMonitor` says whether a Prometheus Operator is there). */
   workload: WorkloadInput;
@@ -55,7 +187,7 @@ export interface ScalingInput {
   /** GPU node root volume, GiB. */
   nodeDiskGiB: number;
   autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
-  /** With serving.autoscaling: the gateway's in-flight scaling (plan/gatewayScaling.ts). */
+  /** With serving.autoscaling: the gateway's in-flight scaling (plan/scaling.ts planGatewayScaling). */
   gateway?: GatewayScalingPlan;
   refs?: NodeClassRefs;
 }
@@ -77,7 +209,7 @@ export interface ScalingManifests {
   operatorPresent: boolean;
 }
 
-/** The gateway's metrics Service (render/gatewayManifests.ts metricsService): where its series live in Prometheus. */
+/** The gateway's metrics Service (render/k8sGateway.ts metricsService): where its series live in Prometheus. */
 export function gatewayMetrics(w: Pick<WorkloadInput, "modelName" | "namespace">): MetricsSelector {
   return { namespace: w.namespace, service: `${gatewayName(w)}-metrics` };
 }

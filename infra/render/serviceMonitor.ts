@@ -2,7 +2,7 @@
  * The Prometheus Operator's ServiceMonitor, one shape for every metrics Service the
  * stack scrapes (Triton, the gateway, the DCGM exporter). Pure.
  */
-import { SCRAPE_INTERVAL_SECONDS } from "./autoscaling";
+import { SCRAPE_INTERVAL_SECONDS } from "./prometheus";
 
 export interface ServiceMonitor {
   apiVersion: "monitoring.coreos.com/v1";

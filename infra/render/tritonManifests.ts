@@ -7,8 +7,8 @@
  * Pure: no Pulumi. The TritonService component turns these objects into
  * resources (rendering the Deployment with the real image reference) and
  * `synth` writes them as YAML, so what is reviewed offline is what is applied.
- * Every number comes from the plan's workload section (plan/workload.ts); this
- * module declares the shape it needs (`WorkloadPlan`) and never computes one.
+ * Every number comes from the plan's workload section (plan/workload.ts
+ * `WorkloadPlan`); this module never computes one.
  */
 import type { INamespace } from "kubernetes-models/v1/Namespace";
 import type { IService } from "kubernetes-models/v1/Service";
@@ -18,6 +18,8 @@ import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisrup
 import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { stringify } from "yaml";
 import { GPU_RESOURCE } from "../catalog/gpus";
+import type { LaunchPlan } from "../plan/launch";
+import type { WorkloadPlan } from "../plan/workload";
 import { PROJECT } from "../config";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import {
@@ -49,39 +51,6 @@ export const NLB_HEALTH_CHECK = {
   unhealthyThreshold: 2,
 } as const;
 
-/** The workload's numbers, as plan/workload.ts derives them (plan.json `kubernetes`). */
-export interface WorkloadPlan {
-  tensorParallel: number;
-  replicas: number;
-  podsPerNode: number;
-  /** GPU nodes: room for every replica plus the one surge pod a rolling update adds. */
-  gpuNodes: number;
-  cpuRequestMillis: number;
-  memoryRequestBytes: number;
-  shmBytes: number;
-  imageBytes: number;
-  pullSeconds: number;
-  loadSeconds: number;
-  /** startupProbe budget: load only (the kubelet probes a container only after its image is pulled). */
-  startupBudgetSeconds: number;
-  /** One pod from scheduling to serving through the NLB: pull + startup budget + NLB registration. */
-  podRolloutSeconds: number;
-  /** Longest a request admitted before SIGTERM can take: one running batch plus one queued batch. */
-  drainSeconds: number;
-  preStopSeconds: number;
-  terminationGracePeriodSeconds: number;
-  /** NLB keeps flows to a draining target this long: as long as the pod still serves. */
-  deregistrationDelaySeconds: number;
-  timeouts: { deploymentCreateSeconds: number; deploymentUpdateSeconds: number; serviceSeconds: number };
-}
-
-/** What the container runs: the plan's launch section (plan/launch.ts LaunchPlan has this shape). */
-export interface ContainerLaunch {
-  argv: string[];
-  env: Record<string, string>;
-  workingDir: string;
-}
-
 /** The load balancer settings of `serving` (validated: internet-facing comes with allowedCidrs). */
 export interface LoadBalancerSettings {
   scheme: "internal" | "internet-facing";
@@ -102,7 +71,7 @@ export interface WorkloadInput {
   instanceType: string;
   loadBalancer: LoadBalancerSettings;
   serviceMonitor: boolean;
-  launch: ContainerLaunch;
+  launch: LaunchPlan;
   workload: WorkloadPlan;
   /** Set with serving.autoscaling: the HPA (KEDA) owns the replica count, from this floor. */
   autoscaling?: { minReplicas: number };

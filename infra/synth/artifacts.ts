@@ -6,7 +6,7 @@
  * appended to the list, with no change to the CLI. Pure: file reads go through
  * the context so writers run the same in tests.
  */
-import type { Plan } from "../plan";
+import { PLAN_DOCUMENT_OMITS, type Plan } from "../plan";
 import { stepPlanEntries } from "../plan/stepGraph";
 import type { ResolvedStack } from "../config";
 import { buildStepsWriter } from "./buildArtifacts";
@@ -90,7 +90,9 @@ export const PLAN_FILE = "plan.json";
  * files by path: their contents are the plan's other sections).
  */
 export function planDocument(stackName: string, plan: Plan): Record<string, unknown> {
-  return { stack: stackName, ...plan, buildSteps: stepPlanEntries(plan.buildSteps) };
+  const doc: Record<string, unknown> = { stack: stackName, ...plan, buildSteps: stepPlanEntries(plan.buildSteps) };
+  for (const key of PLAN_DOCUMENT_OMITS) delete doc[key];
+  return doc;
 }
 
 export interface SynthResult {

@@ -11,8 +11,6 @@
  */
 import { synthImageRef } from "../imageRef";
 import { namePrefix, repositoryNames } from "../naming";
-import { workloadInput } from "../plan/workload";
-import { scalingInput } from "../plan/scaling";
 import { manifestFiles, renderManifests } from "../render/tritonManifests";
 import { renderScaling, scalingFiles } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests } from "../render/gatewayManifests";
@@ -30,32 +28,21 @@ export const k8sManifestsWriter: ArtifactWriter = {
   owns: [K8S_OUT, "dashboards", "prometheus"],
   write(ctx) {
     const image = synthServerImage(ctx.stackName);
-    const m = renderManifests({
-      ...workloadInput(ctx.stack, ctx.stackName, ctx.plan.launch, ctx.plan.kubernetes),
-      image,
-    });
+    const inputs = ctx.plan.renderInputs;
+    const m = renderManifests({ ...inputs.triton, image });
     const header = `# Rendered offline by \`npm run synth\`: the image ${image} is a placeholder;\n# pulumi up deploys the server image by digest.\n`;
-    const triton = workloadInput(ctx.stack, ctx.stackName, ctx.plan.launch, ctx.plan.kubernetes);
     const gatewayImage = synthImageRef(repositoryNames(namePrefix(ctx.stackName)).gateway);
     // Keys are generated at pulumi up; synth shows the Secret's shape with one placeholder hash per team.
     const keysJson = JSON.stringify({
       consumers: ctx.plan.gateway.consumers.map((name) => ({ name, keySha256: ["<sha256 of the generated key>"] })),
     });
-    const g = renderGatewayManifests({ triton, ...ctx.plan.gateway, image: gatewayImage, keysJson });
+    const g = renderGatewayManifests({ ...inputs.gateway, image: gatewayImage, keysJson });
     const files = Object.entries({ ...manifestFiles(m), ...gatewayManifestFiles(g) }).map(([name, content]) => ({
       path: `${K8S_OUT}/${name}`,
       content: header + content,
     }));
     // Autoscaling, GPU nodes and observability (render/scaling.ts), applied after the workload.
-    const input = scalingInput(
-      ctx.stack,
-      ctx.stackName,
-      ctx.plan.launch,
-      ctx.plan.kubernetes,
-      ctx.plan.autoscaling,
-      ctx.plan.gateway,
-    );
-    for (const [path, content] of Object.entries(scalingFiles(renderScaling(input), input.workload)))
+    for (const [path, content] of Object.entries(scalingFiles(renderScaling(inputs.scaling), inputs.triton)))
       files.push({ path, content: path.startsWith(`${K8S_OUT}/`) ? header + content : content });
     const p = ctx.plan.kubernetes;
     const a = ctx.plan.autoscaling;

@@ -8,7 +8,7 @@
  * and a one-request Triton queue (QUEUED_ENSEMBLE), so a test can overflow
  * Triton's queue while the stand-in holds (STANDIN_HOLD_FILE).
  */
-import { spawn, execFileSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -18,6 +18,7 @@ import { type GatewayModel, renderGatewayConfig } from "../../infra/render/gatew
 import { addQueueLimitedEnsemble, assembleRepository, runSynth, type HarnessInfo } from "../triton/assemble";
 import { ROOT, type RunningGateway, startGateway } from "./harness";
 import { stop, waitForState } from "../triton/serverProcess";
+import { venvPython } from "../lib/pyenv";
 
 /** Per generated token: slow enough that streamed chunks are visibly spread out, fast enough for CI. */
 export const STEP_MS = 25;
@@ -56,16 +57,9 @@ export async function startTritonDecoupled(
   model: Omit<GatewayModel, "chatTemplate">;
   stop: () => Promise<void>;
 }> {
-  const venv = execFileSync(
-    "bash",
-    [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")],
-    {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  ).trim();
+  const python = venvPython();
   const { plan, repository } = runSynth(work);
-  const info = assembleRepository(work, path.join(venv, "bin/python"), plan, repository, {
+  const info = assembleRepository(work, python, plan, repository, {
     decoupled: true,
     vocab: plan.model.arch.vocab,
   });

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, inject, it } from "vitest";
 import { METRICS } from "../../images/gateway/src/metrics";
+import { sleep } from "../lib/net";
 
 const h = inject("gateway");
 const MODEL = h.model.id;
@@ -57,7 +58,7 @@ describe("per-key limits", () => {
       max_tokens: h.model.maxOutputLen,
       temperature: 0,
     });
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     const second = await post(h.main.url, key, "/v1/completions", { model: MODEL, prompt: "x", max_tokens: 1 });
     expect(second.status).toBe(429);
     expect(second.headers.get("retry-after")).toBe("1");
@@ -102,7 +103,7 @@ describe("client disconnect and timeouts", () => {
       });
       status = r.status;
       await r.text();
-      if (status !== 200) await new Promise((res) => setTimeout(res, 25));
+      if (status !== 200) await sleep(25);
     }
     expect(status).toBe(200);
     expect(performance.now() - started).toBeLessThan(h.model.maxOutputLen * h.stepMs + 2000);
@@ -193,7 +194,7 @@ describe("observability", () => {
       temperature: 0,
     });
     expect(r.status).toBe(200);
-    await new Promise((res) => setTimeout(res, 200));
+    await sleep(200);
     // JSON lines only: Node's own warnings go to stderr as plain text.
     const lines = readFileSync(h.main.log, "utf8")
       .trim()

@@ -8,6 +8,8 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { beforeAll, describe, expect, inject, it } from "vitest";
+import { ENSEMBLE_MODEL } from "../../infra/render/modelRepository";
+import { venvPython } from "../lib/pyenv";
 import { ROOT } from "./harness";
 
 const h = inject("gateway");
@@ -37,18 +39,11 @@ interface Seen {
 let seen: Seen;
 
 beforeAll(() => {
-  const venv = execFileSync(
-    "bash",
-    [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")],
-    {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  ).trim();
+  const python = venvPython();
   const hostPort = new URL(h.main.url).host;
   const stdout = execFileSync(
-    path.join(venv, "bin/python"),
-    [path.join(ROOT, "test/gateway/tritonclient_http.py"), hostPort, h.main.keys["team-a"], "ensemble"],
+    python,
+    [path.join(ROOT, "test/gateway/tritonclient_http.py"), hostPort, h.main.keys["team-a"], ENSEMBLE_MODEL],
     { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 120_000 },
   );
   seen = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as Seen;

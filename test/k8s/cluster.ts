@@ -8,9 +8,9 @@
 import { spawn, execFile, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as path from "node:path";
 import { promisify } from "node:util";
+import { freePort, sleep } from "../lib/net";
 
 const execFileAsync = promisify(execFile);
 
@@ -28,20 +28,6 @@ interface Proc {
   child: ChildProcess;
   log: string;
 }
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Debian's etcd 3.4 cannot serve watch-progress requests, so the apiserver

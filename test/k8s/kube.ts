@@ -1,6 +1,7 @@
 /** Small typed helpers over kubectl for the control-plane tests. */
 import { KubectlError, kubectlRun } from "./cluster";
 import type { K8sObject } from "./stacks";
+import { sleep } from "../lib/net";
 
 export interface Pod {
   metadata: {
@@ -97,8 +98,6 @@ export class Kube {
     return events.items.map((e) => e.message);
   }
 }
-
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls until check returns a value (not undefined), or throws with the last observation. */
 export async function until<T>(what: string, seconds: number, check: () => Promise<T | undefined>): Promise<T> {

@@ -6,8 +6,8 @@ import type { ResolvedStack } from "../../infra/config";
 
 const repoHasher = repoPathHasher(REPO_ROOT);
 
-export function planOf(stack: ResolvedStack, hashPath: PathHasher = repoHasher): Plan {
-  return buildPlan(stack, hashPath);
+export function planOf(stack: ResolvedStack, hashPath: PathHasher = repoHasher, stackName = "test"): Plan {
+  return buildPlan(stack, stackName, hashPath);
 }
 
 /** The plan's build steps and their input hashes. */

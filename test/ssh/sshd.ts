@@ -9,6 +9,7 @@ import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
 import { ROOT } from "../k8s/stacks";
+import { freePort, sleep } from "../lib/net";
 
 /** Host tools stubbed on the builder (Docker, GPU and cloud tools); see test/scripts/stubs/stub.sh. */
 export const STUBBED_TOOLS = [
@@ -33,20 +34,6 @@ export interface SshdInfo {
   stubState: string;
   log: string;
 }
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const a = srv.address();
-      const port = typeof a === "object" && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class TestSshd {
   private child?: ChildProcess;

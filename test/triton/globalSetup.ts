@@ -4,13 +4,14 @@
  * endpoint to the tests, and stops the server afterwards. server.sh also
  * watches this process, so a killed test run cannot leave a server behind.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { ROOT, assembleRepository, runSynth, type HarnessInfo } from "./assemble";
 import { stop, waitForState, type ServerState } from "./serverProcess";
+import { venvPython } from "../lib/pyenv";
 
 export interface TritonHarness extends HarnessInfo {
   http: string;
@@ -34,17 +35,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const work = process.env.TRITON_TEST_WORK ?? mkdtempSync(path.join(os.tmpdir(), "triton-ft-it-"));
   const keepWork = process.env.TRITON_TEST_WORK !== undefined;
   log(`work dir ${work}`);
-  const venv = execFileSync(
-    "bash",
-    [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/triton/requirements.lock")],
-    {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  ).trim();
+  const python = venvPython();
 
   const { plan, repository: synthRepository } = runSynth(work);
-  const info = assembleRepository(work, path.join(venv, "bin/python"), plan, synthRepository);
+  const info = assembleRepository(work, python, plan, synthRepository);
 
   const stateFile = path.join(work, "server.json");
   const serverLog = path.join(work, "tritonserver.log");

@@ -7,7 +7,8 @@
 import { describe, expect, inject, it } from "vitest";
 import { TritonHttpClient } from "../../infra/client/http";
 import { generate } from "../../infra/client/ensemble";
-import { SCALED_MODEL } from "../../infra/render/autoscaling";
+import { SCALED_MODEL } from "../../infra/render/prometheus";
+import { ENSEMBLE_MODEL } from "../../infra/render/modelRepository";
 import { gpt2Config } from "../lib/fixtures";
 import { metricNames } from "../lib/promqlMetrics";
 import { gptjAutoscaled, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
@@ -46,7 +47,7 @@ describe("Triton metrics used by the scaler, alerts and dashboard", () => {
           checked++;
           if (!exported.has(name)) missing.push(`${where}: ${name}`);
           // The queries select model="fastertransformer" / "ensemble": both must carry samples.
-          for (const model of [SCALED_MODEL, "ensemble"]) {
+          for (const model of [SCALED_MODEL, ENSEMBLE_MODEL]) {
             if (exported.has(name) && !new RegExp(`^${name}\\{[^}]*model="${model}"`, "m").test(text))
               missing.push(`${where}: ${name} has no sample for model ${model}`);
           }

@@ -129,7 +129,7 @@ function main(argv: string[]): number {
       NO_SECRETS,
     ).stack;
     if (!testStack) throw new Error("gpt2 stand-in variant does not validate");
-    const standin = renderModelRepository(optionsFromPlan(buildPlan(testStack, repoPathHasher(REPO_ROOT))), {
+    const standin = renderModelRepository(optionsFromPlan(buildPlan(testStack, "standin", repoPathHasher(REPO_ROOT))), {
       backend: "python",
     });
     for (const file of standin.files) {

@@ -1,8 +1,9 @@
 /**
  * The layout docs/architecture.md promises, checked on the code: no
  * import cycles between infra/'s folders (each top-level file counts as its
- * own node), and the plan's one entry point is called once per composition
- * root. The eslint boundaries (eslint.config.mjs) keep Pulumi out of the pure
+ * own node; type-only imports do not count, they vanish at run time: the
+ * renderers name the plan's types without running plan code), and the plan's
+ * one entry point is called once per composition root. The eslint boundaries (eslint.config.mjs) keep Pulumi out of the pure
  * layers; this test catches what a per-file rule cannot: a cycle.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -58,19 +59,42 @@ function resolveImport(from: string, spec: string): string | undefined {
   return undefined;
 }
 
+/** The module specifiers a file imports or re-exports at run time: `import type` and all-`type` lists left out. */
+function runtimeImports(file: string): string[] {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest);
+  const specs: string[] = [];
+  for (const node of source.statements) {
+    if (ts.isImportDeclaration(node)) {
+      const clause = node.importClause;
+      const bindings = clause?.namedBindings;
+      const typeOnly =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (!clause.name &&
+            bindings !== undefined &&
+            ts.isNamedImports(bindings) &&
+            bindings.elements.length > 0 &&
+            bindings.elements.every((e) => e.isTypeOnly)));
+      if (!typeOnly && ts.isStringLiteral(node.moduleSpecifier)) specs.push(node.moduleSpecifier.text);
+    } else if (ts.isExportDeclaration(node) && !node.isTypeOnly && node.moduleSpecifier) {
+      if (ts.isStringLiteral(node.moduleSpecifier)) specs.push(node.moduleSpecifier.text);
+    }
+  }
+  return specs;
+}
+
 /** Edges between nodes, each with one example import that makes it. */
 function folderGraph(files: string[]): Map<string, Map<string, string>> {
   const graph = new Map<string, Map<string, string>>();
   for (const file of files) {
     const from = nodeOf(file);
-    const info = ts.preProcessFile(readFileSync(file, "utf8"), true, true);
-    for (const ref of info.importedFiles) {
-      const target = resolveImport(file, ref.fileName);
+    for (const spec of runtimeImports(file)) {
+      const target = resolveImport(file, spec);
       if (!target || !target.startsWith(INFRA)) continue;
       const to = nodeOf(target);
       if (to === from) continue;
       const edges = graph.get(from) ?? new Map<string, string>();
-      if (!edges.has(to)) edges.set(to, `${relative(ROOT, file)} imports ${ref.fileName}`);
+      if (!edges.has(to)) edges.set(to, `${relative(ROOT, file)} imports ${spec}`);
       graph.set(from, edges);
     }
   }
@@ -120,6 +144,20 @@ describe("architecture", () => {
     );
     expect(callers.map((f) => relative(ROOT, f)).sort()).toEqual(["infra/program.ts", "scripts/synth.ts"]);
     for (const f of callers) expect(readFileSync(f, "utf8").match(/\bbuildPlan\(/g)).toHaveLength(1);
+  });
+
+  it("assembles the renderers' inputs in the plan only: consumers read plan.renderInputs", () => {
+    const outside = [...files, ...tsFiles(join(ROOT, "scripts"))].filter(
+      (f) =>
+        !f.startsWith(join(INFRA, "plan") + "/") && /\b(workloadInput|scalingInput)\(/.test(readFileSync(f, "utf8")),
+    );
+    expect(outside.map((f) => relative(ROOT, f))).toEqual([]);
+    // ...and the plan assembles each once, in buildPlan.
+    const index = readFileSync(join(INFRA, "plan", "index.ts"), "utf8");
+    expect(index.match(/\bworkloadInput\(/g)).toHaveLength(1);
+    expect(index.match(/\bscalingInput\(/g)).toHaveLength(1);
+    for (const f of tsFiles(join(INFRA, "plan")).filter((x) => !x.endsWith("index.ts")))
+      expect(readFileSync(f, "utf8"), relative(ROOT, f)).not.toMatch(/(?<!function )\b(workloadInput|scalingInput)\(/);
   });
 
   it("keeps Pulumi out of the pure folders", () => {

@@ -8,10 +8,10 @@ import {
   nodeLimits,
   planAutoscaling,
   scaleUpSchedule,
+  planGatewayScaling,
+  stackAutoscalingPlan,
   type PodTiming,
-} from "../../infra/plan/autoscaling";
-import { stackAutoscalingPlan } from "../../infra/plan/scaling";
-import { planGatewayScaling } from "../../infra/plan/gatewayScaling";
+} from "../../infra/plan/scaling";
 import { gatewayPlan } from "../../infra/plan";
 import { installsMonitoring, prometheusOperatorPresent, type ResolvedStack } from "../../infra/config";
 import { planWorkload } from "../../infra/plan/workload";
@@ -202,7 +202,7 @@ describe("serving.autoscaling validation", () => {
   });
 });
 
-describe("gateway scaling (plan/gatewayScaling.ts)", () => {
+describe("gateway scaling (plan/scaling.ts)", () => {
   it("holds half the admission cap per pod and reaches what the Triton pods hold at max", () => {
     // prod: maxBatchSize 8, Triton 2..6, gatewayReplicas 2 -> maxInflight 2 × 8 × 2 = 32 per pod.
     const p = planGatewayScaling({ replicas: 2, maxInflight: 32, maxBatchSize: 8, tritonMaxReplicas: 6 });

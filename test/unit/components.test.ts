@@ -9,7 +9,6 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
 import { stepConfigPath } from "../../infra/plan/stepGraph";
-import { workloadInput } from "../../infra/plan/workload";
 import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
@@ -123,15 +122,14 @@ describe("Cluster", () => {
 
 describe("TritonService", () => {
   it("renders the Deployment with the image it is given, by digest, and sizes its timeouts from the plan", async () => {
-    const { stack, plan } = gpt2Plan();
+    const { plan } = gpt2Plan();
     const run = await runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
       const { TritonService } = await import("../../infra/components/tritonService");
-      const { workloadInput } = await import("../../infra/plan/workload");
       return () => {
         const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
         const t = new TritonService("triton", {
-          workload: workloadInput(stack, "unit", plan.launch, plan.kubernetes),
+          workload: plan.renderInputs.triton,
           image: DIGEST,
           provider,
           gpuReady: [],
@@ -144,7 +142,7 @@ describe("TritonService", () => {
     expect(spec.template.spec.containers.map((c) => c.image)).toEqual([DIGEST]);
     expect((deployment.inputs.metadata as Record<string, unknown>).name).toBe("triton-gpt2");
     // The rollout budgets of the plan, in whole minutes rounded up; the engine's default would be 10m.
-    const t = workloadInput(stack, "unit", plan.launch, plan.kubernetes).workload.timeouts;
+    const t = plan.renderInputs.triton.workload.timeouts;
     expect(t.deploymentCreateSeconds).toBeGreaterThan(60);
     expect(deployment.options.customTimeouts).toEqual({
       create: `${Math.ceil(t.deploymentCreateSeconds / 60)}m`,
@@ -252,16 +250,15 @@ describe("BuildPipeline", () => {
 
 describe("GatewayService", () => {
   it("one key per consumer; the Secret holds only their hashes, per team; the Deployment runs the image it is given", async () => {
-    const { stack, plan } = gpt2Plan();
+    const { plan } = gpt2Plan();
     const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
     const run = await runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
       const { GatewayService } = await import("../../infra/components/gatewayService");
-      const { workloadInput } = await import("../../infra/plan/workload");
       return () => {
         const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
         const g = new GatewayService("gateway", {
-          workload: { triton: workloadInput(stack, "unit", plan.launch, plan.kubernetes), ...plan.gateway },
+          workload: plan.renderInputs.gateway,
           consumers: ["search", "search:v2", "chat"],
           image,
           provider,

@@ -6,11 +6,12 @@ import { K8S_OUT, k8sManifestsWriter, synthServerImage } from "../../infra/synth
 import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config } from "../lib/fixtures";
 import { planOf } from "../lib/plan";
+import { gptjAutoscaled, resolvedStack } from "../lib/scalingFixtures";
 
 function ctx(): SynthContext {
   const { stack } = resolveStack(gpt2Config(), { hfToken: false, kubeconfig: false });
   if (!stack) throw new Error("fixture does not resolve");
-  return { stackName: "dev", stack, plan: planOf(stack), readRepoFile: () => undefined };
+  return { stackName: "dev", stack, plan: planOf(stack, undefined, "dev"), readRepoFile: () => undefined };
 }
 
 describe("synth Kubernetes manifests", () => {
@@ -63,5 +64,31 @@ describe("synth Kubernetes manifests", () => {
     expect(k.podsPerNode).toBe(1);
     expect(k.gpuNodes).toBe(2);
     expect(result.summary[0]).toMatch(/^kubernetes: 1 pod\(s\) × 1 GPU on 2 node\(s\)/);
+  });
+});
+
+describe("the plan's render inputs", () => {
+  it("are the plan's own sections, assembled once: every renderer input shares them", () => {
+    const { plan } = ctx();
+    const r = plan.renderInputs;
+    expect(r.triton.stackName).toBe("dev");
+    expect(r.triton.workload).toBe(plan.kubernetes);
+    expect(r.triton.launch).toBe(plan.launch);
+    expect(r.gateway.triton).toBe(r.triton);
+    expect(r.gateway.config).toBe(plan.gateway.config);
+    expect(r.scaling.workload).toBe(r.triton);
+  });
+
+  it("carry the scaling plan of an autoscaled stack, the one plan.json shows", () => {
+    const plan = planOf(resolvedStack(gptjAutoscaled()), (p) => `h:${p}`, "dev");
+    expect(plan.autoscaling).toBeDefined();
+    expect(plan.renderInputs.scaling.autoscaling?.plan).toBe(plan.autoscaling);
+    expect(plan.renderInputs.scaling.gateway?.maxReplicas).toBeGreaterThanOrEqual(plan.gateway.replicas);
+  });
+
+  it("stay out of plan.json, which shows each number once", () => {
+    const result = synthesize(ctx(), []);
+    expect(Object.keys(result.plan)).not.toContain("renderInputs");
+    expect(result.plan.kubernetes).toEqual(ctx().plan.kubernetes);
   });
 });

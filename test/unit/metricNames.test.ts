@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { GatewayMetrics } from "../../images/gateway/src/metrics";
-import { GATEWAY_INFLIGHT_METRIC } from "../../infra/render/autoscaling";
+import { GATEWAY_INFLIGHT_METRIC } from "../../infra/render/prometheus";
 import { DCGM_COUNTERS } from "../../infra/render/observability";
 import { exportedSeriesNames } from "../lib/exposition";
 import { gpt2Config } from "../lib/fixtures";

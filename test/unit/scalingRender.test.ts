@@ -5,19 +5,18 @@ import { Service } from "kubernetes-models/v1/Service";
 import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { resolveStack, formatProblems } from "../../infra/config/validate";
-import type { ResolvedStack } from "../../infra/config";
+import type { ResolvedStack } from "../../infra/config/stack";
 import { crdObjects, scalingFiles, scrapeConfig } from "../../infra/render/scaling";
-import { queueComputeRatioQuery } from "../../infra/render/autoscaling";
+import { queueComputeRatioQuery } from "../../infra/render/prometheus";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
 import { DCGM_COUNTERS } from "../../infra/render/observability";
-import { planWorkload, workloadInput } from "../../infra/plan/workload";
-import { gatewayPlan } from "../../infra/plan";
-import { launchPlan } from "../../infra/plan/launch";
+import { planWorkload } from "../../infra/plan/workload";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { gptjAutoscaled } from "../lib/scalingFixtures";
 import { renderStackScaling } from "../lib/scalingFixtures";
+import { planOf } from "../lib/plan";
 
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
 function resolved(cfg: RawConfig): ResolvedStack {
@@ -145,7 +144,7 @@ describe("alerts and dashboard", () => {
     expect(byName.TritonScalingAtMax.expr).toContain(">= 8");
   });
 
-  it("has a panel for each serving and scaling signal (queue, latency, tokens, errors, GPU, replicas), with queries only", () => {
+  it("has panels for every signal the issue names, with queries only", () => {
     const d = scaled().dashboard;
     expect(d.panels.map((p) => p.title)).toEqual([
       "Queue / compute time ratio",
@@ -291,10 +290,8 @@ describe("the gateway's ServiceMonitor and ScaledObject", () => {
   it("select the gateway's real metrics Service and Deployment", () => {
     const s = resolved(gptjAutoscaled());
     const m = renderStackScaling(s, "dev", REFS);
-    const plan = gatewayPlan(s);
     const g = renderGatewayManifests({
-      triton: workloadInput(s, "dev", launchPlan(s.config.serving.tensorParallel), planWorkload(s)),
-      ...plan,
+      ...planOf(s, (p) => `h:${p}`, "dev").renderInputs.gateway,
       image: "gateway:synth",
       keysJson: "{}",
     });

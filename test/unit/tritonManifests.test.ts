@@ -7,24 +7,24 @@ import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBu
 import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
 import { resolveStack } from "../../infra/config/validate";
-import type { ResolvedStack } from "../../infra/config";
+import type { ResolvedStack } from "../../infra/config/stack";
 import {
   manifestFiles,
   renderManifests,
   type RenderInput,
   type TritonManifests,
-  type WorkloadPlan,
 } from "../../infra/render/tritonManifests";
 import {
   eksReservedCpuMillis,
   eksReservedMemoryBytes,
   planWorkload,
   shmSize,
-  workloadInput,
+  type WorkloadPlan,
 } from "../../infra/plan/workload";
 import { GPU_MODELS } from "../../infra/catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../../infra/model/sizing";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
+import { planOf } from "../lib/plan";
 
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
 const LAUNCH = {
@@ -53,7 +53,9 @@ function gptjConfig(): RawConfig {
 function render(cfg: RawConfig, extra: Partial<RenderInput> = {}): TritonManifests & { plan: WorkloadPlan } {
   const s = resolved(cfg);
   const input: RenderInput = {
-    ...workloadInput(s, "test", LAUNCH, planWorkload(s)),
+    // The plan's workload input; build-step hashes play no part, so a stand-in hasher.
+    ...planOf(s, (p) => `h:${p}`).renderInputs.triton,
+    launch: LAUNCH,
     image: DIGEST,
     serviceMonitor: false,
     ...extra,

@@ -16,7 +16,7 @@ import {
 } from "../../model/sizing";
 import { servingFitProblem } from "../../plan/nodeShape";
 import { planWorkload } from "../../plan/workload";
-import type { WorkloadPlan } from "../../render/tritonManifests";
+import type { WorkloadPlan } from "../../plan/workload";
 import type { StackConfig } from "../schema";
 import type { GemmShape, ResolvedModel, ResolvedStack } from "../stack";
 import type { Add } from "./report";

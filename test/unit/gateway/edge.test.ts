@@ -16,7 +16,7 @@ import { classifyGrpcError, classifyTritonMessage } from "../../../images/gatewa
 import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/validate";
 import { MODEL_PRESETS, findPreset } from "../../../infra/model/catalog";
 import { renderGatewayConfig } from "../../../infra/render/gatewayConfig";
-import { maxPromptBytes } from "../../../infra/render/modelRepository";
+import { ENSEMBLE_MODEL, maxPromptBytes } from "../../../infra/render/modelRepository";
 
 const MODEL = { id: "m", maxInputLen: 512, maxOutputLen: 256, maxBatchSize: 8, vocab: 50400 };
 const config: GatewayConfig = GatewayConfigSchema.parse(renderGatewayConfig(MODEL, "triton:8001"));
@@ -206,6 +206,14 @@ describe("rendered gateway config", () => {
       );
       expect(() => GatewayConfigSchema.parse(JSON.parse(JSON.stringify(rendered)))).not.toThrow();
     }
+  });
+
+  it("targets the one ensemble name, which the gateway image also defaults to (it cannot import infra/)", () => {
+    const rendered = renderGatewayConfig(MODEL, "triton:8001");
+    expect(rendered.triton.ensemble).toBe(ENSEMBLE_MODEL);
+    const triton: Record<string, unknown> = { ...rendered.triton };
+    delete triton.ensemble;
+    expect(GatewayConfigSchema.parse({ ...rendered, triton }).triton.ensemble).toBe(ENSEMBLE_MODEL);
   });
 
   it("leaves room in the body limit for the largest prompt, JSON-escaped, for a full batch", () => {

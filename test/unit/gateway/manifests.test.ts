@@ -12,9 +12,8 @@ import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { resolveStack } from "../../../infra/config/validate";
-import type { ResolvedStack } from "../../../infra/config";
+import type { ResolvedStack } from "../../../infra/config/stack";
 import { PORTS } from "../../../infra/render/tritonManifests";
-import { workloadInput } from "../../../infra/plan/workload";
 import {
   SCRAPER_NAMESPACE_LABEL,
   renderGatewayManifests,
@@ -39,8 +38,7 @@ function render(tlsCertificateArn?: string, image = DIGEST): GatewayManifests {
   const s = resolved(cfg);
   const plan = planOf(s);
   return renderGatewayManifests({
-    triton: workloadInput(s, "test", plan.launch, plan.kubernetes),
-    ...plan.gateway,
+    ...plan.renderInputs.gateway,
     image,
     keysJson: JSON.stringify({ consumers: [{ name: "team-a", keySha256: ["0".repeat(64)] }] }),
   });
@@ -93,8 +91,7 @@ describe("gateway manifests", () => {
     const plan = planOf(stack);
     expect(plan.gateway.systemNodeLabel).toBeUndefined();
     const existing = renderGatewayManifests({
-      triton: workloadInput(stack, "test", plan.launch, plan.kubernetes),
-      ...plan.gateway,
+      ...plan.renderInputs.gateway,
       image: DIGEST,
       keysJson: "{}",
     });
