@@ -41,12 +41,20 @@ describe("synth", () => {
   it("writes every config.pbtxt and plan.json, and prints secrets as [secret]", () => {
     writeStack("t", gpt2Config(), { "triton-ft:hfToken": { secure: CIPHERTEXT } });
     const r = run(["--stack", "t"]);
-    // The fixture's SSH CIDR is a documentation range: a warning to replace it, nothing else.
-    expect(r.stderr).toBe(
-      'triton-ft: 1 configuration warning in stack "t":\n' +
-        '  1. triton-ft:build.sshAllowedCidrs[0] = "198.51.100.7/32": is a documentation range (RFC 5737) that no real machine uses, so pulumi up could not reach the builder.\n' +
-        "     fix: replace it with the public IP/32 of the machine that runs pulumi up (curl -s https://checkip.amazonaws.com) before the first pulumi up",
+    // Two warnings, nothing else: the fixture's SSH CIDR is a documentation range, and Triton
+    // 23.05's Python is past its end of life (acknowledged: FT's backend pins that Triton).
+    const lines = r.stderr.split("\n");
+    expect(lines[0]).toBe('triton-ft: 2 configuration warnings in stack "t":');
+    expect(lines[1]).toBe(
+      '  1. triton-ft:build.sshAllowedCidrs[0] = "198.51.100.7/32": is a documentation range (RFC 5737) that no real machine uses, so pulumi up could not reach the builder.',
     );
+    expect(lines[2]).toBe(
+      "     fix: replace it with the public IP/32 of the machine that runs pulumi up (curl -s https://checkip.amazonaws.com) before the first pulumi up",
+    );
+    expect(lines[3]).toMatch(
+      /^ {2}2\. triton-ft:build\.tritonVersion = "23\.05": Python 3\.10 .* acknowledged, not refused/,
+    );
+    expect(lines).toHaveLength(5);
     expect(r.code).toBe(0);
     const out = path.join(dir, "out", "t");
     for (const m of ["ensemble", "preprocessing", "fastertransformer", "postprocessing"]) {
@@ -185,11 +193,13 @@ describe("synth CLI", () => {
   it("works offline for the repository's dev stack", () => {
     const out = path.join(dir, "dev");
     const r = spawnSync(tsx, [cli, "--stack", "dev", "--out", out], { cwd: REPO_ROOT, encoding: "utf8" });
-    // The committed stack's documentation-range SSH CIDR is the only thing to warn about.
+    // The committed stack's documentation-range SSH CIDR and the acknowledged Python 3.10 of
+    // Triton 23.05 are the only things to warn about.
     // (printed by synth, and again by the program the inventory runs under the mock runtime)
     const items = r.stderr.split("\n").filter((l) => /^ {2}\d+\. /.test(l));
-    expect(new Set(items).size).toBe(1);
+    expect(new Set(items).size).toBe(2);
     expect(r.stderr).toContain('triton-ft:build.sshAllowedCidrs[0] = "198.51.100.7/32": is a documentation range');
+    expect(r.stderr).toContain('triton-ft:build.tritonVersion = "23.05": Python 3.10');
     expect(r.status).toBe(0);
     expect(fs.readFileSync(path.join(out, "model-repository", "fastertransformer", "config.pbtxt"), "utf8")).toContain(
       'string_value: "GPT"',
