@@ -1,6 +1,6 @@
 /**
  * The gateway's Prometheus metrics. Names and label names are exported here,
- * in one place, because dashboards and alerts (issue 15) are built on them:
+ * in one place, because the dashboard, the alerts and the gateway's autoscaler are built on them:
  * renaming one is a breaking change for those.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
