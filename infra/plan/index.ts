@@ -20,7 +20,7 @@ import { gemmPlan, type GemmPlan } from "./gemm";
 import { launchPlan, type LaunchPlan } from "./launch";
 import { MODEL_REPOSITORY_DIR, TOKENIZER_DIR, builderWorkTree, serverCheckpointPath } from "./paths";
 import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition } from "./stepGraph";
-import { stepDefinitions } from "./steps";
+import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { planWorkload } from "./workload";
 import { stackAutoscalingPlan } from "./scaling";
@@ -64,7 +64,8 @@ export interface Plan {
     ftCommit: string;
     builderInstanceType: string;
     builderDiskGiB: number;
-    sm: number;
+    /** CUDA archs (FT `-DSM`) triton_with_ft is compiled for: every GPU that runs the image. */
+    smList: number[];
   };
   fetch: FetchPlan;
   conversion: ConversionPlan;
@@ -217,7 +218,7 @@ export function buildPlan(stack: ResolvedStack, hashPath: PathHasher): Plan {
       ftCommit: config.build.ftCommit ?? "",
       builderInstanceType: stack.builderInstance.type,
       builderDiskGiB: stack.builderDiskGiB,
-      sm: stack.servingInstance.sm,
+      smList: stackSmList(stack),
     },
     fetch,
     conversion,
