@@ -113,6 +113,7 @@ export function repositoryOptions(stack: ResolvedStack): RepositoryOptions {
     customAllReduce: s.tensorParallel === CUSTOM_ALL_REDUCE_TP && stack.servingInstance.nvswitch,
     vocab: a.vocab,
     decoupled: s.streaming,
+    ...(s.int8Mode ? { int8Mode: s.int8Mode } : {}),
   };
 }
 
