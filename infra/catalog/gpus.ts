@@ -51,14 +51,18 @@ export const GPU_MODELS: Record<GpuModel, GpuModelFacts> = {
     memoryBandwidthGBps: 1555,
     sm: 80,
     karpenterGpuName: "a100",
-    source: NVIDIA("https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
+    source: NVIDIA(
+      "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
+    ),
   },
   "A100-80GB": {
     nvidiaSmiName: "A100-SXM4-80GB",
     memoryBandwidthGBps: 2039,
     sm: 80,
     karpenterGpuName: "a100",
-    source: NVIDIA("https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"),
+    source: NVIDIA(
+      "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
+    ),
   },
   // Ada Lovelace (sm_89): FT compiles for it only with an explicit -DSM.
   L4: {

@@ -67,10 +67,22 @@ describe("GPU catalog facts", () => {
   });
 
   it("has the published shapes of the new families", () => {
-    expect(inst("g6.12xlarge")).toMatchObject({ gpuModel: "L4", gpuCount: 4, gpuMemoryGiB: 24, vcpus: 48, ramGiB: 192 });
+    expect(inst("g6.12xlarge")).toMatchObject({
+      gpuModel: "L4",
+      gpuCount: 4,
+      gpuMemoryGiB: 24,
+      vcpus: 48,
+      ramGiB: 192,
+    });
     expect(inst("g6e.12xlarge")).toMatchObject({ gpuModel: "L40S", gpuCount: 4, gpuMemoryGiB: 48, ramGiB: 384 });
     expect(inst("g6e.xlarge")).toMatchObject({ gpuCount: 1, vcpus: 4, ramGiB: 32 });
-    expect(inst("p5.4xlarge")).toMatchObject({ gpuModel: "H100", gpuCount: 1, vcpus: 16, ramGiB: 256, nvswitch: false });
+    expect(inst("p5.4xlarge")).toMatchObject({
+      gpuModel: "H100",
+      gpuCount: 1,
+      vcpus: 16,
+      ramGiB: 256,
+      nvswitch: false,
+    });
     expect(inst("p5.48xlarge")).toMatchObject({ gpuModel: "H100", gpuCount: 8, ramGiB: 2048, nvswitch: true });
     expect(inst("p5en.48xlarge")).toMatchObject({ gpuModel: "H200", gpuCount: 8, nvswitch: true });
   });
@@ -152,7 +164,10 @@ describe("builder and capacity rules with the new GPUs", () => {
     );
     expect(w?.message).toMatch(/Capacity Blocks/);
     const reserved = withOverrides(base, {
-      serving: { instanceType: "p5.4xlarge", autoscaling: { min: 1, max: 2, capacityReservationIds: ["cr-0123456789abcdef0"] } },
+      serving: {
+        instanceType: "p5.4xlarge",
+        autoscaling: { min: 1, max: 2, capacityReservationIds: ["cr-0123456789abcdef0"] },
+      },
     });
     expect(resolveStack(reserved, {}).warnings.map((x) => x.key)).not.toContain(
       "triton-ft:serving.autoscaling.capacityReservationIds",
