@@ -132,12 +132,48 @@ describe("FT int8_mode", () => {
     expect(problems).toEqual([]);
     const { repositoryOptions } = await import("../../infra/plan");
     expect(repositoryOptions(stack!).int8Mode).toBe(1);
+    const { renderModelRepository } = await import("../../infra/render/modelRepository");
+    const ft = renderModelRepository(repositoryOptions(stack!)).files.find((f) =>
+      f.path.includes("fastertransformer/config.pbtxt"),
+    );
+    expect(ft?.content).toMatch(/key: "int8_mode"\s+value \{\s*string_value: "1"/);
     const gptj = withOverrides(gpt2On("g6.xlarge", 1), {
       model: { preset: "gpt-j-6b", source: { huggingface: { repo: "EleutherAI/gpt-j-6b", revision: GPTJ_REVISION } } },
       build: { ...gpt2Config().build, builderInstanceType: "g6.4xlarge" },
     });
     const refused = resolveStack(gptj, {}).problems.find((x) => x.key === "triton-ft:serving.int8Mode");
     expect(refused?.message).toMatch(/only for model_type GPT/);
+  });
+});
+
+describe("Karpenter NodePool", () => {
+  it("requires the serving family and GPU name besides the type", async () => {
+    const { renderNodePool } = await import("../../infra/render/karpenter");
+    const { stack } = resolveStack(
+      withOverrides(gpt2Config(), {
+        build: { ...gpt2Config().build, builderInstanceType: "g6e.xlarge" },
+        serving: { instanceType: "g6e.12xlarge", autoscaling: { min: 1, max: 2 } },
+      }),
+      {},
+    );
+    const { buildPlan } = await import("../../infra/plan");
+    const plan = buildPlan(stack!, () => "0");
+    const pool = renderNodePool({
+      name: "t",
+      labels: {},
+      instance: stack!.servingInstance,
+      plan: plan.autoscaling!,
+      capacityType: "on-demand",
+      capacityReservationIds: [],
+      fastImagePull: false,
+      rootVolumeGiB: 100,
+      taint: { key: "k", value: "v", effect: "NoSchedule" },
+      nodeLabels: {},
+      refs: { role: "r", subnetIds: [], securityGroupIds: [], tags: {} },
+    });
+    const req = Object.fromEntries(pool.spec.template.spec.requirements.map((r) => [r.key, r.values]));
+    expect(req["karpenter.k8s.aws/instance-family"]).toEqual(["g6e"]);
+    expect(req["karpenter.k8s.aws/instance-gpu-name"]).toEqual(["l40s"]);
   });
 });
 
