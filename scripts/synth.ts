@@ -78,7 +78,7 @@ function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
     `architecture: ${a.layers} layers, hidden ${a.hidden}, ${a.heads} heads, ffn ${a.ffn}, vocab ${a.vocab}, rotary ${a.rotaryDims}, positions ${a.maxPositions}, start/end ${a.startId}/${a.endId}`,
     `serving: ${plan.serving.instanceType} (${plan.serving.gpuModel}), TP ${plan.serving.tensorParallel}, max batch ${plan.serving.maxBatchSize}, input/output ${plan.serving.maxInputLen}/${plan.serving.maxOutputLen}, custom all-reduce ${plan.serving.customAllReduce ? "on" : "off"}`,
     `GPU memory per GPU: ${mem.total} GiB (weights ${mem.weights}, KV cache ${mem.kvCache}, headroom ${mem.headroom}) of ${stack.servingInstance.gpuMemoryGiB} GiB`,
-    `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk; triton_with_ft ${plan.build.tritonVersion}, SM ${plan.build.sm}`,
+    `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk; triton_with_ft ${plan.build.tritonVersion}, SM ${plan.build.smList.join(",")}`,
     `convert: ${plan.conversion.phases.convert.argv.join(" ")}`,
     `expected weights: ${plan.expectedWeights.files.length} files + config.ini [${plan.expectedWeights.section}] -> image ${plan.conversion.serverCheckpointPath}`,
     `gpt_gemm: ${plan.gemm.argv.join(" ")}`,

@@ -217,6 +217,15 @@ export const servingSchema = z
         "ACM certificate for the load balancer's TLS listener (443). Required for internet-facing; without it the listener is plain HTTP on 80.",
       ),
     gatewayReplicas: positiveInt.default(2).describe("Gateway pods (on the system nodes)."),
+    int8Mode: z
+      .number()
+      .int()
+      .min(0)
+      .max(2)
+      .default(0)
+      .describe(
+        "FT's int8_mode: 0 fp16; 1 weight-only int8, quantized at load (gpt family only; sm_70 to sm_89, refused on H100/H200). 2 (SmoothQuant) needs a calibrated checkpoint the plan does not produce and is refused.",
+      ),
   })
   .strict();
 

@@ -15,7 +15,9 @@
  * - CodeGen's fused qkv is re-laid out as a GPT-J checkpoint;
  * - the GPT-J converters always write fp32, so an fp16 rewrite follows;
  * - the GPT-J converter assumes 28 layers unless told otherwise;
- * - the JAX slim converter writes no config.ini, so the plan ships one;
+ * - the JAX slim converter writes a config.ini with GPT-J 6B's numbers hard-coded
+ *   (fp32, model_name gptj-6B, and a bare except that only prints if the write
+ *   fails), so the plan ships one derived from the model that replaces it;
  * - a config.ini or weight set that does not match the planned architecture
  *   fails the verifier, which gates the bake.
  */
@@ -63,7 +65,7 @@ export interface ConversionPhases {
   consolidate?: ConversionPhase;
   relayout?: ConversionPhase;
   convert: ConversionPhase;
-  /** Installed into `{{OUT}}/<TP>-gpu` right after the converter (the JAX slim converter writes none). */
+  /** Installed into `{{OUT}}/<TP>-gpu` right after the converter, replacing the JAX slim converter's hard-coded one. */
   configIni?: ShippedFile & { description: string };
   /** fp16 rewrite of the converter output; checks its input and result against the shipped `anyTypeExpected` list. */
   fp16?: ConversionPhase & { anyTypeExpected: string };
@@ -139,7 +141,7 @@ export function converterProcesses(builder: GpuInstance): number {
   return Math.max(1, Math.floor(builder.vcpus / 4));
 }
 
-/** INI text of the [gptj] config.ini the JAX slim converter does not write (fp32, like its weights). */
+/** INI text of the [gptj] config.ini that replaces the JAX slim converter's hard-coded GPT-J 6B one (fp32, like its weights). */
 export function gptjConfigIni(modelName: string, arch: ModelArch): string {
   const entries: Array<[string, string]> = [
     ["model_name", modelName],
@@ -254,7 +256,7 @@ function jaxSlimPhases(model: ResolvedModel, tp: number): ConversionPhases {
     configIni: {
       remotePath: CONVERT_FILES.configIni,
       content: gptjConfigIni(model.name, model.arch),
-      description: "the JAX slim converter writes no config.ini, and FT refuses to load without one",
+      description: "replace the JAX slim converter's hard-coded GPT-J 6B config.ini with the model's own numbers",
     },
     fp16: fp16Phase(tp),
     verify: verifyPhase(tp),

@@ -22,7 +22,7 @@ import { gemmPlan, type GemmPlan } from "./gemm";
 import { launchPlan, type LaunchPlan } from "./launch";
 import { MODEL_REPOSITORY_DIR, TOKENIZER_DIR, builderWorkTree, serverCheckpointPath } from "./paths";
 import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition } from "./stepGraph";
-import { stepDefinitions } from "./steps";
+import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
 import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
@@ -65,7 +65,8 @@ export interface Plan {
     ftCommit: string;
     builderInstanceType: string;
     builderDiskGiB: number;
-    sm: number;
+    /** CUDA archs (FT `-DSM`) triton_with_ft is compiled for: every GPU that runs the image. */
+    smList: number[];
   };
   fetch: FetchPlan;
   conversion: ConversionPlan;
@@ -132,6 +133,7 @@ export function repositoryOptions(stack: ResolvedStack): RepositoryOptions {
     customAllReduce: s.tensorParallel === CUSTOM_ALL_REDUCE_TP && stack.servingInstance.nvswitch,
     vocab: a.vocab,
     decoupled: s.streaming,
+    ...(s.int8Mode ? { int8Mode: s.int8Mode } : {}),
   };
 }
 
@@ -240,7 +242,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
       ftCommit: config.build.ftCommit ?? "",
       builderInstanceType: stack.builderInstance.type,
       builderDiskGiB: stack.builderDiskGiB,
-      sm: stack.servingInstance.sm,
+      smList: stackSmList(stack),
     },
     fetch,
     conversion,

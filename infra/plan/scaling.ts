@@ -100,12 +100,19 @@ export const SCALE_UP_STABILIZATION_SECONDS = 60;
  * EC2 launch to a Ready node whose device plugin advertises nvidia.com/gpu:
  * instance launch, AL2023 boot and nodeadm join, NVIDIA driver load. Estimates
  * (not measured here): the 8-GPU p4 hosts initialise the NVSwitch fabric manager
- * and take longer than a g5.
+ * and take longer than a g5. The PCIe Ada parts (g6, g6e) boot like a g5; the
+ * Hopper hosts (p5, p5e, p5en: NVSwitch and many EFA interfaces on the 8-GPU
+ * sizes) are budgeted like a p4, the single-GPU p5.4xlarge included, as the
+ * longer estimate is the safe one for a budget.
  */
 export const NODE_BOOT_SECONDS: Record<GpuInstance["gpuModel"], number> = {
   A10G: 180,
   "A100-40GB": 420,
   "A100-80GB": 420,
+  L4: 180,
+  L40S: 180,
+  H100: 420,
+  H200: 420,
 };
 
 const MiB = 1024 ** 2;

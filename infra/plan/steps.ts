@@ -10,7 +10,7 @@
  * the same definitions to plan.json, so what a preview would re-run can be read
  * offline.
  */
-import { GPU_MODELS } from "../catalog/gpus";
+import { GPU_MODELS, smList } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
 import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config";
@@ -103,6 +103,11 @@ function hostReadyStep(src: StepSources, minutes: number): StepDefinition {
   };
 }
 
+/** The CUDA archs triton_with_ft is built for: the serving GPUs and the builder's (it runs gpt_gemm in the image). */
+export function stackSmList(stack: Pick<ResolvedStack, "servingInstance" | "builderInstance">): number[] {
+  return smList([stack.servingInstance, stack.builderInstance]);
+}
+
 function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
   const b = src.stack.config.build;
   return {
@@ -117,7 +122,7 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
       ["TRITON_VERSION", b.tritonVersion],
       ["FT_BACKEND_COMMIT", b.backendCommit ?? ""],
       ["FT_COMMIT", b.ftCommit ?? ""],
-      ["SM_LIST", String(src.stack.servingInstance.sm)],
+      ["SM_LIST", stackSmList(src.stack).join(",")],
       ["DOCKERFILE_DIR", `${REMOTE.images}/triton_with_ft`],
     ],
     inputs: ["images/triton_with_ft"],

@@ -8,7 +8,7 @@
  * Pure: the cluster-specific references (node role, subnets, security groups)
  * come in as values, which the component passes as Pulumi Outputs.
  */
-import type { GpuInstance } from "../catalog/gpus";
+import { GPU_MODELS, type GpuInstance } from "../catalog/gpus";
 import type { CapacityType } from "../config/autoscaling";
 import type { AutoscalingPlan } from "../plan/scaling";
 
@@ -147,6 +147,14 @@ export function renderNodePool(i: KarpenterInput): NodePool {
           requirements: [
             // One instance type: gpt_gemm tuned the GEMMs for this GPU model, and the pod requests are sized for it.
             { key: "node.kubernetes.io/instance-type", operator: "In", values: [i.instance.type] },
+            // Redundant with the type, on purpose: they say in the NodePool what the
+            // plan relies on (the family's capacity rules, the GPU gpt_gemm tuned for).
+            { key: "karpenter.k8s.aws/instance-family", operator: "In", values: [i.instance.family] },
+            {
+              key: "karpenter.k8s.aws/instance-gpu-name",
+              operator: "In",
+              values: [GPU_MODELS[i.instance.gpuModel].karpenterGpuName],
+            },
             {
               key: "karpenter.sh/capacity-type",
               operator: "In",

@@ -192,6 +192,8 @@ export interface RepositoryOptions {
    * ModelStreamInfer (the gateway); HTTP and unary gRPC refuse it.
    */
   decoupled?: boolean;
+  /** FT's int8_mode (read only for model_type GPT); 0 or absent renders no parameter. */
+  int8Mode?: number;
 }
 
 /**
@@ -273,6 +275,7 @@ export function renderFastertransformer(o: RepositoryOptions, r: Fastertransform
       pipeline_para_size: "1",
       model_checkpoint_path: o.checkpointPath,
       enable_custom_all_reduce: o.customAllReduce ? "1" : "0",
+      ...(o.int8Mode ? { int8_mode: String(o.int8Mode) } : {}),
     }),
   );
   return toPbtxt(root, HEADER);

@@ -13,7 +13,7 @@
 #   FT_BACKEND_COMMIT     string  40-hex commit of fastertransformer_backend.      e.g. 'e4f9e2b0...' (branches/tags refused)
 #   FT_REPO_URL           string  FasterTransformer git URL.                       default 'https://github.com/NVIDIA/FasterTransformer.git'
 #   FT_COMMIT             string  40-hex commit of FasterTransformer.              e.g. 'f8e42aac...'
-#   SM_LIST               string  Comma-separated CUDA archs for -DSM.             e.g. '86' (A10G) or '80' (A100) or '80,86'
+#   SM_LIST               string  Comma-separated CUDA archs for -DSM.             e.g. '86' (A10G), '89' (L4/L40S), '90' (H100/H200)
 #   DOCKERFILE_DIR        string  Absolute path of images/triton_with_ft on the host (the build recipe). e.g. '/opt/triton-ft/images/triton_with_ft'
 #   BUILD_JOBS            int     Optional; parallel compile jobs.                 default: number of CPUs
 #   REQUIRED_FREE_GIB     int     Optional; free disk needed before building.      default '60'

@@ -24,7 +24,7 @@
 #                                  import, as repo paths: exactly the files the Pulumi side hashes for this
 #                                  step. e.g. (scripts/convert/consolidate_checkpoint.py scripts/convert/hf_checkpoint.py)
 #   CONFIG_INI             string  Optional; a planned config.ini installed into <TP>-gpu right after the
-#                                  converter, for converters that write none (GPT-J JAX slim). e.g. '/opt/triton-ft/plan/config.ini'
+#                                  converter, replacing one with hard-coded numbers (GPT-J JAX slim). e.g. '/opt/triton-ft/plan/config.ini'
 #   DOCKER_GPUS            string  Optional; value of docker run --gpus.      default 'all'
 #   SHM_SIZE               string  Optional; docker run --shm-size.           default '8g'
 #   REQUIRED_FREE_GIB      int     Optional; free disk needed before converting. default '0'

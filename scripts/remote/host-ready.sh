@@ -8,7 +8,7 @@
 #   AWS_REGION                  string  Region of the ECR registry.                  e.g. 'us-east-1'
 #   ECR_REGISTRY                string  Registry host to log in to.                  e.g. '123456789012.dkr.ecr.us-east-1.amazonaws.com'
 #   REQUIRED_FREE_GIB           int     Free disk needed on WORK_ROOT's filesystem.  e.g. '180'
-#   EXPECTED_GPU_NAME           string  Optional; substring every GPU name must contain (nvidia-smi name). e.g. 'A10G'
+#   EXPECTED_GPU_NAME           string  Optional; name every GPU name must contain as a whole word (nvidia-smi name). e.g. 'A10G'
 #   EXPECTED_GPU_COUNT          int     Optional; minimum number of GPUs.            e.g. '4'
 #   CLOUD_INIT_TIMEOUT_SECONDS  int     Optional; how long to wait for cloud-init.   default '1800'
 #
@@ -59,8 +59,10 @@ gpu_count=${#gpus[@]}
 log "found $gpu_count GPU(s): $(printf '%s; ' "${gpus[@]}")"
 if [[ -n ${EXPECTED_GPU_NAME:-} ]]; then
   for g in "${gpus[@]}"; do
-    [[ $g == *"$EXPECTED_GPU_NAME"* ]] \
-      || die "wrong GPU model: found '$g', expected a name containing '$EXPECTED_GPU_NAME'"
+    # Matched as a whole word (followed by nothing, a space or '-'): a plain
+    # substring test would accept an L40S for 'NVIDIA L4'.
+    [[ $g == *"$EXPECTED_GPU_NAME" || $g == *"$EXPECTED_GPU_NAME "* || $g == *"$EXPECTED_GPU_NAME-"* ]] \
+      || die "wrong GPU model: found '$g', expected a name containing '$EXPECTED_GPU_NAME' as a whole word"
   done
 fi
 if [[ -n ${EXPECTED_GPU_COUNT:-} ]] && ((gpu_count < EXPECTED_GPU_COUNT)); then

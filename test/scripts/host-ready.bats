@@ -79,6 +79,21 @@ setup() {
   assert_output_has "too few GPUs: found 1, need 4"
 }
 
+@test "host-ready: the GPU name matches as a whole word (an L40S is not an L4)" {
+  sed -i "s/^EXPECTED_GPU_NAME=.*/EXPECTED_GPU_NAME='NVIDIA L4'/" "$CFG"
+  export STUB_GPUS='NVIDIA L40S'
+  run bash "$S/host-ready.sh" "$CFG"
+  [ "$status" -ne 0 ]
+  assert_output_has "wrong GPU model: found 'NVIDIA L40S'"
+  export STUB_GPUS='NVIDIA L4'
+  run bash "$S/host-ready.sh" "$CFG"
+  [ "$status" -eq 0 ]
+  sed -i "s/^EXPECTED_GPU_NAME=.*/EXPECTED_GPU_NAME='A100-SXM4-40GB'/" "$CFG"
+  export STUB_GPUS='NVIDIA A100-SXM4-40GB'
+  run bash "$S/host-ready.sh" "$CFG"
+  [ "$status" -eq 0 ]
+}
+
 @test "host-ready: too little disk fails clearly" {
   export STUB_DF_AVAIL_KIB=$((20 * 1024 * 1024))
   run bash "$S/host-ready.sh" "$CFG"

@@ -100,7 +100,7 @@ describe("validation rules (one test each, exact messages)", () => {
     expect(p.key).toBe("triton-ft:serving.instanceType");
     expect(p.value).toBe("g4dn.xlarge");
     expect(p.message).toBe("is not a GPU instance type this stack knows");
-    expect(p.fix).toMatch(/^use one of: g5\.xlarge, .*p4de\.24xlarge$/);
+    expect(p.fix).toMatch(/^use one of: g5\.xlarge, .*p4de\.24xlarge, g6\.xlarge, .*p5en\.48xlarge$/);
   });
 
   it("unknown builder instance type", () => {

@@ -5,7 +5,13 @@
  * builder can convert and tune for the serving GPU, and the planned pods fit
  * a serving node.
  */
-import { findGpuInstance, gpuInstanceTypes, type GpuInstance } from "../../catalog/gpus";
+import {
+  GPU_FAMILIES,
+  findGpuInstance,
+  gpuInstanceTypes,
+  int8ModeUnsupported,
+  type GpuInstance,
+} from "../../catalog/gpus";
 import {
   USABLE_GPU_FRACTION,
   builderDiskGiB,
@@ -181,6 +187,72 @@ export function checkServingFits(stack: ResolvedStack, add: Add): void {
   const pod = { cpuMillis: w.cpuRequestMillis, memoryBytes: w.memoryRequestBytes, gpus: w.tensorParallel };
   const problem = servingFitProblem(stack.servingInstance, pod, w.podsPerNode);
   if (problem) add("serving.instanceType", stack.servingInstance.type, problem.message, problem.fix);
+}
+
+/**
+ * FT's int8_mode: read only for model_type GPT (other families would silently
+ * serve fp16), mode 2 needs SmoothQuant scales the plan's conversion does not
+ * produce, and the int8 CUTLASS kernels refuse sm_90 (catalog/gpus.ts).
+ */
+export function checkInt8Mode(
+  config: StackConfig,
+  model: ResolvedModel,
+  servingInstance: GpuInstance | undefined,
+  add: Add,
+): void {
+  const mode = config.serving.int8Mode;
+  if (mode === 0) return;
+  if (model.family !== "gpt") {
+    add(
+      "serving.int8Mode",
+      mode,
+      `is read by FT only for model_type GPT; a ${model.family} model would silently serve fp16`,
+      "remove serving.int8Mode (or set it to 0)",
+    );
+  }
+  if (mode === 2) {
+    add(
+      "serving.int8Mode",
+      mode,
+      "is SmoothQuant int8, which needs a calibrated checkpoint (scales per layer) that this stack's conversion does not produce",
+      "use 1 (weight-only int8, quantized at load) or 0",
+    );
+  }
+  const reason = servingInstance ? int8ModeUnsupported(mode, servingInstance.sm) : undefined;
+  if (servingInstance && reason) {
+    add(
+      "serving.int8Mode",
+      mode,
+      `cannot run on ${servingInstance.type} (${servingInstance.gpuModel}, sm_${servingInstance.sm}): ${reason}`,
+      "set serving.int8Mode to 0 (fp16) on H100/H200, or serve int8 on an sm_80/86/89 GPU (p4d, g5, g6, g6e)",
+    );
+  }
+}
+
+/**
+ * Families EC2 sells mainly as Capacity Blocks and reservations (catalog/gpus.ts
+ * GPU_FAMILIES): without a reservation the GPU nodes may never launch. A warning,
+ * not a refusal: accounts with on-demand quota for them do get instances in some
+ * regions, and this stack cannot see the account's quota or the region's stock.
+ */
+export function checkCapacity(config: StackConfig, servingInstance: GpuInstance, warn: Add): void {
+  if (GPU_FAMILIES[servingInstance.family]?.capacity !== "reservation") return;
+  const a = config.serving.autoscaling;
+  if (!a) {
+    warn(
+      "serving.instanceType",
+      servingInstance.type,
+      `is sold mainly through EC2 Capacity Blocks for ML and reservations; the fixed GPU node group asks for plain on-demand capacity, which often fails with InsufficientInstanceCapacity`,
+      "use serving.autoscaling with capacityReservationIds (Karpenter launches into the reservation or Capacity Block), or make sure the account's on-demand quota and the region's capacity cover it",
+    );
+  } else if (a.capacityReservationIds.length === 0) {
+    warn(
+      "serving.autoscaling.capacityReservationIds",
+      a.capacityReservationIds,
+      `is empty, but ${servingInstance.type} is sold mainly through EC2 Capacity Blocks for ML and reservations: Karpenter's ${a.capacityType} launches may find no capacity and the pods stay Pending`,
+      "add the ids (cr-...) of your Capacity Block or On-Demand Capacity Reservation for this instance type",
+    );
+  }
 }
 
 function sameGpu(i: GpuInstance): string[] {

@@ -19,7 +19,9 @@ import { checkAutoscaling, checkCluster, checkNetwork, checkPlatform } from "./c
 import {
   checkArchitecture,
   checkBuilder,
+  checkCapacity,
   checkGpuMemory,
+  checkInt8Mode,
   checkSameGpu,
   checkServingFits,
   checkTensorParallel,
@@ -74,10 +76,12 @@ export function resolveStack(
   if (model) {
     checkArchitecture(config, model, gemm, add);
     checkTensorParallel(config, model, servingInstance, add);
+    checkInt8Mode(config, model, servingInstance, add);
     if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, add);
     if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, add);
   }
   if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, add);
+  if (servingInstance) checkCapacity(config, servingInstance, warn);
 
   if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems, warnings };
   const stack: ResolvedStack = {

@@ -294,13 +294,14 @@ case $tool in
               if [[ -e $out/$gpus-gpu ]]; then echo "stub converter: $out/$gpus-gpu exists" >&2; exit 1; fi
               mkdir -p "$out/$gpus-gpu"
               # Each FT converter writes its family's section; the GPT-J JAX
-              # converter writes no config.ini (the plan ships one: CONFIG_INI).
+              # converter writes GPT-J 6B's hard-coded one, which the planned
+              # CONFIG_INI replaces.
               section=""
               case $cmd in
                 *huggingface_gptj_ckpt_convert.py*) section=gptj ;;
                 *huggingface_gptneox_convert.py*) section=gptneox ;;
                 *huggingface_gpt_convert.py*) section=gpt ;;
-                *gptj_ckpt_convert.py*) ;;
+                *gptj_ckpt_convert.py*) section=gptj ;;
                 *) section=gptneox ;;
               esac
               if [[ -n $section ]]; then
