@@ -216,8 +216,7 @@ export async function* generate(
         const event = delta(r, end.delta);
         if (event.text || event.tokens?.length) yield event;
       }
-      const finishReason: FinishReason =
-        c.text.stopped || c.completionTokens < sampling.maxTokens ? "stop" : "length";
+      const finishReason: FinishReason = c.text.stopped || c.completionTokens < sampling.maxTokens ? "stop" : "length";
       yield {
         type: "done",
         row: r,

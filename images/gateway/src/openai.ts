@@ -40,7 +40,11 @@ function outcomeOf(results: ChoiceResult[][]): { promptTokens: number; completio
 
 function usageOf(results: ChoiceResult[][]): Usage {
   const { promptTokens, completionTokens } = outcomeOf(results);
-  return { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
 }
 
 /** One request's generations (one batched Triton request per prompt) and what they have produced so far. */

@@ -239,7 +239,13 @@ function sampling(
  * capped by the model's batch size, and their total tokens by the model's
  * maxChoiceTokens (n × max_tokens, or best_of × max_tokens).
  */
-function choices(body: Body, config: GatewayConfig, maxTokens: number, maxTokensKey: string, logprobs: boolean): Choices {
+function choices(
+  body: Body,
+  config: GatewayConfig,
+  maxTokens: number,
+  maxTokensKey: string,
+  logprobs: boolean,
+): Choices {
   const batch = config.model.maxBatchSize;
   const n = optionalInteger(body, "n") ?? 1;
   if (n < 1 || n > batch) {

@@ -45,7 +45,11 @@ function gateway(maxChoiceTokens?: number): { app: FastifyInstance; triton: Fake
   return { app, triton };
 }
 
-async function post(app: FastifyInstance, url: string, body: Json): Promise<{ status: number; json: Json; raw: string }> {
+async function post(
+  app: FastifyInstance,
+  url: string,
+  body: Json,
+): Promise<{ status: number; json: Json; raw: string }> {
   const r = await app.inject({
     method: "POST",
     url,
@@ -278,7 +282,11 @@ describe("context_length_exceeded, whichever check finds it", () => {
     ]) {
       triton.refuseWith = classifyTritonMessage(message);
       const r = await chat(app, {});
-      expect([r.status, error(r).code, error(r).type]).toEqual([400, "context_length_exceeded", "invalid_request_error"]);
+      expect([r.status, error(r).code, error(r).type]).toEqual([
+        400,
+        "context_length_exceeded",
+        "invalid_request_error",
+      ]);
     }
     expect(triton.refuseWith).toBeInstanceOf(ApiError);
   });

@@ -92,7 +92,8 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
   const texts = pieces.map((p) => p.join(""));
   const rows = prompts.length;
   const width = Math.max(1, ...counts);
-  const pad = <T>(values: T[][], fill: T): T[] => values.flatMap((v) => [...v, ...Array<T>(width - v.length).fill(fill)]);
+  const pad = <T>(values: T[][], fill: T): T[] =>
+    values.flatMap((v) => [...v, ...Array<T>(width - v.length).fill(fill)]);
   return new Map<string, Tensor>([
     [
       "text_output",
@@ -113,13 +114,15 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
       },
     ],
     ["output_token_count", { name: "output_token_count", datatype: "UINT32", shape: [rows, 1], data: counts }],
-    [
-      "output_log_probs",
-      { name: "output_log_probs", datatype: "FP32", shape: [rows, width], data: pad(probs, 0) },
-    ],
+    ["output_log_probs", { name: "output_log_probs", datatype: "FP32", shape: [rows, width], data: pad(probs, 0) }],
     [
       "cum_log_probs",
-      { name: "cum_log_probs", datatype: "FP32", shape: [rows, 1], data: probs.map((p) => p.reduce((a, b) => a + b, 0)) },
+      {
+        name: "cum_log_probs",
+        datatype: "FP32",
+        shape: [rows, 1],
+        data: probs.map((p) => p.reduce((a, b) => a + b, 0)),
+      },
     ],
     [
       "output_tokens",
