@@ -166,6 +166,9 @@ export const servingSchema = z
       .default(512)
       .describe("Longest prompt in tokens; longer prompts are rejected by preprocessing."),
     maxOutputLen: positiveInt.default(256).describe("Largest max_tokens a request may ask for."),
+    maxChoiceTokens: positiveInt
+      .optional()
+      .describe("Cap on n (or best_of) × max_tokens per prompt. Defaults to maxOutputLen × maxBatchSize."),
     loadBalancerScheme: z
       .enum(["internal", "internet-facing"])
       .default("internal")

@@ -160,6 +160,7 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
       maxOutputLen: s.maxOutputLen,
       maxBatchSize: s.maxBatchSize,
       vocab: stack.model.arch.vocab,
+      ...(s.maxChoiceTokens ? { maxChoiceTokens: s.maxChoiceTokens } : {}),
       ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
     },
     `${tritonService}:${PORTS.grpc}`,

@@ -12,6 +12,8 @@ export interface GatewayModel {
   maxOutputLen: number;
   maxBatchSize: number;
   vocab: number;
+  /** n (or best_of) × max_tokens per prompt; the gateway defaults it to maxOutputLen × maxBatchSize. */
+  maxChoiceTokens?: number;
   chatTemplate?: ChatTemplate;
 }
 

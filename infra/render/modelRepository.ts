@@ -35,16 +35,32 @@ export const ENSEMBLE_INPUTS: readonly TensorSpec[] = [
   t("temperature", "TYPE_FP32", [1], { optional: true }),
   t("repetition_penalty", "TYPE_FP32", [1], { optional: true }),
   t("random_seed", "TYPE_UINT64", [1], { optional: true }),
+  // FT's additive penalty; FT refuses it together with repetition_penalty.
+  t("presence_penalty", "TYPE_FP32", [1], { optional: true }),
+  // Non-zero: postprocessing also returns each generated token's text (OpenAI `logprobs`).
+  t("return_tokens", "TYPE_UINT32", [1], { optional: true }),
 ];
 
 export const ENSEMBLE_OUTPUTS: readonly TensorSpec[] = [
   t("text_output", "TYPE_STRING", [1]),
   t("input_token_count", "TYPE_UINT32", [1]),
   t("output_token_count", "TYPE_UINT32", [1]),
+  // FT's output_log_probs of the returned tokens, one per token, and their sum.
+  t("output_log_probs", "TYPE_FP32", [-1]),
+  t("cum_log_probs", "TYPE_FP32", [1]),
+  // Each returned token's text (empty strings unless return_tokens asked for them).
+  t("output_tokens", "TYPE_STRING", [-1]),
 ];
 
 /** Sampling inputs: FT reads them, and preprocessing range-checks them first (defence in depth behind the gateway). */
-export const SAMPLING_INPUTS = ["top_k", "top_p", "temperature", "repetition_penalty", "random_seed"] as const;
+export const SAMPLING_INPUTS = [
+  "top_k",
+  "top_p",
+  "temperature",
+  "repetition_penalty",
+  "random_seed",
+  "presence_penalty",
+] as const;
 
 export const PREPROCESSING_INPUTS: readonly TensorSpec[] = [
   t("text_input", "TYPE_STRING", [1]),
@@ -62,6 +78,9 @@ export const PREPROCESSING_OUTPUTS: readonly TensorSpec[] = [
   t("stop_words_list", "TYPE_INT32", [2, -1]),
   t("start_id", "TYPE_UINT32", [1]),
   t("end_id", "TYPE_UINT32", [1]),
+  // Always true: FT reads this flag from the first request of a batch only, so
+  // setting it per request would give a mixed batch log probs or not at random.
+  t("is_return_log_probs", "TYPE_BOOL", [1]),
 ];
 
 const scalarIn = (name: string, dataType: TritonType): TensorSpec =>
@@ -76,6 +95,8 @@ export const FASTERTRANSFORMER_INPUTS: readonly TensorSpec[] = [
   scalarIn("temperature", "TYPE_FP32"),
   scalarIn("repetition_penalty", "TYPE_FP32"),
   scalarIn("random_seed", "TYPE_UINT64"),
+  scalarIn("presence_penalty", "TYPE_FP32"),
+  scalarIn("is_return_log_probs", "TYPE_BOOL"),
   scalarIn("start_id", "TYPE_UINT32"),
   scalarIn("end_id", "TYPE_UINT32"),
   t("bad_words_list", "TYPE_INT32", [2, -1], { optional: true }),
@@ -85,6 +106,9 @@ export const FASTERTRANSFORMER_INPUTS: readonly TensorSpec[] = [
 export const FASTERTRANSFORMER_OUTPUTS: readonly TensorSpec[] = [
   t("output_ids", "TYPE_UINT32", [-1, -1]),
   t("sequence_length", "TYPE_UINT32", [-1]),
+  // Present when is_return_log_probs is true (FT backend docs/gptj_guide.md): [beam] and [beam, tokens].
+  t("cum_log_probs", "TYPE_FP32", [-1]),
+  t("output_log_probs", "TYPE_FP32", [-1, -1]),
 ];
 
 export const POSTPROCESSING_INPUTS: readonly TensorSpec[] = [
@@ -94,6 +118,8 @@ export const POSTPROCESSING_INPUTS: readonly TensorSpec[] = [
   // Caps the returned tokens at what the request asked for: a dynamically
   // batched FT run may generate up to the batch's largest request_output_len.
   t("request_output_len", "TYPE_UINT32", [-1]),
+  t("output_log_probs", "TYPE_FP32", [-1, -1], { optional: true }),
+  t("return_tokens", "TYPE_UINT32", [1], { optional: true }),
 ];
 
 export const POSTPROCESSING_OUTPUTS: readonly TensorSpec[] = ENSEMBLE_OUTPUTS;
@@ -124,6 +150,7 @@ export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
       stop_words_list: "_stop_words_list",
       start_id: "_start_id",
       end_id: "_end_id",
+      is_return_log_probs: "_is_return_log_probs",
     },
   },
   {
@@ -141,8 +168,14 @@ export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
       temperature: "temperature",
       repetition_penalty: "repetition_penalty",
       random_seed: "random_seed",
+      presence_penalty: "presence_penalty",
+      is_return_log_probs: "_is_return_log_probs",
     },
-    outputMap: { output_ids: "_output_ids", sequence_length: "_sequence_length" },
+    outputMap: {
+      output_ids: "_output_ids",
+      sequence_length: "_sequence_length",
+      output_log_probs: "_output_log_probs",
+    },
   },
   {
     model: "postprocessing",
@@ -151,11 +184,16 @@ export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
       sequence_length: "_sequence_length",
       input_lengths: "_input_lengths",
       request_output_len: "_request_output_len",
+      output_log_probs: "_output_log_probs",
+      return_tokens: "return_tokens",
     },
     outputMap: {
       text_output: "text_output",
       input_token_count: "input_token_count",
       output_token_count: "output_token_count",
+      output_log_probs: "output_log_probs",
+      cum_log_probs: "cum_log_probs",
+      output_tokens: "output_tokens",
     },
   },
 ];

@@ -74,6 +74,7 @@ def preprocessing_config(tokenizer: dict[str, Any], max_input_len: int = 32, max
             _io("stop_words_list", "TYPE_INT32", [2, -1]),
             _io("start_id", "TYPE_UINT32", [1]),
             _io("end_id", "TYPE_UINT32", [1]),
+            _io("is_return_log_probs", "TYPE_BOOL", [1]),
         ],
         "parameters": {
             "tokenizer_path": {"string_value": tokenizer["path"]},
@@ -101,6 +102,9 @@ def postprocessing_config(tokenizer: dict[str, Any]) -> dict[str, Any]:
             _io("text_output", "TYPE_STRING", [1]),
             _io("input_token_count", "TYPE_UINT32", [1]),
             _io("output_token_count", "TYPE_UINT32", [1]),
+            _io("output_log_probs", "TYPE_FP32", [-1]),
+            _io("cum_log_probs", "TYPE_FP32", [1]),
+            _io("output_tokens", "TYPE_STRING", [-1]),
         ],
         "parameters": {
             "tokenizer_path": {"string_value": tokenizer["path"]},

@@ -355,3 +355,36 @@ def test_an_output_missing_from_the_config_fails_model_load(model: str, tokenize
     dropped = config["output"].pop(0)["name"]
     with pytest.raises(ModelConfigError, match=f"{model} config.pbtxt has no output '{dropped}'"):
         make_model(model, config)
+
+
+# --- log probabilities (OpenAI logprobs) ----------------------------------------------
+
+
+def test_postprocessing_returns_ft_log_probs_and_token_texts(post: Any, tok: Any) -> None:
+    prompt = tok.encode("Hello")
+    gen = tok.encode(" there, friend", add_special_tokens=False)
+    row = prompt + gen
+    output_ids = np.array([[row]], dtype=np.uint32)
+    seq = np.array([[len(row)]], dtype=np.uint32)
+    # FT's output_log_probs: [batch, beam, steps], step j = generated token j; two extra steps past the end.
+    steps = np.array([[[-0.5 * (j + 1) for j in range(len(gen) + 2)]]], dtype=np.float32)
+    request = post_request(output_ids, seq, np.array([len(prompt)]))
+    request.inputs().append(pb_utils.Tensor("output_log_probs", steps))
+    request.inputs().append(pb_utils.Tensor("return_tokens", np.array([[1]], dtype=np.uint32)))
+    result = outputs(post.execute([request])[0])
+    expected = [-0.5 * (j + 1) for j in range(len(gen))]
+    assert result["output_log_probs"].reshape(-1).tolist() == expected
+    assert float(result["cum_log_probs"][0, 0]) == pytest.approx(sum(expected))
+    pieces = [t.decode() for t in result["output_tokens"].reshape(-1)]
+    assert len(pieces) == len(gen) and "".join(pieces) == " there, friend"
+
+
+def test_token_pieces_hold_a_split_character_until_it_completes() -> None:
+    from tritonft.logprobs import token_pieces
+
+    # A byte-level decoder: each "token" is one byte of UTF-8.
+    def decode(ids: Any) -> str:
+        return bytes(ids).decode("utf-8", errors="replace")
+
+    data = list("aé!".encode())
+    assert token_pieces(decode, data) == ["a", "", "é", "!"]

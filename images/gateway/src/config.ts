@@ -37,6 +37,8 @@ export const GatewayConfigSchema = z
         vocab: positive,
         /** Byte cap on a prompt, checked before anything else looks at it (same rule as preprocessing). */
         maxPromptBytes: positive,
+        /** Cap on generated tokens per prompt across its choices (n or best_of × max_tokens); default maxOutputLen × maxBatchSize. */
+        maxChoiceTokens: positive.optional(),
         chatTemplate: ChatTemplateSchema.optional(),
       })
       .strict(),

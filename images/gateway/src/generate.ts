@@ -1,8 +1,10 @@
 /**
- * One prompt through the ensemble: OpenAI sampling fields become the
- * ensemble's tensors, Triton's cumulative texts become safe deltas, and the
- * generation ends at a stop sequence (cancelling the Triton call), at the
- * model's end token or at max_tokens.
+ * One prompt through the ensemble, in `copies` samples batched into one
+ * Triton request (FT batches them; OpenAI `n` and `best_of`). OpenAI sampling
+ * fields become the ensemble's tensors, Triton's cumulative texts become safe
+ * deltas per copy, and a copy ends at a stop sequence, at the model's end
+ * token or at max_tokens; the Triton call is cancelled once every copy has
+ * met a stop sequence.
  */
 import { randomBytes } from "node:crypto";
 import { ApiError } from "./errors";
@@ -13,9 +15,42 @@ import type { Sampling } from "./validate";
 
 export type FinishReason = "stop" | "length";
 
+/** One generated token: its text (what it adds to the output) and FT's log probability of it. */
+export interface TokenLogprob {
+  text: string;
+  logprob: number;
+}
+
+export interface DeltaEvent {
+  type: "delta";
+  row: number;
+  text: string;
+  /** The tokens inside this text (with `logprobs`). */
+  tokens?: TokenLogprob[];
+}
+
 export type GenerationEvent =
-  | { type: "delta"; text: string }
-  | { type: "done"; finishReason: FinishReason; promptTokens: number; completionTokens: number };
+  | DeltaEvent
+  | {
+      type: "done";
+      row: number;
+      finishReason: FinishReason;
+      promptTokens: number;
+      completionTokens: number;
+      /** Sum of FT's log probabilities of the copy's returned tokens (best_of ranks by it). */
+      cumLogprob: number;
+    };
+
+const SEED_MOD = 2n ** 64n;
+
+/**
+ * Seed of copy `i`: the request's seed plus i (mod 2^64), so a seeded request
+ * is reproducible, copy 0 of `n: 2` equals the `n: 1` answer, and the copies
+ * differ from each other.
+ */
+export function copySeed(seed: bigint, i: number): bigint {
+  return (seed + BigInt(i)) % SEED_MOD;
+}
 
 /**
  * The ensemble's inputs. FT's own defaults are greedy (runtime_top_k 1), so
@@ -23,36 +58,55 @@ export type GenerationEvent =
  * sampling from the whole distribution. Temperature 0 means greedy (top_k 1).
  * Without a seed a sampled request gets a random one, as OpenAI's do.
  */
-export function ensembleInputs(prompt: string, s: Sampling): Tensor[] {
+export function ensembleInputs(prompt: string, s: Sampling, copies = 1, returnTokens = false): Tensor[] {
   const greedy = s.temperature === 0;
   const scalar = (name: string, datatype: Tensor["datatype"], value: number | bigint): Tensor => ({
     name,
     datatype,
-    shape: [1, 1],
-    data: [value],
+    shape: [copies, 1],
+    data: Array.from({ length: copies }, () => value),
   });
   const seed = s.seed ?? (greedy ? 0n : randomBytes(8).readBigUInt64LE());
   const inputs: Tensor[] = [
-    { name: "text_input", datatype: "BYTES", shape: [1, 1], data: [prompt] },
+    { name: "text_input", datatype: "BYTES", shape: [copies, 1], data: Array.from({ length: copies }, () => prompt) },
     scalar("max_tokens", "UINT32", s.maxTokens),
     scalar("top_k", "UINT32", greedy ? 1 : s.topK),
     scalar("top_p", "FP32", greedy ? 1 : s.topP),
     scalar("temperature", "FP32", greedy ? 1 : s.temperature),
-    scalar("random_seed", "UINT64", seed),
+    {
+      name: "random_seed",
+      datatype: "UINT64",
+      shape: [copies, 1],
+      data: Array.from({ length: copies }, (_, i) => copySeed(seed, i)),
+    },
   ];
   if (s.repetitionPenalty !== undefined) inputs.push(scalar("repetition_penalty", "FP32", s.repetitionPenalty));
+  if (s.presencePenalty !== undefined) inputs.push(scalar("presence_penalty", "FP32", s.presencePenalty));
+  if (returnTokens) inputs.push(scalar("return_tokens", "UINT32", 1));
   // FT stops early at stop words matched as tokens; the gateway matches the text exactly as OpenAI does.
-  if (s.stop.length > 0)
-    inputs.push({ name: "stop_words", datatype: "BYTES", shape: [1, s.stop.length], data: [...s.stop] });
+  if (s.stop.length > 0) {
+    inputs.push({
+      name: "stop_words",
+      datatype: "BYTES",
+      shape: [copies, s.stop.length],
+      data: Array.from({ length: copies }, () => s.stop).flat(),
+    });
+  }
   return inputs;
 }
 
-function first(outputs: Map<string, Tensor>, name: string): string | number {
+function text(v: unknown): string {
+  return v instanceof Uint8Array ? Buffer.from(v).toString("utf8") : String(v);
+}
+
+/** Row `row` of a [copies, width] output (missing output: an error, the contract has it). */
+function row(outputs: Map<string, Tensor>, name: string, r: number): (string | number)[] {
   const t = outputs.get(name);
-  const v = t?.data[0];
-  if (v === undefined) throw new Error(`the ensemble's response has no ${name}`);
-  if (v instanceof Uint8Array) return Buffer.from(v).toString("utf8");
-  return Number(v);
+  if (!t) throw new Error(`the ensemble's response has no ${name}`);
+  const width = t.shape.length > 1 ? t.shape.slice(1).reduce((a, b) => a * b, 1) : 1;
+  const values = t.data.slice(r * width, (r + 1) * width) as unknown[];
+  if (values.length === 0) throw new Error(`the ensemble's ${name} has no row ${r}`);
+  return values.map((v) => (t.datatype === "BYTES" ? text(v) : Number(v)));
 }
 
 export interface GenerateOptions {
@@ -60,8 +114,50 @@ export interface GenerateOptions {
   deadline: number;
   timeoutSeconds: number;
   trimStart?: boolean;
+  /** Samples of the prompt, batched in one request (OpenAI `n`, or `best_of`). */
+  copies?: number;
+  /** Return each token's text and log probability with the deltas (OpenAI `logprobs`). */
+  logprobs?: boolean;
   /** Called when the gateway itself ends the Triton call early (a stop sequence). */
   onStopCancel?: () => void;
+}
+
+/** One copy's progress. */
+class Copy {
+  readonly text: IncrementalText;
+  last = "";
+  promptTokens = 0;
+  completionTokens = 0;
+  cumLogprob = 0;
+  /** Tokens already sent with a delta. */
+  tokensSent = 0;
+  pieces: string[] = [];
+  logprobs: number[] = [];
+
+  constructor(stop: readonly string[], trimStart: boolean) {
+    this.text = new IncrementalText(stop, trimStart);
+  }
+
+  /**
+   * The tokens that lie inside the text sent so far and were not sent yet.
+   * Text the gateway dropped (a chat reply's leading whitespace) drops its
+   * tokens too; a token cut by a stop sequence is not sent.
+   */
+  newTokens(trimStart: boolean): TokenLogprob[] {
+    const lead = trimStart ? this.last.length - this.last.trimStart().length : 0;
+    const visible = this.text.text.length;
+    const out: TokenLogprob[] = [];
+    let end = 0;
+    for (let i = 0; i < this.pieces.length; i++) {
+      end += this.pieces[i].length;
+      if (end - lead > visible) break;
+      if (i < this.tokensSent) continue;
+      this.tokensSent = i + 1;
+      if (end <= lead) continue;
+      out.push({ text: this.pieces[i], logprob: this.logprobs[i] });
+    }
+    return out;
+  }
 }
 
 export async function* generate(
@@ -70,25 +166,39 @@ export async function* generate(
   sampling: Sampling,
   options: GenerateOptions,
 ): AsyncGenerator<GenerationEvent> {
-  const text = new IncrementalText(sampling.stop, options.trimStart ?? false);
-  let last = "";
-  let promptTokens = 0;
-  let completionTokens = 0;
+  const copies = options.copies ?? 1;
+  const trimStart = options.trimStart ?? false;
+  const logprobs = options.logprobs ?? false;
+  const state = Array.from({ length: copies }, () => new Copy(sampling.stop, trimStart));
   const local = new AbortController();
   const forward = (): void => local.abort();
   options.signal.addEventListener("abort", forward, { once: true });
+  const delta = (r: number, d: string): DeltaEvent => {
+    const tokens = logprobs ? state[r].newTokens(trimStart) : undefined;
+    return { type: "delta", row: r, text: d, ...(tokens ? { tokens } : {}) };
+  };
   try {
-    for await (const outputs of triton.stream(ensembleInputs(prompt, sampling), {
+    for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs), {
       signal: local.signal,
       deadline: options.deadline,
       timeoutSeconds: options.timeoutSeconds,
     })) {
-      last = String(first(outputs, "text_output"));
-      promptTokens = Number(first(outputs, "input_token_count"));
-      completionTokens = Number(first(outputs, "output_token_count"));
-      const update = text.update(last);
-      if (update.delta) yield { type: "delta", text: update.delta };
-      if (update.stopped) {
+      for (let r = 0; r < copies; r++) {
+        const c = state[r];
+        if (c.text.stopped) continue;
+        c.last = String(row(outputs, "text_output", r)[0]);
+        c.promptTokens = Number(row(outputs, "input_token_count", r)[0]);
+        c.completionTokens = Number(row(outputs, "output_token_count", r)[0]);
+        const probs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
+        c.cumLogprob = Number(row(outputs, "cum_log_probs", r)[0]);
+        if (logprobs) {
+          c.pieces = row(outputs, "output_tokens", r).map(String).slice(0, c.completionTokens);
+          c.logprobs = probs;
+        }
+        const update = c.text.update(c.last);
+        if (update.delta) yield delta(r, update.delta);
+      }
+      if (state.every((c) => c.text.stopped)) {
         options.onStopCancel?.();
         local.abort();
         break;
@@ -99,10 +209,23 @@ export async function* generate(
       if (options.signal.reason instanceof ApiError) throw options.signal.reason;
       return;
     }
-    const end = text.finish(last);
-    if (end.delta) yield { type: "delta", text: end.delta };
-    const finishReason: FinishReason = text.stopped || completionTokens < sampling.maxTokens ? "stop" : "length";
-    yield { type: "done", finishReason, promptTokens, completionTokens };
+    for (let r = 0; r < copies; r++) {
+      const c = state[r];
+      const end = c.text.finish(c.last);
+      if (end.delta || (logprobs && c.tokensSent < c.pieces.length)) {
+        const event = delta(r, end.delta);
+        if (event.text || event.tokens?.length) yield event;
+      }
+      const finishReason: FinishReason = c.text.stopped || c.completionTokens < sampling.maxTokens ? "stop" : "length";
+      yield {
+        type: "done",
+        row: r,
+        finishReason,
+        promptTokens: c.promptTokens,
+        completionTokens: c.completionTokens,
+        cumLogprob: c.cumLogprob,
+      };
+    }
   } finally {
     options.signal.removeEventListener("abort", forward);
   }

@@ -4,11 +4,14 @@
  * by the first event from Triton (so a prompt refused by the tokenizer is
  * still a plain 400), then every delta is flushed as it arrives and the
  * stream ends with `data: [DONE]`; the last chunk carries the token usage.
+ *
+ * Each prompt is one Triton request holding its `best_of` (else `n`) copies
+ * as a batch; choice `index` is prompt × n + copy, as OpenAI numbers them.
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyReply } from "fastify";
 import { ApiError } from "./errors";
-import { type FinishReason, type GenerationEvent, generate } from "./generate";
+import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
 import type { RequestContext } from "./context";
 import type { ChatRequest, CompletionRequest } from "./validate";
 
@@ -17,6 +20,8 @@ interface ChoiceResult {
   finishReason: FinishReason;
   promptTokens: number;
   completionTokens: number;
+  cumLogprob: number;
+  tokens: TokenLogprob[];
 }
 
 interface Usage {
@@ -25,30 +30,36 @@ interface Usage {
   total_tokens: number;
 }
 
-function outcomeOf(results: ChoiceResult[]): { promptTokens: number; completionTokens: number } {
+/** Prompt tokens once per prompt (its copies share it), completion tokens of every copy generated. */
+function outcomeOf(results: ChoiceResult[][]): { promptTokens: number; completionTokens: number } {
   return {
-    promptTokens: results.reduce((n, r) => n + r.promptTokens, 0),
-    completionTokens: results.reduce((n, r) => n + r.completionTokens, 0),
+    promptTokens: results.reduce((n, copies) => n + (copies[0]?.promptTokens ?? 0), 0),
+    completionTokens: results.reduce((n, copies) => n + copies.reduce((m, r) => m + r.completionTokens, 0), 0),
   };
 }
 
-function usageOf(results: ChoiceResult[]): Usage {
-  const prompt = results.reduce((n, r) => n + r.promptTokens, 0);
-  const completion = results.reduce((n, r) => n + r.completionTokens, 0);
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+function usageOf(results: ChoiceResult[][]): Usage {
+  const { promptTokens, completionTokens } = outcomeOf(results);
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+  };
 }
 
-/** One request's generations (one per prompt) and what they have produced so far. */
+/** One request's generations (one batched Triton request per prompt) and what they have produced so far. */
 interface Generation {
   chat: boolean;
   id: string;
   created: number;
   model: string;
+  prompts: string[];
   generators: AsyncGenerator<GenerationEvent>[];
-  results: ChoiceResult[];
+  /** results[prompt][copy] */
+  results: ChoiceResult[][];
   /** The first event of each generator, already taken (it decided the status). */
   firsts: IteratorResult<GenerationEvent>[];
-  /** Fold one event of choice `index` into its result. */
+  /** Fold one event of prompt `index` into its results. */
   record(index: number, event: GenerationEvent): void;
 }
 
@@ -58,8 +69,20 @@ export async function serveGeneration(
   request: CompletionRequest | ChatRequest,
 ): Promise<void> {
   const generation = await start(ctx, request);
-  if (!request.stream) return sendJson(ctx, reply, generation);
-  return streamEvents(ctx, reply, generation, request.includeUsage);
+  if (!request.stream) return sendJson(ctx, reply, generation, request);
+  return streamEvents(ctx, reply, generation, request);
+}
+
+/**
+ * A prompt over the context is 400 `context_length_exceeded` (what OpenAI
+ * clients and LangChain branch on) whichever check finds it: the gateway's
+ * byte cap, preprocessing's byte cap, or the tokenizer's count.
+ */
+function asContextError(error: unknown): unknown {
+  if (error instanceof ApiError && error.code === "prompt_too_large") {
+    return new ApiError(400, "invalid_request_error", error.message, "context_length_exceeded", error.param);
+  }
+  return error;
 }
 
 /** Start every prompt's generation and wait for each one's first event: errors before it are plain HTTP errors. */
@@ -68,46 +91,57 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
   const prompts = chat ? [request.prompt] : request.prompts;
   const id = `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
   const created = Math.floor(Date.now() / 1000);
+  const { bestOf, logprobs } = request.choices;
   const generators = prompts.map((prompt) =>
     generate(ctx.triton, prompt, request.sampling, {
       signal: ctx.signal,
       deadline: ctx.deadline,
       timeoutSeconds: ctx.config.limits.requestTimeoutSeconds,
       trimStart: chat,
+      copies: bestOf,
+      logprobs,
       onStopCancel: () => ctx.metrics.upstreamCancelled.inc({ reason: "stop_sequence" }),
     }),
   );
-  const results: ChoiceResult[] = prompts.map(() => ({
-    text: "",
-    finishReason: "stop",
-    promptTokens: 0,
-    completionTokens: 0,
-  }));
+  const results: ChoiceResult[][] = prompts.map(() =>
+    Array.from({ length: bestOf }, () => ({
+      text: "",
+      finishReason: "stop" as FinishReason,
+      promptTokens: 0,
+      completionTokens: 0,
+      cumLogprob: 0,
+      tokens: [],
+    })),
+  );
   let firstTokenSeen = false;
   const record = (index: number, event: GenerationEvent): void => {
+    const r = results[index][event.row];
     if (event.type === "delta") {
       if (!firstTokenSeen) {
         firstTokenSeen = true;
         ctx.firstToken();
       }
-      results[index].text += event.text;
+      r.text += event.text;
+      if (event.tokens) r.tokens.push(...event.tokens);
     } else {
-      results[index].finishReason = event.finishReason;
-      results[index].promptTokens = event.promptTokens;
-      results[index].completionTokens = event.completionTokens;
+      r.finishReason = event.finishReason;
+      r.promptTokens = event.promptTokens;
+      r.completionTokens = event.completionTokens;
+      r.cumLogprob = event.cumLogprob;
     }
   };
   const settled = await Promise.allSettled(generators.map((g) => g.next()));
   const failed = settled.find((f) => f.status === "rejected");
   if (failed) {
     await Promise.allSettled(generators.map((g) => g.return(undefined)));
-    throw (failed as PromiseRejectedResult).reason;
+    throw asContextError((failed as PromiseRejectedResult).reason);
   }
   return {
     chat,
     id,
     created,
     model: ctx.config.model.id,
+    prompts,
     generators,
     results,
     firsts: settled.map((f) => (f as PromiseFulfilledResult<IteratorResult<GenerationEvent>>).value),
@@ -115,39 +149,101 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
   };
 }
 
-/** Feed every event of choice `index`, the one already taken first, to `handle`. */
+/** Feed every event of prompt `index`, the one already taken first, to `handle`. */
 async function drain(g: Generation, index: number, handle: (event: GenerationEvent) => void): Promise<void> {
   const first = g.firsts[index];
   if (!first.done) handle(first.value);
   for await (const event of g.generators[index]) handle(event);
 }
 
-async function sendJson(ctx: RequestContext, reply: FastifyReply, g: Generation): Promise<void> {
+/**
+ * The `n` copies returned of a prompt's `best_of`: the highest log probability
+ * per token first (OpenAI's rule), from FT's log probabilities; ties keep
+ * generation order.
+ */
+export function best(copies: ChoiceResult[], n: number): ChoiceResult[] {
+  if (copies.length <= n) return copies;
+  const score = (r: ChoiceResult): number => r.cumLogprob / Math.max(1, r.completionTokens);
+  return copies
+    .map((r, i) => ({ r, i }))
+    .sort((a, b) => score(b.r) - score(a.r) || a.i - b.i)
+    .slice(0, n)
+    .map(({ r }) => r);
+}
+
+/** Completions `logprobs`: FT gives the sampled token's log probability only, so top_logprobs is null. */
+function completionLogprobs(tokens: TokenLogprob[], offset: number): Record<string, unknown> {
+  const textOffset: number[] = [];
+  let at = offset;
+  for (const t of tokens) {
+    textOffset.push(at);
+    at += t.text.length;
+  }
+  return {
+    tokens: tokens.map((t) => t.text),
+    token_logprobs: tokens.map((t) => t.logprob),
+    top_logprobs: null,
+    text_offset: textOffset,
+  };
+}
+
+/** Chat `logprobs`: one entry per token; top_logprobs stays empty (only top_logprobs 0 is accepted). */
+function chatLogprobs(tokens: TokenLogprob[]): Record<string, unknown> {
+  return {
+    content: tokens.map((t) => ({
+      token: t.text,
+      logprob: t.logprob,
+      bytes: [...Buffer.from(t.text, "utf8")],
+      top_logprobs: [],
+    })),
+    refusal: null,
+  };
+}
+
+async function sendJson(
+  ctx: RequestContext,
+  reply: FastifyReply,
+  g: Generation,
+  request: CompletionRequest | ChatRequest,
+): Promise<void> {
   await Promise.all(g.generators.map((_, index) => drain(g, index, (event) => g.record(index, event))));
   ctx.finished(outcomeOf(g.results));
   const usage = usageOf(g.results);
   const { id, created, model } = g;
-  if (g.chat) {
+  const { n, logprobs } = request.choices;
+  const chosen = g.results.map((copies) => best(copies, n));
+  if (request.kind === "chat") {
     return reply.send({
       id,
       object: "chat.completion",
       created,
       model,
-      choices: g.results.map((r, index) => ({
+      choices: chosen.flat().map((r, index) => ({
         index,
         message: { role: "assistant", content: r.text },
-        logprobs: null,
+        logprobs: logprobs ? chatLogprobs(r.tokens) : null,
         finish_reason: r.finishReason,
       })),
       usage,
     });
   }
+  const echo = request.echo;
   return reply.send({
     id,
     object: "text_completion",
     created,
     model,
-    choices: g.results.map((r, index) => ({ index, text: r.text, logprobs: null, finish_reason: r.finishReason })),
+    choices: chosen.flatMap((copies, p) =>
+      copies.map((r, j) => {
+        const prefix = echo ? g.prompts[p] : "";
+        return {
+          index: p * n + j,
+          text: prefix + r.text,
+          logprobs: logprobs ? completionLogprobs(r.tokens, prefix.length) : null,
+          finish_reason: r.finishReason,
+        };
+      }),
+    ),
     usage,
   });
 }
@@ -157,9 +253,11 @@ async function streamEvents(
   ctx: RequestContext,
   reply: FastifyReply,
   g: Generation,
-  includeUsage: boolean,
+  request: CompletionRequest | ChatRequest,
 ): Promise<void> {
   const { chat, id, created, model, results } = g;
+  const { n, logprobs } = request.choices;
+  const echo = request.kind === "completion" && request.echo;
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
@@ -173,31 +271,52 @@ async function streamEvents(
     if (!raw.writableEnded && !raw.destroyed) raw.write(`data: ${JSON.stringify(data)}\n\n`);
   };
   const object = chat ? "chat.completion.chunk" : "text_completion";
-  const chunk = (index: number, text: string | null, finishReason: FinishReason | null, usage?: Usage): unknown => ({
-    id,
-    object,
-    created,
-    model,
-    choices: [
-      chat
-        ? {
-            index,
-            delta: finishReason ? {} : text === null ? { role: "assistant", content: "" } : { content: text },
-            logprobs: null,
-            finish_reason: finishReason,
-          }
-        : { index, text: text ?? "", logprobs: null, finish_reason: finishReason },
-    ],
-    ...(usage ? { usage } : {}),
-  });
-  if (chat) send(chunk(0, null, null));
-  let remaining = g.generators.length;
+  // Characters sent per choice: completions' text_offset continues from there.
+  const offsets = new Map<number, number>();
+  const chunk = (
+    index: number,
+    text: string | null,
+    finishReason: FinishReason | null,
+    usage?: Usage,
+    tokens?: TokenLogprob[],
+  ): unknown => {
+    const at = offsets.get(index) ?? 0;
+    offsets.set(index, at + (text ?? "").length);
+    const lp = logprobs && tokens ? (chat ? chatLogprobs(tokens) : completionLogprobs(tokens, at)) : null;
+    return {
+      id,
+      object,
+      created,
+      model,
+      choices: [
+        chat
+          ? {
+              index,
+              delta: finishReason ? {} : text === null ? { role: "assistant", content: "" } : { content: text },
+              logprobs: lp,
+              finish_reason: finishReason,
+            }
+          : { index, text: text ?? "", logprobs: lp, finish_reason: finishReason },
+      ],
+      ...(usage ? { usage } : {}),
+    };
+  };
+  // Copies are streamed as generated (best_of, which must rank them first, is refused with stream).
+  const choiceIndex = (prompt: number, row: number): number => prompt * n + row;
+  for (let p = 0; p < g.prompts.length; p++) {
+    for (let r = 0; r < n; r++) {
+      if (chat) send(chunk(choiceIndex(p, r), null, null));
+      else if (echo) send(chunk(choiceIndex(p, r), g.prompts[p], null));
+    }
+  }
+  let remaining = g.prompts.length * n;
   try {
     await Promise.all(
-      g.generators.map((_, index) =>
-        drain(g, index, (event) => {
-          g.record(index, event);
-          if (event.type === "delta") send(chunk(index, event.text, null));
+      g.generators.map((_, p) =>
+        drain(g, p, (event) => {
+          g.record(p, event);
+          const index = choiceIndex(p, event.row);
+          if (event.type === "delta") send(chunk(index, event.text, null, undefined, event.tokens));
           else {
             remaining -= 1;
             // The last choice to finish carries the usage of all of them.
@@ -206,7 +325,7 @@ async function streamEvents(
         }),
       ),
     );
-    if (includeUsage) send({ id, object, created, model, choices: [], usage: usageOf(results) });
+    if (request.includeUsage) send({ id, object, created, model, choices: [], usage: usageOf(results) });
     if (!ctx.signal.aborted) raw.write("data: [DONE]\n\n");
     ctx.finished(outcomeOf(results));
   } catch (error) {

@@ -6,7 +6,7 @@
  * the preprocessing model (images/server/python/tritonft/validation.py).
  */
 import type { ChatTemplate, GatewayConfig } from "./config";
-import { ApiError, invalid, notFound, tooLarge } from "./errors";
+import { ApiError, invalid, notFound } from "./errors";
 
 /** Documented ranges (docs/consuming.md "API"): identical to preprocessing's. */
 export const TEMPERATURE_MAX = 2;
@@ -15,6 +15,8 @@ export const SEED_MAX = 2n ** 64n - 1n;
 export const DEFAULT_MAX_TOKENS = 16;
 export const USER_MAX_CHARS = 256;
 export const MAX_MESSAGES = 256;
+/** OpenAI's range of presence_penalty; FT applies it as its additive penalty (docs/consuming.md). */
+export const PRESENCE_PENALTY_MAX = 2;
 
 export interface Sampling {
   maxTokens: number;
@@ -23,14 +25,29 @@ export interface Sampling {
   topP: number;
   topK: number;
   repetitionPenalty?: number;
+  /** FT's additive penalty (OpenAI presence_penalty); never together with repetitionPenalty. */
+  presencePenalty?: number;
   seed?: bigint;
   stop: string[];
+}
+
+/** How many samples of each prompt, and what comes back with each. */
+export interface Choices {
+  /** Choices returned per prompt (OpenAI `n`). */
+  n: number;
+  /** Samples generated per prompt, the best `n` returned (OpenAI `best_of`; `n` when not sent). */
+  bestOf: number;
+  /** Each token's text and log probability (completions `logprobs`, chat `logprobs: true`). */
+  logprobs: boolean;
 }
 
 export interface CompletionRequest {
   kind: "completion";
   prompts: string[];
   sampling: Sampling;
+  choices: Choices;
+  /** Return the prompt before the completion. */
+  echo: boolean;
   stream: boolean;
   includeUsage: boolean;
 }
@@ -45,6 +62,7 @@ export interface ChatRequest {
   messages: ChatMessage[];
   prompt: string;
   sampling: Sampling;
+  choices: Choices;
   stream: boolean;
   includeUsage: boolean;
 }
@@ -174,15 +192,31 @@ function sampling(
     }
     seed = BigInt(rawSeed);
   }
-  for (const [key, hint] of [
-    ["presence_penalty", "use repetition_penalty"],
-    ["frequency_penalty", "use repetition_penalty"],
-  ] as const) {
-    const v = optionalNumber(body, key);
-    if (v !== undefined && v !== 0)
-      throw invalid(`${key}=${v} is not supported: ${hint}`, key, "unsupported_parameter");
+  const presence = optionalNumber(body, "presence_penalty");
+  if (presence !== undefined && (presence < -PRESENCE_PENALTY_MAX || presence > PRESENCE_PENALTY_MAX)) {
+    throw invalid(
+      `presence_penalty is ${presence}: must be between -${PRESENCE_PENALTY_MAX} and ${PRESENCE_PENALTY_MAX}`,
+      "presence_penalty",
+    );
   }
-  unsupported(body, "n", (v) => v === 1, "only n=1 is served");
+  // 0 is OpenAI's "off": sending nothing keeps it compatible with repetition_penalty.
+  const presencePenalty = presence === 0 ? undefined : presence;
+  if (presencePenalty !== undefined && repetitionPenalty !== undefined) {
+    throw invalid(
+      "presence_penalty and repetition_penalty exclude each other: FasterTransformer applies one penalty per request",
+      "presence_penalty",
+      "unsupported_parameter",
+    );
+  }
+  const frequency = optionalNumber(body, "frequency_penalty");
+  if (frequency !== undefined && frequency !== 0) {
+    throw invalid(
+      `frequency_penalty=${frequency} is not supported: FasterTransformer has no count-based penalty; ` +
+        "use presence_penalty (once per token present) or repetition_penalty",
+      "frequency_penalty",
+      "unsupported_parameter",
+    );
+  }
   unsupported(body, "logit_bias", (v) => isObject(v) && Object.keys(v).length === 0, "logit biases are not served");
   const user = body.user;
   if (user !== undefined && (typeof user !== "string" || user.length > USER_MAX_CHARS)) {
@@ -194,9 +228,45 @@ function sampling(
     topP,
     topK,
     repetitionPenalty,
+    presencePenalty,
     seed,
     stop: [...stopList(body, config), ...extraStop],
   };
+}
+
+/**
+ * n and best_of: the copies of a prompt go to FT as one batch, so they are
+ * capped by the model's batch size, and their total tokens by the model's
+ * maxChoiceTokens (n × max_tokens, or best_of × max_tokens).
+ */
+function choices(
+  body: Body,
+  config: GatewayConfig,
+  maxTokens: number,
+  maxTokensKey: string,
+  logprobs: boolean,
+): Choices {
+  const batch = config.model.maxBatchSize;
+  const n = optionalInteger(body, "n") ?? 1;
+  if (n < 1 || n > batch) {
+    throw invalid(`n is ${n}: must be between 1 and ${batch} (the model's batch size: the copies are one batch)`, "n");
+  }
+  const bestOf = optionalInteger(body, "best_of") ?? n;
+  if (bestOf < n || bestOf > batch) {
+    throw invalid(`best_of is ${bestOf}: must be between n (${n}) and ${batch} (the model's batch size)`, "best_of");
+  }
+  const cap = config.model.maxChoiceTokens ?? config.model.maxOutputLen * batch;
+  if (bestOf * maxTokens > cap) {
+    const what = bestOf > n ? `best_of (${bestOf})` : `n (${n})`;
+    throw invalid(
+      `${what} × ${maxTokensKey} (${maxTokens}) is ${bestOf * maxTokens} tokens: this model serves at most ${cap} per prompt`,
+      bestOf > n ? "best_of" : "n",
+    );
+  }
+  if (bestOf > n && body.stream === true) {
+    throw invalid("best_of cannot be streamed: the best choices are known only at the end", "best_of");
+  }
+  return { n, bestOf, logprobs };
 }
 
 function stopList(body: Body, config: GatewayConfig): string[] {
@@ -238,10 +308,12 @@ function checkPromptBytes(prompt: string, config: GatewayConfig, param: string):
   const cap = config.model.maxPromptBytes;
   // A UTF-16 unit is at most 3 UTF-8 bytes: short prompts need no byte count.
   if (prompt.length * 3 > cap && utf8Bytes(prompt) > cap) {
-    throw tooLarge(
-      `the prompt is ${utf8Bytes(prompt)} bytes; at most ${cap} bytes (the model reads ${config.model.maxInputLen} tokens) are accepted`,
+    // Past the byte cap the prompt cannot fit the context: the code OpenAI clients branch on.
+    throw invalid(
+      `the prompt is ${utf8Bytes(prompt)} bytes, more than fit this model's context of ${config.model.maxInputLen} ` +
+        `tokens (at most ${cap} bytes are accepted)`,
       param,
-      "prompt_too_large",
+      "context_length_exceeded",
     );
   }
 }
@@ -268,11 +340,35 @@ export function parseCompletion(body: unknown, config: GatewayConfig): Completio
     checkPromptBytes(p, config, "prompt");
     return p;
   });
-  unsupported(body, "best_of", (v) => v === 1, "only best_of=1 is served");
-  unsupported(body, "echo", (v) => v === false, "the prompt is not echoed");
   unsupported(body, "suffix", (v) => v === "", "insertion is not served");
-  unsupported(body, "logprobs", (v) => v === 0, "log probabilities are not served");
-  return { kind: "completion", prompts, sampling: sampling(body, config, "max_tokens"), ...streamFlags(body) };
+  const echo = body.echo ?? false;
+  if (typeof echo !== "boolean") throw invalid(`echo must be a boolean, got ${describe(echo)}`, "echo", "invalid_type");
+  const logprobs = optionalInteger(body, "logprobs");
+  if (logprobs !== undefined && (logprobs < 0 || logprobs > 1)) {
+    throw invalid(
+      `logprobs is ${logprobs}: at most 1 is served. FasterTransformer computes the log probability of the ` +
+        "sampled token only, no alternatives (top_logprobs comes back null)",
+      "logprobs",
+      logprobs > 1 ? "unsupported_parameter" : "invalid_value",
+    );
+  }
+  if (echo && logprobs !== undefined) {
+    throw invalid(
+      "echo with logprobs is not served: FasterTransformer computes no log probabilities for prompt tokens, " +
+        "and OpenAI returns them for every prompt token but the first",
+      "echo",
+      "unsupported_parameter",
+    );
+  }
+  const s = sampling(body, config, "max_tokens");
+  return {
+    kind: "completion",
+    prompts,
+    sampling: s,
+    choices: choices(body, config, s.maxTokens, "max_tokens", logprobs !== undefined),
+    echo,
+    ...streamFlags(body),
+  };
 }
 
 function messageContent(content: unknown, i: number): string {
@@ -351,8 +447,19 @@ export function parseChat(body: unknown, config: GatewayConfig): ChatRequest {
   for (const key of ["tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"]) {
     unsupported(body, key, () => false, "tool calls are not served");
   }
-  unsupported(body, "logprobs", (v) => v === false, "log probabilities are not served");
-  unsupported(body, "top_logprobs", () => false, "log probabilities are not served");
+  const logprobs = body.logprobs ?? false;
+  if (typeof logprobs !== "boolean")
+    throw invalid(`logprobs must be a boolean, got ${describe(logprobs)}`, "logprobs", "invalid_type");
+  const top = optionalInteger(body, "top_logprobs");
+  if (top !== undefined && top !== 0) {
+    throw invalid(
+      `top_logprobs is ${top}: at most 0 is served. FasterTransformer computes the log probability of the ` +
+        "sampled token only, no alternatives",
+      "top_logprobs",
+      "unsupported_parameter",
+    );
+  }
+  if (top !== undefined && !logprobs) throw invalid("top_logprobs needs logprobs: true", "top_logprobs");
   unsupported(body, "response_format", (v) => isObject(v) && v.type === "text", "only text responses are served");
   if (body.max_tokens !== undefined && body.max_completion_tokens !== undefined) {
     throw invalid("send max_tokens or max_completion_tokens, not both", "max_completion_tokens");
@@ -360,11 +467,13 @@ export function parseChat(body: unknown, config: GatewayConfig): ChatRequest {
   const maxKey = body.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
   const prompt = renderChat(messages, template);
   checkPromptBytes(prompt, config, "messages");
+  const s = sampling(body, config, maxKey, template.stop);
   return {
     kind: "chat",
     messages,
     prompt,
-    sampling: sampling(body, config, maxKey, template.stop),
+    sampling: s,
+    choices: choices(body, config, s.maxTokens, maxKey, logprobs),
     ...streamFlags(body),
   };
 }

@@ -10,8 +10,15 @@ import type { ApiError } from "../../../images/gateway/src/errors";
 import type { Tensor } from "../../../images/gateway/src/tensors";
 import type { ModelMetadata, StreamOptions, TritonClient } from "../../../images/gateway/src/triton";
 
-/** The token the fake generates at position i (1-based): the text grows by " t1", " t2", ... */
-export const token = (i: number): string => ` t${i}`;
+/**
+ * The token the fake generates at position i (1-based): the text grows by
+ * " t1", " t2", ... Copy `row` > 0 of a batched request (n, best_of) writes
+ * " c<row>t1", ... so copies differ, as differently seeded samples do.
+ */
+export const token = (i: number, row = 0): string => (row === 0 ? ` t${i}` : ` c${row}t${i}`);
+
+/** FT's log probability (output_log_probs) of the fake's token i (1-based) of copy `row`. */
+export const logprob = (i: number, row = 0): number => -(1 + ((i + row) % 7)) / 8;
 
 export class FakeTriton implements TritonClient {
   readonly ensemble = "ensemble";
@@ -80,8 +87,13 @@ function aborted(signal: AbortSignal): Promise<void> {
 /** The ensemble's outputs after `step` tokens: one row per prompt, each capped at its own max_tokens. */
 function outputs(prompts: string[], maxTokens: number[], step: number): Map<string, Tensor> {
   const counts = prompts.map((_, row) => Math.min(step, maxTokens[row] ?? step));
-  const texts = counts.map((n) => Array.from({ length: n }, (_, i) => token(i + 1)).join(""));
+  const pieces = counts.map((n, row) => Array.from({ length: n }, (_, i) => token(i + 1, row)));
+  const probs = counts.map((n, row) => Array.from({ length: n }, (_, i) => logprob(i + 1, row)));
+  const texts = pieces.map((p) => p.join(""));
   const rows = prompts.length;
+  const width = Math.max(1, ...counts);
+  const pad = <T>(values: T[][], fill: T): T[] =>
+    values.flatMap((v) => [...v, ...Array<T>(width - v.length).fill(fill)]);
   return new Map<string, Tensor>([
     [
       "text_output",
@@ -102,5 +114,24 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
       },
     ],
     ["output_token_count", { name: "output_token_count", datatype: "UINT32", shape: [rows, 1], data: counts }],
+    ["output_log_probs", { name: "output_log_probs", datatype: "FP32", shape: [rows, width], data: pad(probs, 0) }],
+    [
+      "cum_log_probs",
+      {
+        name: "cum_log_probs",
+        datatype: "FP32",
+        shape: [rows, 1],
+        data: probs.map((p) => p.reduce((a, b) => a + b, 0)),
+      },
+    ],
+    [
+      "output_tokens",
+      {
+        name: "output_tokens",
+        datatype: "BYTES",
+        shape: [rows, width],
+        data: pad(pieces, "").map((t) => new Uint8Array(Buffer.from(t, "utf8"))),
+      },
+    ],
   ]);
 }

@@ -100,6 +100,7 @@ def check_prompt_bytes(index: int, prompt: str, max_prompt_bytes: int) -> None:
 # gateway applies the same ones to its OpenAI fields.
 TEMPERATURE_RANGE = (0.0, 2.0)  # exclusive lower bound: FT divides logits by it
 REPETITION_PENALTY_RANGE = (0.0, 10.0)  # exclusive lower bound
+PRESENCE_PENALTY_RANGE = (-2.0, 2.0)  # inclusive: OpenAI's range for the field it maps to
 
 
 def _scalars(array: npt.NDArray[Any], name: str, batch: int) -> list[Any]:
@@ -132,7 +133,15 @@ def check_sampling(inputs: dict[str, npt.NDArray[Any] | None], batch: int, vocab
             and REPETITION_PENALTY_RANGE[0] < float(v) <= REPETITION_PENALTY_RANGE[1],
             f"must be finite, > {REPETITION_PENALTY_RANGE[0]:g} and <= {REPETITION_PENALTY_RANGE[1]:g}",
         ),
+        "presence_penalty": (
+            lambda v: math.isfinite(float(v))
+            and PRESENCE_PENALTY_RANGE[0] <= float(v) <= PRESENCE_PENALTY_RANGE[1],
+            f"must be finite, >= {PRESENCE_PENALTY_RANGE[0]:g} and <= {PRESENCE_PENALTY_RANGE[1]:g}",
+        ),
     }
+    # FT's sampling layer stops (FT_CHECK) on a request carrying both penalties: refuse it here.
+    if inputs.get("repetition_penalty") is not None and inputs.get("presence_penalty") is not None:
+        raise RequestError("repetition_penalty and presence_penalty exclude each other (FT applies one): send one")
     for name, (ok, rule) in checks.items():
         array = inputs.get(name)
         if array is None:

@@ -25,6 +25,15 @@ Generation is deterministic, so tests can predict the text:
   generation by its longest request, so a short request batched with a long
   one comes back over-generated and postprocessing must cap it;
 - sequence_length = prompt length + generated tokens.
+- beam_width (default 1) gives each item that many beams: beam b generates
+  with shift + b, so output_ids is [batch, beam, tokens] and sequence_length
+  [batch, beam], as FT returns them;
+- with is_return_log_probs true (read from the first item, as FT's model
+  instance reads it for the whole batch), cum_log_probs [batch, beam] and
+  output_log_probs [batch, beam, L] are returned too: generated token t at step
+  j has log probability -(1 + (t + j) % 7) / 8, steps after the end are 0, and
+  cum_log_probs is the sum over the generated tokens (FT backend
+  docs/gptj_guide.md names and shapes; FT writes them only when asked).
 Every optional input it receives is logged once per request, so tests can
 check the ensemble's parameter wiring in the server log.
 
@@ -67,6 +76,9 @@ FT_INPUTS: dict[str, tuple[str, list[int], list[int] | None, bool]] = {
     "temperature": ("TYPE_FP32", [1], [], True),
     "repetition_penalty": ("TYPE_FP32", [1], [], True),
     "random_seed": ("TYPE_UINT64", [1], [], True),
+    "presence_penalty": ("TYPE_FP32", [1], [], True),
+    "is_return_log_probs": ("TYPE_BOOL", [1], [], True),
+    "beam_width": ("TYPE_UINT32", [1], [], True),
     "start_id": ("TYPE_UINT32", [1], [], True),
     "end_id": ("TYPE_UINT32", [1], [], True),
     "bad_words_list": ("TYPE_INT32", [2, -1], None, True),
@@ -75,8 +87,25 @@ FT_INPUTS: dict[str, tuple[str, list[int], list[int] | None, bool]] = {
 FT_OUTPUTS: dict[str, tuple[str, list[int]]] = {
     "output_ids": ("TYPE_UINT32", [-1, -1]),
     "sequence_length": ("TYPE_UINT32", [-1]),
+    "cum_log_probs": ("TYPE_FP32", [-1]),
+    "output_log_probs": ("TYPE_FP32", [-1, -1]),
 }
-SCALAR_OPTIONALS = ("runtime_top_k", "runtime_top_p", "temperature", "repetition_penalty", "random_seed", "start_id")
+SCALAR_OPTIONALS = (
+    "runtime_top_k",
+    "runtime_top_p",
+    "temperature",
+    "repetition_penalty",
+    "random_seed",
+    "presence_penalty",
+    "is_return_log_probs",
+    "beam_width",
+    "start_id",
+)
+
+
+def log_prob(token: int, step: int) -> float:
+    """The stand-in's log probability of generating `token` at generation step `step` (0-based)."""
+    return -(1 + (token + step) % 7) / 8
 
 
 def _dims(value: Any) -> list[int]:
@@ -173,33 +202,44 @@ def generate(
 
 @dataclass
 class Generation:
-    """One request's batch: per item the prompt plus every generated token."""
+    """One request's batch: per item and beam the prompt plus every generated token."""
 
-    rows: list[list[int]]
+    # rows[item][beam]
+    rows: list[list[list[int]]]
     prompt_lengths: list[int]
     width: int
     pads: list[int]
+    # FT's request_output_len of the batch: the last dim of output_log_probs.
+    output_len: int
+    log_probs: bool
 
     def steps(self) -> int:
-        return max(len(row) - p for row, p in zip(self.rows, self.prompt_lengths))
+        return max(len(beam) - p for beams, p in zip(self.rows, self.prompt_lengths) for beam in beams)
 
     def response(self, step: int | None) -> Any:
         """FT's outputs after `step` generated tokens (None: all of them), end-id padded."""
         batch = len(self.rows)
-        output_ids = np.zeros((batch, 1, self.width), dtype=np.uint32)
-        lengths = []
-        for i, row in enumerate(self.rows):
-            cut = row if step is None else row[: self.prompt_lengths[i] + step]
-            output_ids[i, 0, : len(cut)] = cut
-            output_ids[i, 0, len(cut):] = self.pads[i]
-            lengths.append(len(cut))
-        sequence_length = np.array(lengths, dtype=np.uint32).reshape(batch, 1)
-        return pb_utils.InferenceResponse(
-            output_tensors=[
-                pb_utils.Tensor("output_ids", output_ids),
-                pb_utils.Tensor("sequence_length", sequence_length),
-            ]
-        )
+        beams = len(self.rows[0])
+        output_ids = np.zeros((batch, beams, self.width), dtype=np.uint32)
+        lengths = np.zeros((batch, beams), dtype=np.uint32)
+        cum = np.zeros((batch, beams), dtype=np.float32)
+        per_step = np.zeros((batch, beams, self.output_len), dtype=np.float32)
+        for i, item in enumerate(self.rows):
+            for b, row in enumerate(item):
+                cut = row if step is None else row[: self.prompt_lengths[i] + step]
+                output_ids[i, b, : len(cut)] = cut
+                output_ids[i, b, len(cut):] = self.pads[i]
+                lengths[i, b] = len(cut)
+                for j, token in enumerate(cut[self.prompt_lengths[i]:]):
+                    per_step[i, b, j] = log_prob(token, j)
+                cum[i, b] = float(per_step[i, b].sum())
+        tensors = [
+            pb_utils.Tensor("output_ids", output_ids),
+            pb_utils.Tensor("sequence_length", lengths),
+        ]
+        if self.log_probs:
+            tensors += [pb_utils.Tensor("cum_log_probs", cum), pb_utils.Tensor("output_log_probs", per_step)]
+        return pb_utils.InferenceResponse(output_tensors=tensors)
 
 
 # Longest a hold file can keep the instance busy.
@@ -270,10 +310,18 @@ class TritonPythonModel:
             received += f", stop_words_list={stop_words.tolist()}"
         pb_utils.Logger.log_info(f"{self.name} stand-in request: batch={batch} {received}".rstrip())
 
-        rows: list[list[int]] = []
+        rows: list[list[list[int]]] = []
         prompt_lengths: list[int] = []
         end_ids = optionals["end_id"]
         seeds = optionals["random_seed"]
+        beam_widths = optionals["beam_width"]
+        # FT takes one beam width and one log-probs flag per batch, from the first item.
+        beams = 1 if beam_widths is None else int(beam_widths[0])
+        if beams < 1:
+            raise ValueError(f"beam_width must be >= 1, got {beams}")
+        flags = optionals["is_return_log_probs"]
+        if flags is not None and flags.dtype != np.bool_:
+            raise ValueError(f"is_return_log_probs arrived as {flags.dtype}, FT expects bool")
         for i in range(batch):
             length = int(input_lengths[i])
             if length < 1 or length > input_ids.shape[1]:
@@ -281,21 +329,26 @@ class TritonPythonModel:
             prompt = [int(t) for t in input_ids[i, :length]]
             end_id = None if end_ids is None else int(end_ids[i])
             shift = 0 if seeds is None else int(seeds[i]) % length
-            generated = generate(
-                prompt,
-                batch_output_len,
-                end_id,
-                shift,
-                [] if stop_words is None else split_words(stop_words[i]),
-                [] if bad_words is None else split_words(bad_words[i]),
-            )
-            rows.append(prompt + generated)
+            item = []
+            for b in range(beams):
+                generated = generate(
+                    prompt,
+                    batch_output_len,
+                    end_id,
+                    (shift + b) % length,
+                    [] if stop_words is None else split_words(stop_words[i]),
+                    [] if bad_words is None else split_words(bad_words[i]),
+                )
+                item.append(prompt + generated)
+            rows.append(item)
             prompt_lengths.append(length)
         return Generation(
             rows=rows,
             prompt_lengths=prompt_lengths,
-            width=max(int(input_ids.shape[1]) + batch_output_len, max(len(r) for r in rows)),
+            width=max(int(input_ids.shape[1]) + batch_output_len, max(len(r) for item in rows for r in item)),
             pads=[0 if end_ids is None else int(end_ids[i]) for i in range(batch)],
+            output_len=batch_output_len,
+            log_probs=flags is not None and bool(flags[0]),
         )
 
     def _error(self, error: ValueError) -> Any:

@@ -4,11 +4,12 @@ Contract (per batch item, the model has max_batch_size > 0):
   inputs  text_input STRING [1], max_tokens UINT32 [1],
           bad_words STRING [-1] (optional), stop_words STRING [-1] (optional),
           top_k UINT32, top_p FP32, temperature FP32, repetition_penalty FP32,
-          random_seed UINT64 (all [1], optional: only range-checked here, FT
-          reads them straight from the ensemble)
+          random_seed UINT64, presence_penalty FP32 (all [1], optional: only
+          range-checked here, FT reads them straight from the ensemble)
   outputs input_ids UINT32 [-1], input_lengths UINT32 [1], request_output_len UINT32 [-1],
           bad_words_list INT32 [2,-1], stop_words_list INT32 [2,-1],
-          start_id UINT32 [1], end_id UINT32 [1]
+          start_id UINT32 [1], end_id UINT32 [1], is_return_log_probs BOOL [1] (always
+          true: FT reads it from a batch's first request only, so it must not vary)
 Parameters: tokenizer_path (absolute), start_id, end_id, pad_id, max_input_len, max_output_len,
 max_prompt_bytes and vocab_size (optional).
 
@@ -49,7 +50,7 @@ from tritonft.validation import (
 )
 from tritonft.words import encode_word_lists
 
-SAMPLING_INPUTS = ("top_k", "top_p", "temperature", "repetition_penalty", "random_seed")
+SAMPLING_INPUTS = ("top_k", "top_p", "temperature", "repetition_penalty", "random_seed", "presence_penalty")
 OUTPUTS = (
     "input_ids",
     "input_lengths",
@@ -58,6 +59,7 @@ OUTPUTS = (
     "stop_words_list",
     "start_id",
     "end_id",
+    "is_return_log_probs",
 )
 
 
@@ -114,4 +116,5 @@ class TritonPythonModel:
             ),
             column([p.start_id] * batch, "start_id"),
             column([p.end_id] * batch, "end_id"),
+            column([True] * batch, "is_return_log_probs"),
         ]
