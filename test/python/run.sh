@@ -6,6 +6,8 @@
 #   lint:  ruff and mypy with pyproject.toml's settings (requirements-lint.lock): ruff over
 #          the server image's Python, scripts/convert and these tests; mypy --strict over
 #          images/server/python/tritonft and scripts/convert
+# Both converter locks come from images/triton_with_ft/lock.sh: a package the image also
+# installs has the image's version (test_requirement_locks.py checks it).
 # usage: test/python/run.sh [all|light|torch|lint] [extra pytest args...]
 # With TEST_REPORT_DIR set, writes $TEST_REPORT_DIR/python-<suite>.xml (JUnit; the
 # lint suite as one test per tool).
@@ -23,6 +25,32 @@ case $suite in
   all | light | torch | lint) ;;
   *) echo "usage: $0 [all|light|torch|lint] [pytest args...]" >&2; exit 2 ;;
 esac
+
+# The converters run on the triton_with_ft image's Python, 3.10 (NGC tritonserver
+# 23.05), so the venvs are built from a 3.10 where one is at hand (PATH, or
+# pyenv's versions, which pyenv's shims hide unless selected). Without one,
+# python3: the locks carry every file's hash of each version, so they install on
+# a newer CPython too, and the image's pins all publish wheels for it.
+# PYTHON, when set, wins.
+find_python310() {
+  local c
+  for c in python3.10 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10.*/bin/python3.10; do
+    if "$c" -c 'import sys, venv; sys.exit(sys.version_info[:2] != (3, 10))' >/dev/null 2>&1; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+if [[ -z ${PYTHON:-} ]]; then
+  if PYTHON=$(find_python310); then
+    log "python: $PYTHON (the image's minor, 3.10)"
+  else
+    PYTHON=python3
+    log "python: no Python 3.10 here; using $("$PYTHON" -c 'import sys; print(sys.version.split()[0])') (the image runs 3.10)"
+  fi
+fi
+export PYTHON
 
 # Keep the work tree free of __pycache__ and make sure nothing reaches the Hub.
 export PYTHONDONTWRITEBYTECODE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
