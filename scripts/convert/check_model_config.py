@@ -27,8 +27,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 FAMILIES = ("gptneox", "gptj", "gpt", "codegen")
 ARCH_KEYS = ("layers", "hidden", "heads", "ffn", "vocab", "rotaryDims", "maxPositions", "startId", "endId")

@@ -19,7 +19,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[2]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def planned_weights(family: str, tp: int, layers: int, hidden: int, heads: int, ffn: int, vocab: int, rotary: int) -> str:
     """The plan's expected weight set (infra/plan/weights.ts, without weight_data_type as the fp16 rewrite gets it), as JSON."""
     arch = {"layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "vocab": vocab, "rotaryDims": rotary, "maxPositions": 2048, "startId": 0, "endId": 0}

@@ -15,7 +15,8 @@ real API's shapes and semantics for the calls our models make:
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 

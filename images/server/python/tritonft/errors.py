@@ -1,7 +1,8 @@
 """Error types shared by the models."""
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class RequestError(ValueError):

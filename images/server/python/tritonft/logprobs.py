@@ -8,7 +8,8 @@ to the decoded output, so the pieces concatenate to the returned text.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt

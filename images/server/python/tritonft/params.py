@@ -7,8 +7,9 @@ own config, so nothing in the Python models is a per-family constant.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from tritonft.errors import ModelConfigError
 

@@ -13,8 +13,9 @@ this module resolves each step's inputs from the tensors seen so far.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from tritonft.errors import ModelConfigError
 

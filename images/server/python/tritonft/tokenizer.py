@@ -12,8 +12,9 @@ Two loaders, tried in order:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 
 def _force_offline() -> None:

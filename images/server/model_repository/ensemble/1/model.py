@@ -118,5 +118,5 @@ class TritonPythonModel:
                 continue
             previous = fingerprint
             sender.send(
-                pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(n, a) for n, a in zip(self.outputs, result)])
+                pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(n, a) for n, a in zip(self.outputs, result, strict=True)])
             )
