@@ -94,12 +94,17 @@ describe.each(PROTOCOLS)("over %s", (protocol) => {
         top_p: "FP32[-1,1]",
         temperature: "FP32[-1,1]",
         repetition_penalty: "FP32[-1,1]",
+        presence_penalty: "FP32[-1,1]",
         random_seed: "UINT64[-1,1]",
+        return_tokens: "UINT32[-1,1]",
       });
       expect(io(meta.outputs)).toEqual({
         text_output: "BYTES[-1,1]",
         input_token_count: "UINT32[-1,1]",
         output_token_count: "UINT32[-1,1]",
+        output_log_probs: "FP32[-1,-1]",
+        cum_log_probs: "FP32[-1,1]",
+        output_tokens: "BYTES[-1,-1]",
       });
     });
 
