@@ -29,7 +29,7 @@ import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildPlan, type Plan } from "./plan";
 import { endpointAccess } from "./plan/clusterAccess";
 import { workloadInput } from "./plan/workload";
-import { REPO_ROOT, repoPathHasher } from "./repoFiles";
+import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
 import { stackTags } from "./tags";
 
@@ -101,6 +101,7 @@ function buildSide(
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
+    stageTree: (tree) => stageTree(REPO_ROOT, tree),
   });
   const outputs: Record<string, pulumi.Input<unknown>> = {
     vpcId: network.vpcId,

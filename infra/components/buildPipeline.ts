@@ -1,6 +1,7 @@
 /**
  * The remote build steps as resources: the scripts, images and rendered files
- * shipped with `remote.CopyToRemote`, and one `remote.Command` per step whose
+ * shipped with `remote.CopyToRemote` (each source tree as a staged copy of its
+ * git-tracked files, the same files its hash covers), and one `remote.Command` per step whose
  * triggers are exactly that step's inputs (its input hash plus the deploy-time
  * values its config uses). The steps and their hashes are the plan's
  * `buildSteps` (infra/plan/steps.ts); this component only wires them.
@@ -45,6 +46,12 @@ export interface BuildPipelineArgs {
   readonly secretEnv: Partial<Record<SecretEnv, pulumi.Output<string>>>;
   /** Start the builder before the steps and stop it after the bake. */
   readonly stopBuilderWhenDone: boolean;
+  /**
+   * The local folder holding exactly the tracked files of a repo-relative
+   * tree, named like it (infra/repoFiles.ts stageTree): what is shipped is
+   * what the step hashes cover, never an untracked file or a node_modules.
+   */
+  readonly stageTree: (tree: string) => string;
 }
 
 /** The image each image-producing step pushes, as an output. */
@@ -173,7 +180,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
     );
   }
 
-  /** Source trees shipped verbatim (scripts, images). */
+  /** Source trees (scripts, images), each as its staged copy of tracked files. */
   private shipTrees(prepare: command.remote.Command): command.remote.CopyToRemote[] {
     return SHIPPED_TREES.map(
       (t) =>
@@ -181,7 +188,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
           `${this.name}-ship-${t.local.replace(/\//g, "-")}`,
           {
             connection: this.args.connection,
-            source: new pulumi.asset.FileArchive(t.local),
+            source: new pulumi.asset.FileArchive(this.args.stageTree(t.local)),
             remotePath: t.remoteParent,
             triggers: [this.args.instanceId],
           },
