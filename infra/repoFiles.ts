@@ -29,6 +29,7 @@ export function trackedFiles(root: string, rel: string): string[] {
   } catch (err) {
     throw new Error(
       `cannot list the git-tracked files of ${rel} under ${root} (${(err as Error).message.split("\n")[0]}): the build ships and hashes tracked files only, so it needs a git checkout`,
+      { cause: err },
     );
   }
   return out
