@@ -49,6 +49,8 @@ interface BuildSide {
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in docs/outputs.md). */
   outputs: Record<string, pulumi.Input<unknown>>;
+  /** Tags the deployed images once the workloads rolled out (markDeployed). */
+  pipeline: BuildPipeline;
 }
 
 /** Network, ECR, the GPU builder and the remote build pipeline. */
@@ -124,6 +126,7 @@ function buildSide(
     tritonWithFtImage: pipeline.tritonWithFtImage,
     gatewayImage: pipeline.gatewayImage,
     outputs,
+    pipeline,
   };
 }
 
@@ -197,6 +200,11 @@ export function program(): StackOutputs {
     dependsOn: [triton],
     loadBalancerReady: cluster.loadBalancerReady,
   });
+  // Tag what is deployed once its rollout succeeded, so ECR never expires the running images.
+  build.pipeline.markDeployed([
+    { id: "server", image: build.serverImage, rollout: triton.deploymentResource },
+    { id: "gateway", image: build.gatewayImage, rollout: gateway.deployment },
+  ]);
   // Autoscaling (KEDA: Triton and the gateway) and observability (DCGM exporter, ServiceMonitors, dashboard, alerts).
   new Scaling("scaling", {
     manifests: scaling,

@@ -72,6 +72,9 @@ export class BuildPipeline extends pulumi.ComponentResource {
 
   private readonly name: string;
   private readonly args: BuildPipelineArgs;
+  private readonly restart: pulumi.Output<string>;
+  private readonly trees: command.remote.CopyToRemote[];
+  private marked = false;
   private readonly fileCopies = new Map<string, command.remote.CopyToRemote>();
   private readonly deployValues: Partial<Record<DeployValue, pulumi.Output<string>>>;
 
@@ -117,18 +120,48 @@ export class BuildPipeline extends pulumi.ComponentResource {
     this.serverImage = images.serverImage;
     this.gatewayImage = images.gatewayImage;
 
-    if (args.stopBuilderWhenDone) {
-      new aws.ec2transitgateway.InstanceState(
-        `${name}-stopped`,
-        { instanceId: args.instanceId, state: "stopped" },
-        { parent: this, dependsOn: [commands.bake], replacementTrigger: restart },
-      );
-    }
+    this.restart = restart;
+    this.trees = trees;
     this.registerOutputs({
       tritonWithFtImage: this.tritonWithFtImage,
       serverImage: this.serverImage,
       gatewayImage: this.gatewayImage,
     });
+  }
+
+  /**
+   * Tags what is deployed when it is deployed: once a rollout of an image has
+   * succeeded, its repository's `deployed` tag moves to the image's digest and
+   * the digest it held to `deployed-previous` (scripts/remote/tag-deployed.sh;
+   * the lifecycle policy never expires either, infra/cloud/ecr.ts). The
+   * builder runs it (it has the AWS CLI and the ECR role); with
+   * stopBuilderWhenDone it stops only after these, and the program must call
+   * this once, after the workloads.
+   */
+  markDeployed(rollouts: ReadonlyArray<{ id: string; image: pulumi.Input<string>; rollout: pulumi.Resource }>): void {
+    if (this.marked) throw new pulumi.ResourceError("markDeployed is called once", this);
+    this.marked = true;
+    const tags = rollouts.map(
+      (r) =>
+        new command.remote.Command(
+          `${this.name}-deployed-${r.id}`,
+          {
+            connection: this.args.connection,
+            create: pulumi.interpolate`bash ${REMOTE.scripts}/remote/tag-deployed.sh ${this.args.region} ${r.image}`,
+            // Only a new image is tagged again; a rollout of the same image changes nothing in ECR.
+            triggers: [r.image],
+            addPreviousOutputInEnv: false,
+          },
+          { parent: this, dependsOn: [r.rollout, ...this.trees] },
+        ),
+    );
+    if (this.args.stopBuilderWhenDone) {
+      new aws.ec2transitgateway.InstanceState(
+        `${this.name}-stopped`,
+        { instanceId: this.args.instanceId, state: "stopped" },
+        { parent: this, dependsOn: [this.commands.bake, ...tags], replacementTrigger: this.restart },
+      );
+    }
   }
 
   /** Starts a stopped builder exactly when some step will run (infra/plan/restart.ts). */

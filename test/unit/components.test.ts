@@ -46,6 +46,8 @@ describe("Registry", () => {
         imageTagMutabilityExclusionFilters: [
           { filter: "live", filterType: "WILDCARD" },
           { filter: "previous", filterType: "WILDCARD" },
+          { filter: "deployed", filterType: "WILDCARD" },
+          { filter: "deployed-previous", filterType: "WILDCARD" },
         ],
         imageScanningConfiguration: { scanOnPush: true },
       });
