@@ -11,7 +11,7 @@
 # whose rollout fails never becomes `deployed`. Idempotent: re-running it for
 # the image `deployed` already names changes nothing.
 set -euo pipefail
-STEP_NAME=tag-deployed
+STEP_NAME="tag-deployed"
 # shellcheck source=scripts/remote/lib.sh
 source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
