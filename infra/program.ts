@@ -29,7 +29,7 @@ import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildPlan, type Plan } from "./plan";
 import { endpointAccess } from "./plan/clusterAccess";
-import { REPO_ROOT, repoPathHasher } from "./repoFiles";
+import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
 import { stackTags } from "./tags";
@@ -50,6 +50,8 @@ interface BuildSide {
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in README). */
   outputs: Record<string, pulumi.Input<unknown>>;
+  /** Tags the deployed images once the workloads rolled out (markDeployed). */
+  pipeline: BuildPipeline;
 }
 
 /** Network, ECR, the GPU builder and the remote build pipeline. */
@@ -102,6 +104,7 @@ function buildSide(
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
+    stageTree: (tree) => stageTree(REPO_ROOT, tree),
   });
   const outputs: Record<string, pulumi.Input<unknown>> = {
     vpcId: network.vpcId,
@@ -124,6 +127,7 @@ function buildSide(
     tritonWithFtImage: pipeline.tritonWithFtImage,
     gatewayImage: pipeline.gatewayImage,
     outputs,
+    pipeline,
   };
 }
 
@@ -195,6 +199,11 @@ export function program(): StackOutputs {
     dependsOn: [triton],
     loadBalancerReady: cluster.loadBalancerReady,
   });
+  // Tag what is deployed once its rollout succeeded, so ECR never expires the running images.
+  build.pipeline.markDeployed([
+    { id: "server", image: build.serverImage, rollout: triton.deploymentResource },
+    { id: "gateway", image: build.gatewayImage, rollout: gateway.deployment },
+  ]);
   // Autoscaling (KEDA: Triton and the gateway) and observability (DCGM exporter, ServiceMonitors, dashboard, alerts).
   new Scaling("scaling", {
     manifests: scaling,

@@ -6,7 +6,9 @@
  *
  * So: every image the build steps output also carries a protected tag,
  * `live` (the image of the latest successful step) and `previous` (the one
- * before it, still serving while a rollout runs). These two tags are the only
+ * before it, still serving while a rollout runs), and the image a workload
+ * runs carries `deployed` once its rollout succeeded (`deployed-previous`:
+ * the one it replaced). These four tags are the only
  * mutable ones in otherwise immutable repositories (IMMUTABLE_WITH_EXCLUSION),
  * and they are matched by the lifecycle policy's first rule, which never
  * expires anything: in ECR an image matched by a rule cannot be expired by a
@@ -18,7 +20,19 @@
  */
 
 /** Tags moved onto each output image by the build steps (scripts/remote/lib/ecr.sh ecr_protect). */
-export const PROTECTED_TAGS = ["live", "previous"] as const;
+export const BUILT_TAGS = ["live", "previous"] as const;
+
+/**
+ * Tags moved onto the image a workload runs once its rollout succeeded
+ * (scripts/remote/tag-deployed.sh, run by BuildPipeline.markDeployed after
+ * the Deployment's await): what is deployed, and what was deployed before it
+ * (the rollback target). Unlike `live`, which marks the newest build even
+ * when its rollout failed, these name what actually ran.
+ */
+export const DEPLOYED_TAGS = ["deployed", "deployed-previous"] as const;
+
+/** Every tag that keeps an image from expiry, and the only mutable ones. */
+export const PROTECTED_TAGS = [...BUILT_TAGS, ...DEPLOYED_TAGS] as const;
 
 /** Content-tag prefixes of the repositories; the step scripts tag with them. */
 export const TAG_PREFIX = { tritonWithFt: "twf-", server: "bake-", gateway: "gateway-" } as const;

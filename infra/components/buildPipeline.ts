@@ -1,6 +1,7 @@
 /**
  * The remote build steps as resources: the scripts, images and rendered files
- * shipped with `remote.CopyToRemote`, and one `remote.Command` per step whose
+ * shipped with `remote.CopyToRemote` (each source tree as a staged copy of its
+ * git-tracked files, the same files its hash covers), and one `remote.Command` per step whose
  * triggers are exactly that step's inputs (its input hash plus the deploy-time
  * values its config uses). The steps and their hashes are the plan's
  * `buildSteps` (infra/plan/steps.ts); this component only wires them.
@@ -45,6 +46,12 @@ export interface BuildPipelineArgs {
   readonly secretEnv: Partial<Record<SecretEnv, pulumi.Output<string>>>;
   /** Start the builder before the steps and stop it after the bake. */
   readonly stopBuilderWhenDone: boolean;
+  /**
+   * The local folder holding exactly the tracked files of a repo-relative
+   * tree, named like it (infra/repoFiles.ts stageTree): what is shipped is
+   * what the step hashes cover, never an untracked file or a node_modules.
+   */
+  readonly stageTree: (tree: string) => string;
 }
 
 /** The image each image-producing step pushes, as an output. */
@@ -65,6 +72,9 @@ export class BuildPipeline extends pulumi.ComponentResource {
 
   private readonly name: string;
   private readonly args: BuildPipelineArgs;
+  private readonly restart: pulumi.Output<string>;
+  private readonly trees: command.remote.CopyToRemote[];
+  private marked = false;
   private readonly fileCopies = new Map<string, command.remote.CopyToRemote>();
   private readonly deployValues: Partial<Record<DeployValue, pulumi.Output<string>>>;
 
@@ -110,18 +120,48 @@ export class BuildPipeline extends pulumi.ComponentResource {
     this.serverImage = images.serverImage;
     this.gatewayImage = images.gatewayImage;
 
-    if (args.stopBuilderWhenDone) {
-      new aws.ec2transitgateway.InstanceState(
-        `${name}-stopped`,
-        { instanceId: args.instanceId, state: "stopped" },
-        { parent: this, dependsOn: [commands.bake], replacementTrigger: restart },
-      );
-    }
+    this.restart = restart;
+    this.trees = trees;
     this.registerOutputs({
       tritonWithFtImage: this.tritonWithFtImage,
       serverImage: this.serverImage,
       gatewayImage: this.gatewayImage,
     });
+  }
+
+  /**
+   * Tags what is deployed when it is deployed: once a rollout of an image has
+   * succeeded, its repository's `deployed` tag moves to the image's digest and
+   * the digest it held to `deployed-previous` (scripts/remote/tag-deployed.sh;
+   * the lifecycle policy never expires either, infra/cloud/ecr.ts). The
+   * builder runs it (it has the AWS CLI and the ECR role); with
+   * stopBuilderWhenDone it stops only after these, and the program must call
+   * this once, after the workloads.
+   */
+  markDeployed(rollouts: ReadonlyArray<{ id: string; image: pulumi.Input<string>; rollout: pulumi.Resource }>): void {
+    if (this.marked) throw new pulumi.ResourceError("markDeployed is called once", this);
+    this.marked = true;
+    const tags = rollouts.map(
+      (r) =>
+        new command.remote.Command(
+          `${this.name}-deployed-${r.id}`,
+          {
+            connection: this.args.connection,
+            create: pulumi.interpolate`bash ${REMOTE.scripts}/remote/tag-deployed.sh ${this.args.region} ${r.image}`,
+            // Only a new image is tagged again; a rollout of the same image changes nothing in ECR.
+            triggers: [r.image],
+            addPreviousOutputInEnv: false,
+          },
+          { parent: this, dependsOn: [r.rollout, ...this.trees] },
+        ),
+    );
+    if (this.args.stopBuilderWhenDone) {
+      new aws.ec2transitgateway.InstanceState(
+        `${this.name}-stopped`,
+        { instanceId: this.args.instanceId, state: "stopped" },
+        { parent: this, dependsOn: [this.commands.bake, ...tags], replacementTrigger: this.restart },
+      );
+    }
   }
 
   /** Starts a stopped builder exactly when some step will run (infra/plan/restart.ts). */
@@ -173,7 +213,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
     );
   }
 
-  /** Source trees shipped verbatim (scripts, images). */
+  /** Source trees (scripts, images), each as its staged copy of tracked files. */
   private shipTrees(prepare: command.remote.Command): command.remote.CopyToRemote[] {
     return SHIPPED_TREES.map(
       (t) =>
@@ -181,7 +221,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
           `${this.name}-ship-${t.local.replace(/\//g, "-")}`,
           {
             connection: this.args.connection,
-            source: new pulumi.asset.FileArchive(t.local),
+            source: new pulumi.asset.FileArchive(this.args.stageTree(t.local)),
             remotePath: t.remoteParent,
             triggers: [this.args.instanceId],
           },

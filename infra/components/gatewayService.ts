@@ -53,6 +53,8 @@ export class GatewayService extends pulumi.ComponentResource {
   readonly baseUrl: pulumi.Output<string>;
   /** Team name -> API key (secret). */
   readonly apiKeys: pulumi.Output<Record<string, string>>;
+  /** The gateway Deployment: its await is the rollout that tags the deployed image. */
+  readonly deployment: k8s.apps.v1.Deployment;
 
   constructor(name: string, args: GatewayServiceArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:gatewayService:GatewayService", name, {}, opts);
@@ -119,6 +121,7 @@ export class GatewayService extends pulumi.ComponentResource {
       },
       { ...opt, dependsOn: [...args.dependsOn, config, secret, ...policies] },
     );
+    this.deployment = deployment;
     new k8s.core.v1.Service(`${name}-metrics`, known.metricsService, after);
     new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, known.podDisruptionBudget, after);
     const service = new k8s.core.v1.Service(`${name}-service`, known.service, {

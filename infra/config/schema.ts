@@ -25,6 +25,12 @@ const cidr = z.string().superRefine((value, ctx) => {
 
 const positiveInt = z.number().int().positive();
 
+/**
+ * EC2 resource ids: the type prefix and 8 (older) or 17 hex characters
+ * (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html, read 2026-11-25).
+ */
+const EC2_ID = (prefix: string) => new RegExp(`^${prefix}-(?:[0-9a-f]{8}|[0-9a-f]{17})$`);
+
 const modelSourceSchema = z.union([
   z
     .object({
@@ -290,13 +296,17 @@ export const networkSchema = z
       .default("10.42.0.0/16")
       .describe("CIDR of the created VPC, /16 to /20: private subnets get prefix+3, public ones prefix+8 per AZ."),
     availabilityZones: z.number().int().min(2).max(6).default(2).describe("AZs of the created VPC."),
-    vpcId: z.string().optional().describe("Existing VPC id (mode existing)."),
+    vpcId: z
+      .string()
+      .regex(EC2_ID("vpc"), "a VPC id such as vpc-0123456789abcdef0")
+      .optional()
+      .describe("Existing VPC id (mode existing)."),
     publicSubnetIds: z
-      .array(z.string())
+      .array(z.string().regex(EC2_ID("subnet"), "a subnet id such as subnet-0123456789abcdef0"))
       .default([])
       .describe("Existing public subnets for the builder (mode existing)."),
     privateSubnetIds: z
-      .array(z.string())
+      .array(z.string().regex(EC2_ID("subnet"), "a subnet id such as subnet-0123456789abcdef0"))
       .default([])
       .describe("Existing private subnets for cluster nodes (mode existing)."),
   })

@@ -27,6 +27,7 @@ import {
   type MaskCounts,
   type ValueKinds,
 } from "../synth/inventory";
+import { treeHash, type TreeEntry } from "../repoFiles";
 import { ROOT_STACK_TYPE, runUnderMocks, type PulumiSdk } from "./runtime";
 
 export interface InventoryRunOptions {
@@ -84,26 +85,23 @@ function offlineAnswer(token: string, region: string | undefined): Record<string
   return undefined;
 }
 
-function hashDirectory(dir: string): { files: number; sha256: string } {
-  const hash = createHash("sha256");
-  let files = 0;
+/**
+ * Every file of a folder archive (the shipped trees are staged copies holding
+ * exactly the tracked files, infra/repoFiles.ts stageTree), hashed with the
+ * same function as the step hashes' folder hash: a tree's inventory hash
+ * equals its hash in plan.json.
+ */
+export function hashDirectory(dir: string): { files: number; sha256: string } {
+  const entries: TreeEntry[] = [];
   const walk = (rel: string) => {
-    for (const entry of fs
-      .readdirSync(path.join(dir, rel), { withFileTypes: true })
-      .sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    for (const entry of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
       const child = rel ? `${rel}/${entry.name}` : entry.name;
       if (entry.isDirectory()) walk(child);
-      else if (entry.isFile()) {
-        files++;
-        hash
-          .update(`${child}\0`)
-          .update(fs.readFileSync(path.join(dir, child)))
-          .update("\0");
-      }
+      else if (entry.isFile()) entries.push([child, sha256(fs.readFileSync(path.join(dir, child)))]);
     }
   };
   walk("");
-  return { files, sha256: hash.digest("hex") };
+  return { files: entries.length, sha256: treeHash(entries) };
 }
 
 function sha256(text: string | Buffer): string {

@@ -29,6 +29,8 @@ common_setup() {
   for t in "${STUB_TOOLS[@]}"; do
     ln -s "$REPO_ROOT/test/scripts/stubs/stub.sh" "$T/bin/$t"
   done
+  # synth runs with the real tools (it lists the tracked files with git).
+  export REAL_PATH=${REAL_PATH:-$PATH}
   export PATH="$T/bin:$PATH"
   unset HF_TOKEN STUB_FAIL_ONCE STUB_FAIL_ALWAYS STUB_GPUS STUB_DF_AVAIL_KIB STUB_GIT_LFS
   unset STUB_KILL_ONCE STUB_KILL_ONCE_AFTER
@@ -115,7 +117,7 @@ synth_out() {
     mkdir -p "$dir"
     rm -rf "$dir/$stack.partial"
     # Its warnings (documentation CIDRs) are the stacks' own; shown only when synth fails.
-    (cd "$cwd" && node "$REPO_ROOT/node_modules/tsx/dist/cli.mjs" "$REPO_ROOT/scripts/synth.ts" \
+    (cd "$cwd" && PATH=$REAL_PATH node "$REPO_ROOT/node_modules/tsx/dist/cli.mjs" "$REPO_ROOT/scripts/synth.ts" \
       --stack "$stack" --out "$dir/$stack.partial" >/dev/null 2>"$dir/$stack.stderr") \
       || { cat "$dir/$stack.stderr" >&2; echo "synth --stack $stack failed" >&2; return 1; }
     mv "$dir/$stack.partial" "$dir/$stack"

@@ -102,6 +102,8 @@ describe("ECR registry", () => {
       expect(r.inputs.imageTagMutabilityExclusionFilters).toEqual([
         { filter: "live", filterType: "WILDCARD" },
         { filter: "previous", filterType: "WILDCARD" },
+        { filter: "deployed", filterType: "WILDCARD" },
+        { filter: "deployed-previous", filterType: "WILDCARD" },
       ]);
       expect(r.inputs.imageScanningConfiguration).toEqual({ scanOnPush: true });
       expect(r.inputs.encryptionConfigurations).toEqual([{ encryptionType: "KMS" }]);
@@ -112,8 +114,10 @@ describe("ECR registry", () => {
       const rules = (
         JSON.parse(String(p.inputs.policy)) as { rules: Array<{ selection: { tagStatus: string; countType: string } }> }
       ).rules;
-      // Protected tags first (never expired), then untagged, then a count by content-tag prefix.
+      // Protected tags first (live, previous, deployed, deployed-previous: never expired), then untagged, then a count by content-tag prefix.
       expect(rules.map((r) => [r.selection.tagStatus, r.selection.countType])).toEqual([
+        ["tagged", "imageCountMoreThan"],
+        ["tagged", "imageCountMoreThan"],
         ["tagged", "imageCountMoreThan"],
         ["tagged", "imageCountMoreThan"],
         ["untagged", "sinceImagePushed"],
@@ -299,5 +303,32 @@ describe("remote build pipeline", () => {
       ["build-running", "running", instanceId],
       ["build-stopped", "stopped", instanceId],
     ]);
+    // Stopped only after the deployed images are tagged: the builder runs the tagging.
+    const stopped = states.find((s) => s.name === "build-stopped");
+    expect(stopped?.options.dependsOn).toEqual(
+      expect.arrayContaining([
+        "command:remote:Command::build-bake",
+        "command:remote:Command::build-deployed-server",
+        "command:remote:Command::build-deployed-gateway",
+      ]),
+    );
+  });
+
+  it("tags what is deployed once its rollout succeeded: one command per image, after its Deployment, keyed to the image", async () => {
+    const run = await runProgram(gpt2Config());
+    const cmd = (n: string) => run.one("command:remote:Command", n);
+    const server = cmd("build-deployed-server");
+    const gateway = cmd("build-deployed-gateway");
+    expect(server.options.dependsOn).toContain("kubernetes:apps/v1:Deployment::triton-deployment");
+    expect(gateway.options.dependsOn).toContain("kubernetes:apps/v1:Deployment::gateway-deployment");
+    for (const c of [server, gateway]) {
+      // The script is shipped before it runs.
+      expect(c.options.dependsOn).toContain("command:remote:CopyToRemote::build-ship-scripts-remote");
+      expect(String(c.inputs.create)).toMatch(
+        /^bash \/opt\/triton-ft\/scripts\/remote\/tag-deployed\.sh \S+ \S+@sha256:[0-9a-f]{64}$/,
+      );
+    }
+    expect(server.inputs.triggers).toEqual([run.outputs.serverImage]);
+    expect(gateway.inputs.triggers).toEqual([run.outputs.gatewayImage]);
   });
 });

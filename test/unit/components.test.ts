@@ -45,6 +45,8 @@ describe("Registry", () => {
         imageTagMutabilityExclusionFilters: [
           { filter: "live", filterType: "WILDCARD" },
           { filter: "previous", filterType: "WILDCARD" },
+          { filter: "deployed", filterType: "WILDCARD" },
+          { filter: "deployed-previous", filterType: "WILDCARD" },
         ],
         imageScanningConfiguration: { scanOnPush: true },
       });
@@ -206,6 +208,7 @@ describe("BuildPipeline", () => {
     const run = await runComponents(async () => {
       const pulumi = await import("@pulumi/pulumi");
       const { BuildPipeline } = await import("../../infra/components/buildPipeline");
+      const { REPO_ROOT, stageTree } = await import("../../infra/repoFiles");
       return () => {
         const p = new BuildPipeline("build", {
           steps: plan.buildSteps,
@@ -218,6 +221,7 @@ describe("BuildPipeline", () => {
           gatewayRepositoryUrl: `${registry}/unit/gateway`,
           secretEnv: { HF_TOKEN: pulumi.secret("hf_unit_token") },
           stopBuilderWhenDone: false,
+          stageTree: (tree) => stageTree(REPO_ROOT, tree),
         });
         return { triton: p.tritonWithFtImage, server: p.serverImage, gateway: p.gatewayImage };
       };

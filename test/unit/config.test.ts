@@ -330,7 +330,7 @@ describe("validation rules (one test each, exact messages)", () => {
       }),
     ).toEqual([]);
     const network = problemsOf(
-      withOverrides(gpt2Config(), { network: { mode: "existing", privateSubnetIds: ["subnet-1"] } }),
+      withOverrides(gpt2Config(), { network: { mode: "existing", privateSubnetIds: ["subnet-0aaaaaaaaaaaaaaa1"] } }),
     );
     expect(network.map((p) => p.key)).toEqual([
       "triton-ft:network.vpcId",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  DEPLOYED_TAGS,
   KEEP_IMAGES,
   PROTECTED_TAGS,
   TAG_MUTABILITY,
@@ -57,7 +58,8 @@ describe("ECR retention", () => {
     expect(rules.slice(0, PROTECTED_TAGS.length).map((r) => r.selection.tagPatternList)).toEqual(
       PROTECTED_TAGS.map((t) => [t]),
     );
-    expect(rules.map((r) => r.rulePriority)).toEqual([1, 2, 3, 4]);
+    expect(rules.map((r) => r.rulePriority)).toEqual(rules.map((_, i) => i + 1));
+    expect(rules).toHaveLength(PROTECTED_TAGS.length + 2);
     expect(rules.at(-1)?.selection).toMatchObject({
       tagPrefixList: [TAG_PREFIX.server],
       countNumber: KEEP_IMAGES.server,
@@ -83,6 +85,29 @@ describe("ECR retention", () => {
     // The protected images still count among the newest 20; the rest of the oldest go.
     const keptBakes = images.filter((i) => i.tags.some((t) => t.startsWith("bake-")) && !expired.has(i.digest));
     expect(keptBakes.length).toBe(KEEP_IMAGES.server + 2);
+  });
+
+  it("keeps the images tagged deployed and deployed-previous, however many builds follow and however old", () => {
+    expect(PROTECTED_TAGS).toEqual(expect.arrayContaining([...DEPLOYED_TAGS]));
+    for (const repo of ["server", "gateway"] as const) {
+      const prefix = TAG_PREFIX[repo];
+      const images: Image[] = [
+        // Running since day 0; a later build (live) failed its rollout and never ran.
+        { digest: "running", tags: [`${prefix}aaa`, "deployed"], pushedDay: 0 },
+        { digest: "rollback", tags: [`${prefix}bbb`, "deployed-previous"], pushedDay: 1 },
+        ...Array.from({ length: 40 }, (_, i) => ({ digest: `n${i}`, tags: [`${prefix}${i}`], pushedDay: 10 + i })),
+        { digest: "failed-rollout", tags: [`${prefix}ccc`, "live"], pushedDay: 60 },
+      ];
+      const expired = evaluate(lifecycleRules(repo), images, 400);
+      expect(expired.has("running"), repo).toBe(false);
+      expect(expired.has("rollback"), repo).toBe(false);
+      expect(expired.has("n0"), repo).toBe(true);
+      // Without the deployed rules, the running image would go.
+      const withoutDeployed = lifecycleRules(repo).filter(
+        (r) => !(r.selection.tagPatternList ?? []).some((t) => (DEPLOYED_TAGS as readonly string[]).includes(t)),
+      );
+      expect(evaluate(withoutDeployed, images, 400).has("running"), repo).toBe(true);
+    }
   });
 
   it("a single rule listing both protected tags would not protect the deployed image (why they are split)", () => {

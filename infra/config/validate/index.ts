@@ -5,8 +5,9 @@
  *
  * This file runs the rules in order; each group lives in its own file:
  * model.ts (which model, pinned where), fit.ts (does it fit the hardware),
- * access.ts (who can reach what), cluster.ts (what it runs on), report.ts
- * (how problems are reported).
+ * access.ts (who can reach what), cluster.ts (what it runs on), limits.ts
+ * (what AWS, Kubernetes or the Hub would refuse), report.ts (how problems
+ * are reported).
  */
 import { isoDate } from "../../catalog/eks";
 import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../../model/sizing";
@@ -27,6 +28,17 @@ import {
   checkTensorParallel,
   knownInstance,
 } from "./fit";
+import {
+  checkCidrCounts,
+  checkExposureWarnings,
+  checkGemm,
+  checkNamespace,
+  checkNodeGroupSize,
+  checkRepoId,
+  checkSshKey,
+  checkTags,
+  checkVolumes,
+} from "./limits";
 import { resolveModel } from "./model";
 import type { Add } from "./report";
 
@@ -67,6 +79,16 @@ export function resolveStack(
   checkCluster(config, secrets, add);
   checkNetwork(config, add);
   checkAutoscaling(raw, config, add);
+  // What AWS, Kubernetes or the Hub would refuse mid-deploy, refused here.
+  checkTags(config, add, warn);
+  checkVolumes(config, add);
+  checkRepoId(config, add, warn);
+  checkNamespace(config, add);
+  checkGemm(config, add);
+  checkCidrCounts(config, add);
+  checkSshKey(config, add);
+  checkExposureWarnings(config, warn);
+  if (servingInstance) checkNodeGroupSize(config, servingInstance, add);
   const gemm: GemmShape = {
     batchSize: config.gemm.batchSize ?? config.serving.maxBatchSize,
     beamWidth: config.gemm.beamWidth,

@@ -127,21 +127,35 @@ finish_image_step() {
 }
 
 # ecr_protect <region> <repository-name> <digest> : tags the image `live`,
-# and the image that was `live` before it `previous`. These are the only
-# mutable tags of the repositories, and the lifecycle policy never expires an
-# image that carries one (infra/cloud/ecr.ts): the deployed image
-# survives even when it is the oldest push (a skipped bake keeps its date).
+# and the image that was `live` before it `previous`. These are mutable tags
+# of the repositories, and the lifecycle policy never expires an image that
+# carries one (infra/cloud/ecr.ts): the newest build survives even when it
+# is the oldest push (a skipped bake keeps its date).
 ecr_protect() {
-  local region=$1 repo=$2 digest=$3 current
-  current=$(aws ecr describe-images --region "$region" --repository-name "$repo" \
-    --image-ids imageTag=live --query 'imageDetails[0].imageDigest' --output text 2>/dev/null || true)
+  ecr_rotate_tag "$1" "$2" "$3" live previous
+}
+
+# ecr_mark_deployed <region> <repository-name> <digest> : tags the image a
+# workload runs `deployed` once its rollout succeeded, and the image that
+# was `deployed` before it `deployed-previous` (the rollback target). Run by
+# tag-deployed.sh after the Deployment's rollout, never by a build step.
+ecr_mark_deployed() {
+  ecr_rotate_tag "$1" "$2" "$3" deployed deployed-previous
+}
+
+# ecr_rotate_tag <region> <repository-name> <digest> <tag> <previous-tag> :
+# moves <tag> to the digest, and <previous-tag> to the digest <tag> named
+# before (nothing moves when <tag> already names the digest).
+ecr_rotate_tag() {
+  local region=$1 repo=$2 digest=$3 tag=$4 previous=$5 current
+  current=$(ecr_tag_digest "$region" "$repo" "$tag")
   if [[ $current == sha256:* && $current != "$digest" ]]; then
-    _ecr_move_tag "$region" "$repo" "$current" previous
+    _ecr_move_tag "$region" "$repo" "$current" "$previous"
   fi
   if [[ $current != "$digest" ]]; then
-    _ecr_move_tag "$region" "$repo" "$digest" live
+    _ecr_move_tag "$region" "$repo" "$digest" "$tag"
   fi
-  log "protected $repo@$digest from expiry (tag live)"
+  log "protected $repo@$digest from expiry (tag $tag)"
 }
 
 # _ecr_move_tag <region> <repository-name> <digest> <tag> : points a mutable tag at a digest.
