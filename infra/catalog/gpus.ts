@@ -182,8 +182,11 @@ const p5e = sized("p5e", "H200", 140, true);
 const p5en = sized("p5en", "H200", 140, true);
 
 /**
- * Every size AWS offers of each family (AWS_SPECS, read 2026-11-25):
- * size, GPUs, vCPUs, RAM GiB.
+ * Every size AWS offers of each family: size, GPUs, vCPUs, RAM GiB. AWS_SPECS is the page these
+ * belong to; it could not be opened from here on 2026-11-25, so the vCPU and RAM figures were
+ * cross-checked against a public list that names both per size (openshift/openshift-docs,
+ * modules/rosa-sdpolicy-am-aws-compute-types.adoc, read 2026-11-25: e.g. p5.4xlarge 16 vCPU /
+ * 256 GiB, g6e.48xlarge 192 vCPU / 1,536 GiB, p5en.48xlarge 192 vCPU / 2,048 GiB).
  */
 export const GPU_INSTANCES: readonly GpuInstance[] = [
   g5("xlarge", 1, 4, 16),
