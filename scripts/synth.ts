@@ -121,7 +121,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
     );
   }
 
-  const { stack, problems, warnings } = resolveStack(file.raw, file.secrets);
+  const { stack, problems, warnings } = resolveStack(file.raw, file.secrets, { stackName: args.stack });
   if (warnings.length > 0) io.stderr(formatWarnings(args.stack, warnings));
   if (!stack) {
     io.stderr(formatProblems(args.stack, problems));

@@ -96,3 +96,45 @@ export const PRIVATE_RANGES = {
   read: "2026-11-25",
   ranges: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"],
 } as const satisfies Cited & Record<string, unknown>;
+
+/**
+ * ECR repository names (CreateRepository's repositoryName): 2 to 256
+ * characters; lowercase letters and digits in groups joined by one of `.`
+ * `_` `-`, optionally namespaced with `/`. A group cannot start or end with a
+ * separator, and two separators cannot follow each other.
+ */
+export const ECR_REPOSITORY_NAME = {
+  source: "https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepository.html (repositoryName)",
+  read: "2026-11-25",
+  minChars: 2,
+  maxChars: 256,
+  pattern: /^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*\/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$/,
+} as const satisfies Cited & Record<string, unknown>;
+
+/**
+ * Kubernetes object names the stack builds from model.name: Services need a
+ * DNS-1035 label (at most 63 characters, lowercase alphanumerics and '-',
+ * starting with a letter, ending alphanumeric); Deployments and the rest a
+ * DNS-1123 subdomain (at most 253), which every such label also is.
+ */
+export const K8S_NAMES = {
+  source: "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/ (RFC 1035 Label Names)",
+  read: "2026-11-25",
+  dns1035Label: /^[a-z]([-a-z0-9]*[a-z0-9])?$/,
+  maxLabelChars: 63,
+} as const satisfies Cited & Record<string, unknown>;
+
+/**
+ * Pulumi stack references: `<stack>`, `<org>/<stack>` or `<org>/<project>/<stack>`,
+ * each part alphanumerics, '-', '_' or '.', at most 100 characters (the Pulumi
+ * CLI's ParseStackReference for the Cloud backend; DIY backends take the
+ * same shape with org `organization`).
+ */
+export const PULUMI_STACK_REFERENCE = {
+  source:
+    "https://www.pulumi.com/docs/reference/pkg/nodejs/pulumi/pulumi/functions/automation.fullyQualifiedStackName.html and github.com/pulumi/pulumi pkg/backend/diy (ParseReference: 1 to 3 '/'-separated parts)",
+  read: "2026-11-25",
+  part: /^[A-Za-z0-9_.-]+$/,
+  maxPartChars: 100,
+  maxParts: 3,
+} as const satisfies Cited & Record<string, unknown>;

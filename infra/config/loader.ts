@@ -36,7 +36,7 @@ export function loadStack(): LoadedStack {
     if (value !== undefined) secrets[key] = value;
   }
   const presence = Object.fromEntries(Object.keys(secrets).map((k) => [k, true]));
-  const { stack, problems, warnings } = resolveStack(raw, presence);
+  const { stack, problems, warnings } = resolveStack(raw, presence, { stackName: pulumi.getStack() });
   if (warnings.length > 0) void pulumi.log.warn(formatWarnings(pulumi.getStack(), warnings));
   if (!stack) throw new ConfigError(pulumi.getStack(), problems);
   return { stack, secrets };

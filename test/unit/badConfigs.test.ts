@@ -20,6 +20,10 @@ interface Row {
   overrides: Record<string, Record<string, unknown>>;
   /** Replaces model.source.huggingface.repo. */
   repo?: string;
+  /** The Pulumi stack name (default "dev"). */
+  stackName?: string;
+  /** `key` is the full key (not under `triton-ft:`). */
+  fullKey?: boolean;
   severity: "problem" | "warning";
   key: string;
   value: unknown;
@@ -269,6 +273,67 @@ const ROWS: Row[] = [
     message: /opens the internal load balancer/,
     fix: /list the client CIDRs/,
   },
+  // Names the program builds from the stack name and model.name
+  {
+    title: "a stack name ending in '_': its ECR repository names end in '-'",
+    overrides: {},
+    stackName: "dev_",
+    fullKey: true,
+    severity: "problem",
+    key: "stack name",
+    value: "dev_",
+    message: /ECR repository name "triton-ft-dev-\/triton_with_ft", which ECR refuses/,
+    fix: /starts and ends with a letter or digit/,
+  },
+  {
+    title: "a stack name whose ECR names get two separators in a row",
+    overrides: {},
+    stackName: "a-_b",
+    fullKey: true,
+    severity: "problem",
+    key: "stack name",
+    value: "a-_b",
+    message: /"triton-ft-a--b\/server", which ECR refuses/,
+    fix: /no two of '-', '_', '.' in a row/,
+  },
+  {
+    title: "a model.name ending in '-': the Service names are no DNS-1035 labels",
+    overrides: { model: { name: "gpt2-" } },
+    severity: "problem",
+    key: "model.name",
+    value: "gpt2-",
+    message: /Kubernetes Service name "triton-gpt2-", which is not a DNS-1035 label/,
+    fix: /ending with a letter or digit/,
+  },
+  // Disks
+  {
+    title: "a GPU node root volume smaller than the server image twice",
+    overrides: { cluster: { nodeRootVolumeGiB: 50 } },
+    severity: "problem",
+    key: "cluster.nodeRootVolumeGiB",
+    value: 50,
+    message: /is below the \d+ GiB this model needs on a GPU node/,
+    fix: /use at least \d+, or unset it/,
+  },
+  // Pulumi stack references
+  {
+    title: "a stack reference with four parts",
+    overrides: { cluster: { mode: "stackReference", stackReference: "acme/infra/eks/prod" } },
+    severity: "problem",
+    key: "cluster.stackReference",
+    value: "acme/infra/eks/prod",
+    message: /is not a stack reference Pulumi parses/,
+    fix: /<org>\/<project>\/<stack>/,
+  },
+  {
+    title: "a stack reference with a space",
+    overrides: { cluster: { mode: "stackReference", stackReference: "acme/gpu infra/prod" } },
+    severity: "problem",
+    key: "cluster.stackReference",
+    value: "acme/gpu infra/prod",
+    message: /is not a stack reference Pulumi parses/,
+    fix: /<org>\/<project>\/<stack>/,
+  },
   {
     title: "a public range as the VPC CIDR (warning)",
     overrides: { network: { vpcCidr: "8.8.0.0/16" } },
@@ -288,7 +353,10 @@ function configOf(row: Row) {
 
 function findings(row: Row): { problems: ConfigProblem[]; warnings: ConfigProblem[] } {
   const secrets = { sshPrivateKey: true };
-  const { problems, warnings } = resolveStack(configOf(row), secrets, { today: TODAY });
+  const { problems, warnings } = resolveStack(configOf(row), secrets, {
+    today: TODAY,
+    stackName: row.stackName ?? "dev",
+  });
   return { problems, warnings };
 }
 
@@ -296,17 +364,36 @@ describe("the bad-config catalogue: refused or warned at preview with key, value
   it.each(ROWS.map((r) => [r.title, r] as const))("%s", (_title, row) => {
     const { problems, warnings } = findings(row);
     const list = row.severity === "problem" ? problems : warnings;
-    const hit = list.find((p) => p.key === `triton-ft:${row.key}` && row.message.test(p.message));
+    const key = row.fullKey ? row.key : `triton-ft:${row.key}`;
+    const hit = list.find((p) => p.key === key && row.message.test(p.message));
     expect(hit, `${row.severity}s: ${JSON.stringify(list, null, 1)}`).toBeDefined();
     expect(hit?.value).toEqual(row.value);
     expect(hit?.fix).toMatch(row.fix);
   });
 
   it("the known-good stack has none of these findings", () => {
-    const { problems, warnings } = resolveStack(gpt2Config(), {}, { today: TODAY });
+    const { problems, warnings } = resolveStack(gpt2Config(), {}, { today: TODAY, stackName: "dev" });
     expect(problems).toEqual([]);
     const keys = warnings.map((w) => w.key);
     for (const row of ROWS) expect(keys).not.toContain(`triton-ft:${row.key}`);
+  });
+
+  it("reports name, disk and stack reference problems with the rest, in one pass", () => {
+    const cfg = withOverrides(gpt2Config(), {
+      tags: { "aws:x": "y" },
+      model: { name: "gpt2-" },
+      cluster: { nodeRootVolumeGiB: 50, mode: "stackReference", stackReference: "a/b/c/d" },
+    });
+    const keys = resolveStack(cfg, {}, { today: TODAY, stackName: "dev_" }).problems.map((p) => p.key);
+    expect(keys).toEqual(
+      expect.arrayContaining([
+        "triton-ft:tags.aws:x",
+        "stack name",
+        "triton-ft:model.name",
+        "triton-ft:cluster.nodeRootVolumeGiB",
+        "triton-ft:cluster.stackReference",
+      ]),
+    );
   });
 
   it("reports several at once, in one pass", () => {

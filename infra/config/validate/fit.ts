@@ -15,6 +15,7 @@ import {
 import {
   USABLE_GPU_FRACTION,
   builderDiskGiB,
+  nodeDiskGiB,
   conversionRamBytes,
   estimateGpuMemory,
   toGiB,
@@ -150,6 +151,25 @@ export function checkBuilder(
       "build.builderDiskGiB",
       disk,
       `is below the ${needDisk} GiB this model needs on the builder`,
+      `use at least ${needDisk}, or unset it`,
+    );
+  }
+}
+
+/**
+ * The GPU nodes' root volume holds the server image (the triton_with_ft base
+ * plus the fp16 weights) twice during a rollout: below the model's
+ * nodeDiskGiB, the kubelet evicts pods on disk pressure or the image pull
+ * fails. The serving-side mirror of the builder disk check above.
+ */
+export function checkNodeDisk(config: StackConfig, model: ResolvedModel, add: Add): void {
+  const disk = config.cluster.nodeRootVolumeGiB;
+  const needDisk = nodeDiskGiB(model.family, model.arch);
+  if (disk !== undefined && disk < needDisk) {
+    add(
+      "cluster.nodeRootVolumeGiB",
+      disk,
+      `is below the ${needDisk} GiB this model needs on a GPU node (the server image, twice during a rollout)`,
       `use at least ${needDisk}, or unset it`,
     );
   }

@@ -23,6 +23,7 @@ import {
   checkCapacity,
   checkGpuMemory,
   checkInt8Mode,
+  checkNodeDisk,
   checkSameGpu,
   checkServingFits,
   checkTensorParallel,
@@ -32,10 +33,12 @@ import {
   checkCidrCounts,
   checkExposureWarnings,
   checkGemm,
+  checkNames,
   checkNamespace,
   checkNodeGroupSize,
   checkRepoId,
   checkSshKey,
+  checkStackReference,
   checkTags,
   checkVolumes,
 } from "./limits";
@@ -47,6 +50,11 @@ export { ConfigError, formatProblems, formatWarnings } from "./report";
 export interface ResolveOptions {
   /** ISO date the EKS support windows are judged at; today (UTC) by default. */
   today?: string;
+  /**
+   * The Pulumi stack name: the program builds AWS and Kubernetes names from
+   * it (naming.ts), so with it given those names are checked too.
+   */
+  stackName?: string;
 }
 
 /** Parse and validate raw config values; returns the resolved stack or every problem found. */
@@ -87,6 +95,7 @@ export function resolveStack(
   checkGemm(config, add);
   checkCidrCounts(config, add);
   checkSshKey(config, add);
+  checkStackReference(config, add);
   checkExposureWarnings(config, warn);
   if (servingInstance) checkNodeGroupSize(config, servingInstance, add);
   const gemm: GemmShape = {
@@ -101,6 +110,10 @@ export function resolveStack(
     checkInt8Mode(config, model, servingInstance, add);
     if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, add);
     if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, add);
+    checkNodeDisk(config, model, add);
+    // Reported under the stack name itself, which is not a config key.
+    const addName: Add = (key, value, message, fix) => problems.push({ key, value, message, fix });
+    if (opts.stackName !== undefined) checkNames(opts.stackName, model.name, addName, add);
   }
   if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, add);
   if (servingInstance) checkCapacity(config, servingInstance, warn);

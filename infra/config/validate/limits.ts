@@ -16,12 +16,18 @@ import {
   AWS_TAGS,
   EBS_GP3_GIB,
   EC2_KEY_PAIRS,
+  ECR_REPOSITORY_NAME,
   EKS_QUOTAS,
   HF_REPO_ID,
+  K8S_NAMES,
   K8S_NAMESPACES,
   PRIVATE_RANGES,
+  PULUMI_STACK_REFERENCE,
   VPC_QUOTAS,
 } from "../limits";
+import { namePrefix, repositoryNames } from "../../naming";
+import { gatewayName } from "../../render/gatewayManifests";
+import { workloadName } from "../../render/tritonManifests";
 import type { StackConfig } from "../schema";
 import type { Add } from "./report";
 
@@ -265,4 +271,54 @@ function isPrivateRange(cidr: string): boolean {
     const [net, bits] = ipaddr.IPv4.parseCIDR(r);
     return prefix >= bits && addr.match(net, bits);
   });
+}
+
+/**
+ * Names the program builds from the stack name and model.name, computed with
+ * the program's own functions (naming.ts, the manifest renderers): the ECR
+ * repositories and the Kubernetes Service/Deployment names. `addName` reports
+ * under the key it is given as is (the stack name is not a config key).
+ */
+export function checkNames(
+  stackName: string,
+  modelName: string,
+  addName: (key: string, value: unknown, message: string, fix: string) => void,
+  add: Add,
+): void {
+  const e = ECR_REPOSITORY_NAME;
+  for (const repo of Object.values(repositoryNames(namePrefix(stackName)))) {
+    if (repo.length < e.minChars || repo.length > e.maxChars || !e.pattern.test(repo))
+      addName(
+        "stack name",
+        stackName,
+        `makes the ECR repository name ${JSON.stringify(repo)}, which ECR refuses: ${e.minChars} to ${e.maxChars} lowercase letters and digits, groups joined by one '.', '_' or '-' ${cite(e)}`,
+        "use a stack name that starts and ends with a letter or digit, with no two of '-', '_', '.' in a row",
+      );
+  }
+  const k = K8S_NAMES;
+  for (const name of [workloadName({ modelName }), gatewayName({ modelName })]) {
+    if (name.length > k.maxLabelChars || !k.dns1035Label.test(name))
+      add(
+        "model.name",
+        modelName,
+        `makes the Kubernetes Service name ${JSON.stringify(name)}, which is not a DNS-1035 label of at most ${k.maxLabelChars} characters ${cite(k)}`,
+        `use a shorter model.name (at most ${k.maxLabelChars - (name.length - modelName.length)} characters), ending with a letter or digit`,
+      );
+  }
+}
+
+/** cluster.stackReference has a shape Pulumi parses: `<stack>`, `<org>/<stack>` or `<org>/<project>/<stack>`. */
+export function checkStackReference(config: StackConfig, add: Add): void {
+  const ref = config.cluster.stackReference;
+  if (ref === undefined || ref === "") return;
+  const r = PULUMI_STACK_REFERENCE;
+  const parts = ref.split("/");
+  const ok = parts.length <= r.maxParts && parts.every((p) => p.length <= r.maxPartChars && r.part.test(p));
+  if (!ok)
+    add(
+      "cluster.stackReference",
+      ref,
+      `is not a stack reference Pulumi parses: up to ${r.maxParts} '/'-separated parts of letters, digits, '-', '_' or '.', each at most ${r.maxPartChars} characters ${cite(r)}`,
+      "set it to <org>/<project>/<stack> of the stack that owns the cluster",
+    );
 }
