@@ -226,4 +226,13 @@ describe("synth CLI", () => {
     expect(r.stderr).toContain("fix: use one of: 1");
     expect(fs.existsSync(path.join(dir, "out"))).toBe(false);
   });
+
+  it("validates the names built from the stack's own name (an ECR repository name AWS would refuse)", () => {
+    // `dev_` becomes the prefix `triton-ft-dev-` with a trailing `-` before `/`, which ECR's
+    // CreateRepository refuses: only the stack name passed into validation can catch it.
+    writeStack("dev_", gpt2Config());
+    const r = run(["--stack", "dev_"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/stack name = "dev_"/);
+  });
 });
