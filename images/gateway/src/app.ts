@@ -30,8 +30,8 @@ export interface GatewayDeps {
   keys: KeyRing;
   triton: TritonClient;
   metrics?: GatewayMetrics;
-  /** Fastify logger options; false silences it (unit tests). */
-  logger?: boolean | { level: string };
+  /** Fastify logger options; false silences it (unit tests), a stream captures it. */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
 export function buildGateway(deps: GatewayDeps): FastifyInstance {

@@ -102,7 +102,8 @@ export function classifyTritonMessage(message: string): ApiError {
 export function classifyGrpcError(error: ServiceError, timeoutSeconds: number): ApiError {
   switch (error.code) {
     case GrpcStatus.UNAVAILABLE:
-      return overloaded(`the inference server is unavailable: ${error.details}`, 2, "upstream_unavailable");
+      // The details name Triton's address (e.g. "connect ECONNREFUSED 10.0.0.5:8001"): logged, not sent.
+      return overloaded("the inference server is unavailable", 2, "upstream_unavailable", error.details);
     case GrpcStatus.RESOURCE_EXHAUSTED:
       return overloaded(`the inference server is at capacity: ${error.details}`, 1);
     case GrpcStatus.DEADLINE_EXCEEDED:

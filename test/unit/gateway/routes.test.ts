@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { buildGateway, buildMetricsServer } from "../../../images/gateway/src/app";
 import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
 import { type GatewayConfig, GatewayConfigSchema, type GatewayConfigInput } from "../../../images/gateway/src/config";
-import { classifyTritonMessage } from "../../../images/gateway/src/triton";
+import { Metadata, type ServiceError, status as GrpcStatus } from "@grpc/grpc-js";
+import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
 import { GatewayMetrics, METRICS } from "../../../images/gateway/src/metrics";
 import { errors } from "../../../images/gateway/src/plugins/errors";
 import { limits } from "../../../images/gateway/src/plugins/limits";
@@ -50,7 +51,10 @@ function configWith(overrides: GatewayConfigInput["limits"] = {}): GatewayConfig
   });
 }
 
-function gateway(overrides: GatewayConfigInput["limits"] = {}): Harness {
+/** Log lines the app wrote, when a harness is built with `logs`. */
+type LogLines = Record<string, unknown>[];
+
+function gateway(overrides: GatewayConfigInput["limits"] = {}, logs?: LogLines): Harness {
   const config = configWith(overrides);
   const keys = new KeyRing({
     consumers: [
@@ -62,7 +66,10 @@ function gateway(overrides: GatewayConfigInput["limits"] = {}): Harness {
   });
   const triton = new FakeTriton();
   const metrics = new GatewayMetrics();
-  const app = buildGateway({ config, keys, triton, metrics, logger: false });
+  const logger = logs
+    ? { level: "info", stream: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } }
+    : false;
+  const app = buildGateway({ config, keys, triton, metrics, logger });
   open.push(app);
   return { app, triton, metrics };
 }
@@ -134,6 +141,32 @@ describe("authentication", () => {
 });
 
 describe("error bodies", () => {
+  it("answers Triton unreachable (503) without its address, and logs the address with the request id", async () => {
+    const logs: LogLines = [];
+    const { app, triton } = gateway({}, logs);
+    const details = "connect ECONNREFUSED 10.0.0.5:8001";
+    const error = Object.assign(new Error(details), { code: GrpcStatus.UNAVAILABLE, details, metadata: new Metadata() });
+    triton.refuseWith = classifyGrpcError(error as ServiceError, 10);
+    const r = await complete(app, { prompt: "hi", max_tokens: 2 });
+    expect([r.statusCode, r.headers["retry-after"]]).toEqual([503, "2"]);
+    expect(r.body).toBe(openaiError("the inference server is unavailable", "server_error", "upstream_unavailable"));
+    expect(r.body).not.toMatch(/10\.0\.0\.5|8001|ECONNREFUSED/);
+    const logged = logs.find((line) => line.msg === "request failed");
+    expect(logged).toMatchObject({ reqId: r.headers["x-request-id"], code: "upstream_unavailable", detail: details });
+  });
+
+  it("answers KServe metadata with Triton unreachable (503) without its address", async () => {
+    const logs: LogLines = [];
+    const { app, triton } = gateway({}, logs);
+    triton.metadata = async () => {
+      throw new Error("14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 10.0.0.5:8001");
+    };
+    const r = await app.inject({ method: "GET", url: "/v2/models/ensemble", headers: auth() });
+    expect(r.statusCode).toBe(503);
+    expect(r.body).toBe(JSON.stringify({ error: "the inference server did not answer" }));
+    expect(logs.find((line) => line.msg === "request failed")?.detail).toContain("10.0.0.5:8001");
+  });
+
   it("names an unknown OpenAI path without its query string (404)", async () => {
     const { app } = gateway();
     const r = await app.inject({ method: "POST", url: "/v1/embeddings?x=1", headers: auth(), payload: {} });
