@@ -5,6 +5,7 @@
  * checked in seconds. The real-server suite (test/gateway) stays the contract
  * with tritonserver; this one pins the bytes the gateway itself writes.
  */
+import { connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildGateway, buildMetricsServer } from "../../../images/gateway/src/app";
@@ -513,6 +514,47 @@ describe("probes", () => {
     triton.isReady = false;
     const r = await app.inject({ method: "GET", url: "/readyz" });
     expect([r.statusCode, r.body]).toEqual([503, JSON.stringify({ status: "triton not ready" })]);
+  });
+});
+
+describe("draining", () => {
+  it("answers a request arriving while the pod drains with 503 server_shutting_down and Retry-After", async () => {
+    const { app, triton } = gateway();
+    open.splice(open.indexOf(app), 1);
+    triton.hold();
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const { port } = app.server.address() as { port: number };
+    // One keep-alive connection: a generation in flight, then a second request once close() has begun
+    // (inject() refuses to run on a closing app, so this goes over a socket).
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.on("data", (chunk) => (received += chunk.toString()));
+    const ended = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    const body = JSON.stringify({ model: "m", prompt: "hi", max_tokens: 2 });
+    socket.write(
+      `POST /v1/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await generations(triton, 1);
+    const closed = app.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write(`GET /v1/models HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\n\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    triton.release();
+    await ended;
+    await closed;
+    const [first, second] = received.split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(second).toMatch(/^HTTP\/1\.1 503 /);
+    expect(second).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(second).toMatch(/\r\nconnection: close\r\n/i);
+    expect(second.split("\r\n\r\n")[1]).toBe(
+      openaiError(
+        "this gateway instance is shutting down; retry the request",
+        "server_error",
+        "server_shutting_down",
+      ),
+    );
   });
 });
 
