@@ -68,7 +68,10 @@ function gateway(overrides: GatewayConfigInput["limits"] = {}, logs?: LogLines):
   const triton = new FakeTriton();
   const metrics = new GatewayMetrics();
   const logger = logs
-    ? { level: "info", stream: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) } }
+    ? {
+        level: "info",
+        stream: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
+      }
     : false;
   const app = buildGateway({ config, keys, triton, metrics, logger });
   open.push(app);
@@ -146,7 +149,11 @@ describe("error bodies", () => {
     const logs: LogLines = [];
     const { app, triton } = gateway({}, logs);
     const details = "connect ECONNREFUSED 10.0.0.5:8001";
-    const error = Object.assign(new Error(details), { code: GrpcStatus.UNAVAILABLE, details, metadata: new Metadata() });
+    const error = Object.assign(new Error(details), {
+      code: GrpcStatus.UNAVAILABLE,
+      details,
+      metadata: new Metadata(),
+    });
     triton.refuseWith = classifyGrpcError(error as ServiceError, 10);
     const r = await complete(app, { prompt: "hi", max_tokens: 2 });
     expect([r.statusCode, r.headers["retry-after"]]).toEqual([503, "2"]);
@@ -549,11 +556,7 @@ describe("draining", () => {
     expect(second).toMatch(/\r\nretry-after: 1\r\n/i);
     expect(second).toMatch(/\r\nconnection: close\r\n/i);
     expect(second.split("\r\n\r\n")[1]).toBe(
-      openaiError(
-        "this gateway instance is shutting down; retry the request",
-        "server_error",
-        "server_shutting_down",
-      ),
+      openaiError("this gateway instance is shutting down; retry the request", "server_error", "server_shutting_down"),
     );
   });
 });
