@@ -122,11 +122,24 @@ export function recommendedLabels(
   };
 }
 
+/**
+ * Pod Security Admission on the serving namespace: every pod in it (Triton, the gateway, the DCGM
+ * exporter) is built to the restricted profile (podSecurity.ts; the exporter reads no host paths),
+ * so the API server refuses any pod that is not. `latest`: the profile of the cluster's own version.
+ */
+export const POD_SECURITY_LABELS = {
+  "pod-security.kubernetes.io/enforce": "restricted",
+  "pod-security.kubernetes.io/enforce-version": "latest",
+} as const;
+
 export function renderNamespace(w: WorkloadInput): INamespace {
   return {
     apiVersion: "v1",
     kind: "Namespace",
-    metadata: { name: w.namespace, labels: { ...recommendedLabels(w), [READINESS_GATE_LABEL]: "enabled" } },
+    metadata: {
+      name: w.namespace,
+      labels: { ...recommendedLabels(w), [READINESS_GATE_LABEL]: "enabled", ...POD_SECURITY_LABELS },
+    },
   };
 }
 

@@ -246,6 +246,10 @@ describe("rendered workload", () => {
     expect(m.deployment.spec?.selector.matchLabels).toEqual(selector);
     expect(m.service.spec?.selector).toEqual(selector);
     expect(m.namespace.metadata?.labels?.["elbv2.k8s.aws/pod-readiness-gate-inject"]).toBe("enabled");
+    expect(m.namespace.metadata?.labels).toMatchObject({
+      "pod-security.kubernetes.io/enforce": "restricted",
+      "pod-security.kubernetes.io/enforce-version": "latest",
+    });
   });
 
   it("puts only the metrics port on a ClusterIP Service", () => {

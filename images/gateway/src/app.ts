@@ -8,6 +8,7 @@
  *   errors     error and not-found handlers: OpenAI or KServe bodies
  *   telemetry  request id, metrics per consumer, one JSON log line per request
  *              (never the prompt or the completion)
+ *   drain      once closing (SIGTERM), new requests get 503 server_shutting_down
  *   auth       API keys on every path but the probes
  *   limits     body size by Content-Length; `app.admit()` for generations
  */
@@ -17,6 +18,7 @@ import type { KeyRing } from "./auth";
 import type { GatewayConfig } from "./config";
 import { GatewayMetrics } from "./metrics";
 import { auth } from "./plugins/auth";
+import { drain } from "./plugins/drain";
 import { errors } from "./plugins/errors";
 import { limits } from "./plugins/limits";
 import { telemetry } from "./plugins/telemetry";
@@ -30,8 +32,8 @@ export interface GatewayDeps {
   keys: KeyRing;
   triton: TritonClient;
   metrics?: GatewayMetrics;
-  /** Fastify logger options; false silences it (unit tests). */
-  logger?: boolean | { level: string };
+  /** Fastify logger options; false silences it (unit tests), a stream captures it. */
+  logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
@@ -43,14 +45,16 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     // One line per request comes from the telemetry plugin, with the consumer and no bodies.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => randomUUID(),
-    return503OnClosing: true,
+    // The drain plugin answers requests that arrive while closing, in the OpenAI shape with Retry-After.
+    return503OnClosing: false,
   });
   // Only JSON bodies: anything else is a 415, not a string to misread.
   app.removeContentTypeParser(["text/plain"]);
 
-  // Hooks run in registration order: telemetry's onRequest (request id) before auth's, auth's before limits'.
+  // Hooks run in registration order: telemetry's onRequest (request id) before drain's and auth's, auth's before limits'.
   void app.register(errors);
   void app.register(telemetry, { metrics });
+  void app.register(drain);
   void app.register(auth, { keys });
   void app.register(limits, { config, triton, metrics });
 

@@ -25,6 +25,8 @@ export class ApiError extends Error {
     readonly param: string | null = null,
     /** Seconds, sent as Retry-After (429, 503). */
     readonly retryAfter?: number,
+    /** Logged with the request id, never sent: what went wrong inside (addresses, library messages). */
+    readonly detail?: string,
   ) {
     super(message);
   }
@@ -49,8 +51,15 @@ export const unauthorized = (message: string): ApiError =>
 export const rateLimited = (message: string, code: string, retryAfter: number): ApiError =>
   new ApiError(429, "rate_limit_error", message, code, null, retryAfter);
 
-export const overloaded = (message: string, retryAfter: number, code = "overloaded"): ApiError =>
-  new ApiError(503, "server_error", message, code, null, retryAfter);
+export const overloaded = (message: string, retryAfter: number, code = "overloaded", detail?: string): ApiError =>
+  new ApiError(503, "server_error", message, code, null, retryAfter, detail);
+
+/** Seconds a client is asked to wait before retrying on another pod while this one drains. */
+export const DRAINING_RETRY_AFTER = 1;
+
+/** A request that reached a pod after it started draining (SIGTERM): another pod will answer it. */
+export const shuttingDown = (): ApiError =>
+  overloaded("this gateway instance is shutting down; retry the request", DRAINING_RETRY_AFTER, "server_shutting_down");
 
 export const timedOut = (seconds: number): ApiError =>
   new ApiError(504, "timeout_error", `the request took longer than the ${seconds} s limit`, "timeout");

@@ -7,7 +7,14 @@
  * is complete.
  */
 import path from "node:path";
-import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from "@grpc/grpc-js";
+import {
+  type ChannelOptions,
+  Client,
+  Metadata,
+  credentials,
+  status as GrpcStatus,
+  type ServiceError,
+} from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import { ApiError, overloaded, timedOut, upstream } from "./errors";
 import { type Tensor, decode, encode, isDatatype } from "./tensors";
@@ -95,7 +102,8 @@ export function classifyTritonMessage(message: string): ApiError {
 export function classifyGrpcError(error: ServiceError, timeoutSeconds: number): ApiError {
   switch (error.code) {
     case GrpcStatus.UNAVAILABLE:
-      return overloaded(`the inference server is unavailable: ${error.details}`, 2, "upstream_unavailable");
+      // The details name Triton's address (e.g. "connect ECONNREFUSED 10.0.0.5:8001"): logged, not sent.
+      return overloaded("the inference server is unavailable", 2, "upstream_unavailable", error.details);
     case GrpcStatus.RESOURCE_EXHAUSTED:
       return overloaded(`the inference server is at capacity: ${error.details}`, 1);
     case GrpcStatus.DEADLINE_EXCEEDED:
@@ -128,18 +136,34 @@ export interface TritonClient {
   stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>>;
 }
 
+/**
+ * Reconnect backoff of the channel to Triton. @grpc/grpc-js's default starts
+ * at 1 s and grows ×1.6 up to 120 s, so after a long Triton outage the
+ * channel could wait up to two minutes before trying again: Triton back, the
+ * gateway still unready (its /readyz asks Triton over this channel) and every
+ * generation refused. Capped at 5 s, the gateway is ready again within about
+ * 5 s of Triton; a reconnect attempt to one address every 5 s costs nothing.
+ * (Option names: @grpc/grpc-js README, "Supported Channel Options".)
+ */
+export const INITIAL_RECONNECT_BACKOFF_MS = 500;
+export const MAX_RECONNECT_BACKOFF_MS = 5000;
+
 export class TritonGateway implements TritonClient {
   private channel: Client;
+  /** The channel's options, as given to @grpc/grpc-js. */
+  readonly channelOptions: ChannelOptions = {
+    // Unlimited receive size: a response carries a whole generated text.
+    "grpc.max_receive_message_length": -1,
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.initial_reconnect_backoff_ms": INITIAL_RECONNECT_BACKOFF_MS,
+    "grpc.max_reconnect_backoff_ms": MAX_RECONNECT_BACKOFF_MS,
+  };
 
   constructor(
     readonly target: string,
     readonly ensemble: string,
   ) {
-    // Unlimited receive size: a response carries a whole generated text.
-    this.channel = new Client(target, credentials.createInsecure(), {
-      "grpc.max_receive_message_length": -1,
-      "grpc.keepalive_time_ms": 30_000,
-    });
+    this.channel = new Client(target, credentials.createInsecure(), this.channelOptions);
   }
 
   close(): void {

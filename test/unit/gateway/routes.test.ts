@@ -5,12 +5,14 @@
  * checked in seconds. The real-server suite (test/gateway) stays the contract
  * with tritonserver; this one pins the bytes the gateway itself writes.
  */
+import { connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildGateway, buildMetricsServer } from "../../../images/gateway/src/app";
 import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
 import { type GatewayConfig, GatewayConfigSchema, type GatewayConfigInput } from "../../../images/gateway/src/config";
-import { classifyTritonMessage } from "../../../images/gateway/src/triton";
+import { Metadata, type ServiceError, status as GrpcStatus } from "@grpc/grpc-js";
+import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
 import { GatewayMetrics, METRICS } from "../../../images/gateway/src/metrics";
 import { errors } from "../../../images/gateway/src/plugins/errors";
 import { limits } from "../../../images/gateway/src/plugins/limits";
@@ -50,7 +52,10 @@ function configWith(overrides: GatewayConfigInput["limits"] = {}): GatewayConfig
   });
 }
 
-function gateway(overrides: GatewayConfigInput["limits"] = {}): Harness {
+/** Log lines the app wrote, when a harness is built with `logs`. */
+type LogLines = Record<string, unknown>[];
+
+function gateway(overrides: GatewayConfigInput["limits"] = {}, logs?: LogLines): Harness {
   const config = configWith(overrides);
   const keys = new KeyRing({
     consumers: [
@@ -62,7 +67,13 @@ function gateway(overrides: GatewayConfigInput["limits"] = {}): Harness {
   });
   const triton = new FakeTriton();
   const metrics = new GatewayMetrics();
-  const app = buildGateway({ config, keys, triton, metrics, logger: false });
+  const logger = logs
+    ? {
+        level: "info",
+        stream: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
+      }
+    : false;
+  const app = buildGateway({ config, keys, triton, metrics, logger });
   open.push(app);
   return { app, triton, metrics };
 }
@@ -134,6 +145,36 @@ describe("authentication", () => {
 });
 
 describe("error bodies", () => {
+  it("answers Triton unreachable (503) without its address, and logs the address with the request id", async () => {
+    const logs: LogLines = [];
+    const { app, triton } = gateway({}, logs);
+    const details = "connect ECONNREFUSED 10.0.0.5:8001";
+    const error = Object.assign(new Error(details), {
+      code: GrpcStatus.UNAVAILABLE,
+      details,
+      metadata: new Metadata(),
+    });
+    triton.refuseWith = classifyGrpcError(error as ServiceError, 10);
+    const r = await complete(app, { prompt: "hi", max_tokens: 2 });
+    expect([r.statusCode, r.headers["retry-after"]]).toEqual([503, "2"]);
+    expect(r.body).toBe(openaiError("the inference server is unavailable", "server_error", "upstream_unavailable"));
+    expect(r.body).not.toMatch(/10\.0\.0\.5|8001|ECONNREFUSED/);
+    const logged = logs.find((line) => line.msg === "request failed");
+    expect(logged).toMatchObject({ reqId: r.headers["x-request-id"], code: "upstream_unavailable", detail: details });
+  });
+
+  it("answers KServe metadata with Triton unreachable (503) without its address", async () => {
+    const logs: LogLines = [];
+    const { app, triton } = gateway({}, logs);
+    triton.metadata = async () => {
+      throw new Error("14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 10.0.0.5:8001");
+    };
+    const r = await app.inject({ method: "GET", url: "/v2/models/ensemble", headers: auth() });
+    expect(r.statusCode).toBe(503);
+    expect(r.body).toBe(JSON.stringify({ error: "the inference server did not answer" }));
+    expect(logs.find((line) => line.msg === "request failed")?.detail).toContain("10.0.0.5:8001");
+  });
+
   it("names an unknown OpenAI path without its query string (404)", async () => {
     const { app } = gateway();
     const r = await app.inject({ method: "POST", url: "/v1/embeddings?x=1", headers: auth(), payload: {} });
@@ -480,6 +521,43 @@ describe("probes", () => {
     triton.isReady = false;
     const r = await app.inject({ method: "GET", url: "/readyz" });
     expect([r.statusCode, r.body]).toEqual([503, JSON.stringify({ status: "triton not ready" })]);
+  });
+});
+
+describe("draining", () => {
+  it("answers a request arriving while the pod drains with 503 server_shutting_down and Retry-After", async () => {
+    const { app, triton } = gateway();
+    open.splice(open.indexOf(app), 1);
+    triton.hold();
+    await app.listen({ host: "127.0.0.1", port: 0 });
+    const { port } = app.server.address() as { port: number };
+    // One keep-alive connection: a generation in flight, then a second request once close() has begun
+    // (inject() refuses to run on a closing app, so this goes over a socket).
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.on("data", (chunk) => (received += chunk.toString()));
+    const ended = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+    const body = JSON.stringify({ model: "m", prompt: "hi", max_tokens: 2 });
+    socket.write(
+      `POST /v1/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+    await generations(triton, 1);
+    const closed = app.close();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.write(`GET /v1/models HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${KEY}\r\n\r\n`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    triton.release();
+    await ended;
+    await closed;
+    const [first, second] = received.split(/(?=HTTP\/1\.1 )/);
+    expect(first).toMatch(/^HTTP\/1\.1 200 /);
+    expect(second).toMatch(/^HTTP\/1\.1 503 /);
+    expect(second).toMatch(/\r\nretry-after: 1\r\n/i);
+    expect(second).toMatch(/\r\nconnection: close\r\n/i);
+    expect(second.split("\r\n\r\n")[1]).toBe(
+      openaiError("this gateway instance is shutting down; retry the request", "server_error", "server_shutting_down"),
+    );
   });
 });
 

@@ -55,7 +55,12 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
 
 function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   if (error.retryAfter !== undefined) reply.header("retry-after", String(error.retryAfter));
-  if (error.status >= 500) request.log.warn({ code: error.code, message: error.message }, "request failed");
+  if (error.status >= 500) {
+    request.log.warn(
+      { code: error.code, message: error.message, ...(error.detail ? { detail: error.detail } : {}) },
+      "request failed",
+    );
+  }
   const { body, code } = errorReply(request.url, error);
   reply.errorCode = code;
   return reply.code(error.status).send(body);

@@ -73,7 +73,8 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
       try {
         return await triton.metadata();
       } catch (error) {
-        throw overloaded(`the inference server did not answer: ${(error as Error).message}`, 2, "upstream_unavailable");
+        // The gRPC message names Triton's address: logged with the request id, not sent.
+        throw overloaded("the inference server did not answer", 2, "upstream_unavailable", (error as Error).message);
       }
     };
     app.get<ModelParams>("/v2/models/:model", metadataRoute);
