@@ -149,12 +149,16 @@ ecr_mark_deployed() {
 ecr_rotate_tag() {
   local region=$1 repo=$2 digest=$3 tag=$4 previous=$5 current
   current=$(ecr_tag_digest "$region" "$repo" "$tag")
-  if [[ $current == sha256:* && $current != "$digest" ]]; then
+  if [[ $current == "$digest" ]]; then
+    # A re-run (or a rollout of the image already tagged): nothing to move, and the
+    # previous tag must keep naming the image before it.
+    log "tag $tag already names $repo@$digest; skipping"
+    return 0
+  fi
+  if [[ $current == sha256:* ]]; then
     _ecr_move_tag "$region" "$repo" "$current" "$previous"
   fi
-  if [[ $current != "$digest" ]]; then
-    _ecr_move_tag "$region" "$repo" "$digest" "$tag"
-  fi
+  _ecr_move_tag "$region" "$repo" "$digest" "$tag"
   log "protected $repo@$digest from expiry (tag $tag)"
 }
 
