@@ -194,6 +194,7 @@ export function program(): StackOutputs {
   const gateway = new GatewayService("gateway", {
     workload: plan.renderInputs.gateway,
     consumers: plan.gateway.consumers,
+    teams: plan.gateway.teams,
     image: build.gatewayImage,
     provider: cluster.provider,
     dependsOn: [triton],

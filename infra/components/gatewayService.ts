@@ -14,6 +14,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { isDigestRef, notPinnedMessage } from "../imageRef";
+import { renderKeysFile, type TeamLimitsFile } from "../render/gatewayConfig";
 import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 
 export interface GatewayServiceArgs {
@@ -21,6 +22,8 @@ export interface GatewayServiceArgs {
   readonly workload: GatewayWorkloadInput;
   /** Teams that call the endpoint (serving.consumers): each gets a generated API key, stored only as a hash in the cluster. */
   readonly consumers: readonly string[];
+  /** Each team's own limits (serving.consumers' map form), written beside its key hashes. */
+  readonly teams?: Readonly<Record<string, TeamLimitsFile>>;
   /** Gateway image by digest, from the build pipeline. */
   readonly image: pulumi.Input<string>;
   /** The cluster's Kubernetes provider. */
@@ -37,11 +40,6 @@ export const API_KEY_PREFIX = "tft-";
 export const API_KEY_RANDOM_LENGTH = 48;
 /** The synth placeholder passes the renderer's image check; pulumi up always renders the real digest. */
 const PLACEHOLDER_IMAGE = "gateway:synth";
-
-/** `search:v2` -> `search`: the consumer a key belongs to (metrics and limits are per team). */
-export function teamOf(entry: string): string {
-  return entry.split(":")[0] ?? entry;
-}
 
 function sha256Hex(value: string): string {
   return createHash("sha256").update(value, "utf8").digest("hex");
@@ -75,14 +73,14 @@ export class GatewayService extends pulumi.ComponentResource {
     );
     // `team:v2` is a second key of `team` (a rotation in progress): one consumer, several hashes.
     const keysJson = pulumi.secret(
-      pulumi.all(keys.map((k) => k.key)).apply((values) => {
-        const byTeam = new Map<string, string[]>();
-        keys.forEach((k, i) => {
-          const team = teamOf(k.team);
-          byTeam.set(team, [...(byTeam.get(team) ?? []), sha256Hex(values[i])]);
-        });
-        return JSON.stringify({ consumers: [...byTeam].map(([name, keySha256]) => ({ name, keySha256 })) });
-      }),
+      pulumi
+        .all(keys.map((k) => k.key))
+        .apply((values) =>
+          renderKeysFile(
+            keys.map((k, i) => ({ entry: k.team, keySha256: sha256Hex(values[i]) })),
+            args.teams,
+          ),
+        ),
     );
 
     // Everything but the pod template and the Secret's content is known at preview.

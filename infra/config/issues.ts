@@ -69,11 +69,15 @@ export function schemaAt(root: z.ZodType, path: Path): z.ZodType | undefined {
     else if (u instanceof z.ZodArray) s = u.element as z.ZodType;
     else if (u instanceof z.ZodRecord) s = u.valueType as z.ZodType;
     else if (u instanceof z.ZodUnion) {
-      s = (u.options as z.ZodType[])
-        .map((o) => unwrap(o))
-        .filter((o): o is z.ZodObject => o instanceof z.ZodObject)
-        .map((o) => (o.shape as Record<string, z.ZodType>)[String(part)])
-        .find((x) => x !== undefined);
+      const options = (u.options as z.ZodType[]).map((o) => unwrap(o));
+      s =
+        typeof part === "number"
+          ? (options.find((o): o is z.ZodArray => o instanceof z.ZodArray)?.element as z.ZodType | undefined)
+          : (options
+              .filter((o): o is z.ZodObject => o instanceof z.ZodObject)
+              .map((o) => (o.shape as Record<string, z.ZodType>)[String(part)])
+              .find((x) => x !== undefined) ??
+            (options.find((o): o is z.ZodRecord => o instanceof z.ZodRecord)?.valueType as z.ZodType | undefined));
     } else return undefined;
   }
   return s;
@@ -286,10 +290,15 @@ function pickUnionBranch(
   value: unknown,
   branches: readonly (readonly z.core.$ZodIssue[])[],
 ): readonly z.core.$ZodIssue[] | undefined {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+  if (value === null || typeof value !== "object") return undefined;
   const s = schemaAt(root, path);
   const u = s ? unwrap(s) : undefined;
   if (!(u instanceof z.ZodUnion)) return undefined;
+  // A list or a map, when the union offers one of each (serving.consumers): the branch of the value's kind.
+  const kind = (u.options as z.ZodType[]).findIndex((o) =>
+    Array.isArray(value) ? unwrap(o) instanceof z.ZodArray : unwrap(o) instanceof z.ZodRecord,
+  );
+  if (kind >= 0) return branches[kind];
   const keys = Object.keys(value);
   if (keys.length === 0) return undefined;
   const options = u.options as z.ZodType[];

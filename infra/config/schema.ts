@@ -155,6 +155,37 @@ export const buildSchema = z
   })
   .strict();
 
+/** A consumer entry: a team name, optionally ':<key generation>' for a rotation. */
+const consumerEntry = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9-]{0,30}(:[a-z0-9-]{1,16})?$/,
+    "a team name (lower-case letters, digits, '-'), optionally ':<key generation>' for a rotation",
+  );
+
+/**
+ * A team's own limits (serving.consumers in its map form), each PER GATEWAY POD:
+ * unset ones take the gateway's defaults (600 requests/minute, concurrency
+ * max(2, maxBatchSize), no tokens/minute limit, share 1).
+ */
+export const teamLimitsSchema = z
+  .object({
+    requestsPerMinute: positiveInt.optional().describe("Requests per minute per gateway pod. Default 600."),
+    tokensPerMinute: positiveInt
+      .optional()
+      .describe("Tokens (prompt + max_tokens reserved, settled to the real usage) per minute per gateway pod. Default: no limit."),
+    maxConcurrent: positiveInt
+      .optional()
+      .describe("Prompts in flight at once per gateway pod. Default max(2, serving.maxBatchSize)."),
+    share: z
+      .number()
+      .positive()
+      .optional()
+      .describe("Weight of the team's fair share of the gateway's in-flight cap. Default 1."),
+  })
+  .strict();
+export type TeamLimits = z.infer<typeof teamLimitsSchema>;
+
 export const servingSchema = z
   .object({
     instanceType: z.string().default("g5.2xlarge").describe("GPU instance type of the serving node group."),
@@ -206,17 +237,10 @@ export const servingSchema = z
         "FT decoupled mode: tokens stream to the gateway as generated. false serves the ensemble one-to-one (KServe unary calls in-cluster), with no streaming.",
       ),
     consumers: z
-      .array(
-        z
-          .string()
-          .regex(
-            /^[a-z0-9][a-z0-9-]{0,30}(:[a-z0-9-]{1,16})?$/,
-            "a team name (lower-case letters, digits, '-'), optionally ':<key generation>' for a rotation",
-          ),
-      )
+      .union([z.array(consumerEntry), z.record(consumerEntry, teamLimitsSchema)])
       .default([])
       .describe(
-        "Teams that call the gateway: each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
+        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?} (limits per gateway pod; unset ones take the gateway's defaults). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
       ),
     tlsCertificateArn: z
       .string()

@@ -16,6 +16,8 @@ import type { ScalingInput } from "../render/scaling";
 import { SYSTEM_NODE_LABEL } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
 import type { ResolvedStack } from "../config/stack";
+import type { TeamLimits } from "../config/schema";
+import { consumerEntries, teamLimits } from "../config/teams";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
@@ -144,7 +146,10 @@ export interface GatewayPlan {
   replicas: number;
   /** serving.autoscaling: a KEDA ScaledObject owns the Deployment's replicas (render/scaling.ts). */
   autoscaled: boolean;
+  /** serving.consumers' entries: one API key each (`team:v2` is a second key of `team`). */
   consumers: string[];
+  /** Each team's own limits (per gateway pod), for the teams that set any; the others take the gateway's defaults. */
+  teams: Record<string, TeamLimits>;
   tlsCertificateArn?: string;
   /** Node label the gateway pods require: the stack's system node group (cluster mode create only). */
   systemNodeLabel?: { key: string; value: string };
@@ -172,7 +177,8 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
     config,
     replicas: s.gatewayReplicas,
     autoscaled: s.autoscaling !== undefined,
-    consumers: [...s.consumers],
+    consumers: consumerEntries(s.consumers),
+    teams: teamLimits(s.consumers),
     ...(s.tlsCertificateArn ? { tlsCertificateArn: s.tlsCertificateArn } : {}),
     // The stack labels its own system node group; an existing cluster's pools are not the stack's to name.
     ...(stack.config.cluster.mode === "create" ? { systemNodeLabel: { ...SYSTEM_NODE_LABEL } } : {}),

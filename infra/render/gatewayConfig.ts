@@ -70,3 +70,31 @@ export function renderGatewayConfig(
     logText: false,
   };
 }
+
+/** A team's own limits as the gateway's keys file carries them (unset: the gateway's defaults). */
+export interface TeamLimitsFile {
+  requestsPerMinute?: number;
+  tokensPerMinute?: number;
+  maxConcurrent?: number;
+  share?: number;
+}
+
+/**
+ * The gateway's keys file (GATEWAY_KEYS_FILE; KeysFileSchema in the gateway
+ * package): one consumer per team with the SHA-256 of each of its entries'
+ * keys (`team:v2` is a second key of `team`), and the team's own limits when
+ * it sets any. A team without own limits is `{name, keySha256}` only.
+ */
+export function renderKeysFile(
+  keys: readonly { entry: string; keySha256: string }[],
+  teams: Readonly<Record<string, TeamLimitsFile>> = {},
+): string {
+  const byTeam = new Map<string, string[]>();
+  for (const k of keys) {
+    const team = k.entry.split(":")[0] ?? k.entry;
+    byTeam.set(team, [...(byTeam.get(team) ?? []), k.keySha256]);
+  }
+  return JSON.stringify({
+    consumers: [...byTeam].map(([name, keySha256]) => ({ name, keySha256, ...teams[name] })),
+  });
+}

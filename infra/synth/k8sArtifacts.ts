@@ -14,6 +14,7 @@ import { namePrefix, repositoryNames } from "../naming";
 import { manifestFiles, renderManifests } from "../render/tritonManifests";
 import { renderScaling, scalingFiles } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests } from "../render/gatewayManifests";
+import { renderKeysFile } from "../render/gatewayConfig";
 import type { ArtifactWriter } from "./artifacts";
 
 export const K8S_OUT = "k8s";
@@ -33,9 +34,10 @@ export const k8sManifestsWriter: ArtifactWriter = {
     const header = `# Rendered offline by \`npm run synth\`: the image ${image} is a placeholder;\n# pulumi up deploys the server image by digest.\n`;
     const gatewayImage = synthImageRef(repositoryNames(namePrefix(ctx.stackName)).gateway);
     // Keys are generated at pulumi up; synth shows the Secret's shape with one placeholder hash per team.
-    const keysJson = JSON.stringify({
-      consumers: ctx.plan.gateway.consumers.map((name) => ({ name, keySha256: ["<sha256 of the generated key>"] })),
-    });
+    const keysJson = renderKeysFile(
+      ctx.plan.gateway.consumers.map((entry) => ({ entry, keySha256: "<sha256 of the generated key>" })),
+      ctx.plan.gateway.teams,
+    );
     const g = renderGatewayManifests({ ...inputs.gateway, image: gatewayImage, keysJson });
     const files = Object.entries({ ...manifestFiles(m), ...gatewayManifestFiles(g) }).map(([name, content]) => ({
       path: `${K8S_OUT}/${name}`,

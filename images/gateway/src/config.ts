@@ -87,8 +87,12 @@ export const ConsumerSchema = z
     name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "lower-case letters, digits and '-'"),
     /** Hex SHA-256 of each valid key; two during a rotation. */
     keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits")).min(1),
+    /** The team's own limits (per gateway pod); unset ones take `limits`' defaults. */
     requestsPerMinute: positive.optional(),
+    tokensPerMinute: positive.optional(),
     maxConcurrent: positive.optional(),
+    /** Weight of the team's fair share of limits.maxInflight; default 1. */
+    share: z.number().positive().optional(),
   })
   .strict();
 export type Consumer = z.infer<typeof ConsumerSchema>;

@@ -1,10 +1,12 @@
 /** Who can reach what: the rules on the endpoint's exposure, its consumers and the builder's SSH key pair. */
 import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
+import { consumerEntries, teamsWithLimitsTwice } from "../teams";
 import type { Add } from "./report";
 
 /** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */
 export function checkAccess(config: StackConfig, secrets: SecretPresence, add: Add): void {
   const s = config.serving;
+  const entries = consumerEntries(s.consumers);
   if (s.loadBalancerScheme === "internet-facing" && s.allowedCidrs.length === 0) {
     add(
       "serving.allowedCidrs",
@@ -21,7 +23,7 @@ export function checkAccess(config: StackConfig, secrets: SecretPresence, add: A
       "issue an ACM certificate for the endpoint's name and set its ARN, or use loadBalancerScheme internal",
     );
   }
-  if (s.loadBalancerScheme === "internet-facing" && s.consumers.length === 0) {
+  if (s.loadBalancerScheme === "internet-facing" && entries.length === 0) {
     add(
       "serving.consumers",
       s.consumers,
@@ -29,13 +31,21 @@ export function checkAccess(config: StackConfig, secrets: SecretPresence, add: A
       "list the teams that call the endpoint (each gets an API key output), or use loadBalancerScheme internal",
     );
   }
-  const duplicates = s.consumers.filter((c, i) => s.consumers.indexOf(c) !== i);
+  const duplicates = entries.filter((c, i) => entries.indexOf(c) !== i);
   if (duplicates.length > 0) {
     add(
       "serving.consumers",
       s.consumers,
       `lists ${[...new Set(duplicates)].join(", ")} more than once`,
       "list each team once (a team rotates its key by replacing the apiKey resource, not by a second entry)",
+    );
+  }
+  for (const team of teamsWithLimitsTwice(s.consumers)) {
+    add(
+      "serving.consumers",
+      s.consumers,
+      `sets limits on more than one entry of team ${team}; limits are per team, keys per entry`,
+      `set ${team}'s limits on one of its entries and give the other entries {} (a rotation's second key shares the team's limits)`,
     );
   }
   if (config.build.sshPublicKey !== undefined && !secrets.sshPrivateKey) {

@@ -1,0 +1,43 @@
+/**
+ * serving.consumers in either form: a list of entries (`search`, `search:v2`)
+ * or a map entry -> the team's limits. Keys are per entry (a rotation is a
+ * second entry of the same team); limits are per team. Pure, no Pulumi.
+ */
+import type { StackConfig, TeamLimits } from "./schema";
+
+export type Consumers = StackConfig["serving"]["consumers"];
+
+/** `search:v2` -> `search`: the team an entry's key belongs to (metrics and limits are per team). */
+export function teamOf(entry: string): string {
+  return entry.split(":")[0] ?? entry;
+}
+
+/** The entries, each of which gets an API key, in the order written. */
+export function consumerEntries(consumers: Consumers): string[] {
+  return Array.isArray(consumers) ? [...consumers] : Object.keys(consumers);
+}
+
+/**
+ * Each team's own limits (map form only; a list sets none), from the one entry
+ * of the team that sets any. Teams without own limits are left out, so the
+ * gateway applies its defaults to them.
+ */
+export function teamLimits(consumers: Consumers): Record<string, TeamLimits> {
+  if (Array.isArray(consumers)) return {};
+  const out: Record<string, TeamLimits> = {};
+  for (const [entry, limits] of Object.entries(consumers)) {
+    const set = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined)) as TeamLimits;
+    if (Object.keys(set).length > 0) out[teamOf(entry)] = { ...out[teamOf(entry)], ...set };
+  }
+  return out;
+}
+
+/** Teams with more than one entry that sets limits: which entry's limits hold would be ambiguous. */
+export function teamsWithLimitsTwice(consumers: Consumers): string[] {
+  if (Array.isArray(consumers)) return [];
+  const seen = new Map<string, number>();
+  for (const [entry, limits] of Object.entries(consumers)) {
+    if (Object.values(limits).some((v) => v !== undefined)) seen.set(teamOf(entry), (seen.get(teamOf(entry)) ?? 0) + 1);
+  }
+  return [...seen].filter(([, n]) => n > 1).map(([team]) => team);
+}
