@@ -73,14 +73,12 @@ export class GatewayService extends pulumi.ComponentResource {
     );
     // `team:v2` is a second key of `team` (a rotation in progress): one consumer, several hashes.
     const keysJson = pulumi.secret(
-      pulumi
-        .all(keys.map((k) => k.key))
-        .apply((values) =>
-          renderKeysFile(
-            keys.map((k, i) => ({ entry: k.team, keySha256: sha256Hex(values[i]) })),
-            args.teams,
-          ),
+      pulumi.all(keys.map((k) => k.key)).apply((values) =>
+        renderKeysFile(
+          keys.map((k, i) => ({ entry: k.team, keySha256: sha256Hex(values[i]) })),
+          args.teams,
         ),
+      ),
     );
 
     // Everything but the pod template and the Secret's content is known at preview.

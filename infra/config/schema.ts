@@ -173,7 +173,9 @@ export const teamLimitsSchema = z
     requestsPerMinute: positiveInt.optional().describe("Requests per minute per gateway pod. Default 600."),
     tokensPerMinute: positiveInt
       .optional()
-      .describe("Tokens (prompt + max_tokens reserved, settled to the real usage) per minute per gateway pod. Default: no limit."),
+      .describe(
+        "Tokens (prompt + max_tokens reserved, settled to the real usage) per minute per gateway pod. Default: no limit.",
+      ),
     maxConcurrent: positiveInt
       .optional()
       .describe("Prompts in flight at once per gateway pod. Default max(2, serving.maxBatchSize)."),

@@ -32,7 +32,9 @@ describe("serving.consumers: a list of teams or a map of teams to their limits",
     expect(r.problems).toEqual([]);
     const plan = gatewayPlan(r.stack!);
     expect(plan.consumers).toEqual(["search", "search:v2", "ads"]);
-    expect(plan.teams).toEqual({ search: { requestsPerMinute: 120, tokensPerMinute: 50_000, maxConcurrent: 4, share: 3 } });
+    expect(plan.teams).toEqual({
+      search: { requestsPerMinute: 120, tokensPerMinute: 50_000, maxConcurrent: 4, share: 3 },
+    });
   });
 
   it("refuses non-positive or fractional limits, a zero share, unknown keys and bad team names, all at once", () => {

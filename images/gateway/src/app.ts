@@ -56,7 +56,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   void app.register(telemetry, { metrics });
   void app.register(drain);
   void app.register(auth, { keys });
-  void app.register(limits, { config, triton, metrics });
+  void app.register(limits, { config, triton, metrics, keys });
 
   void app.register(openaiRoutes, { config });
   void app.register(kserveRoutes, { config, triton });

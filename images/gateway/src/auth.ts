@@ -19,6 +19,7 @@ interface Entry {
 
 export class KeyRing {
   private entries: Entry[] = [];
+  private shares = 0;
 
   constructor(keys: KeysFile) {
     this.replace(keys);
@@ -29,6 +30,12 @@ export class KeyRing {
     this.entries = keys.consumers.flatMap((consumer) =>
       consumer.keySha256.map((hex) => ({ hash: Buffer.from(hex, "hex"), consumer })),
     );
+    this.shares = keys.consumers.reduce((sum, c) => sum + (c.share ?? 1), 0);
+  }
+
+  /** The sum of every team's share weight (default 1 each): the in-flight cap is divided by it. */
+  get totalShare(): number {
+    return this.shares;
   }
 
   get size(): number {

@@ -1,29 +1,44 @@
 /**
- * Admission control, checked right after authentication and before the body is
- * read: a per-key request rate (token bucket), per-key concurrency, and a
- * gateway-wide cap on requests in flight so Triton's queue stays short. The
- * first two are the client's doing (429); the last is capacity (503). Both
- * carry Retry-After.
+ * Admission control, checked after authentication and parsing, before Triton:
+ * per-team requests per minute and tokens per minute (token buckets), per-team
+ * concurrency, and the gateway-wide cap on requests in flight divided into
+ * fair shares by the teams' `share` weights. The team's own limits are the
+ * client's doing (429); the gateway's capacity is not (503). Both carry a
+ * Retry-After. All of it is PER GATEWAY POD: with N pods a team gets N× its
+ * limits (docs/consuming.md "Limits").
  */
 import { ApiError, overloaded, rateLimited } from "./errors";
 
 export interface KeyLimits {
   requestsPerMinute: number;
   maxConcurrent: number;
+  /** Unset: no tokens/minute limit. */
+  tokensPerMinute?: number;
+  /** Weight of the team's share of the in-flight cap; default 1. */
+  share?: number;
 }
 
-interface Bucket {
+interface Team {
+  requests: number;
   tokens: number;
   updated: number;
   inflight: number;
 }
 
+/** What an admitted request holds: release it when the response ends, with the real token usage when known. */
+export interface Admitted {
+  /** Give back the slots and settle the token reservation with `usedTokens` (undefined: keep the reservation). Idempotent. */
+  release(usedTokens?: number): void;
+}
+
 export class Admission {
-  private buckets = new Map<string, Bucket>();
+  private teams = new Map<string, Team>();
   private inflight = 0;
 
   constructor(
     private readonly maxInflight: number,
+    /** The sum of every team's share weight (KeyRing.totalShare); read at each admission (the keys file may change). */
+    private readonly totalShare: () => number = () => 1,
     private readonly now: () => number = () => Date.now(),
   ) {}
 
@@ -31,49 +46,86 @@ export class Admission {
     return this.inflight;
   }
 
+  /** A team's fair share of the in-flight cap: at least one slot. */
+  fairShare(limits: KeyLimits): number {
+    const total = Math.max(this.totalShare(), limits.share ?? 1);
+    return Math.max(1, Math.floor((this.maxInflight * (limits.share ?? 1)) / total));
+  }
+
   /**
    * Admit one request of `consumer` taking `slots` concurrency slots (one per
-   * prompt), or throw the ApiError to send. The returned function releases
-   * the slots; it is safe to call more than once.
+   * prompt) and reserving `tokens` of its tokens/minute (an upper bound of the
+   * prompt's tokens plus every choice's max_tokens), or throw the ApiError to send.
    */
-  admit(consumer: string, limits: KeyLimits, slots = 1): () => void {
+  admit(consumer: string, limits: KeyLimits, slots = 1, tokens = 0): Admitted {
     const now = this.now();
-    let b = this.buckets.get(consumer);
-    if (!b) {
-      b = { tokens: limits.requestsPerMinute, updated: now, inflight: 0 };
-      this.buckets.set(consumer, b);
+    const tpm = limits.tokensPerMinute;
+    let t = this.teams.get(consumer);
+    if (!t) {
+      t = { requests: limits.requestsPerMinute, tokens: tpm ?? 0, updated: now, inflight: 0 };
+      this.teams.set(consumer, t);
     }
-    const perMs = limits.requestsPerMinute / 60_000;
-    b.tokens = Math.min(limits.requestsPerMinute, b.tokens + (now - b.updated) * perMs);
-    b.updated = now;
-    if (b.tokens < 1) {
-      const wait = Math.max(1, Math.ceil((1 - b.tokens) / perMs / 1000));
+    const elapsed = now - t.updated;
+    const rpmPerMs = limits.requestsPerMinute / 60_000;
+    t.requests = Math.min(limits.requestsPerMinute, t.requests + elapsed * rpmPerMs);
+    if (tpm !== undefined) t.tokens = Math.min(tpm, t.tokens + (elapsed * tpm) / 60_000);
+    t.updated = now;
+    if (t.requests < 1) {
+      const wait = Math.max(1, Math.ceil((1 - t.requests) / rpmPerMs / 1000));
       throw rateLimited(
         `rate limit of ${limits.requestsPerMinute} requests per minute reached for this key; retry in ${wait} s`,
         "rate_limit_exceeded",
         wait,
       );
     }
-    if (b.inflight + slots > limits.maxConcurrent) {
+    if (tpm !== undefined && tokens > tpm) {
       throw rateLimited(
-        `this key already has ${b.inflight} generation(s) in flight, its limit is ${limits.maxConcurrent}`,
+        `this request reserves ${tokens} tokens (prompt and max_tokens), more than this key's limit of ${tpm} tokens per minute; lower max_tokens or shorten the prompt`,
+        "rate_limit_exceeded",
+        60,
+      );
+    }
+    if (tpm !== undefined && t.tokens < tokens) {
+      // Refill is linear: the deficit takes deficit / (tpm per second) seconds, if nothing else is settled back.
+      const wait = Math.max(1, Math.ceil(((tokens - t.tokens) * 60) / tpm));
+      throw rateLimited(
+        `token limit of ${tpm} tokens per minute reached for this key (this request reserves ${tokens}); retry in ${wait} s`,
+        "rate_limit_exceeded",
+        wait,
+      );
+    }
+    if (t.inflight + slots > limits.maxConcurrent) {
+      throw rateLimited(
+        `this key already has ${t.inflight} generation(s) in flight, its limit is ${limits.maxConcurrent}`,
         "concurrency_limit_exceeded",
         1,
       );
     }
-    if (this.inflight + slots > this.maxInflight) {
-      throw overloaded(`the gateway has ${this.inflight} generations in flight, its limit is ${this.maxInflight}`, 1);
+    // Within its fair share a team is admitted however full the gateway is; above it, only into free capacity.
+    const share = this.fairShare(limits);
+    if (t.inflight + slots > share && this.inflight + slots > this.maxInflight) {
+      throw overloaded(
+        `the gateway has ${this.inflight} generations in flight, its limit is ${this.maxInflight}; this key has ${t.inflight}, above its fair share of ${share}`,
+        1,
+      );
     }
-    b.tokens -= 1;
-    b.inflight += slots;
+    t.requests -= 1;
+    if (tpm !== undefined) t.tokens -= tokens;
+    t.inflight += slots;
     this.inflight += slots;
     let released = false;
-    const bucket = b;
-    return () => {
-      if (released) return;
-      released = true;
-      bucket.inflight -= slots;
-      this.inflight -= slots;
+    const team = t;
+    return {
+      release: (usedTokens?: number) => {
+        if (released) return;
+        released = true;
+        team.inflight -= slots;
+        this.inflight -= slots;
+        // Settle with the real usage: give back what was reserved but not used (never above the bucket's size).
+        if (tpm !== undefined && usedTokens !== undefined) {
+          team.tokens = Math.min(tpm, team.tokens + tokens - usedTokens);
+        }
+      },
     };
   }
 }

@@ -63,6 +63,7 @@ function gateway(overrides: GatewayConfigInput["limits"] = {}, logs?: LogLines):
       { name: "team-b", keySha256: [sha256Hex("key-team-b")] },
       { name: "rate-limited", keySha256: [sha256Hex("key-rate")], requestsPerMinute: 2 },
       { name: "one-at-a-time", keySha256: [sha256Hex("key-solo")], maxConcurrent: 1 },
+      { name: "token-limited", keySha256: [sha256Hex("key-tokens")], tokensPerMinute: 300 },
     ],
   });
   const triton = new FakeTriton();
@@ -308,6 +309,22 @@ describe("admission limits", () => {
     expect((await complete(app, { prompt: "hi", max_tokens: 1 })).statusCode).toBe(200);
   });
 
+  it("answers 429 rate_limit_exceeded naming the token limit once a key's tokens/minute are reserved; settles with the usage", async () => {
+    const { app } = gateway();
+    // "hi" reserves 3 (its bytes + 1) + 100 max_tokens; the fake's usage is far less, given back at the end.
+    const first = await complete(app, { prompt: "hi", max_tokens: 100 }, "key-tokens");
+    expect(first.statusCode).toBe(200);
+    const used = (first.json() as { usage: { total_tokens: number } }).usage.total_tokens;
+    expect(used).toBeLessThan(103);
+    const big = await complete(app, { prompt: "hi", max_tokens: 250 }, "key-tokens");
+    expect(big.statusCode).toBe(429);
+    expect(big.json().error).toMatchObject({ type: "rate_limit_error", code: "rate_limit_exceeded" });
+    expect(big.json().error.message).toContain("token limit of 300 tokens per minute");
+    // 300 - used left; 253 reserved: the deficit refills at 5 tokens/s.
+    expect(Number(big.headers["retry-after"])).toBe(Math.ceil(((253 - (300 - used)) * 60) / 300));
+    expect((await complete(app, { prompt: "hi", max_tokens: 100 }, "key-tokens")).statusCode).toBe(200);
+  });
+
   it("answers 429 concurrency_limit_exceeded while a one-at-a-time key has a generation in flight", async () => {
     const { app, triton } = gateway();
     triton.hold();
@@ -329,23 +346,31 @@ describe("admission limits", () => {
     expect((await complete(app, { prompt: "hi", max_tokens: 1 }, "key-solo")).statusCode).toBe(200);
   });
 
-  it("answers 503 overloaded with Retry-After at the gateway-wide cap, and frees the slots after", async () => {
+  it("answers 503 overloaded to a key above its fair share at the gateway-wide cap; an idle key is still admitted", async () => {
+    // Cap 2 over five teams of share 1: each team's fair share is 1 slot.
     const { app, triton, metrics } = gateway({ maxInflight: 2 });
     triton.hold();
-    // A two-prompt completion takes two slots.
+    // A two-prompt completion takes two slots: the whole gateway, one above team-a's share.
     const first = complete(app, { prompt: ["a", "b"], max_tokens: 1 });
     await generations(triton, 2);
-    const refused = await complete(app, { prompt: "c", max_tokens: 1 }, "key-team-b");
+    const refused = await complete(app, { prompt: "c", max_tokens: 1 });
     expect(refused.statusCode).toBe(503);
     expect(refused.headers["retry-after"]).toBe("1");
     expect(refused.body).toBe(
-      openaiError("the gateway has 2 generations in flight, its limit is 2", "server_error", "overloaded"),
+      openaiError(
+        "the gateway has 2 generations in flight, its limit is 2; this key has 2, above its fair share of 1",
+        "server_error",
+        "overloaded",
+      ),
     );
+    // team-b has nothing in flight: within its share, admitted although the gateway is full.
+    const idle = complete(app, { prompt: "c", max_tokens: 1 }, "key-team-b");
+    await generations(triton, 3);
     expect(await counter(metrics, METRICS.inflight, { consumer: "team-a" })).toBe(2);
     triton.release();
     expect((await first).statusCode).toBe(200);
+    expect((await idle).statusCode).toBe(200);
     expect(await counter(metrics, METRICS.inflight, { consumer: "team-a" })).toBe(0);
-    expect((await complete(app, { prompt: "c", max_tokens: 1 }, "key-team-b")).statusCode).toBe(200);
   });
 });
 
@@ -567,7 +592,12 @@ describe("composition", () => {
     const app = buildMetricsServer(new GatewayMetrics());
     open.push(app);
     void app.register(errors);
-    void app.register(limits, { config: configWith(), triton: new FakeTriton(), metrics: new GatewayMetrics() });
+    void app.register(limits, {
+      config: configWith(),
+      triton: new FakeTriton(),
+      metrics: new GatewayMetrics(),
+      keys: new KeyRing({ consumers: [] }),
+    });
     await expect(app.ready()).rejects.toThrow(/required by .gateway-limits./);
   });
 });

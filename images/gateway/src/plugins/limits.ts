@@ -12,6 +12,7 @@ import { Admission } from "../limits";
 import type { GatewayMetrics } from "../metrics";
 import { PUBLIC_PATHS, pathOf } from "../paths";
 import type { TritonClient } from "../triton";
+import type { KeyRing } from "../auth";
 import { AUTH_PLUGIN } from "./auth";
 import { definePlugin } from "./definePlugin";
 
@@ -19,10 +20,11 @@ declare module "fastify" {
   interface FastifyInstance {
     /**
      * Admit one generation of the authenticated consumer taking `slots`
-     * concurrency slots (one per prompt), or throw the 429/503 to send.
-     * Everything is released when the response closes.
+     * concurrency slots (one per prompt) and reserving `tokens` of its
+     * tokens/minute (reserveTokens), or throw the 429/503 to send. Everything
+     * is released when the response closes, the tokens settled with the real usage.
      */
-    admit(request: FastifyRequest, reply: FastifyReply, route: string, slots: number): RequestContext;
+    admit(request: FastifyRequest, reply: FastifyReply, route: string, slots: number, tokens: number): RequestContext;
   }
 }
 
@@ -35,6 +37,27 @@ export interface LimitsOptions {
   config: GatewayConfig;
   triton: TritonClient;
   metrics: GatewayMetrics;
+  /** The teams' keys: the sum of their shares divides the in-flight cap. */
+  keys: KeyRing;
+}
+
+/**
+ * Tokens a generation reserves at admission, an upper bound of what it can use:
+ * each prompt's UTF-8 bytes (+1), at most maxInputLen (the gateway does not
+ * tokenize; preprocessing in Triton does, and a byte-level BPE token is at least
+ * one byte), plus max_tokens for every choice generated (best_of). Settled
+ * with the real usage Triton reports when the request ends.
+ */
+export function reserveTokens(
+  prompts: readonly string[],
+  maxTokens: number,
+  copies: number,
+  maxInputLen: number,
+): number {
+  return prompts.reduce(
+    (sum, p) => sum + Math.min(maxInputLen, Buffer.byteLength(p, "utf8") + 1) + copies * maxTokens,
+    0,
+  );
 }
 
 /** Read and drop the request body: a client still writing would otherwise see a reset instead of the answer. */
@@ -48,29 +71,36 @@ function drain(request: FastifyRequest): Promise<void> {
 
 /** Shared with the parent (skip-override): the routes use `admit`, and the size check must run on every path. */
 export const limits = definePlugin<LimitsOptions>(
-  async (app, { config, triton, metrics }) => {
-    const admission = new Admission(config.limits.maxInflight);
+  async (app, { config, triton, metrics, keys }) => {
+    const admission = new Admission(config.limits.maxInflight, () => keys.totalShare);
 
-    app.decorate("admit", (request: FastifyRequest, reply: FastifyReply, route: string, slots: number) => {
-      const consumer = request.consumer as Consumer;
-      const release = admission.admit(
-        consumer.name,
-        {
-          requestsPerMinute: consumer.requestsPerMinute ?? config.limits.requestsPerMinute,
-          maxConcurrent: consumer.maxConcurrent ?? config.limits.maxConcurrent,
-        },
-        slots,
-      );
-      metrics.inflight.inc({ consumer: consumer.name }, slots);
-      const ctx = new RequestContext(request.id, route, consumer, config, triton, metrics, request.log);
-      reply.raw.once("close", () => {
-        if (!reply.raw.writableFinished) ctx.clientGone();
-        ctx.close();
-        release();
-        metrics.inflight.dec({ consumer: consumer.name }, slots);
-      });
-      return ctx;
-    });
+    app.decorate(
+      "admit",
+      (request: FastifyRequest, reply: FastifyReply, route: string, slots: number, tokens: number) => {
+        const consumer = request.consumer as Consumer;
+        const admitted = admission.admit(
+          consumer.name,
+          {
+            requestsPerMinute: consumer.requestsPerMinute ?? config.limits.requestsPerMinute,
+            maxConcurrent: consumer.maxConcurrent ?? config.limits.maxConcurrent,
+            ...(consumer.tokensPerMinute !== undefined ? { tokensPerMinute: consumer.tokensPerMinute } : {}),
+            ...(consumer.share !== undefined ? { share: consumer.share } : {}),
+          },
+          slots,
+          tokens,
+        );
+        metrics.inflight.inc({ consumer: consumer.name }, slots);
+        const ctx = new RequestContext(request.id, route, consumer, config, triton, metrics, request.log);
+        reply.raw.once("close", () => {
+          if (!reply.raw.writableFinished) ctx.clientGone();
+          ctx.close();
+          // Without an outcome (a failure before the end) the reservation stands: Triton may have generated it all.
+          admitted.release(ctx.outcome ? ctx.outcome.promptTokens + ctx.outcome.completionTokens : undefined);
+          metrics.inflight.dec({ consumer: consumer.name }, slots);
+        });
+        return ctx;
+      },
+    );
 
     // Refuse an oversized body by its Content-Length before reading it, but read (and drop) it first
     // when it is not absurd. Runs after the auth hook: a stranger gets the 401, not the 413.

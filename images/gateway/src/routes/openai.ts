@@ -3,7 +3,7 @@ import type { GatewayConfig } from "../config";
 import { notFound } from "../errors";
 import { serveGeneration } from "../openai";
 import { definePlugin } from "../plugins/definePlugin";
-import { LIMITS_PLUGIN } from "../plugins/limits";
+import { LIMITS_PLUGIN, reserveTokens } from "../plugins/limits";
 import { parseChat, parseCompletion } from "../validate";
 
 export interface OpenaiRoutesOptions {
@@ -14,14 +14,26 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
   async (app, { config }) => {
     app.post("/v1/completions", async (request, reply) => {
       const parsed = parseCompletion(request.body, config);
-      const ctx = app.admit(request, reply, "/v1/completions", parsed.prompts.length);
+      const tokens = reserveTokens(
+        parsed.prompts,
+        parsed.sampling.maxTokens,
+        parsed.choices.bestOf,
+        config.model.maxInputLen,
+      );
+      const ctx = app.admit(request, reply, "/v1/completions", parsed.prompts.length, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });
 
     app.post("/v1/chat/completions", async (request, reply) => {
       const parsed = parseChat(request.body, config);
-      const ctx = app.admit(request, reply, "/v1/chat/completions", 1);
+      const tokens = reserveTokens(
+        [parsed.prompt],
+        parsed.sampling.maxTokens,
+        parsed.choices.bestOf,
+        config.model.maxInputLen,
+      );
+      const ctx = app.admit(request, reply, "/v1/chat/completions", 1, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });
