@@ -290,4 +290,43 @@ describe("GatewayService", () => {
     expect(spec.template.spec.containers.map((c) => c.image)).toEqual([image]);
     expect(run.outputs.url).toMatch(/^http:\/\/\S+/);
   });
+
+  it("writes each team's own limits beside its key hashes (serving.consumers' map form), and nothing for a team without", async () => {
+    const { plan } = gpt2Plan();
+    const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
+    const run = await runComponents(async () => {
+      const k8s = await import("@pulumi/kubernetes");
+      const { GatewayService } = await import("../../infra/components/gatewayService");
+      return () => {
+        const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
+        const g = new GatewayService("gateway", {
+          workload: plan.renderInputs.gateway,
+          consumers: ["search", "search:v2", "chat"],
+          teams: { search: { requestsPerMinute: 120, tokensPerMinute: 50_000, maxConcurrent: 4, share: 3 } },
+          image,
+          provider,
+          dependsOn: [],
+          loadBalancerReady: [],
+        });
+        return { keys: g.apiKeys };
+      };
+    });
+    const keys = run.outputs.keys as Record<string, string>;
+    const sha = (v: string) => createHash("sha256").update(v, "utf8").digest("hex");
+    const secret = run.one("kubernetes:core/v1:Secret");
+    const stored = JSON.parse(String((secret.inputs.stringData as Record<string, string>)["keys.json"]));
+    expect(stored).toEqual({
+      consumers: [
+        {
+          name: "search",
+          keySha256: [sha(keys.search ?? ""), sha(keys["search:v2"] ?? "")],
+          requestsPerMinute: 120,
+          tokensPerMinute: 50_000,
+          maxConcurrent: 4,
+          share: 3,
+        },
+        { name: "chat", keySha256: [sha(keys.chat ?? "")] },
+      ],
+    });
+  });
 });
