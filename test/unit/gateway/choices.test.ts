@@ -13,7 +13,7 @@ import { ApiError } from "../../../images/gateway/src/errors";
 import { GatewayMetrics } from "../../../images/gateway/src/metrics";
 import type { Tensor } from "../../../images/gateway/src/tensors";
 import { classifyTritonMessage } from "../../../images/gateway/src/triton";
-import { FakeTriton, logprob, token } from "./fakeTriton";
+import { FakeTriton, logprob, TEST_MODEL, TEST_TRITON, token } from "./fakeTriton";
 
 type FastifyInstance = ReturnType<typeof buildGateway>;
 type Json = Record<string, unknown>;
@@ -26,17 +26,8 @@ afterEach(async () => {
 
 function gateway(maxChoiceTokens?: number): { app: FastifyInstance; triton: FakeTriton } {
   const config = GatewayConfigSchema.parse({
-    model: {
-      id: "m",
-      maxInputLen: 512,
-      maxOutputLen: 256,
-      maxBatchSize: 8,
-      vocab: 50400,
-      maxPromptBytes: 4096,
-      ...(maxChoiceTokens ? { maxChoiceTokens } : {}),
-      chatTemplate: { user: "<user>: ", assistant: "<bot>: ", turnEnd: "\n", stop: ["<user>:"] },
-    },
-    triton: { grpc: "in-memory:8001" },
+    model: { ...TEST_MODEL, ...(maxChoiceTokens ? { maxChoiceTokens } : {}) },
+    triton: TEST_TRITON,
   });
   const keys = new KeyRing({ consumers: [{ name: "team-a", keySha256: [sha256Hex(KEY)] }] });
   const triton = new FakeTriton();

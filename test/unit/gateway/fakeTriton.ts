@@ -135,3 +135,20 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
     ],
   ]);
 }
+
+/**
+ * The model section of the in-process suites' gateway config: a small GPT-J-shaped model with a
+ * chat template, served through the in-memory Triton above.
+ */
+export const TEST_MODEL = {
+  id: "m",
+  maxInputLen: 512,
+  maxOutputLen: 256,
+  maxBatchSize: 8,
+  vocab: 50400,
+  maxPromptBytes: 4096,
+  chatTemplate: { user: "<user>: ", assistant: "<bot>: ", turnEnd: "\n", stop: ["<user>:"] },
+} as const;
+
+/** The in-memory Triton's address in those configs (never dialled: the fake replaces the client). */
+export const TEST_TRITON = { grpc: "in-memory:8001" } as const;

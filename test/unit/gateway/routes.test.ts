@@ -16,7 +16,7 @@ import { classifyGrpcError, classifyTritonMessage } from "../../../images/gatewa
 import { GatewayMetrics, METRICS } from "../../../images/gateway/src/metrics";
 import { errors } from "../../../images/gateway/src/plugins/errors";
 import { limits } from "../../../images/gateway/src/plugins/limits";
-import { FakeTriton, token } from "./fakeTriton";
+import { FakeTriton, TEST_MODEL, TEST_TRITON, token } from "./fakeTriton";
 
 // Fastify resolves from the gateway's own node_modules, not the root's: its types come through the app.
 type FastifyInstance = ReturnType<typeof buildGateway>;
@@ -38,16 +38,8 @@ afterEach(async () => {
 
 function configWith(overrides: GatewayConfigInput["limits"] = {}): GatewayConfig {
   return GatewayConfigSchema.parse({
-    model: {
-      id: "m",
-      maxInputLen: 512,
-      maxOutputLen: 256,
-      maxBatchSize: 8,
-      vocab: 50400,
-      maxPromptBytes: 4096,
-      chatTemplate: { user: "<user>: ", assistant: "<bot>: ", turnEnd: "\n", stop: ["<user>:"] },
-    },
-    triton: { grpc: "in-memory:8001" },
+    model: TEST_MODEL,
+    triton: TEST_TRITON,
     limits: { bodyBytes: BODY_LIMIT, ...overrides },
   });
 }
