@@ -133,7 +133,7 @@ const GIVE: Record<string, string> = {
   string: "give a text value",
   boolean: "give true or false",
   array: "give a list (YAML lines starting with '- ')",
-  object: "give a map of keys (see the configuration reference in README.md)",
+  object: "give a map of keys (see the configuration reference in docs/config-reference.md)",
   record: "give a map of keys",
 };
 
@@ -199,7 +199,7 @@ export function describeIssues(
             key,
             value,
             message: "does not have one of the accepted shapes",
-            fix: `use ${s ? describeShape(s) : "the shape in README.md"}${s?.description ? ` (${s.description})` : ""}`,
+            fix: `use ${s ? describeShape(s) : "the shape in docs/config-reference.md"}${s?.description ? ` (${s.description})` : ""}`,
           });
         }
         break;
@@ -231,7 +231,7 @@ export function describeIssues(
           key,
           value,
           message: range ? `is out of range: it must be ${range}` : issue.message,
-          fix: range ? `use ${range}` : "see the configuration reference in README.md",
+          fix: range ? `use ${range}` : "see the configuration reference in docs/config-reference.md",
         });
         break;
       }
@@ -258,7 +258,7 @@ export function describeIssues(
               ? params.fix
               : desc
                 ? `expected: ${desc}`
-                : "see the configuration reference in README.md",
+                : "see the configuration reference in docs/config-reference.md",
         });
       }
     }

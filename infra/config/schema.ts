@@ -83,7 +83,9 @@ export const modelSchema = z
     preset: z
       .string()
       .optional()
-      .describe('Catalog preset name (see README, "Model catalog"). Supplies family, architecture and token ids.'),
+      .describe(
+        'Catalog preset name (see docs/config-reference.md, "Model catalog"). Supplies family, architecture and token ids.',
+      ),
     family: z
       .enum(FAMILIES)
       .optional()
@@ -129,7 +131,7 @@ export const buildSchema = z
     builderDiskGiB: positiveInt
       .optional()
       .describe(
-        'Builder root volume in GiB. Defaults to a size derived from the model (see README, "Sizing formulas").',
+        'Builder root volume in GiB. Defaults to a size derived from the model (see docs/config-reference.md, "Sizing formulas").',
       ),
     builderAmiId: z
       .string()
@@ -198,7 +200,7 @@ export const servingSchema = z
     autoscaling: autoscalingSchema
       .optional()
       .describe(
-        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See README, Autoscaling.",
+        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See docs/operating.md, Autoscaling and observability.",
       ),
     maxBatchSize: positiveInt.default(8).describe("max_batch_size of every model in the repository."),
     maxInputLen: positiveInt

@@ -66,7 +66,7 @@ export const DCGM_COUNTERS: ReadonlyArray<[string, "gauge" | "counter", string]>
   ["DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."],
   ["DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."],
 ];
-/** What checkov flags on the exporter and why it stays (README, Documented exceptions). */
+/** What checkov flags on the exporter and why it stays (docs/security.md, "Documented exceptions"). */
 export const DCGM_SCANNER_SKIPS: readonly ScannerSkip[] = [
   {
     id: "CKV_K8S_40",
@@ -362,7 +362,7 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
       labels: sev("warning"),
       annotations: {
         summary: `${i.deployment} has pods not ready for longer than a cold start`,
-        description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see README, Troubleshooting (Pending, image pull, model load).`,
+        description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see docs/operating.md, "Troubleshooting" (Pending, image pull, model load).`,
       },
     },
     {

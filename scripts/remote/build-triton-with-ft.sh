@@ -106,7 +106,7 @@ if [[ -z $IMAGE_DIGEST ]]; then
       retry 3 10 git -C "$dir" fetch -q origin "${spec[@]}"
     fi
     refs=$(git -C "$dir" for-each-ref --contains "$commit" --format='%(refname:short)' refs/remotes/origin refs/tags | head -n 3 | tr '\n' ' ')
-    [[ -n $refs ]] || die "pinned commit $commit of $url is on no upstream branch or tag (a pull request's test merge or a deleted branch?); pin a commit of a branch or tag (see README, Upstream pins)"
+    [[ -n $refs ]] || die "pinned commit $commit of $url is on no upstream branch or tag (a pull request's test merge or a deleted branch?); pin a commit of a branch or tag (see docs/operating.md, \"Upstream pins\")"
     log "$commit is reachable from $refs"
   }
 
