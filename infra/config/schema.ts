@@ -13,6 +13,7 @@ import { parseCidr } from "./cidr";
 import { knownKeysAt, parseLeniently, type Problem } from "./issues";
 import { unknownKeyProblems } from "./keys";
 import { autoscalingSchema } from "./autoscaling";
+import { K8S_NAMESPACES } from "./limits";
 import { FAMILIES } from "../model/types";
 
 export const PROJECT = "triton-ft";
@@ -227,7 +228,7 @@ export const servingSchema = z
       .describe("NLB TCP idle timeout, raised from AWS's 350 s default for long generations."),
     namespace: z
       .string()
-      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, "a DNS-1123 label")
+      .regex(K8S_NAMESPACES.label, "a DNS-1123 label")
       .default("triton")
       .describe("Kubernetes namespace of the Triton workload."),
     serviceMonitor: z

@@ -120,14 +120,15 @@ function scaledDeployment(
   };
 }
 
-export interface ScaledObjectInput {
+/** A ScaledObject for one Deployment; Triton's and the gateway's differ only in their plan. */
+export interface ScaledObjectInput<Plan = AutoscalingPlan> {
   name: string;
   namespace: string;
   labels: Record<string, string>;
   deployment: string;
   selector: MetricsSelector;
   prometheusUrl: string;
-  plan: AutoscalingPlan;
+  plan: Plan;
   pollingIntervalSeconds: number;
 }
 
@@ -148,16 +149,7 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
   });
 }
 
-export interface GatewayScaledObjectInput {
-  name: string;
-  namespace: string;
-  labels: Record<string, string>;
-  deployment: string;
-  selector: MetricsSelector;
-  prometheusUrl: string;
-  plan: GatewayScalingPlan;
-  pollingIntervalSeconds: number;
-}
+export type GatewayScaledObjectInput = ScaledObjectInput<GatewayScalingPlan>;
 
 /** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (plan/scaling.ts planGatewayScaling). */
 export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledObject {

@@ -253,10 +253,12 @@ describe("BuildPipeline", () => {
 });
 
 describe("GatewayService", () => {
-  it("one key per consumer; the Secret holds only their hashes, per team; the Deployment runs the image it is given", async () => {
+  const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
+  const sha = (v: string) => createHash("sha256").update(v, "utf8").digest("hex");
+  /** One GatewayService for the teams search (with a second key, search:v2) and chat. */
+  const runGateway = (teams?: Record<string, Record<string, number>>) => {
     const { plan } = gpt2Plan();
-    const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
-    const run = await runComponents(async () => {
+    return runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
       const { GatewayService } = await import("../../infra/components/gatewayService");
       return () => {
@@ -264,6 +266,7 @@ describe("GatewayService", () => {
         const g = new GatewayService("gateway", {
           workload: plan.renderInputs.gateway,
           consumers: ["search", "search:v2", "chat"],
+          ...(teams ? { teams } : {}),
           image,
           provider,
           dependsOn: [],
@@ -272,10 +275,13 @@ describe("GatewayService", () => {
         return { keys: g.apiKeys, url: g.baseUrl };
       };
     });
+  };
+
+  it("one key per consumer; the Secret holds only their hashes, per team; the Deployment runs the image it is given", async () => {
+    const run = await runGateway();
     const keys = run.outputs.keys as Record<string, string>;
     expect(Object.keys(keys).sort()).toEqual(["chat", "search", "search:v2"]);
     for (const k of Object.values(keys)) expect(k).toMatch(/^tft-[A-Za-z0-9]{48}$/);
-    const sha = (v: string) => createHash("sha256").update(v, "utf8").digest("hex");
     const secret = run.one("kubernetes:core/v1:Secret");
     const stored = String((secret.inputs.stringData as Record<string, string>)["keys.json"]);
     expect(JSON.parse(stored)).toEqual({
@@ -292,27 +298,10 @@ describe("GatewayService", () => {
   });
 
   it("writes each team's own limits beside its key hashes (serving.consumers' map form), and nothing for a team without", async () => {
-    const { plan } = gpt2Plan();
-    const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
-    const run = await runComponents(async () => {
-      const k8s = await import("@pulumi/kubernetes");
-      const { GatewayService } = await import("../../infra/components/gatewayService");
-      return () => {
-        const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
-        const g = new GatewayService("gateway", {
-          workload: plan.renderInputs.gateway,
-          consumers: ["search", "search:v2", "chat"],
-          teams: { search: { requestsPerMinute: 120, tokensPerMinute: 50_000, maxConcurrent: 4, share: 3 } },
-          image,
-          provider,
-          dependsOn: [],
-          loadBalancerReady: [],
-        });
-        return { keys: g.apiKeys };
-      };
+    const run = await runGateway({
+      search: { requestsPerMinute: 120, tokensPerMinute: 50_000, maxConcurrent: 4, share: 3 },
     });
     const keys = run.outputs.keys as Record<string, string>;
-    const sha = (v: string) => createHash("sha256").update(v, "utf8").digest("hex");
     const secret = run.one("kubernetes:core/v1:Secret");
     const stored = JSON.parse(String((secret.inputs.stringData as Record<string, string>)["keys.json"]));
     expect(stored).toEqual({

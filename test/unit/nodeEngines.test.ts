@@ -11,6 +11,7 @@ import path from "node:path";
 import semver from "semver";
 import { parse } from "yaml";
 import { describe, expect, it } from "vitest";
+import { GATEWAY_NODE_IMAGE } from "../../infra/catalog/images";
 
 const ROOT = path.resolve(__dirname, "../..");
 const read = (file: string): string => readFileSync(path.join(ROOT, file), "utf8");
@@ -22,12 +23,8 @@ function runtimeNodeVersion(): string {
   return v;
 }
 
-/** The Node version the gateway image runs: its base image's tag. */
-function imageNodeVersion(): string {
-  const m = /^ARG NODE_IMAGE=node:(\d+\.\d+\.\d+)-/m.exec(read("images/gateway/Dockerfile"));
-  if (!m) throw new Error("images/gateway/Dockerfile: no ARG NODE_IMAGE=node:<version>-...");
-  return m[1];
-}
+/** The Node version the gateway image runs (supportCatalog.test.ts ties the Dockerfile to this pin). */
+const imageNodeVersion = (): string => GATEWAY_NODE_IMAGE.version;
 
 interface Lockfile {
   packages: Record<string, { version?: string; engines?: { node?: string } | string[]; link?: boolean }>;
