@@ -7,7 +7,7 @@ import type { KeyRing } from "../auth";
 import type { Consumer } from "../config";
 import { unauthorized } from "../errors";
 import { PUBLIC_PATHS, pathOf } from "../paths";
-import { definePlugin } from "./definePlugin";
+import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
   interface FastifyRequest {

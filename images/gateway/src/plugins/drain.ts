@@ -7,7 +7,7 @@
  * app.ts turns it off for this. In-flight requests are not touched.
  */
 import { shuttingDown } from "../errors";
-import { definePlugin } from "./definePlugin";
+import definePlugin from "fastify-plugin";
 import { ERRORS_PLUGIN } from "./errors";
 import { TELEMETRY_PLUGIN } from "./telemetry";
 

@@ -9,7 +9,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, type ErrorBody, invalid, notFound } from "../errors";
 import { isKserve, pathOf } from "../paths";
-import { definePlugin } from "./definePlugin";
+import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
   interface FastifyReply {

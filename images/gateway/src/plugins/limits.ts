@@ -14,7 +14,7 @@ import { PUBLIC_PATHS, pathOf } from "../paths";
 import type { TritonClient } from "../triton";
 import type { KeyRing } from "../auth";
 import { AUTH_PLUGIN } from "./auth";
-import { definePlugin } from "./definePlugin";
+import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
   interface FastifyInstance {

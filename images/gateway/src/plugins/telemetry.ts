@@ -8,7 +8,7 @@
 import type { GatewayMetrics } from "../metrics";
 import { ANONYMOUS } from "../metrics";
 import { PUBLIC_PATHS } from "../paths";
-import { definePlugin } from "./definePlugin";
+import definePlugin from "fastify-plugin";
 import { ERRORS_PLUGIN } from "./errors";
 
 declare module "fastify" {

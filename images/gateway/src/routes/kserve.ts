@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { GatewayConfig } from "../config";
 import { ApiError, invalid, overloaded, tooLarge } from "../errors";
 import { checkEnsemble, infer, parseInferRequest, splitInferBody } from "../kserve";
-import { definePlugin } from "../plugins/definePlugin";
+import definePlugin from "fastify-plugin";
 import { LIMITS_PLUGIN } from "../plugins/limits";
 import type { TritonClient } from "../triton";
 

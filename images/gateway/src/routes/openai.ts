@@ -2,7 +2,7 @@
 import type { GatewayConfig } from "../config";
 import { notFound } from "../errors";
 import { serveGeneration } from "../openai";
-import { definePlugin } from "../plugins/definePlugin";
+import definePlugin from "fastify-plugin";
 import { LIMITS_PLUGIN, reserveTokens } from "../plugins/limits";
 import { parseChat, parseCompletion } from "../validate";
 

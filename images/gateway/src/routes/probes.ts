@@ -1,6 +1,6 @@
 /** The kubelet's and the load balancer's probes, served without a key (paths.ts). */
 import type { TritonClient } from "../triton";
-import { definePlugin } from "../plugins/definePlugin";
+import definePlugin from "fastify-plugin";
 
 export interface ProbeRoutesOptions {
   triton: TritonClient;
