@@ -68,6 +68,6 @@ export const GPU_NODE_TAINT = { key: GPU_TAINT.key, value: GPU_TAINT.value, effe
  * feature-discovery labels this stack does not install: select the serving
  * instance type instead, and tolerate the GPU taint like the Triton pods.
  */
-export function devicePluginValues(instanceType: string): Record<string, unknown> {
+export function devicePluginValues(instanceType: string | readonly string[]): Record<string, unknown> {
   return { affinity: instanceTypeAffinity(instanceType), tolerations: gpuTolerations() };
 }

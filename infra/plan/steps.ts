@@ -39,6 +39,8 @@ export interface StepSources {
   gemm: GemmPlan;
   launch: LaunchPlan;
   modelRepository: { root: string; tokenizerPath: string; checkpointPath: string; files: GeneratedRepoFile[] };
+  /** CUDA archs triton_with_ft is built for: every GPU of the stack (all its models). */
+  smList: number[];
 }
 interface GeneratedRepoFile {
   path: string;
@@ -122,7 +124,7 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
       ["TRITON_VERSION", b.tritonVersion],
       ["FT_BACKEND_COMMIT", b.backendCommit ?? ""],
       ["FT_COMMIT", b.ftCommit ?? ""],
-      ["SM_LIST", stackSmList(src.stack).join(",")],
+      ["SM_LIST", src.smList.join(",")],
       ["DOCKERFILE_DIR", `${REMOTE.images}/triton_with_ft`],
     ],
     inputs: ["images/triton_with_ft"],

@@ -93,6 +93,8 @@ export interface GatewayWorkloadInput {
   tlsCertificateArn?: string;
   /** The system node group's label, required of the nodes (cluster mode create); absent for existing clusters. */
   systemNodeLabel?: { key: string; value: string };
+  /** Every model's serving instance type, kept off (several models); default the one Triton workload's. */
+  gpuInstanceTypes?: string[];
 }
 
 export interface GatewayRenderInput extends GatewayWorkloadInput {
@@ -234,7 +236,7 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
           terminationGracePeriodSeconds: gatewayGracePeriod(input.config),
           securityContext: podSecurityContext(GATEWAY_UID, { fsGroup: true }),
           // The system nodes: the stack's system pool when it has one; no GPU toleration, and never the serving GPU instance type.
-          affinity: systemNodeAffinity(input.triton.instanceType, input.systemNodeLabel),
+          affinity: systemNodeAffinity(input.gpuInstanceTypes ?? input.triton.instanceType, input.systemNodeLabel),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
           containers: [gatewayContainer(input.image)],
           volumes: [

@@ -273,7 +273,12 @@ export function renderScaling(input: ScalingInput): ScalingManifests {
       fastImagePull: a.config.fastImagePull,
       rootVolumeGiB: input.nodeDiskGiB,
       taint: { ...GPU_TAINT },
-      nodeLabels: { ...GPU_NODE_LABELS },
+      nodeLabels: {
+        ...GPU_NODE_LABELS,
+        ...(input.workload.modelNodeLabel
+          ? { [input.workload.modelNodeLabel.key]: input.workload.modelNodeLabel.value }
+          : {}),
+      },
       refs: input.refs ?? SYNTH_REFS,
     };
     out.nodePool = renderNodePool(k);
