@@ -23,7 +23,7 @@ import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
 import { ENSEMBLE_MODEL } from "./render/modelRepository";
-import { renderScaling, type ScalingManifests } from "./render/scaling";
+import { renderStackScaling, type ScalingManifests } from "./render/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
@@ -256,7 +256,8 @@ export function program(): StackOutputs {
   const plan = first(sp.models).plan;
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(models, sp, secrets, namePrefix(stackName), tags);
-  const scaling = sp.models.map((m) => renderScaling(m.plan.renderInputs.scaling));
+  // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model.
+  const scaling = renderStackScaling(sp.models.map((m) => m.plan.renderInputs.scaling));
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, sp, scaling, models, secrets, build.network),
     tags,

@@ -211,6 +211,13 @@ export interface PlanOptions {
   steps?: "all" | "model-and-host" | "model";
   /** The stack serves several models: each gets GPU nodes of its own (render/scheduling.ts MODEL_NODE_LABEL_KEY). */
   severalModels?: boolean;
+  /**
+   * Whether the cluster has the Prometheus Operator, decided for the whole
+   * stack: one autoscaled model installs it, and then every model's Triton gets
+   * its ServiceMonitor (its dashboard row and alerts read those series).
+   * Default: this model's own settings decide (config/autoscaling.ts prometheusOperatorPresent).
+   */
+  prometheusOperator?: boolean;
 }
 
 const PIPELINE_STEPS: Record<NonNullable<PlanOptions["steps"]>, (id: StepId) => boolean> = {
@@ -235,6 +242,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   const gateway = gatewayPlan(stack);
   const triton: WorkloadInput = {
     ...workloadInput(stack, stackName, launch, workload),
+    ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
     ...(opts.severalModels ? { modelNodeLabel: { key: MODEL_NODE_LABEL_KEY, value: model.name } } : {}),
   };
   const modelRepository = {

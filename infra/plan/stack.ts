@@ -12,6 +12,7 @@
  * Pure: no Pulumi.
  */
 import { smList } from "../catalog/gpus";
+import { prometheusOperatorPresent } from "../config/autoscaling";
 import { sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, type Plan, type PlanOptions } from "./index";
@@ -78,6 +79,10 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     const explicit = hosted[0]?.config.build.builderDiskGiB;
     b.diskGiB = explicit ?? sharedBuilderDiskGiB(hosted.map((m) => m.model));
   }
+  // One Prometheus for the stack: a model that installs the operator brings it for every model.
+  const operator = models.some((m) =>
+    prometheusOperatorPresent(m.config.serving.serviceMonitor, m.config.serving.autoscaling),
+  );
   const seenBuilder = new Set<number>();
   const entries = models.map((m, j): ModelPlanEntry => {
     const first = j === 0;
@@ -86,7 +91,7 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     seenBuilder.add(builder);
     const opts: PlanOptions = {
       smList: sms,
-      ...(models.length > 1 ? { severalModels: true } : {}),
+      ...(models.length > 1 ? { severalModels: true, prometheusOperator: operator } : {}),
       builderDiskGiB: builders[builder]?.diskGiB,
       ...(first ? {} : { scope: m.model.name, steps: ownHost ? "model-and-host" : "model" }),
     };
@@ -97,8 +102,16 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
   const gpuTypes = [...new Set(entries.map((e) => e.plan.serving.instanceType))];
   const gateway: GatewayWorkloadInput = {
     ...firstPlan.renderInputs.gateway,
-    // Kept off every model's GPU nodes, not only the first's.
-    ...(entries.length > 1 ? { gpuInstanceTypes: gpuTypes } : {}),
+    // Kept off every model's GPU nodes, not only the first's; may reach every model's Triton, and only those.
+    ...(entries.length > 1
+      ? {
+          gpuInstanceTypes: gpuTypes,
+          tritons: entries.map((e) => ({
+            modelName: e.plan.renderInputs.triton.modelName,
+            stackName: e.plan.renderInputs.triton.stackName,
+          })),
+        }
+      : {}),
   };
   return { models: entries, builders, smList: sms, gateway: { workload: gateway } };
 }

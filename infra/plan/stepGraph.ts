@@ -234,8 +234,19 @@ export interface StepPlanEntry {
   timeouts: StepTimeouts;
 }
 
+/**
+ * The entries of one pipeline's steps, dependencies first. A further model's
+ * pipeline (plan/stack.ts) depends on steps another pipeline runs (the host
+ * check, triton_with_ft): those are ordered there, so only the dependencies
+ * among these steps order them here; `dependsOn` still names them all.
+ */
 export function stepPlanEntries(steps: Array<StepDefinition & { inputHash: string }>): StepPlanEntry[] {
-  return topologicalOrder(steps).map((s) => ({
+  const here = new Set(steps.map((s) => s.id));
+  const byId = new Map(steps.map((s) => [s.id, s]));
+  const ordered = topologicalOrder(steps.map((s) => ({ ...s, dependsOn: s.dependsOn.filter((d) => here.has(d)) })))
+    .map((s) => byId.get(s.id))
+    .filter((s) => s !== undefined);
+  return ordered.map((s) => ({
     id: s.id,
     title: s.title,
     script: s.script,

@@ -34,7 +34,8 @@ export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr
   for (const g of m.prometheusRule.spec.groups)
     for (const r of g.rules) out.push({ where: `alert ${r.alert}`, expr: r.expr });
   for (const p of m.dashboard.panels)
-    for (const t of p.targets) out.push({ where: `panel "${p.title}" ${t.refId}`, expr: t.expr });
+    for (const t of p.type === "row" ? [] : p.targets)
+      out.push({ where: `panel "${p.title}" ${t.refId}`, expr: t.expr });
   return out;
 }
 
