@@ -2,7 +2,13 @@
 import { resolveStack, formatProblems } from "../../infra/config/validate";
 import type { ResolvedStack } from "../../infra/config/stack";
 import type { NodeClassRefs } from "../../infra/render/karpenter";
-import { renderScaling, type ScalingManifests } from "../../infra/render/scaling";
+import {
+  renderScaling,
+  renderStackScaling as renderStackScalingOf,
+  type ScalingManifests,
+} from "../../infra/render/scaling";
+import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
+import { SEED_MODELS_STACK, stackFileConfig } from "./modelsForm";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "./fixtures";
 import { planOf } from "./plan";
 
@@ -44,4 +50,17 @@ export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: N
   // Build-step hashes play no part in scaling: a stand-in hasher spares reading the repository.
   const plan = planOf(s, (p) => `h:${p}`, stackName);
   return renderScaling({ ...plan.renderInputs.scaling, refs });
+}
+
+/** The example stack of several models (test/stacks/models/Pulumi.seed-models.yaml), resolved and planned as the composition roots do. */
+export function seedModelsPlan(stackName = "seed-models"): { models: ResolvedStack[]; plan: StackPlan } {
+  const { models, problems } = resolveStack(stackFileConfig(SEED_MODELS_STACK), NO_SECRETS);
+  if (!models) throw new Error(formatProblems(stackName, problems));
+  // Build-step hashes play no part here: a stand-in hasher spares reading the repository.
+  return { models, plan: buildStackPlan(models, stackName, (p) => `h:${p}`) };
+}
+
+/** The scaling objects of the example stack of several models: the first carries what they share. */
+export function renderSeedModelsScaling(): ScalingManifests[] {
+  return renderStackScalingOf(seedModelsPlan().plan.models.map((m) => m.plan.renderInputs.scaling));
 }

@@ -9,12 +9,13 @@ import type { ResolvedStack } from "../../infra/config/stack";
 import { crdObjects, scalingFiles, scrapeConfig } from "../../infra/render/scaling";
 import { queueComputeRatioQuery } from "../../infra/render/prometheus";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
-import { DCGM_COUNTERS } from "../../infra/render/observability";
+import { DCGM_COUNTERS, MODEL_SERIES_LABEL, nodeLabelMetaName } from "../../infra/render/observability";
+import { INSTANCE_TYPE_LABEL, MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
 import { planWorkload } from "../../infra/plan/workload";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { gptjAutoscaled } from "../lib/scalingFixtures";
+import { gptjAutoscaled, renderSeedModelsScaling, seedModelsPlan, shippedQueries } from "../lib/scalingFixtures";
 import { renderStackScaling } from "../lib/scalingFixtures";
 import { planOf } from "../lib/plan";
 
@@ -199,6 +200,8 @@ describe("schemas", () => {
     ["spot", () => scaled({ capacityType: "spot" })],
     ["reservations", () => scaled({ capacityReservationIds: ["cr-0123456789abcdef0"] })],
     ["fixed size", () => renderStackScaling(resolved(gpt2Config()))],
+    // The first model's render carries the stack's DCGM (node metadata, relabeling), dashboard and alerts.
+    ["several models", () => renderSeedModelsScaling()[0] as ReturnType<typeof scaled>],
   ];
   for (const [label, make] of variants) {
     it(`validates every CRD-based object against its vendored CRD (${label})`, () => {
@@ -314,5 +317,156 @@ describe("the gateway's ServiceMonitor and ScaledObject", () => {
 
   it("has no gateway ScaledObject at a fixed size", () => {
     expect(renderStackScaling(resolved(gpt2Config())).gatewayScaledObject).toBeUndefined();
+  });
+});
+
+describe("a stack of several models (test/stacks/models)", () => {
+  const { plan } = seedModelsPlan();
+  const [shared] = renderSeedModelsScaling();
+  const models = plan.models.map((e) => ({
+    id: e.id,
+    deployment: `triton-${e.id}`,
+    metricsService: `triton-${e.id}-metrics`,
+    instanceType: e.plan.serving.instanceType,
+    autoscaling: e.plan.autoscaling,
+  }));
+  /** Every `metric{matchers}` of an expression, with its equality matchers. */
+  const selectors = (expr: string) =>
+    [...expr.matchAll(/([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}/g)].map(([, metric, body]) => ({
+      metric: metric ?? "",
+      labels: Object.fromEntries([...(body ?? "").matchAll(/(\w+)="([^"]*)"/g)].map(([, k, v]) => [k, v])),
+    }));
+  /** The selectors of one model's expression select that model's series only; returns which exporters it read. */
+  const onlyOwnSeries = (expr: string, m: (typeof models)[number]): Set<string> => {
+    const read = new Set<string>();
+    for (const s of selectors(expr)) {
+      const where = `${s.metric} in ${expr}`;
+      if (s.metric.startsWith("nv_")) expect(s.labels.service, where).toBe(m.metricsService);
+      else if (s.metric.startsWith("triton_ft_gateway_")) expect(s.labels.model, where).toBe(m.id);
+      else if (s.metric.startsWith("DCGM_")) expect(s.labels.model, where).toBe(m.id);
+      else if (s.metric.startsWith("kube_deployment_")) expect(s.labels.deployment, where).toBe(m.deployment);
+      else throw new Error(`unexpected series ${where}`);
+      read.add(s.metric.split("_")[0] ?? "");
+    }
+    return read;
+  };
+
+  it("has three models on two GPU instance types (what the checks below rely on)", () => {
+    expect(models.map((m) => m.id)).toEqual(["h2ogpt-6-9b", "kogpt-6b", "codegen-2b-mono"]);
+    expect(new Set(models.map((m) => m.instanceType)).size).toBe(2);
+    expect(models.filter((m) => m.autoscaling).map((m) => m.id)).toEqual(["codegen-2b-mono"]);
+  });
+
+  it("runs the DCGM exporter on every model's GPU instance types and labels its series with the node's model", () => {
+    const terms =
+      shared?.dcgm.daemonSet.spec?.template.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+        ?.nodeSelectorTerms;
+    expect(terms?.[0]?.matchExpressions).toEqual([
+      { key: INSTANCE_TYPE_LABEL, operator: "In", values: [...new Set(models.map((m) => m.instanceType))] },
+    ]);
+    // Prometheus names a node label in service discovery with every character outside [A-Za-z0-9_] as `_`.
+    expect(nodeLabelMetaName(MODEL_NODE_LABEL_KEY)).toBe("__meta_kubernetes_node_label_triton_ft_io_model");
+    const monitor = shared?.dcgm.serviceMonitor.spec;
+    expect(monitor?.attachMetadata).toEqual({ node: true });
+    expect(monitor?.endpoints[0]?.relabelings).toEqual([
+      { sourceLabels: [nodeLabelMetaName(MODEL_NODE_LABEL_KEY)], targetLabel: MODEL_SERIES_LABEL, action: "replace" },
+    ]);
+    // The label the relabeling reads is on every model's GPU nodes: its pods require it, its NodePool sets it.
+    for (const e of plan.models)
+      expect(e.plan.renderInputs.triton.modelNodeLabel).toEqual({ key: MODEL_NODE_LABEL_KEY, value: e.id });
+    const codegen = renderSeedModelsScaling()[2];
+    expect(codegen?.nodePool?.spec.template.metadata.labels[MODEL_NODE_LABEL_KEY]).toBe("codegen-2b-mono");
+  });
+
+  it("gives every model a dashboard row: queue/compute ratio, TTFT, tokens/s, requests, replicas, GPU utilisation, on its own series", () => {
+    const panels = shared?.dashboard.panels ?? [];
+    const rows = panels.flatMap((p, n) => (p.type === "row" ? [n] : []));
+    expect(rows).toHaveLength(models.length);
+    for (const [r, m] of models.entries()) {
+      const start = rows[r] ?? 0;
+      expect(panels[start]?.title.startsWith(`${m.id} (`)).toBe(true);
+      const own = panels.slice(start + 1, rows[r + 1] ?? panels.length);
+      expect(own.map((p) => p.title)).toEqual([
+        "Queue / compute time ratio",
+        "Time to first token (gateway)",
+        "Tokens per second (gateway)",
+        "Requests per second",
+        "Replicas and GPU nodes",
+        "GPU utilisation",
+      ]);
+      const read = new Set<string>();
+      for (const p of own)
+        for (const t of p.type === "row" ? [] : p.targets) for (const x of onlyOwnSeries(t.expr, m)) read.add(x);
+      expect([...read].sort()).toEqual(["DCGM", "kube", "nv", "triton"]);
+      const ratio = own[0]?.type === "row" ? [] : (own[0]?.targets ?? []);
+      expect(ratio.map((t) => t.expr).includes(`vector(${m.autoscaling?.target})`)).toBe(m.autoscaling !== undefined);
+    }
+    // Unique panel ids, and no two panels on the same grid cell.
+    expect(new Set(panels.map((p) => p.id)).size).toBe(panels.length);
+    expect(new Set(panels.map((p) => `${p.gridPos.x},${p.gridPos.y}`)).size).toBe(panels.length);
+  });
+
+  it("fires alerts per model: one group each, on its own series and thresholds, labelled with the model", () => {
+    const groups = shared?.prometheusRule.spec.groups ?? [];
+    expect(groups.map((g) => g.name)).toEqual([
+      ...models.map((m) => `${m.deployment}.rules`),
+      "triton-h2ogpt-6-9b-gateway.rules",
+    ]);
+    for (const [n, m] of models.entries()) {
+      const rules = groups[n]?.rules ?? [];
+      for (const r of rules) {
+        expect(r.labels.model).toBe(m.id);
+        onlyOwnSeries(r.expr, m);
+      }
+      const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
+      expect(Object.keys(byName).includes("TritonScalingAtMax")).toBe(m.autoscaling !== undefined);
+      if (m.autoscaling) expect(byName.TritonScalingAtMax?.expr).toContain(`>= ${m.autoscaling.maxReplicas}`);
+      expect(byName.TritonQueueTimeHigh?.for).toBe(
+        m.autoscaling ? `${Math.ceil(m.autoscaling.scaleUpLatencySeconds / 60)}m` : "10m",
+      );
+      expect(byName.GatewayServerErrorsHigh).toBeDefined();
+    }
+    // Requests the gateway routed to no model: `model=""` matches the series without the label.
+    const [gatewayRule] = groups.at(-1)?.rules ?? [];
+    expect(gatewayRule?.alert).toBe("GatewayServerErrorsHigh");
+    for (const s of selectors(gatewayRule?.expr ?? "")) expect(s.labels.model).toBe("");
+  });
+
+  it("scrapes each model's Triton, the gateway and DCGM (with the node's model) without the Operator", () => {
+    const config = scrapeConfig(plan.models.map((e) => e.plan.renderInputs.triton)) as {
+      scrape_configs: Array<{
+        job_name: string;
+        kubernetes_sd_configs: Array<{ attach_metadata?: { node: boolean } }>;
+        relabel_configs: Array<{ source_labels?: string[]; target_label?: string }>;
+      }>;
+    };
+    expect(config.scrape_configs.map((j) => j.job_name)).toEqual([
+      ...models.map((m) => `triton/${m.metricsService}`),
+      "triton/triton-h2ogpt-6-9b-gateway-metrics",
+      "triton/triton-h2ogpt-6-9b-dcgm-exporter",
+    ]);
+    const dcgm = config.scrape_configs.at(-1);
+    expect(dcgm?.kubernetes_sd_configs[0]?.attach_metadata).toEqual({ node: true });
+    expect(dcgm?.relabel_configs.at(-1)).toEqual({
+      source_labels: [nodeLabelMetaName(MODEL_NODE_LABEL_KEY)],
+      target_label: MODEL_SERIES_LABEL,
+    });
+    for (const j of config.scrape_configs.slice(0, -1))
+      expect(j.kubernetes_sd_configs[0]?.attach_metadata).toBeUndefined();
+  });
+
+  it("decides the Prometheus Operator for the stack: the autoscaled model installs it, every model gets its ServiceMonitor", () => {
+    expect(plan.models.map((e) => e.plan.renderInputs.triton.serviceMonitor)).toEqual([true, true, true]);
+    expect(shared?.operatorPresent).toBe(true);
+  });
+
+  it("leaves a one-model stack's DCGM, dashboard and alerts without rows or model matchers", () => {
+    const m = renderStackScaling(resolved(gpt2Config()));
+    expect(m.dashboard.panels.some((p) => p.type === "row")).toBe(false);
+    expect(m.dcgm.serviceMonitor.spec.attachMetadata).toBeUndefined();
+    expect(m.prometheusRule.spec.groups).toHaveLength(1);
+    for (const q of shippedQueries(m))
+      for (const s of selectors(q.expr))
+        if (!s.metric.startsWith("nv_")) expect(s.labels.model, q.where).toBeUndefined();
   });
 });
