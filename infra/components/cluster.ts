@@ -21,12 +21,12 @@ import {
   CHARTS,
   CONTROL_PLANE_LOG_TYPES,
   GPU_AMI_TYPE,
-  GPU_NODE_LABEL,
   GPU_NODE_TAINT,
   SECRETS_KEY,
   SYSTEM_NODES,
   SYSTEM_NODE_LABEL,
   devicePluginValues,
+  gpuNodeGroupLabels,
   nodeLaunchTemplate,
 } from "../cloud/eks";
 import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES, serviceAccountTrustPolicy } from "../cloud/iam";
@@ -317,7 +317,7 @@ export class Cluster extends pulumi.ComponentResource {
           scalingConfig: { minSize: g.nodes, desiredSize: g.nodes, maxSize: g.nodes },
           taints: [GPU_NODE_TAINT],
           // Several models: each model's pods require its own label (render/scheduling.ts MODEL_NODE_LABEL_KEY).
-          labels: { [GPU_NODE_LABEL]: "true", ...(g.nodeLabel ? { [g.nodeLabel.key]: g.nodeLabel.value } : {}) },
+          labels: gpuNodeGroupLabels(g.nodeLabel),
           tags,
         },
         { parent: this, dependsOn: attachments },
