@@ -225,7 +225,7 @@ export function program(): StackOutputs {
     tritonWithFtImage: build.tritonWithFtImage,
     httpEndpoint: gateway.baseUrl,
     openaiBaseUrl: pulumi.interpolate`${gateway.baseUrl}/v1`,
-    modelIds: [plan.gateway.config.model.id],
+    modelIds: plan.gateway.config.models.map((m) => m.id),
     apiKeys: gateway.apiKeys,
     gatewayImage: build.gatewayImage,
     clusterName: cluster.clusterName,

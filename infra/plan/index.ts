@@ -158,7 +158,7 @@ export interface GatewayPlan {
 export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
   const s = stack.config.serving;
   const tritonService = `${workloadName({ modelName: stack.model.name })}.${s.namespace}.svc.cluster.local`;
-  const config = renderGatewayConfig(
+  const config = renderGatewayConfig([
     {
       id: stack.model.name,
       maxInputLen: s.maxInputLen,
@@ -167,12 +167,13 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
       vocab: stack.model.arch.vocab,
       ...(s.maxChoiceTokens ? { maxChoiceTokens: s.maxChoiceTokens } : {}),
       ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
+      tritonGrpc: `${tritonService}:${PORTS.grpc}`,
+      // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
+      // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/scaling.ts planGatewayScaling).
+      // The gateway-wide cap (limits.maxInflight) defaults to the sum of the models' caps.
+      maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas),
     },
-    `${tritonService}:${PORTS.grpc}`,
-    // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
-    // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/scaling.ts planGatewayScaling).
-    { maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas) },
-  );
+  ]);
   return {
     config,
     replicas: s.gatewayReplicas,

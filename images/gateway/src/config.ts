@@ -67,7 +67,8 @@ export const GatewayConfigSchema = z
         // The id is the route: two entries with one id would make one of them unreachable.
         const seen = new Set<string>();
         models.forEach((m, i) => {
-          if (seen.has(m.id)) ctx.addIssue({ code: "custom", path: [i, "id"], message: `model ${m.id} is listed twice` });
+          if (seen.has(m.id))
+            ctx.addIssue({ code: "custom", path: [i, "id"], message: `model ${m.id} is listed twice` });
           seen.add(m.id);
         });
       }),

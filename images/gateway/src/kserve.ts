@@ -347,7 +347,8 @@ export async function infer(
   options: { signal: AbortSignal; deadline: number; timeoutSeconds: number },
 ): Promise<InferReply> {
   let last: Map<string, Tensor> | undefined;
-  for await (const outputs of model.triton.stream(request.inputs, { ...options, requestId: request.id })) last = outputs;
+  for await (const outputs of model.triton.stream(request.inputs, { ...options, requestId: request.id }))
+    last = outputs;
   if (options.signal.aborted && options.signal.reason instanceof ApiError) throw options.signal.reason;
   if (!last) throw new ApiError(502, "server_error", "the inference server returned no response", "upstream_error");
   const final = last;

@@ -24,7 +24,9 @@ export interface ServedModel {
  */
 export function modelNotFound(requested: string, visible: readonly string[]): ApiError {
   const serves =
-    visible.length === 0 ? "this key may use no model" : `this endpoint serves ${visible.map((id) => `'${id}'`).join(", ")}`;
+    visible.length === 0
+      ? "this key may use no model"
+      : `this endpoint serves ${visible.map((id) => `'${id}'`).join(", ")}`;
   return new ApiError(
     404,
     "invalid_request_error",

@@ -126,7 +126,7 @@ export interface StreamOptions {
  * the in-process route tests give the app an in-memory one instead.
  */
 export interface TritonClient {
-  /** The one model clients may name (the ensemble). */
+  /** The ensemble this client calls on its Triton (one client per served model). */
   readonly ensemble: string;
   live(timeoutMs?: number): Promise<boolean>;
   /** Server ready and the ensemble loaded. */

@@ -174,12 +174,7 @@ function checkedBody(body: unknown, known: Set<string>): Body {
   return body;
 }
 
-function sampling(
-  body: Body,
-  rules: ModelRules,
-  maxTokensKey: string,
-  extraStop: readonly string[] = [],
-): Sampling {
+function sampling(body: Body, rules: ModelRules, maxTokensKey: string, extraStop: readonly string[] = []): Sampling {
   const { maxOutputLen, vocab } = rules.model;
   const maxTokens = optionalInteger(body, maxTokensKey) ?? Math.min(DEFAULT_MAX_TOKENS, maxOutputLen);
   if (maxTokens < 1 || maxTokens > maxOutputLen) {
@@ -255,13 +250,7 @@ function sampling(
  * capped by the model's batch size, and their total tokens by the model's
  * maxChoiceTokens (n × max_tokens, or best_of × max_tokens).
  */
-function choices(
-  body: Body,
-  rules: ModelRules,
-  maxTokens: number,
-  maxTokensKey: string,
-  logprobs: boolean,
-): Choices {
+function choices(body: Body, rules: ModelRules, maxTokens: number, maxTokensKey: string, logprobs: boolean): Choices {
   const batch = rules.model.maxBatchSize;
   const n = optionalInteger(body, "n") ?? 1;
   if (n < 1 || n > batch) {

@@ -82,7 +82,14 @@ export const limits = definePlugin<LimitsOptions>(
 
     app.decorate(
       "admit",
-      (request: FastifyRequest, reply: FastifyReply, route: string, model: ServedModel, slots: number, tokens: number) => {
+      (
+        request: FastifyRequest,
+        reply: FastifyReply,
+        route: string,
+        model: ServedModel,
+        slots: number,
+        tokens: number,
+      ) => {
         const consumer = request.consumer as Consumer;
         const admitted = admission.admit(
           consumer.name,

@@ -82,7 +82,9 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
   async (app, { config }) => {
     const visible = (request: FastifyRequest): ServedModel[] => app.models.visibleTo(request.consumer as Consumer);
     app.get("/v2", async () => ({ name: "triton-ft-gateway", version: "1", extensions: ["binary_tensor_data"] }));
-    app.get("/v2/health/live", async (request, reply) => upstreamProbe(visible(request), (m) => m.triton.live(), reply));
+    app.get("/v2/health/live", async (request, reply) =>
+      upstreamProbe(visible(request), (m) => m.triton.live(), reply),
+    );
     app.get("/v2/health/ready", async (request, reply) =>
       upstreamProbe(visible(request), (m) => m.triton.ready(), reply),
     );
