@@ -15,7 +15,7 @@ import { autoscalingPlanProblem } from "../../plan/scaling";
 import { touchesDropped } from "../issues";
 import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../schema";
 import type { GemmShape, ResolvedStack } from "../stack";
-import { checkAccess } from "./access";
+import { checkAccess, checkConsumerModels } from "./access";
 import { checkAutoscaling, checkCluster, checkNetwork, checkPlatform } from "./cluster";
 import {
   checkArchitecture,
@@ -111,6 +111,8 @@ export function resolveStack(
     if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, add);
     if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, add);
     checkNodeDisk(config, model, add);
+    // The stack serves one model today, named by model.name (the gateway's model id).
+    checkConsumerModels(config, [model.name], add);
     // Reported under the stack name itself, which is not a config key.
     const addName: Add = (key, value, message, fix) => problems.push({ key, value, message, fix });
     if (opts.stackName !== undefined) checkNames(opts.stackName, model.name, addName, add);
