@@ -209,6 +209,24 @@ describe("Triton errors", () => {
     expect(classifyTritonMessage("text_input[0]: prompt is 9 bytes, more than max_prompt_bytes=8").status).toBe(413);
   });
 
+  it("maps a model Triton is loading or unloading (starting, stopping) to 503 upstream_unavailable, its text only logged", () => {
+    for (const message of [
+      "Request for unknown model: 'small_ensemble' has no available versions",
+      "in ensemble 'ensemble', Request for unknown model: 'fastertransformer' version 1 is not at ready state",
+    ]) {
+      const e = classifyTritonMessage(message);
+      expect([e.status, e.code, e.retryAfter, e.message], message).toEqual([
+        503,
+        "upstream_unavailable",
+        2,
+        "the inference server is unavailable",
+      ]);
+      expect(e.detail).toContain("Request for unknown model");
+    }
+    // A model Triton has never heard of is a wiring fault, not a passing state.
+    expect(classifyTritonMessage("Request for unknown model: 'nope' is not found").status).toBe(502);
+  });
+
   it("never blames the client for a server fault", () => {
     expect(classifyTritonMessage("CUDA error: an illegal memory access").status).toBe(502);
     const grpc = (code: GrpcStatus): ServiceError =>
