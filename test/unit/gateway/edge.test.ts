@@ -72,6 +72,12 @@ describe("KeyRing", () => {
     expect(rotated.authenticate("Bearer new-key")?.name).toBe("team-a");
   });
 
+  it("reads a consumer's model scope; an empty scope is refused (a key for no model is a slip)", () => {
+    const consumer = { name: "team-a", keySha256: [sha256Hex("k")] };
+    expect(KeysFileSchema.parse({ consumers: [{ ...consumer, models: ["m"] }] }).consumers[0].models).toEqual(["m"]);
+    expect(KeysFileSchema.safeParse({ consumers: [{ ...consumer, models: [] }] }).success).toBe(false);
+  });
+
   it("keeps only hashes", () => {
     expect(JSON.stringify(ring)).not.toContain("old-key");
   });
