@@ -11,7 +11,7 @@
  *   PORT, METRICS_PORT  optional overrides of listen.port / listen.metricsPort
  * SIGTERM/SIGINT stop accepting connections and let in-flight requests finish.
  */
-import { unwatchFile, watchFile, writeFileSync } from "node:fs";
+import { renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
 import { KeyRing } from "./auth";
 import { buildGateway, buildMetricsServer } from "./app";
 import { type KeysFile, loadConfig, loadKeys } from "./config";
@@ -91,7 +91,11 @@ async function main(): Promise<void> {
     "gateway listening",
   );
   const readyFile = process.env.GATEWAY_READY_FILE;
-  if (readyFile) writeFileSync(readyFile, JSON.stringify({ url, metricsUrl, pid: process.pid }));
+  if (readyFile) {
+    // Written whole, then renamed: a reader polling for the file never sees it half-written.
+    writeFileSync(`${readyFile}.tmp`, JSON.stringify({ url, metricsUrl, pid: process.pid }));
+    renameSync(`${readyFile}.tmp`, readyFile);
+  }
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
