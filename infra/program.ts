@@ -281,8 +281,8 @@ export function program(): StackOutputs {
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
     workload: sp.gateway.workload,
-    consumers: plan.gateway.consumers,
-    teams: plan.gateway.teams,
+    consumers: sp.gateway.plan.consumers,
+    teams: sp.gateway.plan.teams,
     image: build.gatewayImage,
     provider: cluster.provider,
     dependsOn: tritons,
