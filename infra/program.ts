@@ -32,6 +32,10 @@ import { endpointAccess } from "./plan/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
+import { isoDate } from "./catalog/eks";
+import { estimateCost } from "./cost";
+import { summaryLines } from "./cost/format";
+import { costInput } from "./cost/fromStack";
 import { stackTags } from "./tags";
 
 /**
@@ -176,6 +180,10 @@ export function program(): StackOutputs {
   const { stack, secrets } = loadStack();
   const stackName = pulumi.getStack();
   const plan = buildPlan(stack, stackName, repoPathHasher(REPO_ROOT));
+  // The estimate synth writes to cost.json, as info messages in the preview: $/month, minutes to serve, $/1k tokens.
+  const region = new pulumi.Config("aws").get("region");
+  const cost = estimateCost(costInput(stack, plan, { stackName, region, today: isoDate(new Date()) }));
+  for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
   const scaling = renderScaling(plan.renderInputs.scaling);
