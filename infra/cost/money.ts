@@ -50,7 +50,12 @@ function line(s: LineSpec): LineItem {
     quantity: s.quantity,
     unit: s.unit,
     monthlyUsd: p ? { min: s.quantity.min * p.usd, max: s.quantity.max * p.usd } : { min: 0, max: 0 },
-    basis: p ? s.basis(s.quantity.max, p.usd) : "unpriced",
+    // The arithmetic at each end (one when they agree), so every figure can be checked by hand.
+    basis: !p
+      ? "unpriced"
+      : s.quantity.min === s.quantity.max
+        ? s.basis(s.quantity.max, p.usd)
+        : `min ${s.basis(s.quantity.min, p.usd)}; max ${s.basis(s.quantity.max, p.usd)}`,
   };
   if (p) item.price = { usd: p.usd, key: s.key, source: p.source };
   if (s.note) item.note = s.note;
@@ -85,7 +90,7 @@ export function modelLines(stack: StackCostInput, m: ModelCostInput, r: RegionPr
       unit: "instance-hours",
       key: "ec2",
       price: priced,
-      basis: (_q, usd) => `${range} nodes × ${H} h × ${money(usd)}/h`,
+      basis: (q, usd) => `${qty(q / H)} nodes × ${H} h × ${money(usd)}/h`,
       note: CAPACITY_NOTE[m.capacityType],
     }),
     line({
@@ -292,7 +297,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
     line({
       id: `builder-${b.id}-volume`,
       scope: "stack",
-      label: `builder ${b.id}: ${b.diskGiB} GiB gp3 root volume`,
+      label: `builder (${b.instanceType}): ${b.diskGiB} GiB gp3 root volume`,
       quantity: both(b.diskGiB),
       unit: "GB-months",
       key: "ebsGp3GbMonth",
@@ -302,7 +307,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
     line({
       id: `builder-${b.id}-iops`,
       scope: "stack",
-      label: `builder ${b.id}: ${b.iops} IOPS (3,000 free)`,
+      label: `builder (${b.instanceType}): ${b.iops} IOPS (3,000 free)`,
       quantity: both(Math.max(0, b.iops - 3000)),
       unit: "IOPS-months",
       key: "ebsGp3IopsMonth",
@@ -312,7 +317,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
     line({
       id: `builder-${b.id}-throughput`,
       scope: "stack",
-      label: `builder ${b.id}: ${b.throughputMiBps} MB/s (125 free)`,
+      label: `builder (${b.instanceType}): ${b.throughputMiBps} MB/s (125 free)`,
       quantity: both(Math.max(0, b.throughputMiBps - 125)),
       unit: "MB/s-months",
       key: "ebsGp3ThroughputMonth",
@@ -322,7 +327,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
     line({
       id: `builder-${b.id}-address`,
       scope: "stack",
-      label: `builder ${b.id}: Elastic IP`,
+      label: `builder (${b.instanceType}): Elastic IP`,
       quantity: both(H),
       unit: "address-hours",
       key: "publicIpv4Hour",
@@ -336,7 +341,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
       line({
         id: `builder-${b.id}-instance`,
         scope: "stack",
-        label: `builder ${b.id}: ${b.instanceType}, never stopped (build.stopBuilderWhenDone false)`,
+        label: `builder (${b.instanceType}): never stopped (build.stopBuilderWhenDone false)`,
         quantity: both(H),
         unit: "instance-hours",
         key: "ec2",
