@@ -33,7 +33,7 @@ import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
 import { isoDate } from "./catalog/eks";
-import { estimateCost } from "./cost";
+import { estimateCost, gpuPricing } from "./cost";
 import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
 import { stackTags } from "./tags";
@@ -186,7 +186,8 @@ export function program(): StackOutputs {
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
-  const scaling = renderScaling(plan.renderInputs.scaling);
+  const pricing = gpuPricing(cost);
+  const scaling = renderScaling({ ...plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) });
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, plan, scaling, secrets, build.network),
     tags,

@@ -11,6 +11,7 @@
  */
 import { ASSUMED, TIMINGS, type TimingEntry } from "../catalog/timings";
 import { GATEWAY_IMAGE_BYTES, HOURS_PER_MONTH, NLCU_TCP, STORE, TRAFFIC } from "./assumptions";
+import type { GpuPricing } from "../render/observability";
 import type { LineItem, StackCostInput } from "./input";
 import { modelLines, stackLines, total } from "./money";
 import { PRICE_TABLE, instanceHourly, regionPrices, type PriceSource, type PriceTable } from "./prices";
@@ -119,6 +120,22 @@ export function estimateCost(input: StackCostInput, table: PriceTable = PRICE_TA
       gatewayImageBytes: GATEWAY_IMAGE_BYTES,
     },
     rates: TIMINGS,
+  };
+}
+
+/**
+ * The price of one model's GPU node for the dashboard's live cost panels
+ * (render/dashboard.ts); undefined when the table cannot price it.
+ */
+export function gpuPricing(r: CostReport, modelId?: string): GpuPricing | undefined {
+  const m = modelId ? r.models.find((x) => x.id === modelId) : r.models[0];
+  const line = r.items.find((i) => i.id === "gpu-nodes" && i.scope === m?.id);
+  if (!m || !line?.price) return undefined;
+  const taken = r.sources[line.price.source]?.taken;
+  return {
+    nodeUsdPerHour: line.price.usd,
+    instanceType: m.instanceType,
+    source: `on-demand list price, ${line.price.source}${taken ? ` of ${taken}` : ""}`,
   };
 }
 
