@@ -29,11 +29,12 @@ const span = (r: { min: number; max: number }, f: (n: number) => string) =>
 
 const signed = (n: number) => `${n < 0 ? "-" : "+"}${usd(Math.abs(n))}`;
 
-function modelLine(m: ModelReport): string {
+function modelLine(m: ModelReport, priced: boolean): string {
   const tokens = m.usdPer1kTokens
     ? `${usdPer1k(m.usdPer1kTokens.central)}/1k tokens (${usdPer1k(m.usdPer1kTokens.low)}–${usdPer1k(m.usdPer1kTokens.high)})`
     : "$/1k tokens unpriced";
-  return `${m.id}: ${span(m.monthlyUsd, usd)}/month on ${span(m.nodes, String)} × ${m.instanceType}; first deploy ${minutes(m.firstDeploySeconds)}; new replica ${minutes(m.newReplicaSeconds)}; ${tokens}, ${Math.round(m.tokensPerSecondPerPod.central)} tok/s per pod`;
+  const money = priced ? `${span(m.monthlyUsd, usd)}/month` : "unpriced";
+  return `${m.id}: ${money} on ${span(m.nodes, String)} × ${m.instanceType}; first deploy ${minutes(m.firstDeploySeconds)}; new replica ${minutes(m.newReplicaSeconds)}; ${tokens}, ${Math.round(m.tokensPerSecondPerPod.central)} tok/s per pod`;
 }
 
 /** synth's summary (`file`: where it wrote the report) and the program's info messages: the sum, each model's three figures, the warnings. */
@@ -43,7 +44,7 @@ export function summaryLines(r: CostReport, file?: string): string[] {
     lines.push(
       `cost: ${span(r.monthlyUsd, usd)}/month in ${r.region ?? "?"}${r.monthlyUsd.min !== r.monthlyUsd.max ? " (autoscaling min–max)" : ""}, ${r.items.length} items${file ? ` -> ${file}` : ""}`,
     );
-  for (const m of r.models) lines.push(`  ${modelLine(m)}`);
+  for (const m of r.models) lines.push(`  ${modelLine(m, r.priced)}`);
   for (const m of r.models)
     lines.push(`  ${m.id} critical path: ${m.criticalPath.map((s) => `${s.step} ${minutes(s.seconds)}`).join(" > ")}`);
   for (const b of r.buildRuns)
@@ -56,27 +57,30 @@ export function summaryLines(r: CostReport, file?: string): string[] {
 export function diffLines(before: CostReport | undefined, after: CostReport | undefined): string[] {
   if (!after) return before ? [`cost: stack removed (was ${span(before.monthlyUsd, usd)}/month)`] : [];
   const lines: string[] = [];
-  const money = before
-    ? after.monthlyUsd.min === after.monthlyUsd.max && before.monthlyUsd.min === before.monthlyUsd.max
+  const same = (a: number, b: number) => Math.abs(a - b) < 0.005;
+  const money = !before
+    ? `${span(after.monthlyUsd, usd)}/month (no estimate on the other side)`
+    : same(before.monthlyUsd.min, after.monthlyUsd.min) && same(before.monthlyUsd.max, after.monthlyUsd.max)
+      ? `unchanged (${span(after.monthlyUsd, usd)}/month)`
+      : after.monthlyUsd.min === after.monthlyUsd.max && before.monthlyUsd.min === before.monthlyUsd.max
       ? `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month (${usd(before.monthlyUsd.min)} → ${usd(after.monthlyUsd.min)})`
-      : `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month at min, ${signed(after.monthlyUsd.max - before.monthlyUsd.max)} at max (${span(before.monthlyUsd, usd)} → ${span(after.monthlyUsd, usd)})`
-    : `${span(after.monthlyUsd, usd)}/month (new stack)`;
+        : `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month at min, ${signed(after.monthlyUsd.max - before.monthlyUsd.max)} at max (${span(before.monthlyUsd, usd)} → ${span(after.monthlyUsd, usd)})`;
   lines.push(`cost: ${money}`);
   for (const m of after.models) {
     const old = before?.models.find((x) => x.id === m.id);
+    // "a → b" where the figure moved, just "b" where it did not.
+    const moved = (label: string, a: string | undefined, b: string) => `${label} ${a !== undefined && a !== b ? `${a} → ` : ""}${b}`;
     const parts = [
-      old
-        ? `first deploy ${minutes(old.firstDeploySeconds)} → ${minutes(m.firstDeploySeconds)}`
-        : `first deploy ${minutes(m.firstDeploySeconds)}`,
-      old
-        ? `new replica ${minutes(old.newReplicaSeconds)} → ${minutes(m.newReplicaSeconds)}`
-        : `new replica ${minutes(m.newReplicaSeconds)}`,
+      moved("first deploy", old && minutes(old.firstDeploySeconds), minutes(m.firstDeploySeconds)),
+      moved("new replica", old && minutes(old.newReplicaSeconds), minutes(m.newReplicaSeconds)),
     ];
     if (m.usdPer1kTokens)
       parts.push(
-        old?.usdPer1kTokens
-          ? `$/1k tokens ${usdPer1k(old.usdPer1kTokens.central)} → ${usdPer1k(m.usdPer1kTokens.central)}`
-          : `$/1k tokens ${usdPer1k(m.usdPer1kTokens.central)}`,
+        moved(
+          "$/1k tokens",
+          old?.usdPer1kTokens && usdPer1k(old.usdPer1kTokens.central),
+          usdPer1k(m.usdPer1kTokens.central),
+        ),
       );
     const change = estimateChange(old?.change, m.change, ASSUMED.builderLaunchSeconds);
     const what = [
