@@ -63,13 +63,14 @@ export function diffLines(before: CostReport | undefined, after: CostReport | un
     : same(before.monthlyUsd.min, after.monthlyUsd.min) && same(before.monthlyUsd.max, after.monthlyUsd.max)
       ? `unchanged (${span(after.monthlyUsd, usd)}/month)`
       : after.monthlyUsd.min === after.monthlyUsd.max && before.monthlyUsd.min === before.monthlyUsd.max
-      ? `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month (${usd(before.monthlyUsd.min)} → ${usd(after.monthlyUsd.min)})`
+        ? `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month (${usd(before.monthlyUsd.min)} → ${usd(after.monthlyUsd.min)})`
         : `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month at min, ${signed(after.monthlyUsd.max - before.monthlyUsd.max)} at max (${span(before.monthlyUsd, usd)} → ${span(after.monthlyUsd, usd)})`;
   lines.push(`cost: ${money}`);
   for (const m of after.models) {
     const old = before?.models.find((x) => x.id === m.id);
     // "a → b" where the figure moved, just "b" where it did not.
-    const moved = (label: string, a: string | undefined, b: string) => `${label} ${a !== undefined && a !== b ? `${a} → ` : ""}${b}`;
+    const moved = (label: string, a: string | undefined, b: string) =>
+      `${label} ${a !== undefined && a !== b ? `${a} → ` : ""}${b}`;
     const parts = [
       moved("first deploy", old && minutes(old.firstDeploySeconds), minutes(m.firstDeploySeconds)),
       moved("new replica", old && minutes(old.newReplicaSeconds), minutes(m.newReplicaSeconds)),
@@ -87,11 +88,14 @@ export function diffLines(before: CostReport | undefined, after: CostReport | un
       ...(change.changedSteps.length ? [`re-runs ${change.changedSteps.join(", ")}`] : []),
       ...(change.rollout ? [`rolls ${m.change.replicas} pod(s)`] : []),
     ];
-    parts.push(`this change: ${what.length ? `${minutes(change.seconds)} (${what.join("; ")})` : "no build or rollout"}`);
+    parts.push(
+      `this change: ${what.length ? `${minutes(change.seconds)} (${what.join("; ")})` : "no build or rollout"}`,
+    );
     lines.push(`  ${m.id}: ${parts.join(", ")}`);
   }
   for (const m of before?.models ?? [])
-    if (!after.models.some((x) => x.id === m.id)) lines.push(`  ${m.id}: removed (was ${span(m.monthlyUsd, usd)}/month)`);
+    if (!after.models.some((x) => x.id === m.id))
+      lines.push(`  ${m.id}: removed (was ${span(m.monthlyUsd, usd)}/month)`);
   // The lines that moved most, so a reviewer sees where the money goes.
   if (before) {
     const key = (i: { scope: string; id: string }) => `${i.scope}/${i.id}`;

@@ -116,7 +116,12 @@ function registries(models: ModelCostInput[]): RegistryCostInput[] {
       keptImages: kept(KEEP_IMAGES.server),
     })),
     // A rebuild of triton_with_ft recompiles FT: no layer sharing is assumed between kept images.
-    { id: "triton_with_ft", sharedBytes: 0, perImageBytes: TRITON_WITH_FT_IMAGE_BYTES, keptImages: kept(KEEP_IMAGES.tritonWithFt) },
+    {
+      id: "triton_with_ft",
+      sharedBytes: 0,
+      perImageBytes: TRITON_WITH_FT_IMAGE_BYTES,
+      keptImages: kept(KEEP_IMAGES.tritonWithFt),
+    },
     { id: "gateway", sharedBytes: 0, perImageBytes: GATEWAY_IMAGE_BYTES, keptImages: kept(KEEP_IMAGES.gateway) },
   ];
 }
@@ -138,7 +143,11 @@ export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext): Stack
             mode: "create",
             support,
             controlPlaneSeconds: ASSUMED.eksControlPlaneSeconds,
-            systemNodes: { instanceType: SYSTEM_NODES.instanceType, count: SYSTEM_NODES.count, diskGiB: SYSTEM_NODES.diskGiB },
+            systemNodes: {
+              instanceType: SYSTEM_NODES.instanceType,
+              count: SYSTEM_NODES.count,
+              diskGiB: SYSTEM_NODES.diskGiB,
+            },
           }
         : { mode: "existing" },
     natGateways: natGatewayCount(n),

@@ -80,7 +80,10 @@ export function modelLines(stack: StackCostInput, m: ModelCostInput, r: RegionPr
   const range = m.nodes.min === m.nodes.max ? `${m.nodes.min}` : `${m.nodes.min}..${m.nodes.max}`;
   const server = stack.registries.find((g) => g.model === m.id);
   const imageGiB = (m.image.baseBytes + m.image.weightsBytes) / GiB;
-  const pulls = { min: m.nodes.min * stack.traffic.pullsPerNodePerMonth, max: m.nodes.max * stack.traffic.pullsPerNodePerMonth };
+  const pulls = {
+    min: m.nodes.min * stack.traffic.pullsPerNodePerMonth,
+    max: m.nodes.max * stack.traffic.pullsPerNodePerMonth,
+  };
   const items = [
     line({
       id: "gpu-nodes",
@@ -107,17 +110,17 @@ export function modelLines(stack: StackCostInput, m: ModelCostInput, r: RegionPr
   // The GPU nodes sit in private subnets: their pulls from ECR go through the stack's NAT gateway.
   if (stack.natGateways > 0)
     items.push(
-    line({
-      id: "nat-image-pulls",
-      scope: m.id,
-      label: `NAT data: server image pulls (${stack.traffic.pullsPerNodePerMonth} per node per month × ${imageGiB.toFixed(1)} GiB)`,
-      quantity: { min: pulls.min * imageGiB, max: pulls.max * imageGiB },
-      unit: "GB processed",
-      key: "natGatewayGb",
-      price: unitPrice(r, "natGatewayGb"),
-      basis: (q, usd) => `${qty(q)} GB × ${money(usd)}`,
-      note: "assumed traffic (cost/assumptions.ts TRAFFIC.pullsPerNodePerMonth)",
-    }),
+      line({
+        id: "nat-image-pulls",
+        scope: m.id,
+        label: `NAT data: server image pulls (${stack.traffic.pullsPerNodePerMonth} per node per month × ${imageGiB.toFixed(1)} GiB)`,
+        quantity: { min: pulls.min * imageGiB, max: pulls.max * imageGiB },
+        unit: "GB processed",
+        key: "natGatewayGb",
+        price: unitPrice(r, "natGatewayGb"),
+        basis: (q, usd) => `${qty(q)} GB × ${money(usd)}`,
+        note: "assumed traffic (cost/assumptions.ts TRAFFIC.pullsPerNodePerMonth)",
+      }),
     );
   if (server) items.push(...registryLine(server, r));
   return items;

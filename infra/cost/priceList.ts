@@ -199,7 +199,8 @@ export function usefulRow(offer: OfferCode, instanceTypes: ReadonlySet<string>):
 
 function price(row: Row): number {
   const usd = Number(row.get("priceperunit"));
-  if (!Number.isFinite(usd)) throw new Error(`row ${row.get("sku")}: PricePerUnit ${row.get("priceperunit")} is not a number`);
+  if (!Number.isFinite(usd))
+    throw new Error(`row ${row.get("sku")}: PricePerUnit ${row.get("priceperunit")} is not a number`);
   return usd;
 }
 
@@ -207,7 +208,9 @@ function price(row: Row): number {
 export function selectUnit(rule: UnitRule, rows: readonly Row[], what: string): number | undefined {
   const found = rows.filter((r) => rule.usage.test(r.get("usagetype") ?? "") && matches(r, rule.where));
   // Ten significant digits: a per-ECPU price times a million is not exact in binary.
-  const prices = [...new Set(found.map((r) => Number((price(r) * (rule.scale?.(r.get("unit") ?? "") ?? 1)).toPrecision(10))))];
+  const prices = [
+    ...new Set(found.map((r) => Number((price(r) * (rule.scale?.(r.get("unit") ?? "") ?? 1)).toPrecision(10)))),
+  ];
   if (prices.length > 1)
     throw new Error(
       `${what}: ${found.length} rows with different prices (${prices.join(", ")}) match ${rule.usage}; narrow the rule`,

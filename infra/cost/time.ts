@@ -115,11 +115,16 @@ export function estimateTime(stack: StackCostInput, m: ModelCostInput, builderLa
   const buildDone = launch + last.at;
   const sv = m.serving;
   const clusterReady =
-    stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds + (sv.nodesWithCluster ? sv.nodeBootSeconds : 0) : 0;
+    stack.cluster.mode === "create"
+      ? stack.cluster.controlPlaneSeconds + (sv.nodesWithCluster ? sv.nodeBootSeconds : 0)
+      : 0;
   const waitPath: Segment[] =
     clusterReady > buildDone
       ? [
-          { step: "EKS control plane", seconds: stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0 },
+          {
+            step: "EKS control plane",
+            seconds: stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0,
+          },
           ...(sv.nodesWithCluster ? [{ step: "GPU node boot", seconds: sv.nodeBootSeconds }] : []),
         ]
       : [{ step: "builder launch", seconds: launch }, ...pathTo(last.id)];
@@ -189,7 +194,9 @@ export function estimateChange(
     ...(start ? [{ step: "builder start", seconds: start }] : []),
     ...pathTo(last.id).filter((s) => s.seconds > 0),
     ...(rollout && newNodes ? [{ step: "GPU node boot", seconds: after.nodeBootSeconds }] : []),
-    ...(rollout ? [{ step: `roll ${after.replicas} pod(s)`, seconds: after.replicas * after.perPodRolloutSeconds }] : []),
+    ...(rollout
+      ? [{ step: `roll ${after.replicas} pod(s)`, seconds: after.replicas * after.perPodRolloutSeconds }]
+      : []),
   ];
   return { seconds: path.reduce((a, s) => a + s.seconds, 0), changedSteps: changed, rollout, path };
 }

@@ -40,10 +40,8 @@ export {
   WEIGHT_READ_BYTES_PER_SECOND,
 } from "../catalog/timings";
 
-
 /** The startup budget is this multiple of the estimated load, so a slow disk does not trigger a restart loop. */
 export const STARTUP_SAFETY_FACTOR = 2;
-
 
 /** kubelet's pod cap used by the EKS AMIs' memory reservation formula on instances under 30 vCPUs, 250 above. */
 export function eksMaxPods(vcpus: number): number {

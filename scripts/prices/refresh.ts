@@ -124,7 +124,10 @@ interface RegionIndex {
 
 /** One region's offer files, each streamed and cut down to the rows a rule can use. */
 async function readRegion(base: string, index: OfferIndex, region: string, types: Set<string>): Promise<RegionOffers> {
-  const offers = new Map<OfferCode, { meta: ReturnType<OfferCsv["result"]>["meta"]; rows: ReturnType<OfferCsv["result"]>["rows"]; url: string }>();
+  const offers = new Map<
+    OfferCode,
+    { meta: ReturnType<OfferCsv["result"]>["meta"]; rows: ReturnType<OfferCsv["result"]>["rows"]; url: string }
+  >();
   for (const code of OFFERS) {
     const regionIndexUrl = index.offers[code]?.currentRegionIndexUrl;
     if (!regionIndexUrl) throw new Error(`the offer index lists no region index for ${code}`);

@@ -45,7 +45,9 @@ function report(name: string, edit?: (text: string) => string, region?: string):
 
 /** Every line of the sum with its arithmetic, then the three figures per model. */
 function render(r: CostReport): string {
-  const out = [`stack ${r.stack} (${r.region}): $${r.monthlyUsd.min.toFixed(2)} .. $${r.monthlyUsd.max.toFixed(2)} per month`];
+  const out = [
+    `stack ${r.stack} (${r.region}): $${r.monthlyUsd.min.toFixed(2)} .. $${r.monthlyUsd.max.toFixed(2)} per month`,
+  ];
   for (const i of r.items)
     out.push(
       `${i.scope} | ${i.label} | ${i.basis} | ${i.monthlyUsd.min.toFixed(2)} | ${i.monthlyUsd.max.toFixed(2)} | ${i.price?.source ?? "unpriced"}`,
@@ -86,10 +88,9 @@ describe("golden estimates of the committed stacks", () => {
 describe("a change: prod from g5.12xlarge to p4d.24xlarge", () => {
   const before = report("prod");
   const after = report("prod", (t) =>
-    t.replace("instanceType: g5.12xlarge", "instanceType: p4d.24xlarge").replace(
-      "builderInstanceType: g5.4xlarge",
-      "builderInstanceType: p4d.24xlarge",
-    ),
+    t
+      .replace("instanceType: g5.12xlarge", "instanceType: p4d.24xlarge")
+      .replace("builderInstanceType: g5.4xlarge", "builderInstanceType: p4d.24xlarge"),
   );
 
   it("moves the GPU line by the node counts times the price difference", () => {
@@ -223,7 +224,9 @@ function stack(over: Partial<StackCostInput> = {}): StackCostInput {
     },
     natGateways: 1,
     loadBalancer: { scheme: "internal", publicAddresses: 0, provisionSeconds: 600 },
-    builders: [{ id: "b", instanceType: "g5.4xlarge", diskGiB: 200, iops: 6000, throughputMiBps: 500, stopWhenDone: true }],
+    builders: [
+      { id: "b", instanceType: "g5.4xlarge", diskGiB: 200, iops: 6000, throughputMiBps: 500, stopWhenDone: true },
+    ],
     registries: [],
     traffic: { utilisation: 0.5, nlbBytesPerToken: 200, pullsPerNodePerMonth: 2 },
     models: [model()],
@@ -293,7 +296,11 @@ describe("minutes to serve", () => {
     expect(c.seconds).toBe(120 + 700 + 2 * (800 + 150 + 180 + 60));
     const none = estimateChange(before, changeInputs(model(), true), 120);
     expect(none).toMatchObject({ seconds: 0, changedSteps: [], rollout: false });
-    const resized = estimateChange(before, changeInputs(model({ instanceType: "p4d.24xlarge", serving: { ...model().serving, rolloutHash: "r2" } }), true), 120);
+    const resized = estimateChange(
+      before,
+      changeInputs(model({ instanceType: "p4d.24xlarge", serving: { ...model().serving, rolloutHash: "r2" } }), true),
+      120,
+    );
     expect(resized.path.map((s) => s.step)).toEqual(["GPU node boot", "roll 2 pod(s)"]);
   });
 });
@@ -326,12 +333,16 @@ describe("lines that depend on the input", () => {
   it("an existing cluster and network bring no control plane, system nodes or NAT", () => {
     const r = estimateCost(stack({ cluster: { mode: "existing" }, natGateways: 0 }));
     const ids = r.items.map((i) => i.id);
-    for (const id of ["eks-control-plane", "system-nodes", "nat-gateways", "nat-image-pulls"]) expect(ids).not.toContain(id);
+    for (const id of ["eks-control-plane", "system-nodes", "nat-gateways", "nat-image-pulls"])
+      expect(ids).not.toContain(id);
   });
 
   it("a builder that is never stopped pays its instance hours; a stopped one its volume and address", () => {
     const never = estimateCost(stack({ builders: [{ ...stack().builders[0]!, stopWhenDone: false }] }));
-    expect(never.items.find((i) => i.id === "builder-b-instance")?.monthlyUsd.min).toBeCloseTo(H * usd("g5.4xlarge"), 6);
+    expect(never.items.find((i) => i.id === "builder-b-instance")?.monthlyUsd.min).toBeCloseTo(
+      H * usd("g5.4xlarge"),
+      6,
+    );
     const stopped = estimateCost(stack());
     expect(stopped.items.some((i) => i.id === "builder-b-instance")).toBe(false);
     expect(stopped.buildRuns[0]?.usd).toBeCloseTo(((120 + 5500) / 3600) * usd("g5.4xlarge"), 9);
@@ -340,7 +351,12 @@ describe("lines that depend on the input", () => {
   it("extended support bills the extended-support rate for the control plane", () => {
     const r = estimateCost(
       stack({
-        cluster: { mode: "create", support: "extended", controlPlaneSeconds: 900, systemNodes: { instanceType: "t3.large", count: 2, diskGiB: 20 } },
+        cluster: {
+          mode: "create",
+          support: "extended",
+          controlPlaneSeconds: 900,
+          systemNodes: { instanceType: "t3.large", count: 2, diskGiB: 20 },
+        },
       }),
     );
     expect(r.items.find((i) => i.id === "eks-control-plane")?.monthlyUsd.min).toBeCloseTo(H * 0.6, 9);

@@ -97,7 +97,11 @@ describe("Price List CSV reader", () => {
     const csv = new OfferCsv(usefulRow("AmazonEC2", new Set(["g5.xlarge", "t3.large"])));
     for (const line of fs.readFileSync(file, "utf8").split("\n")) csv.line(line);
     const { meta, rows } = csv.result();
-    expect(meta).toEqual({ offerCode: "AmazonEC2", version: "20261101000000", publicationDate: "2026-11-01T18:12:07Z" });
+    expect(meta).toEqual({
+      offerCode: "AmazonEC2",
+      version: "20261101000000",
+      publicationDate: "2026-11-01T18:12:07Z",
+    });
     const skus = rows.map((r) => r.get("sku"));
     // Decoys dropped as they stream: a reserved term, a Local Zone row, gp2 storage, provisioned-bandwidth NAT.
     for (const decoy of ["G5XL0RESERVED00", "G5XL0LOCALZONE0", "EBSGP20STORAGE0", "NATGW0PROVBW000"])
@@ -120,7 +124,9 @@ describe("scripts/prices/refresh.ts on the bulk-file fixture", () => {
     expect(r?.ec2OnDemandHourly.usd["t3.large"]).toBe(0.0832);
     // Everything else the catalog has is absent from the fixture: each says so.
     expect(Object.keys(r?.ec2NotOnDemand ?? {})).toHaveLength(wantedInstanceTypes().length - 2);
-    expect(r?.ec2NotOnDemand["p5e.48xlarge"]).toMatch(/no on-demand Linux shared-tenancy row in AmazonEC2 20261101000000/);
+    expect(r?.ec2NotOnDemand["p5e.48xlarge"]).toMatch(
+      /no on-demand Linux shared-tenancy row in AmazonEC2 20261101000000/,
+    );
     expect(r?.units.eksClusterHour.usd).toBe(0.1);
     expect(r?.units.eksClusterHourExtendedSupport.usd).toBe(0.6);
     expect(r?.units.nlbLcuHour.usd).toBe(0.006);

@@ -132,7 +132,9 @@ describe("preview workflow steps, run for real", () => {
       /```diff\nstack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged \(\$[\d,]+\/month\)\n {2}gpt2: [^\n]*this change: no build or rollout\n\nstack prod: 1 to add, 1 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged/,
     );
     // The comment's cost section: a bar per side, before and after.
-    expect(md).toMatch(/### Cost and time to serve\n.*\n\*\*dev\*\*: unchanged[^\n]*\n```\nbefore █+░* *\$[\d,]+\/month\nafter  █+/);
+    expect(md).toMatch(
+      /### Cost and time to serve\n.*\n\*\*dev\*\*: unchanged[^\n]*\n```\nbefore █+░* *\$[\d,]+\/month\nafter {2}█+/,
+    );
     // The EKS API endpoint admits the deployers' ranges too (plan/clusterAccess.ts), so a new SSH range changes it.
     expect(md).toContain(
       '~ eks:index:Cluster cluster  (in triton-ft:cluster:Cluster::cluster)\n    + publicAccessCidrs[1]: (absent) -> "203.0.113.9/32"',
