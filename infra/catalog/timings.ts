@@ -189,6 +189,14 @@ export const DECODE_BANDWIDTH_EFFICIENCY = 0.5;
  */
 export const DECODE_BANDWIDTH_EFFICIENCY_HIGH = 0.8;
 
+/**
+ * A decode step's floor per transformer layer: FT launches about ten kernels
+ * per layer and step, at a few microseconds each, whatever the bytes. Only
+ * very small models (a few hundred MB of weights) reach it; above that the
+ * step is bandwidth-bound. Assumed, not measured here.
+ */
+export const DECODE_STEP_FLOOR_SECONDS_PER_LAYER = 50e-6;
+
 /** One row of the provenance table the docs and cost.json show. */
 export interface TimingEntry {
   name: string;
@@ -325,6 +333,13 @@ export const TIMINGS: readonly TimingEntry[] = [
     unit: "share of peak",
     kind: "assumed",
     basis: "low end: drains must not be cut short; the $/1k tokens figure is a ceiling",
+  },
+  {
+    name: "decode step floor",
+    value: DECODE_STEP_FLOOR_SECONDS_PER_LAYER * 1e6,
+    unit: "µs per layer",
+    kind: "assumed",
+    basis: "about ten kernel launches per layer and step; binds only for very small models",
   },
   {
     name: "decode bandwidth efficiency (high)",

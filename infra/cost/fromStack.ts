@@ -69,6 +69,7 @@ export function modelEntry(s: ResolvedStack, plan: Plan): ModelCostInput {
       maxBatchSize: sv.maxBatchSize,
       maxInputLen: sv.maxInputLen,
       maxOutputLen: sv.maxOutputLen,
+      layers: s.model.arch.layers,
       memoryBandwidthGBps: GPU_MODELS[inst.gpuModel].memoryBandwidthGBps,
       weightsBytesPerGpu: s.memory.weightsBytes,
       kvCacheBytesPerGpu: s.memory.kvCacheBytes,

@@ -42,6 +42,8 @@ export interface ModelCostInput {
     maxBatchSize: number;
     maxInputLen: number;
     maxOutputLen: number;
+    /** Transformer layers: a step never takes less than a fixed launch cost per layer. */
+    layers: number;
     /** Peak memory bandwidth of one GPU, GB/s (catalog/gpus.ts). */
     memoryBandwidthGBps: number;
     /** fp16 weights one GPU holds and streams every step (its tensor-parallel shard plus the replicated embeddings). */

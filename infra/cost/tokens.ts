@@ -14,14 +14,20 @@
  *
  *   $/1k tokens = (node $/h ÷ pods per node) ÷ (tokens/s × 3600) × 1000.
  *
- * The range it reports: `low` throughput takes η = 0.5 (the drains' figure,
+ * A step never takes less than a fixed launch cost per layer
+ * (catalog/timings.ts DECODE_STEP_FLOOR_SECONDS_PER_LAYER): only very small
+ * models reach it. The range it reports: `low` throughput takes η = 0.5 (the drains' figure,
  * catalog/timings.ts) and the KV cache at the longest request; `central`
  * η = 0.5 with the KV cache at the mean context of a request (prompt at its
  * maximum, half the output generated); `high` η = 0.8. Not modelled, and all
  * pushing the real figure down: the prompt (context) phase, tensor-parallel
  * all-reduce (PCIe on g5/g6/g6e), sampling, and batches that are not full.
  */
-import { DECODE_BANDWIDTH_EFFICIENCY, DECODE_BANDWIDTH_EFFICIENCY_HIGH } from "../catalog/timings";
+import {
+  DECODE_BANDWIDTH_EFFICIENCY,
+  DECODE_BANDWIDTH_EFFICIENCY_HIGH,
+  DECODE_STEP_FLOOR_SECONDS_PER_LAYER,
+} from "../catalog/timings";
 import type { ModelCostInput } from "./input";
 
 export interface Range {
@@ -41,7 +47,7 @@ export interface TokenEstimate {
 }
 
 export const TOKENS_FORMULA =
-  "tokens/s per pod ≈ maxBatchSize × η × GPU bandwidth ÷ (weights per GPU + KV cache per GPU); $/1k tokens = (node $/h ÷ pods per node) ÷ (tokens/s × 3600) × 1000";
+  "tokens/s per pod ≈ maxBatchSize ÷ max((weights per GPU + KV cache per GPU) ÷ (η × GPU bandwidth), layers × step floor); $/1k tokens = (node $/h ÷ pods per node) ÷ (tokens/s × 3600) × 1000";
 
 /** Share of the longest request's KV cache a decode step reads on average: full prompt, half the output. */
 export function meanContextShare(maxInputLen: number, maxOutputLen: number): number {
@@ -52,7 +58,10 @@ export function estimateTokens(m: ModelCostInput, nodeHourlyUsd: number | undefi
   const d = m.decode;
   const bandwidth = d.memoryBandwidthGBps * 1e9;
   const meanKv = d.kvCacheBytesPerGpu * meanContextShare(d.maxInputLen, d.maxOutputLen);
-  const rate = (efficiency: number, bytes: number) => (d.maxBatchSize * efficiency * bandwidth) / bytes;
+  // A step streams its bytes, but never takes less than its kernels' fixed launch cost.
+  const floor = d.layers * DECODE_STEP_FLOOR_SECONDS_PER_LAYER;
+  const rate = (efficiency: number, bytes: number) =>
+    d.maxBatchSize / Math.max(bytes / (efficiency * bandwidth), floor);
   const tokens: Range = {
     low: rate(DECODE_BANDWIDTH_EFFICIENCY, d.weightsBytesPerGpu + d.kvCacheBytesPerGpu),
     central: rate(DECODE_BANDWIDTH_EFFICIENCY, d.weightsBytesPerGpu + meanKv),

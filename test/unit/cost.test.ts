@@ -192,6 +192,7 @@ function model(over: Partial<ModelCostInput> = {}): ModelCostInput {
       maxBatchSize: 8,
       maxInputLen: 1000,
       maxOutputLen: 500,
+      layers: 28,
       memoryBandwidthGBps: 600,
       weightsBytesPerGpu: 6e9,
       kvCacheBytesPerGpu: 1.5e9,
@@ -247,6 +248,12 @@ describe("$ per 1k tokens", () => {
     // Half a g5.12xlarge per pod: $2.836/h over 331 tokens/s.
     expect(t.usdPer1kTokens?.central).toBeCloseTo((2.836 / ((2400 / 7.25) * 3600)) * 1000, 12);
     expect(t.usdPer1kTokens?.high).toBeCloseTo((2.836 / ((2400 / 7.5) * 3600)) * 1000, 12);
+  });
+
+  it("a very small model is held at the per-layer step floor, not its bandwidth", () => {
+    const tiny = model({ decode: { ...model().decode, layers: 2, weightsBytesPerGpu: 1e6, kvCacheBytesPerGpu: 1e5 } });
+    // 2 layers × 50 µs: at most 8 ÷ 100 µs = 80,000 tokens/s, whatever the bytes.
+    expect(estimateTokens(tiny, undefined).tokensPerSecondPerPod.high).toBeCloseTo(80_000, 6);
   });
 });
 
