@@ -32,6 +32,10 @@ import { endpointAccess } from "./plan/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
+import { isoDate } from "./catalog/eks";
+import { estimateCost, gpuPricing } from "./cost";
+import { summaryLines } from "./cost/format";
+import { costInput } from "./cost/fromStack";
 import { stackTags } from "./tags";
 
 /**
@@ -254,9 +258,18 @@ export function program(): StackOutputs {
   const stackName = pulumi.getStack();
   const sp = buildStackPlan(models, stackName, repoPathHasher(REPO_ROOT));
   const plan = first(sp.models).plan;
+  // The estimate synth writes to cost.json, as info messages in the preview: $/month, minutes to serve, $/1k tokens.
+  const region = new pulumi.Config("aws").get("region");
+  const cost = estimateCost(
+    costInput(stack, plan, { stackName, region, today: isoDate(new Date()) }, { models, plan: sp }),
+  );
+  for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(models, sp, secrets, namePrefix(stackName), tags);
-  const scaling = sp.models.map((m) => renderScaling(m.plan.renderInputs.scaling));
+  const pricing = gpuPricing(cost);
+  const scaling = sp.models.map((m) =>
+    renderScaling({ ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) }),
+  );
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, sp, scaling, models, secrets, build.network),
     tags,

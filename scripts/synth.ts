@@ -1,6 +1,6 @@
 /**
  * npm run synth -- --stack <name> [--out <dir>]
- * npm run synth -- --diff <old-out> <new-out>
+ * npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]
  *
  * Offline: reads Pulumi.<name>.yaml, validates it with the same rules as the
  * Pulumi program, computes the plan once (as infra/program.ts does), and
@@ -8,8 +8,12 @@
  * (default out/<name>), plus a short summary on stdout. Secrets print as
  * [secret]; their values are never read. It then runs the program under the
  * mock runtime and writes the offline inventory (resources.json, resources.txt;
- * scripts/synthInventory.ts). `--diff` prints the change list between two
- * outputs' inventories.
+ * scripts/synthInventory.ts). It also writes cost.json, the cost and time
+ * estimate (infra/cost), and prints its three figures. `--diff` prints the
+ * change list between two outputs' inventories, each stack headed by the
+ * change of its estimate ($/month, minutes to serve, $/1k tokens);
+ * `--cost-markdown <file>` also writes that change as the pull request
+ * comment's markdown.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -37,7 +41,7 @@ export interface SynthArgs {
 }
 
 const USAGE =
-  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out>";
+  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]";
 
 export function parseArgs(argv: string[]): SynthArgs {
   const values: Record<string, string> = {};
@@ -132,6 +136,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
     stackName: args.stack,
     stack,
     plan: buildPlan(stack, args.stack, repoPathHasher(io.repoRoot)),
+    ...(file.awsRegion ? { region: file.awsRegion } : {}),
     readRepoFile(rel) {
       const p = path.join(io.repoRoot, rel);
       return fs.existsSync(p) ? fs.readFileSync(p, "utf8") : undefined;
@@ -156,11 +161,13 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
  */
 export async function cli(argv: string[], io: SynthIo, load?: () => Promise<LoadedProgram>): Promise<number> {
   if (argv[0] === "--diff") {
-    if (argv.length !== 3) {
+    const [, oldOut, newOut, flag, file] = argv;
+    const markdown = argv.length === 5 && flag === "--cost-markdown" && file;
+    if (!oldOut || !newOut || (argv.length !== 3 && !markdown)) {
       io.stderr(USAGE);
       return 2;
     }
-    return diffCommand(argv[1], argv[2], io);
+    return diffCommand(oldOut, newOut, io, markdown ? { costMarkdown: file } : {});
   }
   const code = main(argv, io);
   if (code !== 0) return code;

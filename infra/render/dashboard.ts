@@ -3,13 +3,14 @@
  * schemaVersion 39): load (requests/s, queue/compute ratio against its target,
  * pending requests, batch size), latency (mean request and queue time; the
  * gateway's TTFT, p50/p95 latency and tokens/s), errors,
- * GPUs (utilisation, memory) and capacity (replicas desired/ready, GPU nodes).
+ * GPUs (utilisation, memory), capacity (replicas desired/ready, GPU nodes) and,
+ * when the serving instance has a price, live cost ($ per 1k tokens, $/hour by team).
  * The queries are observability.ts's `expressions`, shared with the alerts.
  * Shipped as a ConfigMap Grafana's sidecar loads (label grafana_dashboard=1)
  * and written by synth to `dashboards/<name>.json` for manual import.
  */
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
-import { expressions, type ObservabilityInput } from "./observability";
+import { costExpressions, expressions, type ObservabilityInput } from "./observability";
 
 export interface GrafanaTarget {
   refId: string;
@@ -179,6 +180,30 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
       ],
     },
   ];
+  // Live cost, when the price table prices the serving instance: what a token really costs at today's load.
+  if (i.pricing) {
+    const c = costExpressions(i, i.pricing);
+    const price = `${i.pricing.instanceType} at $${i.pricing.nodeUsdPerHour}/h (${i.pricing.source})`;
+    specs.push(
+      {
+        title: "$ per 1k generated tokens (live)",
+        description: `GPU-hours paid ÷ tokens served: GPU nodes reporting to DCGM × ${price}, over the gateway's generated tokens per hour. Idle hours raise it; compare with the preview's estimate at full batch (docs/cost.md).`,
+        unit: "currencyUSD",
+        min: 0,
+        queries: [
+          ["$/1k tokens", c.usdPer1kTokens],
+          ["GPU $/hour", c.gpuUsdPerHour],
+        ],
+      },
+      {
+        title: "GPU $/hour by team (share of generated tokens)",
+        description: `The GPU nodes' cost per hour (${price}) split by each team's share of the generated tokens.`,
+        unit: "currencyUSD",
+        min: 0,
+        queries: [["{{consumer}}", c.usdPerHourByTeam]],
+      },
+    );
+  }
   const panels: GrafanaPanel[] = specs.map((s, n) => ({
     id: n + 1,
     type: s.type ?? "timeseries",

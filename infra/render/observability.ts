@@ -79,6 +79,14 @@ export const DCGM_SCANNER_SKIPS: readonly ScannerSkip[] = [
 const COUNTERS_FILE = "counters.csv";
 const COUNTERS_DIR = "/etc/triton-ft/dcgm";
 
+/** The hourly price of one GPU node, for the dashboard's live cost panels (infra/cost: the vendored price table). */
+export interface GpuPricing {
+  nodeUsdPerHour: number;
+  instanceType: string;
+  /** Where the price came from (the price table's source id and date), shown in the panel's description. */
+  source: string;
+}
+
 export interface ObservabilityInput {
   namespace: string;
   /** Name prefix of every object (the Triton workload name). */
@@ -99,6 +107,8 @@ export interface ObservabilityInput {
   /** Worst-case time a new pod is unavailable: pull + startup budget (+ node boot when autoscaling). */
   podStartBudgetSeconds: number;
   autoscaling?: AutoscalingPlan;
+  /** With a price for the serving instance: the dashboard's $ per 1k tokens and $/hour by team panels. */
+  pricing?: GpuPricing;
 }
 
 export interface AlertRule {
@@ -302,6 +312,26 @@ export function expressions(i: ObservabilityInput) {
     desiredReplicas: `kube_deployment_spec_replicas{${dep}}`,
     readyReplicas: `kube_deployment_status_replicas_ready{${dep}}`,
     unavailableReplicas: `kube_deployment_status_replicas_unavailable{${dep}}`,
+  };
+}
+
+/**
+ * The live cost queries: GPU-hours paid ÷ tokens served. The GPU nodes are
+ * the ones the DCGM exporter reports (every serving node runs one), priced at
+ * the table's on-demand rate; the tokens are the gateway's generated tokens.
+ * By team: the same dollars per hour split by each consumer's share of the
+ * generated tokens (the gateway labels tokens with the caller's team).
+ */
+export function costExpressions(i: ObservabilityInput, p: GpuPricing) {
+  const e = expressions(i);
+  const g = selectorText(i.gateway);
+  const w = `${RATE_WINDOW_SECONDS}s`;
+  const tokens = `rate(triton_ft_gateway_output_tokens_total{${g}}[${w}])`;
+  const usdPerHour = `(${e.gpuNodes} * ${p.nodeUsdPerHour})`;
+  return {
+    gpuUsdPerHour: usdPerHour,
+    usdPer1kTokens: `${usdPerHour} / clamp_min(sum(${tokens}) * 3600, 1e-9) * 1000`,
+    usdPerHourByTeam: `scalar(${usdPerHour}) * sum by (consumer) (${tokens}) / scalar(clamp_min(sum(${tokens}), 1e-9))`,
   };
 }
 

@@ -31,6 +31,7 @@ import {
   renderDcgmExporter,
   renderPrometheusRule,
   type DcgmExporter,
+  type GpuPricing,
   type ObservabilityInput,
   type PrometheusRule,
 } from "./observability";
@@ -182,6 +183,8 @@ export interface ScalingInput {
   /** With serving.autoscaling: the gateway's in-flight scaling (plan/scaling.ts planGatewayScaling). */
   gateway?: GatewayScalingPlan;
   refs?: NodeClassRefs;
+  /** The serving instance's price (infra/cost), for the dashboard's live cost panels; none when the table has none. */
+  pricing?: GpuPricing;
 }
 
 export interface ScalingManifests {
@@ -231,6 +234,7 @@ export function observabilityInput(i: ScalingInput): ObservabilityInput {
       ? plan.coldStartBudgetSeconds
       : w.workload.pullSeconds + w.workload.startupBudgetSeconds,
     autoscaling: plan,
+    ...(i.pricing ? { pricing: i.pricing } : {}),
   };
 }
 

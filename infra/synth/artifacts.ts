@@ -10,6 +10,7 @@ import { PLAN_DOCUMENT_OMITS, type Plan } from "../plan";
 import { stepPlanEntries } from "../plan/stepGraph";
 import type { ResolvedStack } from "../config";
 import { buildStepsWriter } from "./buildArtifacts";
+import { costWriter } from "./costArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
 
 export interface SynthContext {
@@ -18,6 +19,10 @@ export interface SynthContext {
   plan: Plan;
   /** Read a file of this repository (relative path), or undefined when it does not exist. */
   readRepoFile(path: string): string | undefined;
+  /** The stack file's aws:region, which the cost estimate prices in (cost.json warns without it). */
+  region?: string;
+  /** ISO date the estimate reads support phases at; today when unset. */
+  today?: string;
 }
 
 export interface SynthFile {
@@ -80,6 +85,7 @@ export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [
   modelRepositoryWriter,
   k8sManifestsWriter,
   buildStepsWriter,
+  costWriter,
 ];
 
 export const PLAN_FILE = "plan.json";

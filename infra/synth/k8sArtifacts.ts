@@ -16,6 +16,8 @@ import { renderScaling, scalingFiles } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests } from "../render/gatewayManifests";
 import { renderKeysFile } from "../render/gatewayConfig";
 import type { ArtifactWriter } from "./artifacts";
+import { gpuPricing } from "../cost";
+import { costReport } from "./costArtifacts";
 
 export const K8S_OUT = "k8s";
 
@@ -44,7 +46,10 @@ export const k8sManifestsWriter: ArtifactWriter = {
       content: header + content,
     }));
     // Autoscaling, GPU nodes and observability (render/scaling.ts), applied after the workload.
-    for (const [path, content] of Object.entries(scalingFiles(renderScaling(inputs.scaling), inputs.triton)))
+    // The dashboard's live cost panels price the serving instance as the estimate does (cost.json).
+    const pricing = gpuPricing(costReport(ctx));
+    const scaling = renderScaling({ ...inputs.scaling, ...(pricing ? { pricing } : {}) });
+    for (const [path, content] of Object.entries(scalingFiles(scaling, inputs.triton)))
       files.push({ path, content: path.startsWith(`${K8S_OUT}/`) ? header + content : content });
     const p = ctx.plan.kubernetes;
     const a = ctx.plan.autoscaling;

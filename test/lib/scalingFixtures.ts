@@ -5,6 +5,8 @@ import type { NodeClassRefs } from "../../infra/render/karpenter";
 import { renderScaling, type ScalingManifests } from "../../infra/render/scaling";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "./fixtures";
 import { planOf } from "./plan";
+import { estimateCost, gpuPricing } from "../../infra/cost";
+import { costInput } from "../../infra/cost/fromStack";
 
 export const PROMETHEUS_URL = "http://prometheus-operated.monitoring.svc:9090";
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
@@ -38,9 +40,13 @@ export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr
   return out;
 }
 
-/** The scaling objects of a resolved stack, as the composition roots render them: from the plan's scaling input. */
+/**
+ * The scaling objects of a resolved stack, as the composition roots render them: from the plan's
+ * scaling input, priced in us-east-1 (the dashboard's live cost panels).
+ */
 export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: NodeClassRefs): ScalingManifests {
   // Build-step hashes play no part in scaling: a stand-in hasher spares reading the repository.
   const plan = planOf(s, (p) => `h:${p}`, stackName);
-  return renderScaling({ ...plan.renderInputs.scaling, refs });
+  const pricing = gpuPricing(estimateCost(costInput(s, plan, { stackName, region: "us-east-1", today: "2026-11-25" })));
+  return renderScaling({ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) });
 }

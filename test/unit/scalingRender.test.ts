@@ -159,8 +159,23 @@ describe("alerts and dashboard", () => {
       "GPU utilisation",
       "GPU memory used",
       "Replicas and GPU nodes",
+      "$ per 1k generated tokens (live)",
+      "GPU $/hour by team (share of generated tokens)",
     ]);
     for (const p of d.panels) expect(p.targets.length).toBeGreaterThan(0);
+  });
+
+  it("prices the live cost panels at the serving instance's table price: GPU-hours paid ÷ tokens served", () => {
+    const panels = scaled().dashboard.panels;
+    const perToken = panels.find((p) => p.title === "$ per 1k generated tokens (live)");
+    // gptjAutoscaled serves on g5.2xlarge: the table's us-east-1 price, times the GPU nodes DCGM reports.
+    expect(perToken?.targets[0]?.expr).toMatch(
+      /^\(count\(count by \(Hostname\) \(DCGM_FI_DEV_GPU_UTIL\{namespace="[^"]+"\}\)\) \* 1\.212\) \/ clamp_min\(sum\(rate\(triton_ft_gateway_output_tokens_total\{[^}]+\}\[\d+s\]\)\) \* 3600, 1e-9\) \* 1000$/,
+    );
+    expect(perToken?.description).toContain("g5.2xlarge at $1.212/h");
+    const byTeam = panels.find((p) => p.title === "GPU $/hour by team (share of generated tokens)");
+    expect(byTeam?.targets[0]?.expr).toContain("sum by (consumer)");
+    expect(byTeam?.targets[0]?.legendFormat).toBe("{{consumer}}");
   });
 });
 
@@ -264,7 +279,7 @@ describe("synth files", () => {
       parseAllDocuments(plain["k8s/70-dcgm-exporter.yaml"] ?? "").map((d) => (d.toJS() as { kind: string }).kind),
     ).toEqual(["ConfigMap", "DaemonSet", "Service", "NetworkPolicy"]);
     const dash = JSON.parse(plain["dashboards/triton-gpt-j-6b.json"] ?? "{}") as { panels: unknown[] };
-    expect(dash.panels).toHaveLength(12);
+    expect(dash.panels).toHaveLength(14);
     // The plain scrape config covers the gateway too (its series carry the same namespace/service labels).
     const jobs = (
       parse(plain["prometheus/scrape-config.yaml"] ?? "") as { scrape_configs: Array<{ job_name: string }> }
