@@ -22,6 +22,7 @@ import type { ResolvedStack } from "../../infra/config";
 import { BUDGET_FACTOR } from "../../infra/plan/budgets";
 import { parseStackFile } from "../../infra/synth/stackFile";
 import { planOf } from "../lib/plan";
+import { buildStackPlan } from "../../infra/plan/stack";
 
 const ROOT = path.join(__dirname, "..", "..");
 const GOLDEN = path.join(__dirname, "golden", "cost");
@@ -65,6 +66,36 @@ function golden(rel: string, actual: string): void {
   if (!fs.existsSync(file)) throw new Error(`missing golden file ${file}; run with UPDATE_GOLDEN=1 and review it`);
   expect(actual, `golden ${rel}`).toBe(fs.readFileSync(file, "utf8"));
 }
+
+/** The several-model example stack (test/stacks/models): every model's lines, both builders. */
+function seedModelsReport(): CostReport {
+  const rel = "test/stacks/models/Pulumi.seed-models.yaml";
+  const file = parseStackFile(fs.readFileSync(path.join(ROOT, rel), "utf8"), rel);
+  const { stack, models, problems } = resolveStack(file.raw, file.secrets, { stackName: "seed-models", today: TODAY });
+  if (!stack || !models) throw new Error(JSON.stringify(problems));
+  const sp = buildStackPlan(models, "seed-models", (p) => `h:${p}`);
+  const first = sp.models[0]?.plan;
+  if (!first) throw new Error("no model");
+  return estimateCost(
+    costInput(stack, first, { stackName: "seed-models", region: file.awsRegion, today: TODAY }, { models, plan: sp }),
+  );
+}
+
+describe("golden estimate of the several-model example", () => {
+  it("seed-models: each model's lines and each builder, summed", () => {
+    const r = seedModelsReport();
+    expect(r.warnings).toEqual([]);
+    expect(r.monthlyUsd.max).toBeCloseTo(
+      r.items.reduce((a, i) => a + i.monthlyUsd.max, 0),
+      6,
+    );
+    // Every model is priced on its own instance type, and both builders appear.
+    const scopes = new Set(r.items.map((i) => i.scope));
+    for (const id of ["h2ogpt-6-9b", "kogpt-6b", "codegen-2b-mono"]) expect([...scopes].join(" ")).toContain(id);
+    expect(r.items.map((i) => i.label).join(" ")).toContain("builder (g6.4xlarge)");
+    golden("seed-models.txt", render(r));
+  });
+});
 
 describe("golden estimates of the committed stacks", () => {
   for (const name of ["dev", "prod"])
