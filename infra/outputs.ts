@@ -25,7 +25,7 @@ export const STACK_OUTPUT_CONTRACT = {
     type: "string",
     secret: false,
     description:
-      "Base URL of the gateway behind the NLB: `https://<nlb-dns>` with `serving.tlsCertificateArn`, else `http://<nlb-dns>`. Serves the ensemble's KServe v2 HTTP API (`<url>/v2/models/ensemble/infer`) with an API key.",
+      "Base URL of the gateway behind the NLB: `https://<nlb-dns>` with `serving.tlsCertificateArn`, else `http://<nlb-dns>`. Serves each model's KServe v2 HTTP API (`<url>/v2/models/<model id>/infer`) with an API key.",
   },
   openaiBaseUrl: {
     type: "string",

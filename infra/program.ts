@@ -32,6 +32,10 @@ import { endpointAccess } from "./plan/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
+import { isoDate } from "./catalog/eks";
+import { estimateCost, gpuPricing } from "./cost";
+import { summaryLines } from "./cost/format";
+import { costInput } from "./cost/fromStack";
 import { stackTags } from "./tags";
 
 /**
@@ -254,10 +258,22 @@ export function program(): StackOutputs {
   const stackName = pulumi.getStack();
   const sp = buildStackPlan(models, stackName, repoPathHasher(REPO_ROOT));
   const plan = first(sp.models).plan;
+  // The estimate synth writes to cost.json, as info messages in the preview: $/month, minutes to serve, $/1k tokens.
+  const region = new pulumi.Config("aws").get("region");
+  const cost = estimateCost(
+    costInput(stack, plan, { stackName, region, today: isoDate(new Date()) }, { models, plan: sp }),
+  );
+  for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const tags = stackTags(PROJECT, stackName, stack);
   const build = buildSide(models, sp, secrets, namePrefix(stackName), tags);
-  // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model.
-  const scaling = renderStackScaling(sp.models.map((m) => m.plan.renderInputs.scaling));
+  // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model;
+  // each model's row prices its own GPU nodes as the estimate does.
+  const scaling = renderStackScaling(
+    sp.models.map((m) => {
+      const pricing = gpuPricing(cost, m.id);
+      return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
+    }),
+  );
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, sp, scaling, models, secrets, build.network),
     tags,
@@ -282,8 +298,8 @@ export function program(): StackOutputs {
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
     workload: sp.gateway.workload,
-    consumers: plan.gateway.consumers,
-    teams: plan.gateway.teams,
+    consumers: sp.gateway.plan.consumers,
+    teams: sp.gateway.plan.teams,
     image: build.gatewayImage,
     provider: cluster.provider,
     dependsOn: tritons,

@@ -1,6 +1,6 @@
 /**
  * npm run synth -- --stack <name> [--out <dir>]
- * npm run synth -- --diff <old-out> <new-out>
+ * npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]
  *
  * Offline: reads Pulumi.<name>.yaml, validates it with the same rules as the
  * Pulumi program, computes the stack plan once (as infra/program.ts does), and
@@ -10,8 +10,12 @@
  * share at the top (infra/synth/artifacts.ts synthesizeStack). Secrets print as
  * [secret]; their values are never read. It then runs the program under the
  * mock runtime and writes the offline inventory (resources.json, resources.txt;
- * scripts/synthInventory.ts). `--diff` prints the change list between two
- * outputs' inventories.
+ * scripts/synthInventory.ts). It also writes cost.json, the cost and time
+ * estimate (infra/cost), and prints its three figures. `--diff` prints the
+ * change list between two outputs' inventories, each stack headed by the
+ * change of its estimate ($/month, minutes to serve, $/1k tokens);
+ * `--cost-markdown <file>` also writes that change as the pull request
+ * comment's markdown.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -48,7 +52,7 @@ export interface SynthArgs {
 }
 
 const USAGE =
-  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out>";
+  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]";
 
 export function parseArgs(argv: string[]): SynthArgs {
   const values: Record<string, string> = {};
@@ -180,13 +184,18 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   };
   const firstPlan = sp.models[0]?.plan;
   if (!firstPlan) throw new Error("a stack plan has at least one model");
+  // The stack file's region prices the cost estimate (cost.json).
+  const region = file.awsRegion ? { region: file.awsRegion } : {};
   if (sp.models.length === 1) {
-    const result = synthesize({ stackName: args.stack, stack, plan: firstPlan, readRepoFile }, writers);
+    const result = synthesize({ stackName: args.stack, stack, plan: firstPlan, readRepoFile, ...region }, writers);
     writeResult(result, outDir);
     for (const line of [...modelLines(firstPlan, stack), ...result.summary, `wrote ${outDir}`]) io.stdout(line);
     return 0;
   }
-  const result = synthesizeStack({ stackName: args.stack, models: resolved, stackPlan: sp, readRepoFile }, writers);
+  const result = synthesizeStack(
+    { stackName: args.stack, models: resolved, stackPlan: sp, readRepoFile, ...region },
+    writers,
+  );
   writeResult(result, outDir);
   const perModel = result.models.map((m) => m.summary);
   for (const line of [...stackSummary(sp, resolved, perModel, result.summary), `wrote ${outDir}`]) io.stdout(line);
@@ -199,11 +208,13 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
  */
 export async function cli(argv: string[], io: SynthIo, load?: () => Promise<LoadedProgram>): Promise<number> {
   if (argv[0] === "--diff") {
-    if (argv.length !== 3) {
+    const [, oldOut, newOut, flag, file] = argv;
+    const markdown = argv.length === 5 && flag === "--cost-markdown" && file;
+    if (!oldOut || !newOut || (argv.length !== 3 && !markdown)) {
       io.stderr(USAGE);
       return 2;
     }
-    return diffCommand(argv[1], argv[2], io);
+    return diffCommand(oldOut, newOut, io, markdown ? { costMarkdown: file } : {});
   }
   const code = main(argv, io);
   if (code !== 0) return code;

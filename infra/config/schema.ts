@@ -171,7 +171,8 @@ const consumerEntry = z
 /**
  * A team's own limits (serving.consumers in its map form), each PER GATEWAY POD:
  * unset ones take the gateway's defaults (600 requests/minute, concurrency
- * max(2, maxBatchSize), no tokens/minute limit, share 1).
+ * max(2, maxBatchSize), no tokens/minute limit, share 1), and the models it
+ * may use (unset: every model).
  */
 export const teamLimitsSchema = z
   .object({
@@ -189,6 +190,13 @@ export const teamLimitsSchema = z
       .positive()
       .optional()
       .describe("Weight of the team's fair share of the gateway's in-flight cap. Default 1."),
+    models: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        "The model ids the team's keys may use. Default: every model. Another model answers the team's key as if it did not exist (404 model_not_found).",
+      ),
   })
   .strict();
 export type TeamLimits = z.infer<typeof teamLimitsSchema>;
@@ -247,7 +255,7 @@ export const servingSchema = z
       .union([z.array(consumerEntry), z.record(consumerEntry, teamLimitsSchema)])
       .default([])
       .describe(
-        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?} (limits per gateway pod; unset ones take the gateway's defaults). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
+        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?, models?} (limits per gateway pod; unset ones take the gateway's defaults; models limits the team to those model ids). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
       ),
     tlsCertificateArn: z
       .string()

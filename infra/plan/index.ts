@@ -9,7 +9,7 @@
 import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
 import { findPreset } from "../model/catalog";
-import { renderGatewayConfig, type GatewayConfigFile } from "../render/gatewayConfig";
+import { renderGatewayConfig, type GatewayConfigFile, type GatewayRoute } from "../render/gatewayConfig";
 import { PORTS, workloadName, type WorkloadInput } from "../render/tritonManifests";
 import type { GatewayWorkloadInput } from "../render/gatewayManifests";
 import type { ScalingInput } from "../render/scaling";
@@ -156,24 +156,33 @@ export interface GatewayPlan {
   systemNodeLabel?: { key: string; value: string };
 }
 
-export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
+/** A model as the gateway routes to it: its limits, chat template, Triton Service and in-flight cap. */
+export function gatewayRoute(stack: ResolvedStack): GatewayRoute {
   const s = stack.config.serving;
   const tritonService = `${workloadName({ modelName: stack.model.name })}.${s.namespace}.svc.cluster.local`;
-  const config = renderGatewayConfig(
-    {
-      id: stack.model.name,
-      maxInputLen: s.maxInputLen,
-      maxOutputLen: s.maxOutputLen,
-      maxBatchSize: s.maxBatchSize,
-      vocab: stack.model.arch.vocab,
-      ...(s.maxChoiceTokens ? { maxChoiceTokens: s.maxChoiceTokens } : {}),
-      ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
-    },
-    `${tritonService}:${PORTS.grpc}`,
+  return {
+    id: stack.model.name,
+    maxInputLen: s.maxInputLen,
+    maxOutputLen: s.maxOutputLen,
+    maxBatchSize: s.maxBatchSize,
+    vocab: stack.model.arch.vocab,
+    ...(s.maxChoiceTokens ? { maxChoiceTokens: s.maxChoiceTokens } : {}),
+    ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
+    tritonGrpc: `${tritonService}:${PORTS.grpc}`,
     // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
     // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/scaling.ts planGatewayScaling).
-    { maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas) },
-  );
+    // The gateway-wide cap (limits.maxInflight) defaults to the sum of the models' caps.
+    maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas),
+  };
+}
+
+/** The gateway in front of `routes` (default: this model alone); the stack-wide settings are the stack's. */
+export function gatewayPlan(
+  stack: ResolvedStack,
+  routes: readonly GatewayRoute[] = [gatewayRoute(stack)],
+): GatewayPlan {
+  const s = stack.config.serving;
+  const config = renderGatewayConfig(routes);
   return {
     config,
     replicas: s.gatewayReplicas,

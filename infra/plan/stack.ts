@@ -15,7 +15,7 @@ import { smList } from "../catalog/gpus";
 import { prometheusOperatorPresent } from "../config/autoscaling";
 import { sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
-import { buildPlan, type Plan, type PlanOptions } from "./index";
+import { buildPlan, gatewayPlan, gatewayRoute, type GatewayPlan, type Plan, type PlanOptions } from "./index";
 import type { PathHasher } from "./stepGraph";
 import type { GatewayWorkloadInput } from "../render/gatewayManifests";
 
@@ -42,7 +42,7 @@ export interface BuilderPlan {
 export interface StackPlan {
   models: ModelPlanEntry[];
   /** The one gateway in front of every model (its names are the first model's, as in a one-model stack). */
-  gateway: { workload: GatewayWorkloadInput };
+  gateway: { workload: GatewayWorkloadInput; plan: GatewayPlan };
   builders: BuilderPlan[];
   /** CUDA archs of the one triton_with_ft build: every serving and builder GPU of the stack. */
   smList: number[];
@@ -100,8 +100,13 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
   const firstPlan = entries[0]?.plan;
   if (!firstPlan) throw new Error("a stack plan needs at least one model");
   const gpuTypes = [...new Set(entries.map((e) => e.plan.serving.instanceType))];
+  // One gateway routes to every model; its stack-wide settings (consumers, replicas, TLS) are the same in every view.
+  const firstModel = models[0];
+  if (!firstModel) throw new Error("a stack plan needs at least one model");
+  const gatewaySide = gatewayPlan(firstModel, models.map(gatewayRoute));
   const gateway: GatewayWorkloadInput = {
     ...firstPlan.renderInputs.gateway,
+    ...gatewaySide,
     // Kept off every model's GPU nodes, not only the first's; may reach every model's Triton, and only those.
     ...(entries.length > 1
       ? {
@@ -113,5 +118,5 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
         }
       : {}),
   };
-  return { models: entries, builders, smList: sms, gateway: { workload: gateway } };
+  return { models: entries, builders, smList: sms, gateway: { workload: gateway, plan: gatewaySide } };
 }

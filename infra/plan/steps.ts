@@ -14,7 +14,7 @@ import { GPU_MODELS, smList } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
 import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config";
-import { stepBudgetMinutes } from "./budgets";
+import { stepBudgetMinutes, type BudgetInputs } from "./budgets";
 import {
   CONVERT_FILES,
   CONVERT_PHASE_KEYS,
@@ -66,12 +66,18 @@ function timeouts(minutes: number): StepTimeouts {
  * transfer rates and the FT compile's core-hours. A hung step fails in minutes.
  */
 export function stepMinutes(stack: ResolvedStack): Record<StepId, number> {
-  return stepBudgetMinutes({
+  return stepBudgetMinutes(budgetInputs(stack));
+}
+
+/** What the budgets (and the cost module's time estimate) are computed from: one stack's model and builder. */
+export function budgetInputs(stack: ResolvedStack): BudgetInputs {
+  return {
     family: stack.model.family,
     parameters: parameterCount(stack.model.family, stack.model.arch),
     vcpus: stack.builderInstance.vcpus,
     gemm: stack.gemm,
-  });
+    source: stack.model.source.kind,
+  };
 }
 
 const json = (value: unknown) => JSON.stringify(value, null, 2) + "\n";

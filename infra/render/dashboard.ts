@@ -3,13 +3,14 @@
  * schemaVersion 39): load (requests/s, queue/compute ratio against its target,
  * pending requests, batch size), latency (mean request and queue time; the
  * gateway's TTFT, p50/p95 latency and tokens/s), errors,
- * GPUs (utilisation, memory) and capacity (replicas desired/ready, GPU nodes).
+ * GPUs (utilisation, memory), capacity (replicas desired/ready, GPU nodes) and,
+ * when the serving instance has a price, live cost ($ per 1k tokens, $/hour by team).
  * The queries are observability.ts's `expressions`, shared with the alerts.
  * Shipped as a ConfigMap Grafana's sidecar loads (label grafana_dashboard=1)
  * and written by synth to `dashboards/<name>.json` for manual import.
  */
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
-import { expressions, forModel, type ObservabilityInput } from "./observability";
+import { costExpressions, expressions, forModel, type ObservabilityInput } from "./observability";
 
 export interface GrafanaTarget {
   refId: string;
@@ -191,6 +192,32 @@ function panelSpecs(i: ObservabilityInput) {
   } satisfies Record<string, PanelSpec>;
 }
 
+/** Live cost, when the price table prices the serving instance: what a token really costs at today's load. */
+function costSpecs(i: ObservabilityInput): PanelSpec[] {
+  if (!i.pricing) return [];
+  const c = costExpressions(i, i.pricing);
+  const price = `${i.pricing.instanceType} at $${i.pricing.nodeUsdPerHour}/h (${i.pricing.source})`;
+  return [
+    {
+      title: "$ per 1k generated tokens (live)",
+      description: `GPU-hours paid ÷ tokens served: GPU nodes reporting to DCGM × ${price}, over the gateway's generated tokens per hour. Idle hours raise it; compare with the preview's estimate at full batch (docs/cost.md).`,
+      unit: "currencyUSD",
+      min: 0,
+      queries: [
+        ["$/1k tokens", c.usdPer1kTokens],
+        ["GPU $/hour", c.gpuUsdPerHour],
+      ],
+    },
+    {
+      title: "GPU $/hour by team (share of generated tokens)",
+      description: `The GPU nodes' cost per hour (${price}) split by each team's share of the generated tokens.`,
+      unit: "currencyUSD",
+      min: 0,
+      queries: [["{{consumer}}", c.usdPerHourByTeam]],
+    },
+  ];
+}
+
 /** The panels of one model's row in a stack of several: the brief view of its load, latency, throughput and capacity. */
 const MODEL_ROW: ReadonlyArray<keyof ReturnType<typeof panelSpecs>> = [
   "queueRatio",
@@ -246,12 +273,15 @@ function severalModelPanels(i: ObservabilityInput, models: NonNullable<Observabi
       panels: [],
     });
     y += 1;
-    const own = panelSpecs(forModel(i, m));
+    const mi = forModel(i, m);
+    const own = panelSpecs(mi);
+    // Its cost, at its GPU nodes' price, when the price table has one.
+    const specs = [...MODEL_ROW.map((k) => own[k]), ...costSpecs(mi)];
     // Three panels per line, 8 wide.
-    MODEL_ROW.forEach((k, n) =>
-      panels.push(panel(own[k], panels.length + 1, { x: (n % 3) * 8, y: y + Math.floor(n / 3) * 8, w: 8, h: 8 })),
+    specs.forEach((spec, n) =>
+      panels.push(panel(spec, panels.length + 1, { x: (n % 3) * 8, y: y + Math.floor(n / 3) * 8, w: 8, h: 8 })),
     );
-    y += Math.ceil(MODEL_ROW.length / 3) * 8;
+    y += Math.ceil(specs.length / 3) * 8;
   }
   return panels;
 }
@@ -259,7 +289,7 @@ function severalModelPanels(i: ObservabilityInput, models: NonNullable<Observabi
 export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
   const panels = i.models
     ? severalModelPanels(i, i.models)
-    : Object.values(panelSpecs(i)).map((s, n) => panel(s, n + 1, halfWidth(n)));
+    : [...Object.values(panelSpecs(i)), ...costSpecs(i)].map((s, n) => panel(s, n + 1, halfWidth(n)));
   return {
     uid: i.name.slice(0, 40),
     title: i.models

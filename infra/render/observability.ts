@@ -80,6 +80,14 @@ export const DCGM_SCANNER_SKIPS: readonly ScannerSkip[] = [
 const COUNTERS_FILE = "counters.csv";
 const COUNTERS_DIR = "/etc/triton-ft/dcgm";
 
+/** The hourly price of one GPU node, for the dashboard's live cost panels (infra/cost: the vendored price table). */
+export interface GpuPricing {
+  nodeUsdPerHour: number;
+  instanceType: string;
+  /** Where the price came from (the price table's source id and date), shown in the panel's description. */
+  source: string;
+}
+
 /**
  * The Prometheus label naming the served model (the OpenAI id clients send)
  * on the series of a stack of several models: the gateway labels its series
@@ -103,6 +111,8 @@ export interface ModelObservability {
   instanceType: string;
   podStartBudgetSeconds: number;
   autoscaling?: AutoscalingPlan;
+  /** The price of its GPU nodes, for its row's live cost panels. */
+  pricing?: GpuPricing;
 }
 
 export interface ObservabilityInput {
@@ -134,6 +144,8 @@ export interface ObservabilityInput {
   models?: { list: ModelObservability[]; nodeLabelKey: string };
   /** Extra label matchers on the gateway's and the DCGM exporter's series: one model's share of them (forModel). */
   scope?: { gateway: Record<string, string>; gpu: Record<string, string> };
+  /** With a price for the serving instance: the dashboard's $ per 1k tokens and $/hour by team panels. */
+  pricing?: GpuPricing;
 }
 
 /** The input narrowed to one model of a stack of several: its Triton, Deployment, scaling and series. */
@@ -146,6 +158,7 @@ export function forModel(i: ObservabilityInput, m: ModelObservability): Observab
     instanceType: m.instanceType,
     podStartBudgetSeconds: m.podStartBudgetSeconds,
     autoscaling: m.autoscaling,
+    pricing: m.pricing,
     models: undefined,
     scope: { gateway: only, gpu: only },
   };
@@ -374,6 +387,27 @@ export function expressions(i: ObservabilityInput) {
     desiredReplicas: `kube_deployment_spec_replicas{${dep}}`,
     readyReplicas: `kube_deployment_status_replicas_ready{${dep}}`,
     unavailableReplicas: `kube_deployment_status_replicas_unavailable{${dep}}`,
+  };
+}
+
+/**
+ * The live cost queries: GPU-hours paid ÷ tokens served. The GPU nodes are
+ * the ones the DCGM exporter reports (every serving node runs one), priced at
+ * the table's on-demand rate; the tokens are the gateway's generated tokens.
+ * By team: the same dollars per hour split by each consumer's share of the
+ * generated tokens (the gateway labels tokens with the caller's team).
+ */
+export function costExpressions(i: ObservabilityInput, p: GpuPricing) {
+  const e = expressions(i);
+  // One model of several: its GPU nodes (e.gpuNodes) and its tokens (`scope`).
+  const g = selectorText(i.gateway, i.scope?.gateway);
+  const w = `${RATE_WINDOW_SECONDS}s`;
+  const tokens = `rate(triton_ft_gateway_output_tokens_total{${g}}[${w}])`;
+  const usdPerHour = `(${e.gpuNodes} * ${p.nodeUsdPerHour})`;
+  return {
+    gpuUsdPerHour: usdPerHour,
+    usdPer1kTokens: `${usdPerHour} / clamp_min(sum(${tokens}) * 3600, 1e-9) * 1000`,
+    usdPerHourByTeam: `scalar(${usdPerHour}) * sum by (consumer) (${tokens}) / scalar(clamp_min(sum(${tokens}), 1e-9))`,
   };
 }
 

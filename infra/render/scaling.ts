@@ -32,6 +32,7 @@ import {
   renderDcgmExporter,
   renderPrometheusRule,
   type DcgmExporter,
+  type GpuPricing,
   type ModelObservability,
   type ObservabilityInput,
   type PrometheusRule,
@@ -184,6 +185,8 @@ export interface ScalingInput {
   /** With serving.autoscaling: the gateway's in-flight scaling (plan/scaling.ts planGatewayScaling). */
   gateway?: GatewayScalingPlan;
   refs?: NodeClassRefs;
+  /** The serving instance's price (infra/cost), for the dashboard's live cost panels; none when the table has none. */
+  pricing?: GpuPricing;
 }
 
 export interface ScalingManifests {
@@ -227,6 +230,7 @@ export function modelObservability(i: ScalingInput): ModelObservability {
       ? plan.coldStartBudgetSeconds
       : w.workload.pullSeconds + w.workload.startupBudgetSeconds,
     ...(plan ? { autoscaling: plan } : {}),
+    ...(i.pricing ? { pricing: i.pricing } : {}),
   };
 }
 
@@ -253,6 +257,7 @@ export function observabilityInput(i: ScalingInput, stack?: readonly ScalingInpu
     gpuMemoryAlertFraction: USABLE_GPU_FRACTION,
     podStartBudgetSeconds: own.podStartBudgetSeconds,
     autoscaling: own.autoscaling,
+    ...(own.pricing ? { pricing: own.pricing } : {}),
     ...(stack && stack.length > 1 && nodeLabelKey
       ? { models: { list: stack.map(modelObservability), nodeLabelKey } }
       : {}),

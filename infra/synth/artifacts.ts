@@ -16,6 +16,7 @@ import { stepPlanEntries } from "../plan/stepGraph";
 import type { StackPlan } from "../plan/stack";
 import type { ResolvedStack } from "../config";
 import { buildStepsWriter } from "./buildArtifacts";
+import { costWriter } from "./costArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
 
 export interface SynthContext {
@@ -24,6 +25,10 @@ export interface SynthContext {
   plan: Plan;
   /** Read a file of this repository (relative path), or undefined when it does not exist. */
   readRepoFile(path: string): string | undefined;
+  /** The stack file's aws:region, which the cost estimate prices in (cost.json warns without it). */
+  region?: string;
+  /** ISO date the estimate reads support phases at; today when unset. */
+  today?: string;
 }
 
 /** A stack of several models: every model's resolved config and the stack plan, in the stack's order. */
@@ -32,6 +37,9 @@ export interface StackSynthContext {
   models: readonly ResolvedStack[];
   stackPlan: StackPlan;
   readRepoFile(path: string): string | undefined;
+  /** As SynthContext's: the region and date the cost estimate reads. */
+  region?: string;
+  today?: string;
 }
 
 export interface SynthFile {
@@ -98,6 +106,7 @@ export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [
   modelRepositoryWriter,
   k8sManifestsWriter,
   buildStepsWriter,
+  costWriter,
 ];
 
 export const PLAN_FILE = "plan.json";
@@ -206,6 +215,8 @@ export function synthesizeStack(
       stack: resolved,
       plan: entry.plan,
       readRepoFile: stack.readRepoFile,
+      ...(stack.region ? { region: stack.region } : {}),
+      ...(stack.today ? { today: stack.today } : {}),
     };
     // The stack's name is said once, at the top.
     const doc = planDocument(stack.stackName, entry.plan);

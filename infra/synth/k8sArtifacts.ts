@@ -21,8 +21,10 @@ import { manifestFiles, renderManifests } from "../render/tritonManifests";
 import { modelScalingFiles, renderScaling, scalingFiles, sharedScalingFiles } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 import { renderKeysFile } from "../render/gatewayConfig";
-import type { Plan } from "../plan";
+import type { GatewayPlan, Plan } from "../plan";
 import type { ArtifactWriter, SynthContext, SynthFile } from "./artifacts";
+import { gpuPricing } from "../cost";
+import { costReport, stackCostReport } from "./costArtifacts";
 
 export const K8S_OUT = "k8s";
 /** The Triton namespace's file: the first model creates it, so in a stack of several it is the stack's. */
@@ -44,12 +46,12 @@ function tritonFiles(ctx: SynthContext): Record<string, string> {
 }
 
 /** The gateway's manifests, by file name. */
-function gatewayFiles(stackName: string, plan: Plan, workload: GatewayWorkloadInput): Record<string, string> {
+function gatewayFiles(stackName: string, plan: GatewayPlan, workload: GatewayWorkloadInput): Record<string, string> {
   const gatewayImage = synthImageRef(repositoryNames(namePrefix(stackName)).gateway);
   // Keys are generated at pulumi up; synth shows the Secret's shape with one placeholder hash per team.
   const keysJson = renderKeysFile(
-    plan.gateway.consumers.map((entry) => ({ entry, keySha256: "<sha256 of the generated key>" })),
-    plan.gateway.teams,
+    plan.consumers.map((entry) => ({ entry, keySha256: "<sha256 of the generated key>" })),
+    plan.teams,
   );
   return gatewayManifestFiles(renderGatewayManifests({ ...workload, image: gatewayImage, keysJson }));
 }
@@ -83,10 +85,14 @@ export const k8sManifestsWriter: ArtifactWriter = {
   write(ctx) {
     const inputs = ctx.plan.renderInputs;
     // Autoscaling, GPU nodes and observability (render/scaling.ts), applied after the workload.
-    const scaling = scalingFiles(renderScaling(inputs.scaling), [inputs.triton]);
+    // The dashboard's live cost panels price the serving instance as the estimate does (cost.json).
+    const pricing = gpuPricing(costReport(ctx));
+    const scaling = scalingFiles(renderScaling({ ...inputs.scaling, ...(pricing ? { pricing } : {}) }), [
+      inputs.triton,
+    ]);
     const files = withHeader(
       ctx.stackName,
-      { ...tritonFiles(ctx), ...gatewayFiles(ctx.stackName, ctx.plan, inputs.gateway) },
+      { ...tritonFiles(ctx), ...gatewayFiles(ctx.stackName, ctx.plan.gateway, inputs.gateway) },
       scaling,
     );
     return { files, summary: workloadSummary(ctx.plan, `${K8S_OUT}/ (${files.length} files)`) };
@@ -104,13 +110,23 @@ export const k8sManifestsWriter: ArtifactWriter = {
     const first = stack.stackPlan.models[0];
     const firstStack = stack.models[0];
     if (!first || !firstStack) throw new Error("synth: a stack plan has at least one model");
-    const scalingInputs = stack.stackPlan.models.map((e) => e.plan.renderInputs.scaling);
-    const shared = renderScaling(first.plan.renderInputs.scaling, scalingInputs);
+    // Each model's row prices its own GPU nodes, as the stack's estimate (cost.json) does.
+    const report = stackCostReport(stack);
+    const scalingInputs = stack.stackPlan.models.map((e) => {
+      const pricing = gpuPricing(report, e.id);
+      return { ...e.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
+    });
+    const [firstInput] = scalingInputs;
+    if (!firstInput) throw new Error("synth: a stack plan has at least one model");
+    const shared = renderScaling(firstInput, scalingInputs);
     const ctx: SynthContext = { ...stack, stack: firstStack, plan: first.plan };
     const namespace = tritonFiles(ctx)[NAMESPACE_FILE] ?? "";
     const files = withHeader(
       stack.stackName,
-      { [NAMESPACE_FILE]: namespace, ...gatewayFiles(stack.stackName, first.plan, stack.stackPlan.gateway.workload) },
+      {
+        [NAMESPACE_FILE]: namespace,
+        ...gatewayFiles(stack.stackName, stack.stackPlan.gateway.plan, stack.stackPlan.gateway.workload),
+      },
       sharedScalingFiles(
         shared,
         stack.stackPlan.models.map((e) => e.plan.renderInputs.triton),

@@ -16,6 +16,8 @@ export interface ConsumerSpec {
   name: string;
   requestsPerMinute?: number;
   maxConcurrent?: number;
+  /** The model ids the consumer's key may use; absent: every model. */
+  models?: string[];
 }
 
 export interface RunningGateway {
@@ -40,7 +42,12 @@ export function writeKeysFile(file: string, consumers: ConsumerSpec[]): Record<s
   const keys: Record<string, string> = {};
   const entries = consumers.map((c) => {
     keys[c.name] = newKey();
-    return { name: c.name, keySha256: [sha256(keys[c.name])], ...limitsOf(c) };
+    return {
+      name: c.name,
+      keySha256: [sha256(keys[c.name])],
+      ...limitsOf(c),
+      ...(c.models ? { models: c.models } : {}),
+    };
   });
   writeFileSync(file, JSON.stringify({ consumers: entries }, null, 2));
   return keys;

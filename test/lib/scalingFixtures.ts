@@ -11,6 +11,8 @@ import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
 import { SEED_MODELS_STACK, stackFileConfig } from "./modelsForm";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "./fixtures";
 import { planOf } from "./plan";
+import { estimateCost, gpuPricing } from "../../infra/cost";
+import { costInput } from "../../infra/cost/fromStack";
 
 export const PROMETHEUS_URL = "http://prometheus-operated.monitoring.svc:9090";
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
@@ -45,11 +47,15 @@ export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr
   return out;
 }
 
-/** The scaling objects of a resolved stack, as the composition roots render them: from the plan's scaling input. */
+/**
+ * The scaling objects of a resolved stack, as the composition roots render them: from the plan's
+ * scaling input, priced in us-east-1 (the dashboard's live cost panels).
+ */
 export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: NodeClassRefs): ScalingManifests {
   // Build-step hashes play no part in scaling: a stand-in hasher spares reading the repository.
   const plan = planOf(s, (p) => `h:${p}`, stackName);
-  return renderScaling({ ...plan.renderInputs.scaling, refs });
+  const pricing = gpuPricing(estimateCost(costInput(s, plan, { stackName, region: "us-east-1", today: "2026-11-25" })));
+  return renderScaling({ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) });
 }
 
 /** The example stack of several models (test/stacks/models/Pulumi.seed-models.yaml), resolved and planned as the composition roots do. */
@@ -60,7 +66,29 @@ export function seedModelsPlan(stackName = "seed-models"): { models: ResolvedSta
   return { models, plan: buildStackPlan(models, stackName, (p) => `h:${p}`) };
 }
 
-/** The scaling objects of the example stack of several models: the first carries what they share. */
-export function renderSeedModelsScaling(): ScalingManifests[] {
-  return renderStackScalingOf(seedModelsPlan().plan.models.map((m) => m.plan.renderInputs.scaling));
+/**
+ * The scaling objects of the example stack of several models: the first carries what they share.
+ * `priced`: each model's GPU nodes priced as the roots price them (the stack's estimate in us-east-1).
+ */
+export function renderSeedModelsScaling(priced = false): ScalingManifests[] {
+  const { models, plan } = seedModelsPlan();
+  const first = models[0];
+  const firstPlan = plan.models[0]?.plan;
+  if (!first || !firstPlan) throw new Error("the example stack has no model");
+  const report = priced
+    ? estimateCost(
+        costInput(
+          first,
+          firstPlan,
+          { stackName: "seed-models", region: "us-east-1", today: "2026-11-25" },
+          { models, plan },
+        ),
+      )
+    : undefined;
+  return renderStackScalingOf(
+    plan.models.map((m) => {
+      const pricing = report ? gpuPricing(report, m.id) : undefined;
+      return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
+    }),
+  );
 }

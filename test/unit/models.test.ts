@@ -183,3 +183,28 @@ describe("the stack plan of several models", () => {
     expect(sp.gateway.workload.gpuInstanceTypes).toEqual(["g5.2xlarge", "g6.xlarge"]);
   });
 });
+
+describe("one gateway in front of several models", () => {
+  it("routes each model id to its own Triton Service, with its own limits and in-flight cap", () => {
+    const sp = buildStackPlan(resolved(seed()), "seed-models", hasher);
+    const routes = sp.gateway.workload.config.models.map((m) => [m.id, m.triton.grpc, m.maxOutputLen, m.maxInflight]);
+    expect(routes).toEqual([
+      ["h2ogpt-6-9b", "triton-h2ogpt-6-9b.triton.svc.cluster.local:8001", 512, 16],
+      ["kogpt-6b", "triton-kogpt-6b.triton.svc.cluster.local:8001", 256, 8],
+      // Autoscaled: two batches per pod of the floor (min 1).
+      ["codegen-2b-mono", "triton-codegen-2b-mono.triton.svc.cluster.local:8001", 512, 16],
+    ]);
+    expect(sp.gateway.workload.config.limits.maxInflight).toBe(40);
+  });
+
+  it("accepts a team scoped to any of the stack's models, and refuses one it does not serve", () => {
+    const raw = seed();
+    raw.serving = {
+      ...raw.serving,
+      consumers: { novelists: { models: ["kogpt-6b"] }, coders: { models: ["codegen-2b-mono"] } },
+    };
+    expect(keys(raw)).toEqual([]);
+    raw.serving = { ...raw.serving, consumers: { novelists: { models: ["gpt-j-6b"] } } };
+    expect(keys(raw)).toEqual(["triton-ft:serving.consumers.novelists.models"]);
+  });
+});

@@ -160,8 +160,23 @@ describe("alerts and dashboard", () => {
       "GPU utilisation",
       "GPU memory used",
       "Replicas and GPU nodes",
+      "$ per 1k generated tokens (live)",
+      "GPU $/hour by team (share of generated tokens)",
     ]);
     for (const p of d.panels) expect(p.type === "row" ? [] : p.targets).not.toHaveLength(0);
+  });
+
+  it("prices the live cost panels at the serving instance's table price: GPU-hours paid ÷ tokens served", () => {
+    const panels = scaled().dashboard.panels.flatMap((p) => (p.type === "row" ? [] : [p]));
+    const perToken = panels.find((p) => p.title === "$ per 1k generated tokens (live)");
+    // gptjAutoscaled serves on g5.2xlarge: the table's us-east-1 price, times the GPU nodes DCGM reports.
+    expect(perToken?.targets[0]?.expr).toMatch(
+      /^\(count\(count by \(Hostname\) \(DCGM_FI_DEV_GPU_UTIL\{namespace="[^"]+"\}\)\) \* 1\.212\) \/ clamp_min\(sum\(rate\(triton_ft_gateway_output_tokens_total\{[^}]+\}\[\d+s\]\)\) \* 3600, 1e-9\) \* 1000$/,
+    );
+    expect(perToken?.description).toContain("g5.2xlarge at $1.212/h");
+    const byTeam = panels.find((p) => p.title === "GPU $/hour by team (share of generated tokens)");
+    expect(byTeam?.targets[0]?.expr).toContain("sum by (consumer)");
+    expect(byTeam?.targets[0]?.legendFormat).toBe("{{consumer}}");
   });
 });
 
@@ -267,7 +282,7 @@ describe("synth files", () => {
       parseAllDocuments(plain["k8s/70-dcgm-exporter.yaml"] ?? "").map((d) => (d.toJS() as { kind: string }).kind),
     ).toEqual(["ConfigMap", "DaemonSet", "Service", "NetworkPolicy"]);
     const dash = JSON.parse(plain["dashboards/triton-gpt-j-6b.json"] ?? "{}") as { panels: unknown[] };
-    expect(dash.panels).toHaveLength(12);
+    expect(dash.panels).toHaveLength(14);
     // The plain scrape config covers the gateway too (its series carry the same namespace/service labels).
     const jobs = (
       parse(plain["prometheus/scrape-config.yaml"] ?? "") as { scrape_configs: Array<{ job_name: string }> }
@@ -404,6 +419,34 @@ describe("a stack of several models (test/stacks/models)", () => {
     // Unique panel ids, and no two panels on the same grid cell.
     expect(new Set(panels.map((p) => p.id)).size).toBe(panels.length);
     expect(new Set(panels.map((p) => `${p.gridPos.x},${p.gridPos.y}`)).size).toBe(panels.length);
+  });
+
+  it("prices each model's row at its own GPU nodes' price, over its own tokens", () => {
+    const [priced] = renderSeedModelsScaling(true);
+    const panels = priced?.dashboard.panels ?? [];
+    const rows = panels.flatMap((p, n) => (p.type === "row" ? [n] : []));
+    const prices = new Set<string>();
+    for (const [r, m] of models.entries()) {
+      const own = panels
+        .slice((rows[r] ?? 0) + 1, rows[r + 1] ?? panels.length)
+        .flatMap((p) => (p.type === "row" ? [] : [p]));
+      const cost = own.filter((p) => p.fieldConfig.defaults.unit === "currencyUSD");
+      expect(
+        cost.map((p) => p.title),
+        m.id,
+      ).toEqual(["$ per 1k generated tokens (live)", "GPU $/hour by team (share of generated tokens)"]);
+      for (const p of cost) for (const t of p.targets) onlyOwnSeries(t.expr, m);
+      // Its instance type's price: `(count(... its GPU nodes ...) * <price>)`.
+      const price = /\* ([0-9.]+)\)/.exec(cost[0]?.targets[0]?.expr ?? "")?.[1] ?? "";
+      expect(cost[0]?.description, m.id).toContain(`${m.instanceType} at $${price}/h`);
+      prices.add(`${m.instanceType} ${price}`);
+    }
+    // Two instance types, two prices.
+    expect(new Set([...prices].map((p) => p.split(" ")[1])).size).toBe(2);
+    // No stack-wide cost panel mixes the models' prices.
+    expect(
+      panels.slice(0, rows[0]).some((p) => p.type !== "row" && p.fieldConfig.defaults.unit === "currencyUSD"),
+    ).toBe(false);
   });
 
   it("fires alerts per model: one group each, on its own series and thresholds, labelled with the model", () => {

@@ -73,7 +73,7 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe("synth of a stack of several models", () => {
   it("writes each model under models/<id>/ and what the models share at the top", () => {
-    expect(fs.readdirSync(out).sort()).toEqual(["dashboards", "images", "k8s", "models", "plan.json"]);
+    expect(fs.readdirSync(out).sort()).toEqual(["cost.json", "dashboards", "images", "k8s", "models", "plan.json"]);
     expect(fs.readdirSync(path.join(out, "models")).sort()).toEqual([...IDS].sort());
     for (const id of IDS) {
       const dir = path.join(out, "models", id);
@@ -121,6 +121,12 @@ describe("synth of a stack of several models", () => {
     const kinds = (id: string) => objectsUnder(path.join(out, "models", id, "k8s")).map((o) => o.kind);
     expect(kinds("codegen-2b-mono")).toEqual(expect.arrayContaining(["ScaledObject", "NodePool", "EC2NodeClass"]));
     expect(kinds("h2ogpt-6-9b")).not.toContain("ScaledObject");
+  });
+
+  it("writes one cost estimate for the stack, every model in it, and none per model", () => {
+    const cost = JSON.parse(fs.readFileSync(path.join(out, "cost.json"), "utf8")) as { models: Array<{ id: string }> };
+    expect(cost.models.map((m) => m.id)).toEqual(IDS);
+    for (const id of IDS) expect(fs.existsSync(path.join(out, "models", id, "cost.json")), id).toBe(false);
   });
 
   it("writes plan.json with every model's plan, the builders and the SM list", () => {

@@ -10,6 +10,7 @@
  *              (never the prompt or the completion)
  *   drain      once closing (SIGTERM), new requests get 503 server_shutting_down
  *   auth       API keys on every path but the probes
+ *   models     `app.routeModel()`: the model a request names, among those its key may use
  *   limits     body size by Content-Length; `app.admit()` for generations
  */
 import { randomUUID } from "node:crypto";
@@ -21,7 +22,9 @@ import { auth } from "./plugins/auth";
 import { drain } from "./plugins/drain";
 import { errors } from "./plugins/errors";
 import { limits } from "./plugins/limits";
+import { models } from "./plugins/models";
 import { telemetry } from "./plugins/telemetry";
+import { ModelRouter } from "./models";
 import { kserveRoutes } from "./routes/kserve";
 import { openaiRoutes } from "./routes/openai";
 import { probeRoutes } from "./routes/probes";
@@ -30,14 +33,16 @@ import type { TritonClient } from "./triton";
 export interface GatewayDeps {
   config: GatewayConfig;
   keys: KeyRing;
-  triton: TritonClient;
+  /** One Triton client per served model, by model id (each model has its own Triton). */
+  tritons: ReadonlyMap<string, TritonClient>;
   metrics?: GatewayMetrics;
   /** Fastify logger options; false silences it (unit tests), a stream captures it. */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
 
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
-  const { config, keys, triton } = deps;
+  const { config, keys } = deps;
+  const router = new ModelRouter(config.models, deps.tritons);
   const metrics = deps.metrics ?? new GatewayMetrics();
   const app = Fastify({
     bodyLimit: config.limits.bodyBytes,
@@ -56,11 +61,12 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   void app.register(telemetry, { metrics });
   void app.register(drain);
   void app.register(auth, { keys });
-  void app.register(limits, { config, triton, metrics, keys });
+  void app.register(models, { router });
+  void app.register(limits, { config, metrics, keys });
 
   void app.register(openaiRoutes, { config });
-  void app.register(kserveRoutes, { config, triton });
-  void app.register(probeRoutes, { triton });
+  void app.register(kserveRoutes, { config });
+  void app.register(probeRoutes);
   return app;
 }
 

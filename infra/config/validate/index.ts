@@ -15,7 +15,7 @@ import { autoscalingPlanProblem } from "../../plan/scaling";
 import { touchesDropped } from "../issues";
 import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../schema";
 import type { GemmShape, ResolvedStack } from "../stack";
-import { checkAccess } from "./access";
+import { checkAccess, checkConsumerModels } from "./access";
 import { checkAutoscaling, checkCluster, checkNetwork, checkPlatform } from "./cluster";
 import {
   checkArchitecture,
@@ -115,6 +115,10 @@ export function resolveStack(
     const stack = resolveModelView(view, secrets, opts, mapped(add), mapped(warn), addName);
     if (stack) models.push(stack);
   }
+  // Teams' model scopes name the stack's models: every model id, so checked once for the stack.
+  const first = views[0];
+  const served = first?.id !== undefined ? views.map((v) => v.id ?? "") : models.map((m) => m.model.name);
+  if (first && served.length > 0) checkConsumerModels(first.config, served, add);
   if (problems.length > 0 || models.length === 0 || models.length !== views.length) return { problems, warnings };
   return { stack: models[0], models, problems, warnings };
 }

@@ -1,8 +1,8 @@
 /**
  * Admission: the declared body size, checked right after authentication and
  * before a byte is parsed, and `app.admit()` for the routes that generate:
- * per-key rate and concurrency, the gateway-wide in-flight cap, the request's
- * context, and release of all of it however the response ends.
+ * per-key rate and concurrency, the gateway-wide and the model's in-flight
+ * caps, the request's context, and release of all of it however the response ends.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
@@ -10,8 +10,8 @@ import { RequestContext } from "../context";
 import { tooLarge } from "../errors";
 import { Admission } from "../limits";
 import type { GatewayMetrics } from "../metrics";
+import type { ServedModel } from "../models";
 import { PUBLIC_PATHS, pathOf } from "../paths";
-import type { TritonClient } from "../triton";
 import type { KeyRing } from "../auth";
 import { AUTH_PLUGIN } from "./auth";
 import definePlugin from "fastify-plugin";
@@ -19,12 +19,19 @@ import definePlugin from "fastify-plugin";
 declare module "fastify" {
   interface FastifyInstance {
     /**
-     * Admit one generation of the authenticated consumer taking `slots`
-     * concurrency slots (one per prompt) and reserving `tokens` of its
+     * Admit one generation of the authenticated consumer for `model` taking
+     * `slots` concurrency slots (one per prompt) and reserving `tokens` of its
      * tokens/minute (reserveTokens), or throw the 429/503 to send. Everything
      * is released when the response closes, the tokens settled with the real usage.
      */
-    admit(request: FastifyRequest, reply: FastifyReply, route: string, slots: number, tokens: number): RequestContext;
+    admit(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      route: string,
+      model: ServedModel,
+      slots: number,
+      tokens: number,
+    ): RequestContext;
   }
 }
 
@@ -35,7 +42,6 @@ const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export interface LimitsOptions {
   config: GatewayConfig;
-  triton: TritonClient;
   metrics: GatewayMetrics;
   /** The teams' keys: the sum of their shares divides the in-flight cap. */
   keys: KeyRing;
@@ -71,12 +77,19 @@ function drain(request: FastifyRequest): Promise<void> {
 
 /** Shared with the parent (skip-override): the routes use `admit`, and the size check must run on every path. */
 export const limits = definePlugin<LimitsOptions>(
-  async (app, { config, triton, metrics, keys }) => {
+  async (app, { config, metrics, keys }) => {
     const admission = new Admission(config.limits.maxInflight, () => keys.totalShare);
 
     app.decorate(
       "admit",
-      (request: FastifyRequest, reply: FastifyReply, route: string, slots: number, tokens: number) => {
+      (
+        request: FastifyRequest,
+        reply: FastifyReply,
+        route: string,
+        model: ServedModel,
+        slots: number,
+        tokens: number,
+      ) => {
         const consumer = request.consumer as Consumer;
         const admitted = admission.admit(
           consumer.name,
@@ -88,15 +101,17 @@ export const limits = definePlugin<LimitsOptions>(
           },
           slots,
           tokens,
+          { id: model.config.id, maxInflight: model.config.maxInflight },
         );
-        metrics.inflight.inc({ consumer: consumer.name }, slots);
-        const ctx = new RequestContext(request.id, route, consumer, config, triton, metrics, request.log);
+        const labels = { consumer: consumer.name, model: model.config.id };
+        metrics.inflight.inc(labels, slots);
+        const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
         reply.raw.once("close", () => {
           if (!reply.raw.writableFinished) ctx.clientGone();
           ctx.close();
           // Without an outcome (a failure before the end) the reservation stands: Triton may have generated it all.
           admitted.release(ctx.outcome ? ctx.outcome.promptTokens + ctx.outcome.completionTokens : undefined);
-          metrics.inflight.dec({ consumer: consumer.name }, slots);
+          metrics.inflight.dec(labels, slots);
         });
         return ctx;
       },
