@@ -208,7 +208,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
           { parent: this, dependsOn: [r.rollout, ...this.trees] },
         ),
     );
-    if (this.args.stopBuilderWhenDone) {
+    // A further model on a shared builder leaves starting and stopping to the pipeline that owns the host.
+    if (this.args.stopBuilderWhenDone && !this.args.shared?.sameHost) {
       new aws.ec2transitgateway.InstanceState(
         `${this.name}-stopped`,
         { instanceId: this.args.instanceId, state: "stopped" },

@@ -11,6 +11,7 @@ import { stepConfigPath, type StepId } from "../../infra/plan/stepGraph";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 import { gpt2Config } from "../lib/fixtures";
 import { SEED_MODELS_STACK, stackFileConfig, toModelsForm } from "../lib/modelsForm";
+import { runProgram } from "../lib/pulumi";
 
 const hasher = repoPathHasher(REPO_ROOT);
 
@@ -206,5 +207,21 @@ describe("one gateway in front of several models", () => {
     expect(keys(raw)).toEqual([]);
     raw.serving = { ...raw.serving, consumers: { novelists: { models: ["gpt-j-6b"] } } };
     expect(keys(raw)).toEqual(["triton-ft:serving.consumers.novelists.models"]);
+  });
+});
+
+describe("the program of several models (mock runtime)", () => {
+  it("starts and stops each builder once, from the pipeline that owns it, after every bake on it", async () => {
+    const run = await runProgram(seed(), { stack: "seed-models" });
+    const states = run.byType("aws:ec2transitgateway/instanceState:InstanceState").map((r) => r.name);
+    // Two builders (A10G, L4): each one start and one stop; kogpt-6b shares the first and owns neither.
+    expect(states.sort()).toEqual(
+      ["build-codegen-2b-mono-running", "build-codegen-2b-mono-stopped", "build-running", "build-stopped"].sort(),
+    );
+    expect(run.byType("triton-ft:tritonService:TritonService").map((r) => r.name)).toEqual([
+      "triton",
+      "triton-kogpt-6b",
+      "triton-codegen-2b-mono",
+    ]);
   });
 });
