@@ -28,6 +28,8 @@ import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildPlan, type Plan } from "./plan";
+import { modelPlanFingerprint, modelPlanOf, serializeModelPlan } from "./promotion/modelPlan";
+import { promotedSide } from "./promotion/side";
 import { endpointAccess } from "./plan/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
@@ -44,14 +46,15 @@ export interface StackOutputs extends ContractOutputs {
 
 /** What the serving side takes from the build side. */
 interface BuildSide {
-  network: ClusterNetwork;
+  /** Absent for a promoted stack that creates no cluster (infra/promotion/side.ts). */
+  network?: ClusterNetwork;
   serverImage: pulumi.Output<string>;
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in README). */
   outputs: Record<string, pulumi.Input<unknown>>;
-  /** Tags the deployed images once the workloads rolled out (markDeployed). */
-  pipeline: BuildPipeline;
+  /** Tags the deployed images once the workloads rolled out (markDeployed); a promoted stack has none. */
+  pipeline?: BuildPipeline;
 }
 
 /** Network, ECR, the GPU builder and the remote build pipeline. */
@@ -131,20 +134,26 @@ function buildSide(
   };
 }
 
+/** Both build sides create the network a created cluster needs. */
+function withNetwork(network: ClusterNetwork | undefined): ClusterNetwork {
+  if (!network) throw new Error("unreachable: cluster mode create without a network");
+  return network;
+}
+
 /** The cluster argument of the configured mode. */
 function clusterSource(
   stack: ResolvedStack,
   plan: Plan,
   scaling: ScalingManifests,
   secrets: StackSecrets,
-  network: ClusterNetwork,
+  network: ClusterNetwork | undefined,
 ) {
   const c = stack.config.cluster;
   const source: ClusterArgs["cluster"] =
     c.mode === "create"
       ? {
           mode: "create",
-          network,
+          network: withNetwork(network),
           kubernetesVersion: c.kubernetesVersion,
           gpuInstanceType: plan.serving.instanceType,
           gpuNodes: plan.kubernetes.gpuNodes,
@@ -177,7 +186,12 @@ export function program(): StackOutputs {
   const stackName = pulumi.getStack();
   const plan = buildPlan(stack, stackName, repoPathHasher(REPO_ROOT));
   const tags = stackTags(PROJECT, stackName, stack);
-  const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
+  const modelPlan = modelPlanOf(plan, stack.config.serving.int8Mode);
+  // Promoted: the images another stack built, checked against this stack's model plan; nothing is built.
+  const promoteFrom = stack.config.build.promoteFrom;
+  const build: BuildSide = promoteFrom
+    ? promotedSide(stack, promoteFrom, modelPlan, tags)
+    : buildSide(stack, plan, secrets, namePrefix(stackName), tags);
   const scaling = renderScaling(plan.renderInputs.scaling);
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, plan, scaling, secrets, build.network),
@@ -194,6 +208,7 @@ export function program(): StackOutputs {
   const gateway = new GatewayService("gateway", {
     workload: plan.renderInputs.gateway,
     consumers: plan.gateway.consumers,
+    heldKeys: plan.gateway.heldKeys,
     teams: plan.gateway.teams,
     image: build.gatewayImage,
     provider: cluster.provider,
@@ -201,7 +216,7 @@ export function program(): StackOutputs {
     loadBalancerReady: cluster.loadBalancerReady,
   });
   // Tag what is deployed once its rollout succeeded, so ECR never expires the running images.
-  build.pipeline.markDeployed([
+  build.pipeline?.markDeployed([
     { id: "server", image: build.serverImage, rollout: triton.deploymentResource },
     { id: "gateway", image: build.gatewayImage, rollout: gateway.deployment },
   ]);
@@ -231,5 +246,7 @@ export function program(): StackOutputs {
     clusterName: cluster.clusterName,
     namespace: triton.namespace,
     kubeconfig: cluster.kubeconfig,
+    modelPlan: serializeModelPlan(modelPlan),
+    modelPlanFingerprint: modelPlanFingerprint(modelPlan),
   };
 }

@@ -43,6 +43,7 @@ import {
   checkVolumes,
 } from "./limits";
 import { resolveModel } from "./model";
+import { checkPromotion, isBuildOnlyKey, isPromoted } from "./promotion";
 import type { Add } from "./report";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
@@ -79,10 +80,18 @@ export function resolveStack(
     if (!touchesDropped(full, parsed.dropped)) warnings.push({ key: full, value, message, fix });
   };
 
+  // A promoted stack (build.promoteFrom) builds nothing: the rules about building are left out.
+  const promoted = isPromoted(config);
+  const forBuild =
+    (to: Add): Add =>
+    (key, value, message, fix) => {
+      if (!(promoted && isBuildOnlyKey(key))) to(key, value, message, fix);
+    };
   const model = resolveModel(config, add);
   const servingInstance = knownInstance(config.serving.instanceType, "serving.instanceType", add);
   const builderInstance = knownInstance(config.build.builderInstanceType, "build.builderInstanceType", add);
-  checkPlatform(config, opts.today ?? isoDate(new Date()), add, warn);
+  checkPlatform(config, opts.today ?? isoDate(new Date()), forBuild(add), forBuild(warn));
+  checkPromotion(raw, config, add);
   checkAccess(config, secrets, add);
   checkCluster(config, secrets, add);
   checkNetwork(config, add);
@@ -109,13 +118,13 @@ export function resolveStack(
     checkTensorParallel(config, model, servingInstance, add);
     checkInt8Mode(config, model, servingInstance, add);
     if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, add);
-    if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, add);
+    if (builderInstance && !promoted) checkBuilder(config, model, builderInstance, servingInstance, add);
     checkNodeDisk(config, model, add);
     // Reported under the stack name itself, which is not a config key.
     const addName: Add = (key, value, message, fix) => problems.push({ key, value, message, fix });
     if (opts.stackName !== undefined) checkNames(opts.stackName, model.name, addName, add);
   }
-  if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, add);
+  if (servingInstance && builderInstance && !promoted) checkSameGpu(servingInstance, builderInstance, add);
   if (servingInstance) checkCapacity(config, servingInstance, warn);
 
   if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems, warnings };
