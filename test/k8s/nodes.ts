@@ -48,7 +48,10 @@ export interface NodeGroupSpec {
   gpu: boolean;
 }
 
-export function nodeGroupsFor(stack: RenderedStack): NodeGroupSpec[] {
+/** What the fake nodes of a stack are made from (a synth-rendered stack, or the engine suite's plan). */
+export type NodeSource = Pick<RenderedStack, "name" | "servingInstanceType" | "kubernetes" | "region" | "availabilityZones">;
+
+export function nodeGroupsFor(stack: NodeSource): NodeGroupSpec[] {
   return [
     { group: `${stack.name}-system`, instanceType: SYSTEM_NODES.instanceType, count: SYSTEM_NODES.count, gpu: false },
     {
@@ -60,7 +63,7 @@ export function nodeGroupsFor(stack: RenderedStack): NodeGroupSpec[] {
   ];
 }
 
-export function nodesFor(stack: RenderedStack): K8sObject[] {
+export function nodesFor(stack: NodeSource): K8sObject[] {
   const zones = Array.from({ length: Math.max(1, stack.availabilityZones) }, (_, i) => `${stack.region}${"abcdef"[i]}`);
   const nodes: K8sObject[] = [];
   for (const g of nodeGroupsFor(stack)) {
