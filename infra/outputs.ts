@@ -87,7 +87,8 @@ export const STACK_OUTPUT_CONTRACT = {
   modelPlanFingerprint: {
     type: "string",
     secret: false,
-    description: "`sha256:<64 hex>` of `modelPlan`: two stacks serve the same build only if their fingerprints are equal.",
+    description:
+      "`sha256:<64 hex>` of `modelPlan`: two stacks serve the same build only if their fingerprints are equal.",
   },
 } as const satisfies Record<string, OutputSpec>;
 

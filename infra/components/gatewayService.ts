@@ -79,7 +79,9 @@ export class GatewayService extends pulumi.ComponentResource {
       return { entry, key, hashes: key.apply((k) => [sha256Hex(k)]) };
     });
     this.apiKeys = pulumi.secret(
-      pulumi.all(keys.map((k) => k.key)).apply((values) => Object.fromEntries(keys.map((k, i) => [k.entry, values[i]]))),
+      pulumi
+        .all(keys.map((k) => k.key))
+        .apply((values) => Object.fromEntries(keys.map((k, i) => [k.entry, values[i]]))),
     );
     // `team:v2` is a second key of `team` (a rotation in progress): one consumer, several hashes.
     const keysJson = pulumi.secret(

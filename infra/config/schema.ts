@@ -117,7 +117,9 @@ export const promoteFromSchema = z
     stackReference: z
       .string()
       .min(1)
-      .describe("<org>/<project>/<stack> of the stack that built the images (its serverImage, gatewayImage, modelPlan outputs)."),
+      .describe(
+        "<org>/<project>/<stack> of the stack that built the images (its serverImage, gatewayImage, modelPlan outputs).",
+      ),
   })
   .strict();
 
@@ -221,7 +223,7 @@ export const consumerSettingsSchema = teamLimitsSchema
           .string()
           .regex(
             KEY_SHA256,
-            "is not a SHA-256 in hex: 64 lower-case hex digits, as `printf %s \"$KEY\" | sha256sum` prints them",
+            'is not a SHA-256 in hex: 64 lower-case hex digits, as `printf %s "$KEY" | sha256sum` prints them',
           ),
       )
       .min(1)

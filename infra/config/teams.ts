@@ -25,8 +25,7 @@ export function consumerEntries(consumers: Consumers): string[] {
  */
 /** An entry's limits alone: its settings without the held key's hashes. */
 function limitsOf(settings: ConsumerSettings): TeamLimits {
-  const { keySha256: _held, ...limits } = settings;
-  return limits;
+  return Object.fromEntries(Object.entries(settings).filter(([k]) => k !== "keySha256")) as TeamLimits;
 }
 
 export function teamLimits(consumers: Consumers): Record<string, TeamLimits> {

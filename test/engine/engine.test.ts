@@ -134,7 +134,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const f of logs) if (fs.existsSync(f)) process.stderr.write(`--- ${path.basename(f)} (tail)\n${fs.readFileSync(f, "utf8").slice(-4000)}\n`);
+  for (const f of logs)
+    if (fs.existsSync(f))
+      process.stderr.write(`--- ${path.basename(f)} (tail)\n${fs.readFileSync(f, "utf8").slice(-4000)}\n`);
 });
 
 describe("a promoted kubeconfig-mode stack under the real engine", () => {
@@ -216,7 +218,10 @@ describe("a promoted kubeconfig-mode stack under the real engine", () => {
     const rec = stepRecorder();
     await stack.preview({ onEvent: rec.onEvent, onOutput: logTo("preview-3") });
     const changed = notSame(rec.steps);
-    expect(changed.filter((s) => REPLACING_OPS.includes(s.op)), summary(changed)).toEqual([]);
+    expect(
+      changed.filter((s) => REPLACING_OPS.includes(s.op)),
+      summary(changed),
+    ).toEqual([]);
     expect(changed.filter((s) => s.op === "update").map((s) => s.name)).toEqual(
       expect.arrayContaining([
         `kubernetes:apps/v1:Deployment::triton-deployment`,
@@ -243,8 +248,14 @@ describe("a promoted kubeconfig-mode stack under the real engine", () => {
       const seen = await watch.stop();
       const changed = notSame(rec.steps);
       expect(up.summary.result, label).toBe("succeeded");
-      expect(changed.filter((s) => REPLACING_OPS.includes(s.op)), `${label}:\n${summary(changed)}`).toEqual([]);
-      expect(changed.map((s) => s.name), label).toContain("kubernetes:core/v1:Secret::gateway-keys");
+      expect(
+        changed.filter((s) => REPLACING_OPS.includes(s.op)),
+        `${label}:\n${summary(changed)}`,
+      ).toEqual([]);
+      expect(
+        changed.map((s) => s.name),
+        label,
+      ).toContain("kubernetes:core/v1:Secret::gateway-keys");
       expect(seen.samples, label).toBeGreaterThan(0);
       expect(seen.min, `${label}: lowest available gateway replicas during the update`).toBeGreaterThanOrEqual(1);
     }

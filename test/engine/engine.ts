@@ -72,7 +72,11 @@ export async function engineStack(engine: Engine, stackName: string, program: Pu
 }
 
 /** Sets the stack's `triton-ft:` config to exactly `raw` (objects as JSON) plus the secrets, removing any other key. */
-export async function setStackConfig(stack: Stack, raw: RawConfig, secrets: Record<string, string> = {}): Promise<void> {
+export async function setStackConfig(
+  stack: Stack,
+  raw: RawConfig,
+  secrets: Record<string, string> = {},
+): Promise<void> {
   const want: ConfigMap = {};
   for (const [k, v] of Object.entries(raw)) want[`${PROJECT}:${k}`] = { value: JSON.stringify(v) };
   for (const [k, v] of Object.entries(secrets)) want[`${PROJECT}:${k}`] = { value: v, secret: true };

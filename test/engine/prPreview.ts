@@ -46,7 +46,9 @@ async function main(argv: string[]): Promise<number> {
   const sections: string[] = [];
   let failed = 0;
   try {
-    const version = execFileSync(path.join(k8sBin, "kube-apiserver"), ["--version"], { encoding: "utf8" }).split(" ")[1];
+    const version = execFileSync(path.join(k8sBin, "kube-apiserver"), ["--version"], { encoding: "utf8" }).split(
+      " ",
+    )[1];
     await cluster.up((version ?? "unknown").trim());
     const kubeconfig = fs.readFileSync(cluster.kubeconfig, "utf8");
     const engine = await startEngine(path.join(dir, "engine"));
@@ -60,7 +62,11 @@ async function main(argv: string[]): Promise<number> {
       const text: string[] = [];
       let ok = true;
       try {
-        await stack.preview({ diff: true, policyPacks: [path.join(REPO_ROOT, "policy")], onOutput: (s) => text.push(s) });
+        await stack.preview({
+          diff: true,
+          policyPacks: [path.join(REPO_ROOT, "policy")],
+          onOutput: (s) => text.push(s),
+        });
       } catch (err) {
         ok = false;
         failed++;

@@ -49,7 +49,10 @@ export interface NodeGroupSpec {
 }
 
 /** What the fake nodes of a stack are made from (a synth-rendered stack, or the engine suite's plan). */
-export type NodeSource = Pick<RenderedStack, "name" | "servingInstanceType" | "kubernetes" | "region" | "availabilityZones">;
+export type NodeSource = Pick<
+  RenderedStack,
+  "name" | "servingInstanceType" | "kubernetes" | "region" | "availabilityZones"
+>;
 
 export function nodeGroupsFor(stack: NodeSource): NodeGroupSpec[] {
   return [

@@ -147,19 +147,20 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
     nodeGroup: { nodeGroupName: name, arn: arn("eks", `nodegroup/${name}`) },
   }),
   // Another stack's outputs: one a test registered (REFERENCED_STACKS), else an existing-cluster stack's.
-  "pulumi:pulumi:StackReference": (_name, i) => REFERENCED_STACKS.get(String(i.name)) ?? {
-    name: i.name,
-    outputs: {
-      kubeconfig: {
-        apiVersion: "v1",
-        clusters: [{ name: "shared", cluster: { server: "https://shared.example" } }],
-        contexts: [{ name: "shared", context: { cluster: `arn:aws:eks:${REGION}:${ACCOUNT}:cluster/shared-gpu` } }],
-        "current-context": "shared",
+  "pulumi:pulumi:StackReference": (_name, i) =>
+    REFERENCED_STACKS.get(String(i.name)) ?? {
+      name: i.name,
+      outputs: {
+        kubeconfig: {
+          apiVersion: "v1",
+          clusters: [{ name: "shared", cluster: { server: "https://shared.example" } }],
+          contexts: [{ name: "shared", context: { cluster: `arn:aws:eks:${REGION}:${ACCOUNT}:cluster/shared-gpu` } }],
+          "current-context": "shared",
+        },
+        clusterName: "shared-gpu",
       },
-      clusterName: "shared-gpu",
+      secretOutputNames: ["kubeconfig"],
     },
-    secretOutputNames: ["kubeconfig"],
-  },
   "kubernetes:core/v1:Service": (name, i) => ({
     ...i,
     status: {
