@@ -22,6 +22,7 @@ import { workloadName } from "../../infra/render/tritonManifests";
 import { Kube, until } from "../k8s/kube";
 import { nodeDaemonSet, nodesFor } from "../k8s/nodes";
 import {
+  POLICY_PACK,
   REPLACING_OPS,
   availabilityWatch,
   engineStack,
@@ -39,7 +40,6 @@ const info = inject("k8s");
 const kube = new Kube(info.binDir, info.kubeconfig);
 const KUBECONFIG = fs.readFileSync(info.kubeconfig, "utf8");
 const TOKEN = /token: (\S+)/.exec(KUBECONFIG)?.[1] ?? "";
-const POLICY_PACK = path.resolve(__dirname, "../../policy");
 
 /** The stack under test: promoted from "staging", which stands for the stack that built the images. */
 const STACK = "prod";

@@ -23,6 +23,9 @@ import { PROJECT, type RawConfig } from "./stacks";
 
 export const PASSPHRASE = "engine-suite-passphrase";
 
+/** What `--policy-pack` names: policy/ as an executable analyzer (no Node.js language host here). */
+export const POLICY_PACK = path.join(__dirname, "bin", "policy-pack");
+
 export interface Engine {
   binDir: string;
   /** Work, state and PULUMI_HOME live here; removed by the suite. */
@@ -45,12 +48,12 @@ export async function startEngine(dir: string): Promise<Engine> {
     PULUMI_HOME: home,
     PULUMI_BACKEND_URL: `file://${stateDir}`,
     PULUMI_CONFIG_PASSPHRASE: PASSPHRASE,
-    // Nothing is downloaded: the Kubernetes provider and the policy analyzer come from PATH.
+    // Nothing is downloaded: the Kubernetes provider comes from PATH (the built binaries).
     PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: "true",
     PULUMI_SKIP_UPDATE_CHECK: "true",
     PULUMI_SKIP_CONFIRMATIONS: "true",
     PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: "true",
-    PATH: [binDir, path.join(__dirname, "bin"), path.dirname(process.execPath), process.env.PATH ?? ""].join(":"),
+    PATH: [binDir, path.dirname(process.execPath), process.env.PATH ?? ""].join(":"),
   };
   return { binDir, dir, stateDir, command, env };
 }

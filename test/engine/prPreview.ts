@@ -17,7 +17,7 @@ import * as path from "node:path";
 import { program } from "../../infra/program";
 import { REPO_ROOT } from "../../infra/repoFiles";
 import { LocalCluster } from "../k8s/cluster";
-import { engineStack, setStackConfig, startEngine } from "./engine";
+import { POLICY_PACK, engineStack, setStackConfig, startEngine } from "./engine";
 import { buildOutputs, committedConfig, promotedForm } from "./stacks";
 
 function arg(argv: string[], name: string): string {
@@ -64,7 +64,7 @@ async function main(argv: string[]): Promise<number> {
       try {
         await stack.preview({
           diff: true,
-          policyPacks: [path.join(REPO_ROOT, "policy")],
+          policyPacks: [POLICY_PACK],
           onOutput: (s) => text.push(s),
         });
       } catch (err) {
