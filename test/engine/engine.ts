@@ -98,7 +98,11 @@ export interface StepRecord {
   diffs: string[];
 }
 
-/** The steps of an operation, from the engine's own events (resourcePreEvent). */
+/**
+ * The steps of an operation, from the engine's own events (resourcePreEvent), one per resource:
+ * the root stack's step is announced twice in a preview (its diagnostics re-announce it), the
+ * later event wins.
+ */
 export function stepRecorder(): { steps: StepRecord[]; onEvent: (e: EngineEvent) => void } {
   const steps: StepRecord[] = [];
   return {
@@ -107,7 +111,10 @@ export function stepRecorder(): { steps: StepRecord[]; onEvent: (e: EngineEvent)
       const m = e.resourcePreEvent?.metadata;
       if (!m) return;
       const name = m.urn.split("::").at(-1) ?? m.urn;
-      steps.push({ op: m.op, urn: m.urn, type: m.type, name: `${m.type}::${name}`, diffs: m.diffs ?? [] });
+      const step = { op: m.op, urn: m.urn, type: m.type, name: `${m.type}::${name}`, diffs: m.diffs ?? [] };
+      const i = steps.findIndex((s) => s.urn === m.urn);
+      if (i >= 0) steps[i] = step;
+      else steps.push(step);
     },
   };
 }

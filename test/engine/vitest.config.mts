@@ -13,6 +13,9 @@ export default defineConfig({
     hookTimeout: 600_000,
     // One cluster and one stack whose scenarios follow each other.
     fileParallelism: false,
+    // Each scenario starts from the state the one before left: after a failure the rest would
+    // only fail for that reason (or wait out the provider's timeouts), so the run stops there.
+    bail: 1,
     sequence: { concurrent: false },
   },
 });
