@@ -132,7 +132,15 @@ export class Cluster extends pulumi.ComponentResource {
     } else {
       throw new pulumi.ResourceError("unreachable: cluster mode create without its parts", this);
     }
-    this.provider = new k8s.Provider(`${name}-k8s`, { kubeconfig: this.kubeconfig }, { parent: this });
+    // ConfigMaps updated in place: by default the provider replaces a ConfigMap whose data changes,
+    // and the gateway's is explicitly named, so its create-before-delete replacement fails (found by
+    // the engine suite's serving-change scenario). The gateway pods roll on a change anyway (the
+    // config checksum in their template). A provider input change, not a replacement of the provider.
+    this.provider = new k8s.Provider(
+      `${name}-k8s`,
+      { kubeconfig: this.kubeconfig, enableConfigMapMutable: true },
+      { parent: this },
+    );
     if (created && c.mode === "create") {
       const devicePlugin = this.installDevicePlugin(name, created);
       const lbController = this.installLoadBalancerController(name, created);
