@@ -335,6 +335,32 @@ describe("a promoted kubeconfig-mode stack under the real engine", () => {
     await publisher.workspace.removeStack(buildStack);
   });
 
+  it("a stack deployed before the provider updated ConfigMaps and Secrets in place takes the change without a replacement", async () => {
+    // The provider as earlier versions of the program configured it: no mutable flags.
+    const earlier = await engineStack(engine, STACK, async () => {
+      pulumi.runtime.registerResourceTransform((args) => {
+        if (args.type !== "pulumi:providers:kubernetes") return undefined;
+        const props = { ...args.props };
+        delete props.enableConfigMapMutable;
+        delete props.enableSecretMutable;
+        return { props, opts: args.opts };
+      });
+      return program();
+    });
+    const before = stepRecorder();
+    await earlier.up({ onEvent: before.onEvent, onOutput: logTo("up-earlier-provider") });
+    expect(notSame(before.steps).map((s) => `${s.op} ${s.name}`)).toEqual([
+      "update pulumi:providers:kubernetes::cluster-k8s",
+    ]);
+    const rec = stepRecorder();
+    await stack.preview({ onEvent: rec.onEvent, onOutput: logTo("preview-provider-flags") });
+    expect(notSame(rec.steps).map((s) => `${s.op} ${s.name}`)).toEqual([
+      "update pulumi:providers:kubernetes::cluster-k8s",
+    ]);
+    const up = await stack.up({ onOutput: logTo("up-provider-flags") });
+    expect(up.summary.resourceChanges?.replace ?? 0).toBe(0);
+  });
+
   it("destroy leaves nothing of the stack on the API server", async () => {
     const objects = k8sObjectsInState(stateFile(engine, STACK));
     const destroy = await stack.destroy({ onOutput: logTo("destroy") });
