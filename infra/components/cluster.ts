@@ -132,13 +132,16 @@ export class Cluster extends pulumi.ComponentResource {
     } else {
       throw new pulumi.ResourceError("unreachable: cluster mode create without its parts", this);
     }
-    // ConfigMaps updated in place: by default the provider replaces a ConfigMap whose data changes,
-    // and the gateway's is explicitly named, so its create-before-delete replacement fails (found by
-    // the engine suite's serving-change scenario). The gateway pods roll on a change anyway (the
-    // config checksum in their template). A provider input change, not a replacement of the provider.
+    // ConfigMaps and Secrets updated in place. By default the provider replaces one whose data
+    // changes, and ours are explicitly named, so the replacement deletes the object before creating
+    // it again: the gateway's config (a serving change) or its keys (a key rotation) would be gone
+    // for a moment, and a pod starting then could not mount them. Found by the engine suite's
+    // serving-change and key-rotation scenarios. The gateway pods roll on a change anyway (the
+    // checksum of both in their template). For a deployed stack this is an update of the
+    // provider's inputs, not a replacement of it or of anything it manages (engine suite).
     this.provider = new k8s.Provider(
       `${name}-k8s`,
-      { kubeconfig: this.kubeconfig, enableConfigMapMutable: true },
+      { kubeconfig: this.kubeconfig, enableConfigMapMutable: true, enableSecretMutable: true },
       { parent: this },
     );
     if (created && c.mode === "create") {
