@@ -13,7 +13,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { EXTERNAL_KEY } from "../../infra/components/gatewayService";
 import { STACK_OUTPUT_CONTRACT } from "../../infra/outputs";
 import { program } from "../../infra/program";
@@ -133,7 +133,16 @@ beforeAll(async () => {
   await setStackConfig(stack, config([KEY_1]), { kubeconfig: KUBECONFIG });
 });
 
-afterAll(async () => {
+let failed = false;
+beforeEach((ctx) => {
+  ctx.onTestFailed(() => {
+    failed = true;
+  });
+});
+
+/** After a failure, the tail of the engine's own output of each operation, to read beside the assertion. */
+afterAll(() => {
+  if (!failed) return;
   for (const f of logs)
     if (fs.existsSync(f))
       process.stderr.write(`--- ${path.basename(f)} (tail)\n${fs.readFileSync(f, "utf8").slice(-4000)}\n`);
