@@ -84,6 +84,18 @@ export const STACK_OUTPUT_CONTRACT = {
     description:
       "Kubeconfig (JSON or YAML) of the cluster; in create mode the new cluster's, using `aws eks get-token`.",
   },
+  modelPlan: {
+    type: "string",
+    secret: false,
+    description:
+      "The model plan the served image is built for, as canonical JSON: model, family, source, architecture, tensorParallel, the limits (maxBatchSize, maxInputLen, maxOutputLen), streaming, int8Mode, the gpt_gemm shape, GPU model, SM list, Triton release. A stack promoted from this one (`build.promoteFrom`) must plan the same (docs/delivery.md, Promotion).",
+  },
+  modelPlanFingerprint: {
+    type: "string",
+    secret: false,
+    description:
+      "`sha256:<64 hex>` of `modelPlan`: two stacks serve the same build only if their fingerprints are equal.",
+  },
 } as const satisfies Record<string, OutputSpec>;
 
 export type ContractOutputName = keyof typeof STACK_OUTPUT_CONTRACT;

@@ -16,6 +16,7 @@ import { BUILDER_SSH_USER } from "./cloud/builderHost";
 import { Builder } from "./components/builder";
 import { BuildPipeline } from "./components/buildPipeline";
 import { Cluster, type ClusterArgs, type ClusterNetwork } from "./components/cluster";
+import { forceApply } from "./components/forceApply";
 import { Network } from "./components/network";
 import { Registry } from "./components/registry";
 import { GatewayService } from "./components/gatewayService";
@@ -28,6 +29,8 @@ import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildStackPlan, modelResourceName, type ModelPlanEntry, type StackPlan } from "./plan/stack";
+import { modelPlanFingerprint, modelPlanOf, serializeModelPlan } from "./promotion/modelPlan";
+import { promotedSide, type PromotedSide } from "./promotion/side";
 import { endpointAccess } from "./plan/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
@@ -48,14 +51,15 @@ export interface StackOutputs extends ContractOutputs {
 
 /** What the serving side takes from the build side. */
 interface BuildSide {
-  network: ClusterNetwork;
+  /** Absent for a promoted stack that creates no cluster (infra/promotion/side.ts). */
+  network?: ClusterNetwork;
   /** Per model, in the stack plan's order. */
   serverImages: pulumi.Output<string>[];
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in docs/outputs.md). */
   outputs: Record<string, pulumi.Input<unknown>>;
-  /** Per model: the pipeline that baked it. */
+  /** Per model: the pipeline that baked it; none for a promoted stack. */
   pipelines: BuildPipeline[];
 }
 
@@ -185,6 +189,24 @@ function first<T>(items: readonly T[]): T {
   return item;
 }
 
+/** A promoted stack's images as the serving side takes them (one model: validation refuses promoting several). */
+function fromPromoted(side: PromotedSide): BuildSide {
+  return {
+    ...(side.network ? { network: side.network } : {}),
+    serverImages: [side.serverImage],
+    tritonWithFtImage: side.tritonWithFtImage,
+    gatewayImage: side.gatewayImage,
+    outputs: side.outputs,
+    pipelines: [],
+  };
+}
+
+/** Both build sides create the network a created cluster needs. */
+function withNetwork(network: ClusterNetwork | undefined): ClusterNetwork {
+  if (!network) throw new Error("unreachable: cluster mode create without a network");
+  return network;
+}
+
 /** The cluster argument of the configured mode. */
 function clusterSource(
   stack: ResolvedStack,
@@ -192,7 +214,7 @@ function clusterSource(
   scaling: ScalingManifests[],
   models: readonly ResolvedStack[],
   secrets: StackSecrets,
-  network: ClusterNetwork,
+  network: ClusterNetwork | undefined,
 ) {
   const c = stack.config.cluster;
   const plan = first(sp.models).plan;
@@ -203,7 +225,7 @@ function clusterSource(
     c.mode === "create"
       ? {
           mode: "create",
-          network,
+          network: withNetwork(network),
           kubernetesVersion: c.kubernetesVersion,
           gpuInstanceType: plan.serving.instanceType,
           gpuNodes: plan.kubernetes.gpuNodes,
@@ -255,6 +277,8 @@ function clusterSource(
 
 export function program(): StackOutputs {
   const { stack, models, secrets } = loadStack();
+  // Every Kubernetes object's fields are the stack's, also after a hand edit (components/forceApply.ts).
+  pulumi.runtime.registerResourceTransform(forceApply);
   const stackName = pulumi.getStack();
   const sp = buildStackPlan(models, stackName, repoPathHasher(REPO_ROOT));
   const plan = first(sp.models).plan;
@@ -265,7 +289,12 @@ export function program(): StackOutputs {
   );
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const tags = stackTags(PROJECT, stackName, stack);
-  const build = buildSide(models, sp, secrets, namePrefix(stackName), tags);
+  const modelPlan = modelPlanOf(plan, stack.config.serving.int8Mode);
+  // Promoted: the images another stack built, checked against this stack's model plan; nothing is built.
+  const promoteFrom = stack.config.build.promoteFrom;
+  const build: BuildSide = promoteFrom
+    ? fromPromoted(promotedSide(stack, promoteFrom, modelPlan, tags))
+    : buildSide(models, sp, secrets, namePrefix(stackName), tags);
   // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model;
   // each model's row prices its own GPU nodes as the estimate does.
   const scaling = renderStackScaling(
@@ -299,6 +328,7 @@ export function program(): StackOutputs {
   const gateway = new GatewayService("gateway", {
     workload: sp.gateway.workload,
     consumers: sp.gateway.plan.consumers,
+    heldKeys: sp.gateway.plan.heldKeys,
     teams: sp.gateway.plan.teams,
     image: build.gatewayImage,
     provider: cluster.provider,
@@ -372,5 +402,7 @@ export function program(): StackOutputs {
     clusterName: cluster.clusterName,
     namespace: triton.namespace,
     kubeconfig: cluster.kubeconfig,
+    modelPlan: serializeModelPlan(modelPlan),
+    modelPlanFingerprint: modelPlanFingerprint(modelPlan),
   };
 }

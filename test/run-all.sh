@@ -22,6 +22,7 @@ suites=(
   "security|bash test/security/run.sh"
   "ssh|bash test/ssh/run.sh"
   "k8s|bash test/k8s/run.sh"
+  "engine|bash test/engine/run.sh"
 )
 only=${TEST_SUITES:-}
 

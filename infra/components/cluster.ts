@@ -152,7 +152,18 @@ export class Cluster extends pulumi.ComponentResource {
     } else {
       throw new pulumi.ResourceError("unreachable: cluster mode create without its parts", this);
     }
-    this.provider = new k8s.Provider(`${name}-k8s`, { kubeconfig: this.kubeconfig }, { parent: this });
+    // ConfigMaps and Secrets updated in place. By default the provider replaces one whose data
+    // changes, and ours are explicitly named, so the replacement deletes the object before creating
+    // it again: the gateway's config (a serving change) or its keys (a key rotation) would be gone
+    // for a moment, and a pod starting then could not mount them. Found by the engine suite's
+    // serving-change and key-rotation scenarios. The gateway pods roll on a change anyway (the
+    // checksum of both in their template). For a deployed stack this is an update of the
+    // provider's inputs, not a replacement of it or of anything it manages (engine suite).
+    this.provider = new k8s.Provider(
+      `${name}-k8s`,
+      { kubeconfig: this.kubeconfig, enableConfigMapMutable: true, enableSecretMutable: true },
+      { parent: this },
+    );
     if (created && c.mode === "create") {
       const devicePlugin = this.installDevicePlugin(name, created);
       const lbController = this.installLoadBalancerController(name, created);

@@ -1,7 +1,8 @@
 /**
  * The gateway as Kubernetes resources: API keys per consumer (generated with
- * @pulumi/random, kept only as secret outputs), their SHA-256 hashes in a
- * Secret the gateway reads, its config, Deployment, the NLB Service (the only
+ * @pulumi/random, kept only as secret outputs; or held by the team, which
+ * gives only the SHA-256, so the key never enters Pulumi state), their SHA-256
+ * hashes in a Secret the gateway reads, its config, Deployment, the NLB Service (the only
  * thing behind the load balancer), metrics Service, PDB, and the namespace's
  * NetworkPolicies (render/gatewayManifests.ts).
  *
@@ -22,6 +23,8 @@ export interface GatewayServiceArgs {
   readonly workload: GatewayWorkloadInput;
   /** Teams that call the endpoint (serving.consumers): each gets a generated API key, stored only as a hash in the cluster. */
   readonly consumers: readonly string[];
+  /** Entries whose team holds the key (keySha256): their hashes, used as given; no key is generated for them. */
+  readonly heldKeys?: Readonly<Record<string, readonly string[]>>;
   /** Each team's own limits (serving.consumers' map form), written beside its key hashes. */
   readonly teams?: Readonly<Record<string, TeamLimitsFile>>;
   /** Gateway image by digest, from the build pipeline. */
@@ -38,6 +41,8 @@ export interface GatewayServiceArgs {
 export const API_KEY_PREFIX = "tft-";
 /** 48 random characters from [A-Za-z0-9]: about 285 bits. */
 export const API_KEY_RANDOM_LENGTH = 48;
+/** apiKeys.<entry> of a team that holds its own key: the stack has only the key's SHA-256. */
+export const EXTERNAL_KEY = "external";
 /** The synth placeholder passes the renderer's image check; pulumi up always renders the real digest. */
 const PLACEHOLDER_IMAGE = "gateway:synth";
 
@@ -60,22 +65,29 @@ export class GatewayService extends pulumi.ComponentResource {
     const w = args.workload;
 
     // A key is replaced only when its resource is (rotation: docs/consuming.md "API keys").
-    const keys = args.consumers.map((team) => {
+    // A held key (keySha256) has no resource: its hashes are all the stack ever sees.
+    const held = args.heldKeys ?? {};
+    const keys = args.consumers.map((entry) => {
+      const hashes = held[entry];
+      if (hashes) return { entry, key: pulumi.output(EXTERNAL_KEY), hashes: pulumi.output([...hashes]) };
       const password = new random.RandomPassword(
-        `${name}-key-${team.replace(":", "-")}`,
+        `${name}-key-${entry.replace(":", "-")}`,
         { length: API_KEY_RANDOM_LENGTH, special: false },
         { parent: this },
       );
-      return { team, key: pulumi.secret(pulumi.interpolate`${API_KEY_PREFIX}${password.result}`) };
+      const key = pulumi.secret(pulumi.interpolate`${API_KEY_PREFIX}${password.result}`);
+      return { entry, key, hashes: key.apply((k) => [sha256Hex(k)]) };
     });
     this.apiKeys = pulumi.secret(
-      pulumi.all(keys.map((k) => k.key)).apply((values) => Object.fromEntries(keys.map((k, i) => [k.team, values[i]]))),
+      pulumi
+        .all(keys.map((k) => k.key))
+        .apply((values) => Object.fromEntries(keys.map((k, i) => [k.entry, values[i]]))),
     );
     // `team:v2` is a second key of `team` (a rotation in progress): one consumer, several hashes.
     const keysJson = pulumi.secret(
-      pulumi.all(keys.map((k) => k.key)).apply((values) =>
+      pulumi.all(keys.map((k) => k.hashes)).apply((hashes) =>
         renderKeysFile(
-          keys.map((k, i) => ({ entry: k.team, keySha256: sha256Hex(values[i]) })),
+          keys.flatMap((k, i) => (hashes[i] ?? []).map((keySha256) => ({ entry: k.entry, keySha256 }))),
           args.teams,
         ),
       ),

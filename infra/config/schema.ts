@@ -111,6 +111,18 @@ export const modelSchema = z
   })
   .strict();
 
+/** build.promoteFrom: the stack whose images this one serves instead of building (infra/promotion/). */
+export const promoteFromSchema = z
+  .object({
+    stackReference: z
+      .string()
+      .min(1)
+      .describe(
+        "<org>/<project>/<stack> of the stack that built the images (its serverImage, gatewayImage, modelPlan outputs).",
+      ),
+  })
+  .strict();
+
 export const buildSchema = z
   .object({
     tritonVersion: z
@@ -157,6 +169,11 @@ export const buildSchema = z
       .boolean()
       .default(false)
       .describe("Stop the builder instance after the server image is baked, so an idle GPU host costs nothing."),
+    promoteFrom: promoteFromSchema
+      .optional()
+      .describe(
+        "{stackReference}: build nothing; serve the images (by digest) that the named stack built, after checking its model plan equals this stack's (docs/delivery.md, Promotion). Only build.tritonVersion may be set beside it.",
+      ),
   })
   .strict();
 
@@ -200,6 +217,33 @@ export const teamLimitsSchema = z
   })
   .strict();
 export type TeamLimits = z.infer<typeof teamLimitsSchema>;
+
+/** The SHA-256 of a key, as `sha256sum` prints it: 64 lower-case hex digits. */
+export const KEY_SHA256 = /^[0-9a-f]{64}$/;
+
+/**
+ * A map entry of serving.consumers: the team's limits and, for a team that
+ * holds its own key, that key's SHA-256 (the key itself never enters the stack).
+ */
+export const consumerSettingsSchema = teamLimitsSchema
+  .extend({
+    keySha256: z
+      .array(
+        z
+          .string()
+          .regex(
+            KEY_SHA256,
+            'is not a SHA-256 in hex: 64 lower-case hex digits, as `printf %s "$KEY" | sha256sum` prints them',
+          ),
+      )
+      .min(1)
+      .optional()
+      .describe(
+        "SHA-256 (64 hex) of each key the team holds in its own secret store: no key is generated, the key never enters Pulumi state, apiKeys.<entry> reads `external`. Two hashes during a rotation.",
+      ),
+  })
+  .strict();
+export type ConsumerSettings = z.infer<typeof consumerSettingsSchema>;
 
 export const servingSchema = z
   .object({
@@ -252,10 +296,10 @@ export const servingSchema = z
         "FT decoupled mode: tokens stream to the gateway as generated. false serves the ensemble one-to-one (KServe unary calls in-cluster), with no streaming.",
       ),
     consumers: z
-      .union([z.array(consumerEntry), z.record(consumerEntry, teamLimitsSchema)])
+      .union([z.array(consumerEntry), z.record(consumerEntry, consumerSettingsSchema)])
       .default([])
       .describe(
-        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?, models?} (limits per gateway pod; unset ones take the gateway's defaults; models limits the team to those model ids). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
+        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?, models?, keySha256?} (limits per gateway pod; unset ones take the gateway's defaults; models limits the team to those model ids). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
       ),
     tlsCertificateArn: z
       .string()

@@ -17,7 +17,7 @@ import { MODEL_NODE_LABEL_KEY, SYSTEM_NODE_LABEL } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
 import type { ResolvedStack } from "../config/stack";
 import type { TeamLimits } from "../config/schema";
-import { consumerEntries, teamLimits } from "../config/teams";
+import { consumerEntries, heldKeys, teamLimits } from "../config/teams";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
@@ -149,6 +149,8 @@ export interface GatewayPlan {
   autoscaled: boolean;
   /** serving.consumers' entries: one API key each (`team:v2` is a second key of `team`). */
   consumers: string[];
+  /** Entries whose team holds its key (keySha256): their hashes; nothing is generated for them. */
+  heldKeys: Record<string, string[]>;
   /** Each team's own limits (per gateway pod), for the teams that set any; the others take the gateway's defaults. */
   teams: Record<string, TeamLimits>;
   tlsCertificateArn?: string;
@@ -188,6 +190,7 @@ export function gatewayPlan(
     replicas: s.gatewayReplicas,
     autoscaled: s.autoscaling !== undefined,
     consumers: consumerEntries(s.consumers),
+    heldKeys: heldKeys(s.consumers),
     teams: teamLimits(s.consumers),
     ...(s.tlsCertificateArn ? { tlsCertificateArn: s.tlsCertificateArn } : {}),
     // The stack labels its own system node group; an existing cluster's pools are not the stack's to name.

@@ -11,12 +11,12 @@
  *
  * Pure: no Pulumi.
  */
-import { smList } from "../catalog/gpus";
 import { prometheusOperatorPresent } from "../config/autoscaling";
 import { sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, gatewayPlan, gatewayRoute, type GatewayPlan, type Plan, type PlanOptions } from "./index";
 import type { PathHasher } from "./stepGraph";
+import { stackSmList } from "./steps";
 import type { GatewayWorkloadInput } from "../render/gatewayManifests";
 
 export interface ModelPlanEntry {
@@ -55,7 +55,8 @@ export function modelResourceName(base: string, entry: Pick<ModelPlanEntry, "id"
 
 export function buildStackPlan(models: readonly ResolvedStack[], stackName: string, hashPath: PathHasher): StackPlan {
   if (models.length === 0) throw new Error("a stack plan needs at least one model");
-  const sms = smList(models.flatMap((m) => [m.servingInstance, m.builderInstance]));
+  // Every model's serving GPU and its builder's (a promoted stack has no builder: stackSmList).
+  const sms = [...new Set(models.flatMap((m) => stackSmList(m)))].sort((a, b) => a - b);
   // One builder per GPU model, in the order the models first need it.
   const builders: BuilderPlan[] = [];
   const builderOf = models.map((m) => {

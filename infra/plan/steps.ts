@@ -111,9 +111,19 @@ function hostReadyStep(src: StepSources, minutes: number): StepDefinition {
   };
 }
 
-/** The CUDA archs triton_with_ft is built for: the serving GPUs and the builder's (it runs gpt_gemm in the image). */
-export function stackSmList(stack: Pick<ResolvedStack, "servingInstance" | "builderInstance">): number[] {
-  return smList([stack.servingInstance, stack.builderInstance]);
+/**
+ * The CUDA archs triton_with_ft is built for: the serving GPUs and the builder's (it runs gpt_gemm in the image).
+ * A promoted stack (build.promoteFrom) has no builder: the serving GPU's alone, which is the building
+ * stack's list too, since its builder must have the serving GPU model (validate/fit.ts checkSameGpu).
+ */
+export function stackSmList(
+  stack: Pick<ResolvedStack, "servingInstance" | "builderInstance"> & {
+    config?: { build: { promoteFrom?: unknown } };
+  },
+): number[] {
+  return smList(
+    stack.config?.build.promoteFrom ? [stack.servingInstance] : [stack.servingInstance, stack.builderInstance],
+  );
 }
 
 function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {

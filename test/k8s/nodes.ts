@@ -73,7 +73,7 @@ interface NodePoolObject {
 }
 
 /** A model's GPU nodes: a fixed EKS node group, or (autoscaled) what its NodePool makes Karpenter launch. */
-function gpuGroup(stack: RenderedStack, m: RenderedModel): NodeGroupSpec {
+function gpuGroup(stack: Pick<RenderedStack, "name">, m: NodeSource["models"][number]): NodeGroupSpec {
   const group = m.several ? `${stack.name}-gpu-${m.id}` : `${stack.name}-gpu`;
   const base = { group, instanceType: m.servingInstanceType, count: m.kubernetes.gpuNodes, gpu: true, model: m.id };
   const pool = m.objects.find((o) => o.kind === "NodePool") as (K8sObject & NodePoolObject) | undefined;
@@ -100,7 +100,12 @@ function gpuGroup(stack: RenderedStack, m: RenderedModel): NodeGroupSpec {
   };
 }
 
-export function nodeGroupsFor(stack: RenderedStack): NodeGroupSpec[] {
+/** What the fake nodes of a stack are made from (a synth-rendered stack, or the engine suite's plan). */
+export type NodeSource = Pick<RenderedStack, "name" | "region" | "availabilityZones"> & {
+  models: ReadonlyArray<Pick<RenderedModel, "id" | "several" | "servingInstanceType" | "kubernetes" | "objects">>;
+};
+
+export function nodeGroupsFor(stack: NodeSource): NodeGroupSpec[] {
   const system = `${stack.name}-system`;
   return [
     {
@@ -116,7 +121,7 @@ export function nodeGroupsFor(stack: RenderedStack): NodeGroupSpec[] {
 }
 
 /** The label selector of one node group's nodes. */
-export function nodeSelectorOf(stack: RenderedStack, g: NodeGroupSpec): string {
+export function nodeSelectorOf(stack: Pick<RenderedStack, "name">, g: NodeGroupSpec): string {
   return [
     `${STACK_LABEL}=${stack.name}`,
     `${INSTANCE_TYPE_LABEL}=${g.instanceType}`,
@@ -124,7 +129,7 @@ export function nodeSelectorOf(stack: RenderedStack, g: NodeGroupSpec): string {
   ].join(",");
 }
 
-export function nodesFor(stack: RenderedStack): K8sObject[] {
+export function nodesFor(stack: NodeSource): K8sObject[] {
   const zones = Array.from({ length: Math.max(1, stack.availabilityZones) }, (_, i) => `${stack.region}${"abcdef"[i]}`);
   const nodes: K8sObject[] = [];
   for (const g of nodeGroupsFor(stack)) {

@@ -21,6 +21,13 @@ const hex = (seed: string, len: number) => {
 };
 
 /** Outputs per resource type token. Unknown types get a generic id and ARN. */
+/**
+ * Stacks a test makes referable by name (`<org>/<project>/<stack>` -> their
+ * StackReference state): e.g. the building stack a promoted stack reads.
+ * Tests clear what they set.
+ */
+export const REFERENCED_STACKS = new Map<string, { name: string; outputs: State; secretOutputNames: string[] }>();
+
 export const RESOURCE_STATE: Record<string, StateFn> = {
   "aws:ecr/repository:Repository": (name, i) => {
     const repoName = String(i.name ?? name);
@@ -139,20 +146,21 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
   "eks:index:ManagedNodeGroup": (name) => ({
     nodeGroup: { nodeGroupName: name, arn: arn("eks", `nodegroup/${name}`) },
   }),
-  // Another stack's outputs, as an existing-cluster stack (or @pulumi/eks) exports them.
-  "pulumi:pulumi:StackReference": (_name, i) => ({
-    name: i.name,
-    outputs: {
-      kubeconfig: {
-        apiVersion: "v1",
-        clusters: [{ name: "shared", cluster: { server: "https://shared.example" } }],
-        contexts: [{ name: "shared", context: { cluster: `arn:aws:eks:${REGION}:${ACCOUNT}:cluster/shared-gpu` } }],
-        "current-context": "shared",
+  // Another stack's outputs: one a test registered (REFERENCED_STACKS), else an existing-cluster stack's.
+  "pulumi:pulumi:StackReference": (_name, i) =>
+    REFERENCED_STACKS.get(String(i.name)) ?? {
+      name: i.name,
+      outputs: {
+        kubeconfig: {
+          apiVersion: "v1",
+          clusters: [{ name: "shared", cluster: { server: "https://shared.example" } }],
+          contexts: [{ name: "shared", context: { cluster: `arn:aws:eks:${REGION}:${ACCOUNT}:cluster/shared-gpu` } }],
+          "current-context": "shared",
+        },
+        clusterName: "shared-gpu",
       },
-      clusterName: "shared-gpu",
+      secretOutputNames: ["kubeconfig"],
     },
-    secretOutputNames: ["kubeconfig"],
-  }),
   "kubernetes:core/v1:Service": (name, i) => ({
     ...i,
     status: {

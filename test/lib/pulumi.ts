@@ -37,6 +37,16 @@ export interface RunOptions {
   project?: string;
 }
 
+/**
+ * An error raised inside an apply (e.g. a promotion refusal) reaches Node as an unhandled
+ * rejection whose reason carries the rejected promise itself (`reason.promise`, rejecting with
+ * the reason): a cycle vitest's error serialiser never finishes, so the worker hung after the
+ * test. The run already rejects with the error; the cycle is cut here.
+ */
+process.on("unhandledRejection", (reason) => {
+  if (reason instanceof Error && "promise" in reason) delete (reason as Error & { promise?: unknown }).promise;
+});
+
 const SECRET_SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 

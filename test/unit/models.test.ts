@@ -225,3 +225,11 @@ describe("the program of several models (mock runtime)", () => {
     ]);
   });
 });
+
+describe("promotion and several models", () => {
+  it("refuses build.promoteFrom on a stack of several models, naming the key", () => {
+    const raw = seed();
+    raw.build = { tritonVersion: "23.05", promoteFrom: { stackReference: "acme/triton-ft/staging" } };
+    expect(keys(raw)).toContain("triton-ft:build.promoteFrom");
+  });
+});

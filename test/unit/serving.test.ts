@@ -33,6 +33,8 @@ describe("stack-output contract", () => {
     clusterName: "string",
     namespace: "string",
     kubeconfig: "string (secret)",
+    modelPlan: "string",
+    modelPlanFingerprint: "string",
   };
 
   it("declares exactly the documented names and types", () => {

@@ -1,6 +1,6 @@
 /** Who can reach what: the rules on the endpoint's exposure, its consumers and the builder's SSH key pair. */
 import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
-import { consumerEntries, teamOf, teamsWithLimitsTwice } from "../teams";
+import { consumerEntries, repeatedKeyHashes, teamOf, teamsWithLimitsTwice } from "../teams";
 import type { Add } from "./report";
 
 /** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */
@@ -46,6 +46,14 @@ export function checkAccess(config: StackConfig, secrets: SecretPresence, add: A
       s.consumers,
       `sets limits on more than one entry of team ${team}; limits are per team, keys per entry`,
       `set ${team}'s limits on one of its entries and give the other entries {} (a rotation's second key shares the team's limits)`,
+    );
+  }
+  for (const hash of repeatedKeyHashes(s.consumers)) {
+    add(
+      "serving.consumers",
+      `keySha256 ${hash.slice(0, 12)}…`,
+      "gives the same key hash more than once: one key would authenticate as every entry that lists it",
+      "give each held key's SHA-256 once, under the entry of the team that holds it",
     );
   }
   if (config.build.sshPublicKey !== undefined && !secrets.sshPrivateKey) {

@@ -44,6 +44,7 @@ import {
 } from "./limits";
 import { resolveModel } from "./model";
 import { modelViews, type ModelView } from "../models";
+import { checkPromotion, isBuildOnlyKey, isPromoted } from "./promotion";
 import type { Add } from "./report";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
@@ -138,10 +139,18 @@ function resolveModelView(
     failed = true;
     add(...args);
   };
+  // A promoted stack (build.promoteFrom) builds nothing: the rules about building are left out.
+  const promoted = isPromoted(config);
+  const forBuild =
+    (to: Add): Add =>
+    (key, value, message, fix) => {
+      if (!(promoted && isBuildOnlyKey(key))) to(key, value, message, fix);
+    };
   const model = resolveModel(config, addAndFail);
   const servingInstance = knownInstance(config.serving.instanceType, "serving.instanceType", addAndFail);
   const builderInstance = knownInstance(config.build.builderInstanceType, "build.builderInstanceType", addAndFail);
-  checkPlatform(config, opts.today ?? isoDate(new Date()), addAndFail, warn);
+  checkPlatform(config, opts.today ?? isoDate(new Date()), forBuild(addAndFail), forBuild(warn));
+  checkPromotion(raw, config, addAndFail);
   checkAccess(config, secrets, addAndFail);
   checkCluster(config, secrets, addAndFail);
   checkNetwork(config, addAndFail);
@@ -168,12 +177,12 @@ function resolveModelView(
     checkTensorParallel(config, model, servingInstance, addAndFail);
     checkInt8Mode(config, model, servingInstance, addAndFail);
     if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, addAndFail);
-    if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, addAndFail);
+    if (builderInstance && !promoted) checkBuilder(config, model, builderInstance, servingInstance, addAndFail);
     checkNodeDisk(config, model, addAndFail);
     if (opts.stackName !== undefined)
       checkNames(opts.stackName, model.name, (...a) => ((failed = true), addName(...a)), addAndFail);
   }
-  if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, addAndFail);
+  if (servingInstance && builderInstance && !promoted) checkSameGpu(servingInstance, builderInstance, addAndFail);
   if (servingInstance) checkCapacity(config, servingInstance, warn);
 
   if (failed || !model || !servingInstance || !builderInstance || !memory) return undefined;
