@@ -1,19 +1,23 @@
 /**
  * Admission: the declared body size, checked right after authentication and
  * before a byte is parsed, and `app.admit()` for the routes that generate:
- * per-key rate and concurrency, the gateway-wide in-flight cap, the request's
- * context, and release of all of it however the response ends.
+ * the team's rate, tokens and concurrency (in the shared store when there is
+ * one, else on this pod), the pod's in-flight cap and fair shares, the
+ * request's context, and release of all of it however the response ends,
+ * with the request's usage recorded for its team and model.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
 import { RequestContext } from "../context";
 import { tooLarge } from "../errors";
-import { Admission } from "../limits";
+import { Admission, type KeyLimits } from "../limits";
 import type { GatewayMetrics } from "../metrics";
 import { PUBLIC_PATHS, pathOf } from "../paths";
 import type { TritonClient } from "../triton";
 import type { KeyRing } from "../auth";
+import { LocalLimits, SharedLimits, type TeamLimiter } from "../store/sharedLimits";
 import { AUTH_PLUGIN } from "./auth";
+import { STORE_PLUGIN } from "./store";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
@@ -22,9 +26,18 @@ declare module "fastify" {
      * Admit one generation of the authenticated consumer taking `slots`
      * concurrency slots (one per prompt) and reserving `tokens` of its
      * tokens/minute (reserveTokens), or throw the 429/503 to send. Everything
-     * is released when the response closes, the tokens settled with the real usage.
+     * is released when the response closes, the tokens settled with the real
+     * usage, which is recorded for the team and `model` (default: the body's
+     * `model`, else the configured model's id).
      */
-    admit(request: FastifyRequest, reply: FastifyReply, route: string, slots: number, tokens: number): RequestContext;
+    admit(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      route: string,
+      slots: number,
+      tokens: number,
+      model?: string,
+    ): Promise<RequestContext>;
   }
 }
 
@@ -60,6 +73,23 @@ export function reserveTokens(
   );
 }
 
+/** The team's limits: its own from the keys file, the config's defaults for the rest. */
+export function limitsOf(consumer: Consumer, config: GatewayConfig): KeyLimits {
+  return {
+    requestsPerMinute: consumer.requestsPerMinute ?? config.limits.requestsPerMinute,
+    maxConcurrent: consumer.maxConcurrent ?? config.limits.maxConcurrent,
+    ...(consumer.tokensPerMinute !== undefined ? { tokensPerMinute: consumer.tokensPerMinute } : {}),
+    ...(consumer.share !== undefined ? { share: consumer.share } : {}),
+  };
+}
+
+/** The OpenAI body's `model`, validated by the route before admission; undefined for KServe's byte bodies. */
+function bodyModel(body: unknown): string | undefined {
+  if (typeof body !== "object" || body === null || Buffer.isBuffer(body)) return undefined;
+  const model = (body as { model?: unknown }).model;
+  return typeof model === "string" ? model : undefined;
+}
+
 /** Read and drop the request body: a client still writing would otherwise see a reset instead of the answer. */
 function drain(request: FastifyRequest): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -73,29 +103,31 @@ function drain(request: FastifyRequest): Promise<void> {
 export const limits = definePlugin<LimitsOptions>(
   async (app, { config, triton, metrics, keys }) => {
     const admission = new Admission(config.limits.maxInflight, () => keys.totalShare);
+    const limiter: TeamLimiter = app.store ? new SharedLimits(app.store, admission) : new LocalLimits(admission);
+    const usage = app.usage;
 
     app.decorate(
       "admit",
-      (request: FastifyRequest, reply: FastifyReply, route: string, slots: number, tokens: number) => {
+      async (
+        request: FastifyRequest,
+        reply: FastifyReply,
+        route: string,
+        slots: number,
+        tokens: number,
+        model?: string,
+      ) => {
         const consumer = request.consumer as Consumer;
-        const admitted = admission.admit(
-          consumer.name,
-          {
-            requestsPerMinute: consumer.requestsPerMinute ?? config.limits.requestsPerMinute,
-            maxConcurrent: consumer.maxConcurrent ?? config.limits.maxConcurrent,
-            ...(consumer.tokensPerMinute !== undefined ? { tokensPerMinute: consumer.tokensPerMinute } : {}),
-            ...(consumer.share !== undefined ? { share: consumer.share } : {}),
-          },
-          slots,
-          tokens,
-        );
+        const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens);
+        const modelId = model ?? bodyModel(request.body) ?? config.model.id;
         metrics.inflight.inc({ consumer: consumer.name }, slots);
         const ctx = new RequestContext(request.id, route, consumer, config, triton, metrics, request.log);
         reply.raw.once("close", () => {
           if (!reply.raw.writableFinished) ctx.clientGone();
           ctx.close();
+          const outcome = ctx.outcome;
           // Without an outcome (a failure before the end) the reservation stands: Triton may have generated it all.
-          admitted.release(ctx.outcome ? ctx.outcome.promptTokens + ctx.outcome.completionTokens : undefined);
+          admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : undefined);
+          usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
           metrics.inflight.dec({ consumer: consumer.name }, slots);
         });
         return ctx;
@@ -117,5 +149,10 @@ export const limits = definePlugin<LimitsOptions>(
       );
     });
   },
-  { name: LIMITS_PLUGIN, fastify: "5.x", dependencies: [AUTH_PLUGIN], decorators: { request: ["consumer"] } },
+  {
+    name: LIMITS_PLUGIN,
+    fastify: "5.x",
+    dependencies: [AUTH_PLUGIN, STORE_PLUGIN],
+    decorators: { request: ["consumer"], fastify: ["store", "usage"] },
+  },
 );

@@ -97,7 +97,7 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
       // Tensors are not read for the reservation: each prompt reserves the model's longest input and output.
       const batch = parsed.inputs[0].shape[0];
       const tokens = batch * (config.model.maxInputLen + config.model.maxOutputLen);
-      const ctx = app.admit(request, reply, "/v2/models/:model/infer", batch, tokens);
+      const ctx = await app.admit(request, reply, "/v2/models/:model/infer", batch, tokens);
       const result = await infer(triton, parsed, {
         signal: ctx.signal,
         deadline: ctx.deadline,

@@ -20,7 +20,7 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         config.model.maxInputLen,
       );
-      const ctx = app.admit(request, reply, "/v1/completions", parsed.prompts.length, tokens);
+      const ctx = await app.admit(request, reply, "/v1/completions", parsed.prompts.length, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });
@@ -33,7 +33,7 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         config.model.maxInputLen,
       );
-      const ctx = app.admit(request, reply, "/v1/chat/completions", 1, tokens);
+      const ctx = await app.admit(request, reply, "/v1/chat/completions", 1, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });
