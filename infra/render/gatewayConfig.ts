@@ -27,6 +27,21 @@ export interface GatewayLimits {
   maxStopBytes: number;
 }
 
+/** The gateway's shared store (StoreConfigSchema in the gateway package, images/gateway/src/store/config.ts). */
+export interface GatewayStoreConfig {
+  host: string;
+  port: number;
+  mode: "standalone" | "cluster";
+  tls: boolean;
+  caFile?: string;
+  keyPrefix: string;
+  username: string;
+  /** The environment variable that carries the password (from a Secret): never the password itself. */
+  passwordEnv: string;
+  assumedPods: number;
+  commandTimeoutMs?: number;
+}
+
 /** The JSON the gateway loads (GATEWAY_CONFIG); the schema is GatewayConfigSchema in the gateway package. */
 export interface GatewayConfigFile {
   model: GatewayModel & { created: number; maxPromptBytes: number };
@@ -34,6 +49,7 @@ export interface GatewayConfigFile {
   limits: GatewayLimits;
   listen: { host: string; port: number; metricsPort: number };
   logText: boolean;
+  store?: GatewayStoreConfig;
 }
 
 export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;

@@ -7,6 +7,12 @@
  * without one, and `queued` calling a copy of the ensemble with one instance
  * and a one-request Triton queue (QUEUED_ENSEMBLE), so a test can overflow
  * Triton's queue while the stand-in holds (STANDIN_HOLD_FILE).
+ *
+ * A real Valkey/Redis (test/lib/storeServer.ts, on loopback, stopped by pid)
+ * is the shared store of `main` and `plain` (each under its own key prefix),
+ * of two more gateway processes `podA` and `podB` that share one prefix as two
+ * pods of one deployment would, and of `fair`, whose small in-flight cap the
+ * fair-share test fills.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -16,7 +22,9 @@ import type { TestProject } from "vitest/node";
 import { findPreset } from "../../infra/model/catalog";
 import { type GatewayModel, renderGatewayConfig } from "../../infra/render/gatewayConfig";
 import { addQueueLimitedEnsemble, assembleRepository, runSynth, type HarnessInfo } from "../triton/assemble";
-import { ROOT, type RunningGateway, startGateway } from "./harness";
+import type { GatewayStoreConfig } from "../../infra/render/gatewayConfig";
+import { ROOT, type ConsumerSpec, type RunningGateway, startGateway } from "./harness";
+import { StoreServer, type StoreServerInfo } from "../lib/storeServer";
 import { stop, waitForState } from "../triton/serverProcess";
 import { venvPython } from "../lib/pyenv";
 
@@ -25,6 +33,35 @@ export const STEP_MS = 25;
 export const CHAT_PRESET = "h2ogpt-oig-oasst1-512-6_9b";
 /** The streaming ensemble with one instance and `max_queue_size: 1`: Triton refuses the third concurrent request. */
 export const QUEUED_ENSEMBLE = { name: "ensemble_queued", maxQueueSize: 1 };
+/** The environment variable the test gateways read the store's password from (the config's default). */
+export const STORE_PASSWORD_ENV = "GATEWAY_STORE_PASSWORD";
+
+/** The teams of the two-pod gateways: each test owns one, so their windows and counters never mix. */
+export const POD_TEAMS = {
+  sixPerMinute: { name: "six-per-minute", requestsPerMinute: 6, maxConcurrent: 16 },
+  tokens: { name: "tokens", tokensPerMinute: 100, requestsPerMinute: 600 },
+  settled: { name: "settled", tokensPerMinute: 60, requestsPerMinute: 600 },
+  twoAtOnce: { name: "two-at-once", maxConcurrent: 2 },
+  usage: { name: "usage" },
+} satisfies Record<string, ConsumerSpec>;
+
+/** The fair-share gateway: five teams of share 1 over an in-flight cap of 10, so each team's fair share is 2. */
+export const FAIR = { maxInflight: 10, teams: ["busy-1", "busy-2", "busy-3", "busy-4", "idle"] } as const;
+
+/** The config section that points a test gateway at the suite's store under its own key prefix. */
+export function storeSection(store: StoreServerInfo, keyPrefix: string, assumedPods = 1): GatewayStoreConfig {
+  return {
+    host: store.host,
+    port: store.port,
+    mode: "standalone",
+    // Loopback in a test: the production store has TLS (docs/security.md "Shared store").
+    tls: false,
+    keyPrefix,
+    username: "default",
+    passwordEnv: STORE_PASSWORD_ENV,
+    assumedPods,
+  };
+}
 
 export interface GatewayHarness {
   triton: HarnessInfo & { http: string; grpc: string; log: string };
@@ -36,6 +73,12 @@ export interface GatewayHarness {
   stepMs: number;
   /** While this file exists the FT stand-in holds every batch before generating. */
   standinHoldFile: string;
+  store: StoreServerInfo;
+  /** Two gateway processes sharing the store under one key prefix: two pods of one deployment. */
+  podA: RunningGateway;
+  podB: RunningGateway;
+  /** In-flight cap FAIR.maxInflight over FAIR.teams. */
+  fair: RunningGateway;
 }
 
 declare module "vitest" {
@@ -119,8 +162,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     holdFile: standinHoldFile,
   });
   log(`tritonserver ready at grpc ${triton.info.grpc} (FT stand-in decoupled, ${STEP_MS} ms per token)`);
+  const storeServer = new StoreServer(path.join(work, "store"));
   const stoppers: Array<() => Promise<void>> = [];
   try {
+    const store = await storeServer.start();
+    log(`store (${store.pid}) listening on ${store.host}:${store.port}`);
+    const storeEnv = { [STORE_PASSWORD_ENV]: store.password };
     const chatTemplate = findPreset(CHAT_PRESET)?.chatTemplate;
     if (!chatTemplate) throw new Error(`preset ${CHAT_PRESET} declares no chat template`);
     const model: GatewayModel = { ...triton.model, chatTemplate };
@@ -135,17 +182,50 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const main = await startGateway(
       work,
       "main",
-      renderGatewayConfig(model, triton.info.grpc, { requestTimeoutSeconds: 20 }),
+      {
+        ...renderGatewayConfig(model, triton.info.grpc, { requestTimeoutSeconds: 20 }),
+        store: storeSection(store, "main:"),
+      },
       consumers,
+      { env: storeEnv },
     );
     stoppers.push(main.stop);
     const plain = await startGateway(
       work,
       "plain",
-      renderGatewayConfig({ ...triton.model }, triton.info.grpc, { requestTimeoutSeconds: 1 }),
+      {
+        ...renderGatewayConfig({ ...triton.model }, triton.info.grpc, { requestTimeoutSeconds: 1 }),
+        store: storeSection(store, "plain:"),
+      },
       [{ name: "team-a" }],
+      { env: storeEnv },
     );
     stoppers.push(plain.stop);
+    const podConfig = {
+      ...renderGatewayConfig({ ...triton.model }, triton.info.grpc, { requestTimeoutSeconds: 60 }),
+      store: storeSection(store, "shared:", 2),
+    };
+    const podA = await startGateway(work, "pod-a", podConfig, Object.values(POD_TEAMS), { env: storeEnv });
+    stoppers.push(podA.stop);
+    const podB = await startGateway(work, "pod-b", podConfig, Object.values(POD_TEAMS), {
+      env: storeEnv,
+      keys: podA.gateway.keys,
+    });
+    stoppers.push(podB.stop);
+    const fair = await startGateway(
+      work,
+      "fair",
+      {
+        ...renderGatewayConfig({ ...triton.model }, triton.info.grpc, {
+          requestTimeoutSeconds: 60,
+          maxInflight: FAIR.maxInflight,
+        }),
+        store: storeSection(store, "fair:"),
+      },
+      FAIR.teams.map((name) => ({ name, maxConcurrent: FAIR.maxInflight })),
+      { env: storeEnv },
+    );
+    stoppers.push(fair.stop);
     const queuedConfig = renderGatewayConfig({ ...triton.model }, triton.info.grpc, {
       requestTimeoutSeconds: 60,
       maxInflight: 64,
@@ -158,7 +238,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       [{ name: "team-a" }],
     );
     stoppers.push(queued.stop);
-    log(`gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}, queued ${queued.gateway.url}`);
+    log(
+      `gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}, queued ${queued.gateway.url}, ` +
+        `pods ${podA.gateway.url} ${podB.gateway.url}, fair ${fair.gateway.url}`,
+    );
     project.provide("gateway", {
       triton: triton.info,
       model,
@@ -167,14 +250,20 @@ export default async function setup(project: TestProject): Promise<() => Promise
       queued: queued.gateway,
       stepMs: STEP_MS,
       standinHoldFile,
+      store: storeServer.info,
+      podA: podA.gateway,
+      podB: podB.gateway,
+      fair: fair.gateway,
     });
   } catch (error) {
     for (const s of stoppers) await s();
+    await storeServer.stop();
     await triton.stop();
     throw error;
   }
   return async () => {
     for (const s of stoppers) await s();
+    await storeServer.stop();
     await triton.stop();
     log("gateways and tritonserver stopped");
     if (!keepWork) rmSync(work, { recursive: true, force: true });
