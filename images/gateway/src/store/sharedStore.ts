@@ -100,7 +100,8 @@ export class SharedStore {
     if (this.timer) return;
     this.timer = setInterval(() => void this.beat(), HEARTBEAT_MS);
     this.timer.unref();
-    void this.beat();
+    // Still connecting: the 'ready' event beats; a beat now would fail and log a false outage.
+    if (this.client.status === "ready") void this.beat();
   }
 
   /** A store call failed (not a refusal): per-pod limits until a heartbeat gets through. */
