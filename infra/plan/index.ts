@@ -28,6 +28,7 @@ import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
 import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
+import { storePlan, type StorePlan } from "./store";
 
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -148,8 +149,10 @@ export interface GatewayPlan {
   autoscaled: boolean;
   /** serving.consumers' entries: one API key each (`team:v2` is a second key of `team`). */
   consumers: string[];
-  /** Each team's own limits (per gateway pod), for the teams that set any; the others take the gateway's defaults. */
+  /** Each team's own limits (across pods with a store), for the teams that set any; the others take the gateway's defaults. */
   teams: Record<string, TeamLimits>;
+  /** serving.store: the shared store the stack provides; absent with mode none. */
+  store?: StorePlan;
   tlsCertificateArn?: string;
   /** Node label the gateway pods require: the stack's system node group (cluster mode create only). */
   systemNodeLabel?: { key: string; value: string };
@@ -173,8 +176,10 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
     // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/scaling.ts planGatewayScaling).
     { maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas) },
   );
+  const store = storePlan(stack, workloadName({ modelName: stack.model.name }), config.limits.maxInflight);
   return {
-    config,
+    config: store ? { ...config, store: store.gateway } : config,
+    ...(store ? { store } : {}),
     replicas: s.gatewayReplicas,
     autoscaled: s.autoscaling !== undefined,
     consumers: consumerEntries(s.consumers),
