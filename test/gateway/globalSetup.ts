@@ -54,8 +54,9 @@ export function storeSection(store: StoreServerInfo, keyPrefix: string, assumedP
     host: store.host,
     port: store.port,
     mode: "standalone",
-    // Loopback in a test: the production store has TLS (docs/security.md "Shared store").
-    tls: false,
+    // As the in-cluster store: TLS against the stack's own CA (here the test's).
+    tls: true,
+    caFile: store.caFile,
     keyPrefix,
     username: "default",
     passwordEnv: STORE_PASSWORD_ENV,

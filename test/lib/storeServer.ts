@@ -1,16 +1,21 @@
 /**
  * A real Valkey or Redis server for the process-level suites: Debian's
  * `valkey-server` when installed, else `redis-server` (Debian 12 ships Redis
- * 7.0; `.ci/run` installs it), on 127.0.0.1 at a free port, with a password,
- * append-only persistence in its own directory (a restart keeps the data, as
- * the in-cluster store's volume does), never daemonized. Started and stopped
- * by its own pid; `restart` brings it back on the same port and data.
+ * 7.0; `.ci/run` installs it), on 127.0.0.1 at a free port, never daemonized.
+ * It runs with the arguments the stack renders for the in-cluster store
+ * (infra/render/storeManifests.ts storeServerArgs): TLS only, with a
+ * certificate for `localhost` from a CA made here with openssl, the password
+ * from an included file, the append-only file in its own directory (a
+ * restart keeps the data, as the store's volume does). Started and stopped
+ * by its own pid; `start` after `stop` brings it back on the same port and data.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
-import * as net from "node:net";
 import * as path from "node:path";
+import * as tls from "node:tls";
+import { STORE_CA_FILE } from "../../infra/plan/store";
+import { storeAuthData, STORE_AUTH_CONF_KEY, storeServerArgs } from "../../infra/render/storeManifests";
 import { freePort, sleep } from "./net";
 
 /** The server binary: Valkey where the distribution has it, Redis otherwise (same protocol and commands). */
@@ -26,11 +31,24 @@ export function storeServerBinary(): string {
 }
 
 export interface StoreServerInfo {
+  /** The name its certificate carries (and the gateways connect to). */
   host: string;
   port: number;
   password: string;
+  /** PEM of the CA that signed the server's certificate. */
+  caFile: string;
   pid: number;
   log: string;
+}
+
+/** A CA and a server certificate for localhost (and 127.0.0.1), valid for a day. */
+function makeCertificates(dir: string): void {
+  const run = (...args: string[]): void => void execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
+  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  run("req", "-x509", ...ec, "-keyout", "ca.key", "-out", STORE_CA_FILE, "-days", "1", "-subj", "/CN=triton-ft test store CA");
+  run("req", ...ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=localhost");
+  fs.writeFileSync(path.join(dir, "san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
+  run("x509", "-req", "-in", "tls.csr", "-CA", STORE_CA_FILE, "-CAkey", "ca.key", "-CAcreateserial", "-out", "tls.crt", "-days", "1", "-extfile", "san.ext");
 }
 
 export class StoreServer {
@@ -42,44 +60,37 @@ export class StoreServer {
 
   get info(): StoreServerInfo {
     return {
-      host: "127.0.0.1",
+      host: "localhost",
       port: this.port,
       password: this.password,
+      caFile: path.join(this.dir, "tls", STORE_CA_FILE),
       pid: this.child?.pid ?? -1,
       log: path.join(this.dir, "store.log"),
     };
   }
 
   async start(): Promise<StoreServerInfo> {
-    fs.mkdirSync(this.dir, { recursive: true });
+    const paths = {
+      authDir: path.join(this.dir, "auth"),
+      tlsDir: path.join(this.dir, "tls"),
+      dataDir: path.join(this.dir, "data"),
+    };
+    if (!fs.existsSync(paths.tlsDir)) {
+      for (const d of Object.values(paths)) fs.mkdirSync(d, { recursive: true });
+      makeCertificates(paths.tlsDir);
+      fs.writeFileSync(path.join(paths.authDir, STORE_AUTH_CONF_KEY), storeAuthData(this.password)[STORE_AUTH_CONF_KEY], {
+        mode: 0o600,
+      });
+    }
     this.port ||= await freePort();
-    const log = path.join(this.dir, "store.log");
+    const log = this.info.log;
     const fd = fs.openSync(log, "a");
-    this.child = spawn(
-      storeServerBinary(),
-      [
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        String(this.port),
-        "--requirepass",
-        this.password,
-        "--dir",
-        this.dir,
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--save",
-        "",
-        "--daemonize",
-        "no",
-      ],
-      { stdio: ["ignore", fd, fd] },
-    );
+    // The stack's arguments, then the test's: loopback only, every write on disk before the reply.
+    const args = [...storeServerArgs(paths, this.port), "--bind", "127.0.0.1", "--appendfsync", "always"];
+    this.child = spawn(storeServerBinary(), args, { stdio: ["ignore", fd, fd] });
     fs.closeSync(fd);
     const deadline = Date.now() + 20_000;
-    while (!(await listening(this.port))) {
+    while (!(await answersTls(this.port, this.info.caFile))) {
       if (this.child.exitCode !== null) throw new Error(`the store server exited:\n${fs.readFileSync(log, "utf8")}`);
       if (Date.now() > deadline) throw new Error(`the store server did not listen on 127.0.0.1:${this.port}`);
       await sleep(50);
@@ -97,17 +108,13 @@ export class StoreServer {
     await exited;
     clearTimeout(timer);
   }
-
-  async restart(): Promise<StoreServerInfo> {
-    await this.stop();
-    return this.start();
-  }
 }
 
-function listening(port: number): Promise<boolean> {
+/** A TLS handshake with the server succeeds (its certificate checked against our CA). */
+function answersTls(port: number, caFile: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = net.connect(port, "127.0.0.1");
-    s.once("connect", () => {
+    const s = tls.connect({ host: "127.0.0.1", port, servername: "localhost", ca: fs.readFileSync(caFile) });
+    s.once("secureConnect", () => {
       s.destroy();
       resolve(true);
     });
