@@ -19,6 +19,7 @@ import { Cluster, type ClusterArgs, type ClusterNetwork } from "./components/clu
 import { Network } from "./components/network";
 import { Registry } from "./components/registry";
 import { GatewayService } from "./components/gatewayService";
+import { sharedStoreOf } from "./components/sharedStore";
 import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
@@ -190,6 +191,8 @@ export function program(): StackOutputs {
     gpuReady: cluster.gpuReady,
     monitoringReady: cluster.monitoringReady,
   });
+  // The gateway's shared store (serving.store): team limits across its pods, usage per team.
+  const store = sharedStoreOf(plan, { cluster, network: build.network, namespace: triton.namespaceResource, tags });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
     workload: plan.renderInputs.gateway,
@@ -199,6 +202,7 @@ export function program(): StackOutputs {
     provider: cluster.provider,
     dependsOn: [triton],
     loadBalancerReady: cluster.loadBalancerReady,
+    ...(store ? { store: { host: store.host, ready: store.ready } } : {}),
   });
   // Tag what is deployed once its rollout succeeded, so ECR never expires the running images.
   build.pipeline.markDeployed([

@@ -50,7 +50,7 @@ import {
   type ScannerSkip,
 } from "./podSecurity";
 import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
-import { STORE_CA_DIR, STORE_PASSWORD_ENV, STORE_PASSWORD_KEY, STORE_PORT, type StorePlan } from "../plan/store";
+import { STORE_CA_DIR, STORE_PASSWORD_ENV, STORE_PASSWORD_KEY, STORE_PORT, type StorePlan } from "./storeManifests";
 import { storeSelector } from "./storeManifests";
 
 /** Deliberate scanner findings of the gateway Deployment, with why (docs/security.md "Documented exceptions"). */

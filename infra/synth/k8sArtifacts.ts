@@ -15,6 +15,7 @@ import { manifestFiles, renderManifests } from "../render/tritonManifests";
 import { renderScaling, scalingFiles } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests } from "../render/gatewayManifests";
 import { renderKeysFile } from "../render/gatewayConfig";
+import { renderStoreManifests, storeManifestFiles } from "../render/storeManifests";
 import type { ArtifactWriter } from "./artifacts";
 
 export const K8S_OUT = "k8s";
@@ -39,7 +40,11 @@ export const k8sManifestsWriter: ArtifactWriter = {
       ctx.plan.gateway.teams,
     );
     const g = renderGatewayManifests({ ...inputs.gateway, image: gatewayImage, keysJson });
-    const files = Object.entries({ ...manifestFiles(m), ...gatewayManifestFiles(g) }).map(([name, content]) => ({
+    const store = inputs.gateway.store;
+    const storeFiles = store
+      ? storeManifestFiles(renderStoreManifests({ ...inputs.gateway, store }), store.mode)
+      : {};
+    const files = Object.entries({ ...manifestFiles(m), ...storeFiles, ...gatewayManifestFiles(g) }).map(([name, content]) => ({
       path: `${K8S_OUT}/${name}`,
       content: header + content,
     }));

@@ -71,6 +71,14 @@ function checkStore(config: StackConfig, add: Add): void {
       "use mode inCluster (a Valkey Deployment beside the gateway) or none (limits per gateway pod)",
     );
   }
+  if (mode === "inCluster" && config.cluster.mode === "create" && store.storageClassName === undefined) {
+    add(
+      "serving.store.mode",
+      store.mode,
+      "is inCluster but the cluster this stack creates has no storage driver or default StorageClass for the store's volume (its claim would stay Pending)",
+      "use mode managed (ElastiCache Serverless, the default here), none, or name a StorageClass you installed in serving.store.storageClassName",
+    );
+  }
   for (const key of ["storageGiB", "storageClassName"] as const) {
     if (store[key] !== undefined && mode !== "inCluster") {
       add(

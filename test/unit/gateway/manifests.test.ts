@@ -20,6 +20,7 @@ import {
   type GatewayManifests,
 } from "../../../infra/render/gatewayManifests";
 import { INSTANCE_TYPE_LABEL, SYSTEM_NODE_LABEL } from "../../../infra/render/scheduling";
+import { STORE_PORT } from "../../../infra/render/storeManifests";
 import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
 import { planOf } from "../../lib/plan";
 
@@ -141,10 +142,13 @@ describe("network policies", () => {
     expect(triton.egress?.every((e) => e.ports?.every((p) => p.port === 53))).toBe(true);
   });
 
-  it("let the gateway reach only Triton and DNS", () => {
+  it("let the gateway reach only Triton, DNS and its shared store (managed by default here: the VPC on 6379)", () => {
     const gw = byName("-gateway").spec!;
     expect(gw.podSelector?.matchLabels).toEqual(gatewaySelector);
     const ports = gw.egress!.flatMap((e) => e.ports!.map((p) => p.port));
-    expect(ports.sort()).toEqual([53, 53, PORTS.http, PORTS.grpc].sort());
+    expect(ports.sort()).toEqual([53, 53, PORTS.http, PORTS.grpc, STORE_PORT].sort());
+    const store = gw.egress!.find((e) => e.ports?.some((p) => p.port === STORE_PORT));
+    // ElastiCache sits in the stack's VPC: network.vpcCidr's default.
+    expect(store?.to).toEqual([{ ipBlock: { cidr: "10.42.0.0/16" } }]);
   });
 });
