@@ -99,6 +99,8 @@ export interface ObservabilityInput {
   /** Worst-case time a new pod is unavailable: pull + startup budget (+ node boot when autoscaling). */
   podStartBudgetSeconds: number;
   autoscaling?: AutoscalingPlan;
+  /** The gateway counts team limits and usage in a shared store (serving.store): alert when a pod cannot reach it. */
+  sharedStore: boolean;
 }
 
 export interface AlertRule {
@@ -285,6 +287,13 @@ export function expressions(i: ObservabilityInput) {
     gatewayErrorRatio: `sum(rate(${gw}errors_total{${g},status=~"5.."}[5m])) / clamp_min(sum(rate(${gw}requests_total{${g}}[5m])), 1e-9)`,
     gatewayInflight: `sum(${gw}inflight_requests{${g}})`,
     gatewayDesiredReplicas: `kube_deployment_spec_replicas{${gdep}}`,
+    // Per team (the `consumer` label): what each team uses, and what it is refused.
+    promptTokensPerSecondByTeam: `sum by (consumer) (rate(${gw}prompt_tokens_total{${g}}[${w}]))`,
+    outputTokensPerSecondByTeam: `sum by (consumer) (rate(${gw}output_tokens_total{${g}}[${w}]))`,
+    refusedPerSecondByTeam: `sum by (consumer) (rate(${gw}errors_total{${g},status="429"}[${w}]))`,
+    // The shared store (images/gateway/src/metrics.ts store_degraded, store_pods).
+    gatewayStoreDegradedPods: `sum(${gw}store_degraded{${g}})`,
+    gatewayStorePods: `max(${gw}store_pods{${g}})`,
     gatewayReadyReplicas: `kube_deployment_status_replicas_ready{${gdep}}`,
     queueComputeRatio: queueComputeRatioQuery(i.triton),
     requestsPerSecond: `sum(rate(nv_inference_request_success{${ensemble}}[${w}]))`,
@@ -389,6 +398,19 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
         "Client mistakes are 4xx and do not count here: a 5xx is the gateway or Triton failing. Check the gateway's JSON logs (code field) and the tritonserver logs.",
     },
   });
+  if (i.sharedStore) {
+    rules.push({
+      alert: "GatewayStoreDegraded",
+      expr: `(${e.gatewayStoreDegradedPods}) > 0`,
+      for: "1m",
+      labels: sev("warning"),
+      annotations: {
+        summary: `{{ $value }} pod(s) of ${i.gatewayDeployment} cannot reach the shared store`,
+        description:
+          "Those pods enforce each team's limits divided by the gateway pod count, on their own; usage they serve is kept in memory and written once the store answers. Check the store (ElastiCache, or the in-cluster Valkey pod) and the gateway's 'store unreachable' log line: see docs/operating.md, Shared store.",
+      },
+    });
+  }
   if (a) {
     rules.push({
       alert: "TritonScalingAtMax",

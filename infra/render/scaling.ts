@@ -181,6 +181,8 @@ export interface ScalingInput {
   autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
   /** With serving.autoscaling: the gateway's in-flight scaling (plan/scaling.ts planGatewayScaling). */
   gateway?: GatewayScalingPlan;
+  /** The gateway has a shared store (serving.store): its alert and dashboard panel are rendered. */
+  sharedStore?: boolean;
   refs?: NodeClassRefs;
 }
 
@@ -231,6 +233,7 @@ export function observabilityInput(i: ScalingInput): ObservabilityInput {
       ? plan.coldStartBudgetSeconds
       : w.workload.pullSeconds + w.workload.startupBudgetSeconds,
     autoscaling: plan,
+    sharedStore: i.sharedStore ?? false,
   };
 }
 
