@@ -89,8 +89,8 @@ export class StoreServer {
     this.port ||= await freePort();
     const log = this.info.log;
     const fd = fs.openSync(log, "a");
-    // The stack's arguments, then the test's: loopback only, every write on disk before the reply.
-    const args = [...storeServerArgs(paths, this.port), "--bind", "127.0.0.1", "--appendfsync", "always"];
+    // The stack's arguments (append-only file, fsync every second; SIGTERM writes it out), then loopback only.
+    const args = [...storeServerArgs(paths, this.port), "--bind", "127.0.0.1"];
     this.child = spawn(storeServerBinary(), args, { stdio: ["ignore", fd, fd] });
     fs.closeSync(fd);
     const deadline = Date.now() + 20_000;
