@@ -15,6 +15,8 @@ import type { SharedStore } from "./sharedStore";
 /** A day's hash outlives its month; a month's is kept a year and a month, then expires. */
 export const DAY_TTL_SECONDS = 40 * 86_400;
 export const MONTH_TTL_SECONDS = 400 * 86_400;
+/** Requests ending within this window share one write to the store. */
+export const FLUSH_DELAY_MS = 50;
 
 type Counter = "r" | "p" | "c";
 /** field -> count */
@@ -118,6 +120,7 @@ export class UsageLedger {
   /** team -> periods: not yet in the store. */
   private pending = new Map<string, Periods>();
   private flushing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
   private readonly since: Date;
 
   constructor(
@@ -146,7 +149,22 @@ export class UsageLedger {
     const queued = this.pending.get(team) ?? new Map<string, Tally>();
     this.pending.set(team, queued);
     for (const period of periods) for (const [field, n] of fields) add(queued, period, field, n);
-    if (!this.store.isDegraded) void this.flush();
+    if (!this.store.isDegraded) this.flushSoon();
+  }
+
+  /**
+   * One write for every request that ends within FLUSH_DELAY_MS: under load a
+   * transaction per team per batch instead of one per request (the profile
+   * showed about 0.8 ms of CPU per request in per-request writes). A report
+   * flushes at once, so no reader waits for the timer.
+   */
+  private flushSoon(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, FLUSH_DELAY_MS);
+    this.timer.unref();
   }
 
   /** Write what is pending to the store; what fails stays pending. Never throws. */
