@@ -136,13 +136,13 @@ describe("limits shared by two gateway pods through the store", () => {
     const long = { model: MODEL, prompt: "one two three", max_tokens: 8, temperature: 0 };
     let first: Promise<Response>[] = [];
     try {
-      first = pods.map((pod) => post(pod.url, key, long));
-      for (const pod of pods) {
-        await until("one generation in flight on each pod", async () =>
-          (await metric(pod.metricsUrl, METRICS.inflight, { consumer: team })) === 1,
-        );
-      }
-      for (const pod of pods) {
+      // Both on pod A: pod B holds none of them, so only a count shared through the store refuses B's.
+      first = [post(h.podA.url, key, long), post(h.podA.url, key, long)];
+      await until("two generations in flight on pod A", async () =>
+        (await metric(h.podA.metricsUrl, METRICS.inflight, { consumer: team })) === 2,
+      );
+      expect(await metric(h.podB.metricsUrl, METRICS.inflight, { consumer: team })).toBe(0);
+      for (const pod of [h.podB, h.podA]) {
         const third = await post(pod.url, key, long);
         expect(third.status).toBe(429);
         expect(((await third.json()) as Completion).error?.code).toBe("concurrency_limit_exceeded");
