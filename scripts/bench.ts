@@ -210,16 +210,14 @@ async function main(): Promise<void> {
     if (g && gs) {
       const ms = (a: number, b: number): number => Math.round((a - b) * 10) / 10;
       const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
-      report.storeOverhead = gs.map(
-        (sl, i): StoreOverhead => ({
-          concurrency: sl.concurrency,
-          latencyP50AddedMs: ms(sl.latencyMs.p50, g[i].latencyMs.p50),
-          latencyP99AddedMs: ms(sl.latencyMs.p99, g[i].latencyMs.p99),
-          ttftP50AddedMs: ms(sl.ttftMs.p50, g[i].ttftMs.p50),
-          latencyP50Ratio: r(sl.latencyMs.p50, g[i].latencyMs.p50),
-          latencyP99Ratio: r(sl.latencyMs.p99, g[i].latencyMs.p99),
-        }),
-      );
+      report.storeOverhead = gs.map((sl, i): StoreOverhead => ({
+        concurrency: sl.concurrency,
+        latencyP50AddedMs: ms(sl.latencyMs.p50, g[i].latencyMs.p50),
+        latencyP99AddedMs: ms(sl.latencyMs.p99, g[i].latencyMs.p99),
+        ttftP50AddedMs: ms(sl.ttftMs.p50, g[i].ttftMs.p50),
+        latencyP50Ratio: r(sl.latencyMs.p50, g[i].latencyMs.p50),
+        latencyP99Ratio: r(sl.latencyMs.p99, g[i].latencyMs.p99),
+      }));
       for (const o of report.storeOverhead) {
         log(
           `store added at c=${o.concurrency}: latency p50 ${o.latencyP50AddedMs} ms (x${o.latencyP50Ratio}), p99 ${o.latencyP99AddedMs} ms (x${o.latencyP99Ratio}), TTFT p50 ${o.ttftP50AddedMs} ms`,

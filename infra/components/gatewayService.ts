@@ -105,7 +105,9 @@ export class GatewayService extends pulumi.ComponentResource {
       `${name}-config`,
       {
         metadata: known.configMap.metadata,
-        data: workload.apply((wl) => renderGatewayManifests({ ...wl, image: PLACEHOLDER_IMAGE, keysJson: "{}" }).configMap.data ?? {}),
+        data: workload.apply(
+          (wl) => renderGatewayManifests({ ...wl, image: PLACEHOLDER_IMAGE, keysJson: "{}" }).configMap.data ?? {},
+        ),
       },
       after,
     );

@@ -161,7 +161,11 @@ export class SharedStore extends pulumi.ComponentResource {
       parent,
     );
     // ElastiCache user groups must hold a user named `default`: this one can never log in.
-    const disabledDefault = new random.RandomPassword(`${name}-default-password`, { length: 48, special: false }, parent);
+    const disabledDefault = new random.RandomPassword(
+      `${name}-default-password`,
+      { length: 48, special: false },
+      parent,
+    );
     const defaultUser = new aws.elasticache.User(
       `${name}-default`,
       {

@@ -70,7 +70,9 @@ export function storePlan(stack: ResolvedStack, workload: string, maxInflight: n
     passwordSecret: `${name}-auth`,
     tlsSecret: `${name}-tls`,
     caConfigMap: `${name}-ca`,
-    ...(mode === "managed" && stack.config.network.mode === "create" ? { egressCidr: stack.config.network.vpcCidr } : {}),
+    ...(mode === "managed" && stack.config.network.mode === "create"
+      ? { egressCidr: stack.config.network.vpcCidr }
+      : {}),
     storageGiB: s.store.storageGiB ?? DEFAULT_STORE_STORAGE_GIB,
     ...(s.store.storageClassName ? { storageClassName: s.store.storageClassName } : {}),
     gateway,

@@ -436,7 +436,8 @@ function storeEgress(input: GatewayRenderInput): INetworkPolicyEgressRule[] {
   const store = input.store;
   if (!store) return [];
   const port = [{ protocol: "TCP" as const, port: STORE_PORT }];
-  if (store.mode === "inCluster") return [{ to: [{ podSelector: { matchLabels: storeSelector(input.triton) } }], ports: port }];
+  if (store.mode === "inCluster")
+    return [{ to: [{ podSelector: { matchLabels: storeSelector(input.triton) } }], ports: port }];
   return [{ ...(store.egressCidr ? { to: [{ ipBlock: { cidr: store.egressCidr } }] } : {}), ports: port }];
 }
 

@@ -192,14 +192,22 @@ export function renderStoreManifests(input: StoreRenderInput): StoreManifests {
                 { name: "tls", mountPath: TLS_DIR, readOnly: true },
               ],
               readinessProbe: { tcpSocket: { port: "valkey" }, periodSeconds: 5, timeoutSeconds: 2 },
-              livenessProbe: { tcpSocket: { port: "valkey" }, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
+              livenessProbe: {
+                tcpSocket: { port: "valkey" },
+                periodSeconds: 10,
+                timeoutSeconds: 5,
+                failureThreshold: 6,
+              },
             },
           ],
           volumes: [
             { name: "data", persistentVolumeClaim: { claimName: `${store.name}-data` } },
             {
               name: "auth",
-              secret: { secretName: store.passwordSecret, items: [{ key: STORE_AUTH_CONF_KEY, path: STORE_AUTH_CONF_KEY }] },
+              secret: {
+                secretName: store.passwordSecret,
+                items: [{ key: STORE_AUTH_CONF_KEY, path: STORE_AUTH_CONF_KEY }],
+              },
             },
             { name: "tls", secret: { secretName: store.tlsSecret } },
           ],
@@ -238,7 +246,9 @@ export function renderStoreManifests(input: StoreRenderInput): StoreManifests {
     spec: {
       podSelector: { matchLabels: selector },
       policyTypes: ["Ingress", "Egress"],
-      ingress: [{ from: [{ podSelector: { matchLabels: gatewayPods } }], ports: [{ protocol: "TCP", port: STORE_PORT }] }],
+      ingress: [
+        { from: [{ podSelector: { matchLabels: gatewayPods } }], ports: [{ protocol: "TCP", port: STORE_PORT }] },
+      ],
       // The store talks to no one.
       egress: [],
     },
@@ -272,7 +282,10 @@ export function storeManifestFiles(m: StoreManifests, mode: StorePlan["mode"]): 
   return {
     "45-store-secrets.yaml": [
       auth,
-      yaml({ ...m.tlsSecret, stringData: { "tls.crt": placeholder, "tls.key": placeholder, [STORE_CA_FILE]: placeholder } }),
+      yaml({
+        ...m.tlsSecret,
+        stringData: { "tls.crt": placeholder, "tls.key": placeholder, [STORE_CA_FILE]: placeholder },
+      }),
       yaml({ ...m.caConfigMap, data: { [STORE_CA_FILE]: placeholder } }),
     ].join("---\n"),
     "46-store-volumeclaim.yaml": yaml(m.volumeClaim),

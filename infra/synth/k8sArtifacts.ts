@@ -41,13 +41,13 @@ export const k8sManifestsWriter: ArtifactWriter = {
     );
     const g = renderGatewayManifests({ ...inputs.gateway, image: gatewayImage, keysJson });
     const store = inputs.gateway.store;
-    const storeFiles = store
-      ? storeManifestFiles(renderStoreManifests({ ...inputs.gateway, store }), store.mode)
-      : {};
-    const files = Object.entries({ ...manifestFiles(m), ...storeFiles, ...gatewayManifestFiles(g) }).map(([name, content]) => ({
-      path: `${K8S_OUT}/${name}`,
-      content: header + content,
-    }));
+    const storeFiles = store ? storeManifestFiles(renderStoreManifests({ ...inputs.gateway, store }), store.mode) : {};
+    const files = Object.entries({ ...manifestFiles(m), ...storeFiles, ...gatewayManifestFiles(g) }).map(
+      ([name, content]) => ({
+        path: `${K8S_OUT}/${name}`,
+        content: header + content,
+      }),
+    );
     // Autoscaling, GPU nodes and observability (render/scaling.ts), applied after the workload.
     for (const [path, content] of Object.entries(scalingFiles(renderScaling(inputs.scaling), inputs.triton)))
       files.push({ path, content: path.startsWith(`${K8S_OUT}/`) ? header + content : content });

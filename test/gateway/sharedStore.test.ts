@@ -134,12 +134,12 @@ describe("limits shared by two gateway pods through the store", () => {
     const team = POD_TEAMS.twoAtOnce.name;
     writeFileSync(h.standinHoldFile, "");
     const long = { model: MODEL, prompt: "one two three", max_tokens: 8, temperature: 0 };
-    let first: Promise<Response>[] = [];
+    // Both on pod A: pod B holds none of them, so only a count shared through the store refuses B's.
+    const first = [post(h.podA.url, key, long), post(h.podA.url, key, long)];
     try {
-      // Both on pod A: pod B holds none of them, so only a count shared through the store refuses B's.
-      first = [post(h.podA.url, key, long), post(h.podA.url, key, long)];
-      await until("two generations in flight on pod A", async () =>
-        (await metric(h.podA.metricsUrl, METRICS.inflight, { consumer: team })) === 2,
+      await until(
+        "two generations in flight on pod A",
+        async () => (await metric(h.podA.metricsUrl, METRICS.inflight, { consumer: team })) === 2,
       );
       expect(await metric(h.podB.metricsUrl, METRICS.inflight, { consumer: team })).toBe(0);
       for (const pod of [h.podB, h.podA]) {
@@ -179,7 +179,12 @@ describe("limits shared by two gateway pods through the store", () => {
         return (await r.json()) as UsageReport;
       }),
     );
-    const counts = { requests: 3, prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+    const counts = {
+      requests: 3,
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+    };
     for (const report of reports) {
       expect(report.scope).toBe("cluster");
       expect(report.team).toBe(POD_TEAMS.usage.name);
@@ -219,8 +224,9 @@ describe("fair shares with the store", () => {
       // The idle team's fair share (cap 10 over five teams: 2) is admitted although the gateway is full...
       const idle = [post(h.fair.url, keys.idle, long), post(h.fair.url, keys.idle, long)];
       pending.push(...idle);
-      await until("the idle team's two requests in flight", async () =>
-        (await metric(h.fair.metricsUrl, METRICS.inflight, { consumer: "idle" })) === 2,
+      await until(
+        "the idle team's two requests in flight",
+        async () => (await metric(h.fair.metricsUrl, METRICS.inflight, { consumer: "idle" })) === 2,
       );
       // ...and no more than that.
       const third = await post(h.fair.url, keys.idle, long);

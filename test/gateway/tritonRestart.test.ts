@@ -60,7 +60,11 @@ async function serve(repository: string, ports: number[], round: number): Promis
       "--metrics-port",
       metrics,
     ],
-    { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(STEP_MS) } },
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(STEP_MS) },
+    },
   );
   await waitForState(server, stateFile, 300_000);
   return server;
@@ -75,63 +79,59 @@ async function readyz(url: string): Promise<boolean> {
 }
 
 describe.runIf(RUN)("Triton stopped for 150 s and restarted", () => {
-  it(
-    `the gateway is ready within ${READY_WITHIN_SECONDS} s of Triton`,
-    async () => {
-      const { plan, repository } = runSynth(work);
-      const info = assembleRepository(work, venvPython(), plan, repository, {
-        decoupled: true,
-        vocab: plan.model.arch.vocab,
-      });
-      const ports = [await freePort(), await freePort(), await freePort()];
-      let server = await serve(info.repository, ports, 1);
-      stoppers.push(() => stop(server));
-      const model = {
-        id: plan.model.name,
-        maxInputLen: plan.serving.maxInputLen,
-        maxOutputLen: plan.serving.maxOutputLen,
-        maxBatchSize: plan.serving.maxBatchSize,
-        vocab: plan.model.arch.vocab,
-      };
-      const gw = await startGateway(work, "restart", renderGatewayConfig(model, `127.0.0.1:${ports[1]}`), [
-        { name: "team-a" },
-      ]);
-      stoppers.push(gw.stop);
-      const url = gw.gateway.url;
-      const deadline = Date.now() + 30_000;
-      while (!(await readyz(url))) {
-        if (Date.now() > deadline) throw new Error("the gateway never became ready");
-        await sleep(200);
-      }
+  it(`the gateway is ready within ${READY_WITHIN_SECONDS} s of Triton`, async () => {
+    const { plan, repository } = runSynth(work);
+    const info = assembleRepository(work, venvPython(), plan, repository, {
+      decoupled: true,
+      vocab: plan.model.arch.vocab,
+    });
+    const ports = [await freePort(), await freePort(), await freePort()];
+    let server = await serve(info.repository, ports, 1);
+    stoppers.push(() => stop(server));
+    const model = {
+      id: plan.model.name,
+      maxInputLen: plan.serving.maxInputLen,
+      maxOutputLen: plan.serving.maxOutputLen,
+      maxBatchSize: plan.serving.maxBatchSize,
+      vocab: plan.model.arch.vocab,
+    };
+    const gw = await startGateway(work, "restart", renderGatewayConfig(model, `127.0.0.1:${ports[1]}`), [
+      { name: "team-a" },
+    ]);
+    stoppers.push(gw.stop);
+    const url = gw.gateway.url;
+    const deadline = Date.now() + 30_000;
+    while (!(await readyz(url))) {
+      if (Date.now() > deadline) throw new Error("the gateway never became ready");
+      await sleep(200);
+    }
 
-      log(`stopping tritonserver for ${OUTAGE_SECONDS} s`);
-      await stop(server);
-      const down = Date.now();
-      let unreadySeen = false;
-      while (Date.now() - down < OUTAGE_SECONDS * 1000) {
-        if (!(await readyz(url))) unreadySeen = true;
-        await sleep(5000);
-      }
-      expect(unreadySeen).toBe(true);
+    log(`stopping tritonserver for ${OUTAGE_SECONDS} s`);
+    await stop(server);
+    const down = Date.now();
+    let unreadySeen = false;
+    while (Date.now() - down < OUTAGE_SECONDS * 1000) {
+      if (!(await readyz(url))) unreadySeen = true;
+      await sleep(5000);
+    }
+    expect(unreadySeen).toBe(true);
 
-      log("starting tritonserver again on the same ports");
-      server = await serve(info.repository, ports, 2);
-      const tritonReady = performance.now();
-      while (!(await readyz(url))) {
-        if (performance.now() - tritonReady > 60_000) break;
-        await sleep(100);
-      }
-      const seconds = (performance.now() - tritonReady) / 1000;
-      log(`gateway ready ${seconds.toFixed(1)} s after Triton (outage ${OUTAGE_SECONDS} s)`);
-      expect(seconds).toBeLessThanOrEqual(READY_WITHIN_SECONDS);
-      // And it serves: a generation goes through.
-      const r = await fetch(`${url}/v1/completions`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${gw.gateway.keys["team-a"]}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: model.id, prompt: "back", max_tokens: 2 }),
-      });
-      expect(r.status).toBe(200);
-    },
-    900_000,
-  );
+    log("starting tritonserver again on the same ports");
+    server = await serve(info.repository, ports, 2);
+    const tritonReady = performance.now();
+    while (!(await readyz(url))) {
+      if (performance.now() - tritonReady > 60_000) break;
+      await sleep(100);
+    }
+    const seconds = (performance.now() - tritonReady) / 1000;
+    log(`gateway ready ${seconds.toFixed(1)} s after Triton (outage ${OUTAGE_SECONDS} s)`);
+    expect(seconds).toBeLessThanOrEqual(READY_WITHIN_SECONDS);
+    // And it serves: a generation goes through.
+    const r = await fetch(`${url}/v1/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gw.gateway.keys["team-a"]}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: model.id, prompt: "back", max_tokens: 2 }),
+    });
+    expect(r.status).toBe(200);
+  }, 900_000);
 });

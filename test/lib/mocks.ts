@@ -89,7 +89,9 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
     };
   },
   "aws:elasticache/user:User": (_name, i) => ({ arn: arn("elasticache", `user:${String(i.userId)}`) }),
-  "aws:elasticache/userGroup:UserGroup": (_name, i) => ({ arn: arn("elasticache", `usergroup:${String(i.userGroupId)}`) }),
+  "aws:elasticache/userGroup:UserGroup": (_name, i) => ({
+    arn: arn("elasticache", `usergroup:${String(i.userGroupId)}`),
+  }),
   // Deterministic per name, of the requested length, alphanumeric like `special: false` produces.
   "random:index/randomPassword:RandomPassword": (name, i) => ({
     result: Array.from({ length: Number(i.length ?? 16) }, (_, k) => hex(`${name}-${Math.floor(k / 32)}`, 32)[k % 32])

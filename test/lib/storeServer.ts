@@ -14,12 +14,7 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tls from "node:tls";
-import {
-  STORE_AUTH_CONF_KEY,
-  STORE_CA_FILE,
-  storeAuthData,
-  storeServerArgs,
-} from "../../infra/render/storeManifests";
+import { STORE_AUTH_CONF_KEY, STORE_CA_FILE, storeAuthData, storeServerArgs } from "../../infra/render/storeManifests";
 import { freePort, sleep } from "./net";
 
 /** The server binary: Valkey where the distribution has it, Redis otherwise (same protocol and commands). */
@@ -49,10 +44,38 @@ export interface StoreServerInfo {
 function makeCertificates(dir: string): void {
   const run = (...args: string[]): void => void execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
   const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
-  run("req", "-x509", ...ec, "-keyout", "ca.key", "-out", STORE_CA_FILE, "-days", "1", "-subj", "/CN=triton-ft test store CA");
+  run(
+    "req",
+    "-x509",
+    ...ec,
+    "-keyout",
+    "ca.key",
+    "-out",
+    STORE_CA_FILE,
+    "-days",
+    "1",
+    "-subj",
+    "/CN=triton-ft test store CA",
+  );
   run("req", ...ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=localhost");
   fs.writeFileSync(path.join(dir, "san.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-  run("x509", "-req", "-in", "tls.csr", "-CA", STORE_CA_FILE, "-CAkey", "ca.key", "-CAcreateserial", "-out", "tls.crt", "-days", "1", "-extfile", "san.ext");
+  run(
+    "x509",
+    "-req",
+    "-in",
+    "tls.csr",
+    "-CA",
+    STORE_CA_FILE,
+    "-CAkey",
+    "ca.key",
+    "-CAcreateserial",
+    "-out",
+    "tls.crt",
+    "-days",
+    "1",
+    "-extfile",
+    "san.ext",
+  );
 }
 
 export class StoreServer {
@@ -82,9 +105,13 @@ export class StoreServer {
     if (!fs.existsSync(paths.tlsDir)) {
       for (const d of Object.values(paths)) fs.mkdirSync(d, { recursive: true });
       makeCertificates(paths.tlsDir);
-      fs.writeFileSync(path.join(paths.authDir, STORE_AUTH_CONF_KEY), storeAuthData(this.password)[STORE_AUTH_CONF_KEY], {
-        mode: 0o600,
-      });
+      fs.writeFileSync(
+        path.join(paths.authDir, STORE_AUTH_CONF_KEY),
+        storeAuthData(this.password)[STORE_AUTH_CONF_KEY],
+        {
+          mode: 0o600,
+        },
+      );
     }
     this.port ||= await freePort();
     const log = this.info.log;

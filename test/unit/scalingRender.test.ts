@@ -175,7 +175,11 @@ describe("alerts and dashboard", () => {
   });
 
   it("has no store alert or store series without a shared store (serving.store.mode none)", () => {
-    const m = renderStackScaling(resolved(withOverrides(gptjAutoscaled(), { serving: { store: { mode: "none" } } })), "dev", REFS);
+    const m = renderStackScaling(
+      resolved(withOverrides(gptjAutoscaled(), { serving: { store: { mode: "none" } } })),
+      "dev",
+      REFS,
+    );
     expect(m.prometheusRule.spec.groups[0].rules.map((r) => r.alert)).not.toContain("GatewayStoreDegraded");
     expect(JSON.stringify(m.dashboard)).not.toContain("store_degraded");
   });

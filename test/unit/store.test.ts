@@ -67,7 +67,9 @@ describe("serving.store: which store, checked at preview", () => {
   });
 
   it("assumes the most gateway pods there can be until it has counted them: the replicas, or the autoscaler's max", () => {
-    expect(gatewayPlan(resolved(withOverrides(gpt2Config(), { serving: { gatewayReplicas: 3 } }))).config.store).toMatchObject({
+    expect(
+      gatewayPlan(resolved(withOverrides(gpt2Config(), { serving: { gatewayReplicas: 3 } }))).config.store,
+    ).toMatchObject({
       assumedPods: 3,
     });
     const autoscaled = gatewayPlan(
@@ -113,13 +115,19 @@ describe("the gateway's view of the store", () => {
       name: STORE_PASSWORD_ENV,
       valueFrom: { secretKeyRef: { name: store.passwordSecret, key: "password" } },
     });
-    expect(container.volumeMounts).toContainEqual({ name: "store-ca", mountPath: "/etc/triton-ft-store-ca", readOnly: true });
+    expect(container.volumeMounts).toContainEqual({
+      name: "store-ca",
+      mountPath: "/etc/triton-ft-store-ca",
+      readOnly: true,
+    });
     expect(pod.volumes).toContainEqual({ name: "store-ca", configMap: { name: store.caConfigMap } });
     // The gateway reaches the store's pods on 6379 and nothing else new.
     const egress = m.networkPolicies.find((n) => n.metadata?.name?.endsWith("-gateway"))!.spec!.egress!;
     const toStore = egress.find((e) => e.ports?.some((x) => x.port === STORE_PORT))!;
     const storeManifests = renderStoreManifests({ ...p.renderInputs.gateway, store });
-    expect(toStore.to).toEqual([{ podSelector: { matchLabels: storeManifests.deployment.spec!.selector.matchLabels } }]);
+    expect(toStore.to).toEqual([
+      { podSelector: { matchLabels: storeManifests.deployment.spec!.selector.matchLabels } },
+    ]);
   });
 
   it("none: no password variable, no store egress", () => {
@@ -228,7 +236,12 @@ describe("SharedStore component", () => {
     });
     const sg = r.one("aws:ec2/securityGroup:SecurityGroup");
     expect(sg.inputs.ingress).toEqual([
-      expect.objectContaining({ protocol: "tcp", fromPort: 6379, toPort: 6379, securityGroups: ["sg-0123456789abcdef0"] }),
+      expect.objectContaining({
+        protocol: "tcp",
+        fromPort: 6379,
+        toPort: 6379,
+        securityGroups: ["sg-0123456789abcdef0"],
+      }),
     ]);
     expect(JSON.stringify(sg.inputs.ingress)).not.toContain("cidrBlocks");
     expect(sg.inputs.egress).toEqual([]);
