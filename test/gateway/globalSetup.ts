@@ -42,6 +42,7 @@ export const POD_TEAMS = {
   tokens: { name: "tokens", tokensPerMinute: 100, requestsPerMinute: 600 },
   settled: { name: "settled", tokensPerMinute: 60, requestsPerMinute: 600 },
   twoAtOnce: { name: "two-at-once", maxConcurrent: 2 },
+  oneAtATime: { name: "one-at-a-time", maxConcurrent: 1 },
   usage: { name: "usage" },
 } satisfies Record<string, ConsumerSpec>;
 

@@ -11,6 +11,8 @@ import { describe, expect, inject, it } from "vitest";
 import { METRICS } from "../../images/gateway/src/metrics";
 import { reserveTokens } from "../../images/gateway/src/plugins/limits";
 import type { UsageReport } from "../../images/gateway/src/store/usage";
+import { StoreConfigSchema } from "../../images/gateway/src/store/config";
+import { connectStore } from "../../images/gateway/src/store/connection";
 import { sleep } from "../lib/net";
 import { FAIR, POD_TEAMS } from "./globalSetup";
 
@@ -154,6 +156,26 @@ describe("limits shared by two gateway pods through the store", () => {
     await sleep(100); // the permits are returned after the responses
     const after = await post(h.podB.url, key, long);
     expect(after.status).toBe(200);
+  });
+
+  it("frees a finished request's slot before its response ends: back-to-back requests of a one-at-a-time team, on either pod", async () => {
+    const key = h.podA.keys[POD_TEAMS.oneAtATime.name];
+    const statuses: number[] = [];
+    // A store that has forgotten its scripts (a restart, a failover) answers the first release with NOSCRIPT
+    // and the client sends it again: two round trips, overtaken by the next request's checks.
+    const admin = connectStore(
+      StoreConfigSchema.parse({ host: h.store.host, port: h.store.port, caFile: h.store.caFile }),
+      h.store.password,
+    );
+    await new Promise((resolve) => admin.once("ready", resolve));
+    await admin.script("FLUSH");
+    admin.disconnect();
+    for (const pod of [h.podA, h.podA, h.podB, h.podA, h.podB, h.podB, h.podA]) {
+      const r = await post(pod.url, key, { model: MODEL, prompt: "next", max_tokens: 1, temperature: 0 });
+      statuses.push(r.status);
+      await r.text();
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200]);
   });
 
   it("answers GET /v1/usage with the team's usage from every pod, the same on both", async () => {

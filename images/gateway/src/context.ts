@@ -21,6 +21,7 @@ export class RequestContext {
   private readonly timer: NodeJS.Timeout;
   private firstTokenAt: number | undefined;
   private done = false;
+  private readonly finishHooks: Array<(outcome: Outcome) => void> = [];
   outcome: Outcome | undefined;
 
   constructor(
@@ -63,9 +64,19 @@ export class RequestContext {
     );
   }
 
+  /**
+   * Run `hook` when the generation is complete, before the last bytes reach
+   * the client: what the request held (a concurrency permit in the shared
+   * store) is given back before the client can send its next request.
+   */
+  onFinished(hook: (outcome: Outcome) => void): void {
+    this.finishHooks.push(hook);
+  }
+
   finished(outcome: Outcome): void {
     this.outcome = outcome;
     this.close();
+    for (const hook of this.finishHooks) hook(outcome);
     const labels = { consumer: this.consumer.name };
     this.metrics.promptTokens.inc(labels, outcome.promptTokens);
     this.metrics.outputTokens.inc(labels, outcome.completionTokens);

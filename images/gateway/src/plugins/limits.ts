@@ -121,6 +121,10 @@ export const limits = definePlugin<LimitsOptions>(
         const modelId = model ?? bodyModel(request.body) ?? config.model.id;
         metrics.inflight.inc({ consumer: consumer.name }, slots);
         const ctx = new RequestContext(request.id, route, consumer, config, triton, metrics, request.log);
+        // Released when the generation completes, before the response's last bytes (the store's release is
+        // a round trip: a client that sends its next request at once must find its slot free); the close
+        // below releases what ended otherwise (release is idempotent).
+        ctx.onFinished((o) => admitted.release(o.promptTokens + o.completionTokens));
         reply.raw.once("close", () => {
           if (!reply.raw.writableFinished) ctx.clientGone();
           ctx.close();

@@ -13,8 +13,12 @@
  *   older than LEASE_TIMEOUT_MS, so a crashed pod's slots come back by themselves.
  *
  * The three checks go out together (ioredis pipelines them: one round trip);
- * when one refuses, what the others took is given back. The pod's own
- * in-flight cap and fair shares stay local (limits.ts `hold`).
+ * when one refuses, what the others took is given back. A release is a round
+ * trip too, so a team's next request can overtake its last one's release
+ * (and a script the store has not cached yet takes two): a concurrency
+ * refusal while this pod still has releases of the team on the wire waits
+ * for them and asks once more. The pod's own in-flight cap and fair shares
+ * stay local (limits.ts `hold`).
  *
  * When the store fails, the request is admitted on this pod's own buckets
  * with the team's limits divided by the gateway pod count (never unlimited,
@@ -129,6 +133,8 @@ interface Taken {
 
 export class SharedLimits implements TeamLimiter {
   private readonly limiters = new Map<string, RateLimiterRedis>();
+  /** team -> permit releases sent and not yet answered by the store. */
+  private readonly releasing = new Map<string, Set<Promise<void>>>();
 
   constructor(
     private readonly store: SharedStore,
@@ -164,6 +170,21 @@ export class SharedLimits implements TeamLimiter {
     return this.local.admit(team, perPod(limits, this.store.podCount), slots, tokens);
   }
 
+  /** Remember a release until the store has answered it. */
+  private track(team: string, release: Promise<void>): void {
+    let set = this.releasing.get(team);
+    if (!set) {
+      set = new Set();
+      this.releasing.set(team, set);
+    }
+    const pending = set;
+    pending.add(release);
+    void release.finally(() => {
+      pending.delete(release);
+      if (pending.size === 0) this.releasing.delete(team);
+    });
+  }
+
   private limiter(kind: "rpm" | "tpm", points: number): RateLimiterRedis {
     const id = `${kind}:${points}`;
     let limiter = this.limiters.get(id);
@@ -196,11 +217,19 @@ export class SharedLimits implements TeamLimiter {
       onLockLost: ignore,
     });
     const started = Date.now();
-    const [r, t, c] = await Promise.allSettled([
+    // The releases this pod had on the wire when the checks were sent: the store may see them after the checks.
+    const releasing = [...(this.releasing.get(team) ?? [])];
+    const [r, t, first] = await Promise.allSettled([
       rpm.consume(key, 1),
       tpm ? tpm.consume(key, tokens) : Promise.resolve(undefined),
       permit.tryAcquire(),
     ]);
+    let c = first;
+    if (c.status === "fulfilled" && !c.value && releasing.length > 0) {
+      // This pod's own releases of the team were on the wire: they may be what filled the count.
+      await Promise.allSettled(releasing);
+      [c] = await Promise.allSettled([permit.tryAcquire()]);
+    }
     const undo = (): void => {
       if (r.status === "fulfilled") rpm.reward(key, 1).catch(ignore);
       if (tpm && t.status === "fulfilled") tpm.reward(key, tokens).catch(ignore);
@@ -227,7 +256,7 @@ export class SharedLimits implements TeamLimiter {
     // Rewards after the window turned would credit the next window: settle only within it (a second's margin).
     const windowEnds = t.status === "fulfilled" && t.value ? started + t.value.msBeforeNext - 1000 : 0;
     const lease = once((used) => {
-      permit.release().catch(ignore);
+      this.track(team, permit.release().catch(ignore));
       if (tpm && used !== undefined && used < tokens && Date.now() < windowEnds) {
         tpm.reward(key, tokens - used).catch(ignore);
       }
