@@ -65,6 +65,12 @@ export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
     reason: "runs as the Node.js image's own unprivileged user node (uid 1000), which the image's files belong to",
   },
 ];
+/** With a shared store: its password is an environment variable, as the gateway's config names it (docs/security.md). */
+export const GATEWAY_STORE_SCANNER_SKIP: ScannerSkip = {
+  id: "CKV_K8S_35",
+  reason:
+    "the shared store's password reaches the gateway as GATEWAY_STORE_PASSWORD from its Secret (secretKeyRef), never the ConfigMap; one container, no child processes, read-only root",
+};
 /** The Node.js image's unprivileged user node (GATEWAY_SCANNER_SKIPS CKV_K8S_40). */
 const GATEWAY_UID = 1000;
 /** Declares that every request through this Service is authenticated (the gateway's API keys); policy/rules/kubernetes.ts reads it. */
@@ -226,7 +232,14 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name, namespace: ns, labels: podLabels, annotations: scannerSkipAnnotations(GATEWAY_SCANNER_SKIPS) },
+    metadata: {
+      name,
+      namespace: ns,
+      labels: podLabels,
+      annotations: scannerSkipAnnotations(
+        input.store ? [...GATEWAY_SCANNER_SKIPS, GATEWAY_STORE_SCANNER_SKIP] : GATEWAY_SCANNER_SKIPS,
+      ),
+    },
     spec: {
       // Autoscaled: left out, so an update does not reset what the HPA chose.
       ...(input.autoscaled ? {} : { replicas: input.replicas }),

@@ -26,7 +26,12 @@ import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/Netw
 import { stringify } from "yaml";
 import { VALKEY_IMAGE, pinnedRef } from "../catalog/images";
 import type { GatewayStoreConfig } from "./gatewayConfig";
-import { podSecurityContext, supportContainerSecurityContext } from "./podSecurity";
+import {
+  podSecurityContext,
+  scannerSkipAnnotations,
+  supportContainerSecurityContext,
+  type ScannerSkip,
+} from "./podSecurity";
 import { systemNodeAffinity } from "./scheduling";
 import { recommendedLabels, selectorLabels, type WorkloadInput } from "./tritonManifests";
 
@@ -67,6 +72,14 @@ export interface StorePlan {
 }
 
 export const STORE_COMPONENT = "store";
+/** Deliberate scanner findings of the store Deployment, with why (docs/security.md "Documented exceptions"). */
+export const STORE_SCANNER_SKIPS: readonly ScannerSkip[] = [
+  {
+    id: "CKV_K8S_40",
+    reason:
+      "runs as the Valkey image's own unprivileged user valkey (uid 999, gid 1000), which owns its data directory; the pod is non-root under the restricted profile",
+  },
+];
 /** The auth Secret's key holding the server's `requirepass` line. */
 export const STORE_AUTH_CONF_KEY = "auth.conf";
 /** Memory the store may use for data: far above what counters and a year of usage hashes take; the limit leaves room for the AOF rewrite. */
@@ -156,7 +169,7 @@ export function renderStoreManifests(input: StoreRenderInput): StoreManifests {
   const deployment: IDeployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: meta(store.name),
+    metadata: { ...meta(store.name), annotations: scannerSkipAnnotations(STORE_SCANNER_SKIPS) },
     spec: {
       replicas: 1,
       revisionHistoryLimit: 5,
