@@ -25,7 +25,7 @@ export const STACK_OUTPUT_CONTRACT = {
     type: "string",
     secret: false,
     description:
-      "Base URL of the gateway behind the NLB: `https://<nlb-dns>` with `serving.tlsCertificateArn`, else `http://<nlb-dns>`. Serves the ensemble's KServe v2 HTTP API (`<url>/v2/models/ensemble/infer`) with an API key.",
+      "Base URL of the gateway behind the NLB: `https://<nlb-dns>` with `serving.tlsCertificateArn`, else `http://<nlb-dns>`. Serves each model's KServe v2 HTTP API (`<url>/v2/models/<model id>/infer`) with an API key.",
   },
   openaiBaseUrl: {
     type: "string",
@@ -35,7 +35,13 @@ export const STACK_OUTPUT_CONTRACT = {
   modelIds: {
     type: "string[]",
     secret: false,
-    description: "OpenAI `model` ids served (`GET /v1/models`): the stack's model name.",
+    description: "OpenAI `model` ids served (`GET /v1/models`): every model of the stack, first to last.",
+  },
+  models: {
+    type: "object",
+    secret: false,
+    description:
+      "Per model id: `{id, family, source, tensorParallel, instanceType, serverImage, tritonService}` (`tritonService`: the in-cluster gRPC `host:port` of its Triton). Every stack has it; the single-model outputs (`modelFamily`, `modelSource`, `tensorParallel`, `serverImage`) describe the first model.",
   },
   apiKeys: {
     type: "object",
@@ -86,7 +92,7 @@ type TsType<T extends OutputSpec["type"]> = T extends "number"
   : T extends "string[]"
     ? string[]
     : T extends "object"
-      ? Record<string, string>
+      ? Record<string, unknown>
       : string;
 
 /** What the program returns for the contract: each output as an Input of its contract type. */

@@ -24,15 +24,19 @@ import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
 import { ENSEMBLE_MODEL } from "./render/modelRepository";
-import { renderScaling, type ScalingManifests } from "./render/scaling";
+import { renderStackScaling, type ScalingManifests } from "./render/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
-import { buildPlan, type Plan } from "./plan";
+import { buildStackPlan, modelResourceName, type ModelPlanEntry, type StackPlan } from "./plan/stack";
 import { endpointAccess } from "./plan/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
+import { isoDate } from "./catalog/eks";
+import { estimateCost, gpuPricing } from "./cost";
+import { summaryLines } from "./cost/format";
+import { costInput } from "./cost/fromStack";
 import { stackTags } from "./tags";
 
 /**
@@ -46,58 +50,53 @@ export interface StackOutputs extends ContractOutputs {
 /** What the serving side takes from the build side. */
 interface BuildSide {
   network: ClusterNetwork;
-  serverImage: pulumi.Output<string>;
+  /** Per model, in the stack plan's order. */
+  serverImages: pulumi.Output<string>[];
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
-  /** Stack outputs of the build side (names documented in README). */
+  /** Stack outputs of the build side (names documented in docs/outputs.md). */
   outputs: Record<string, pulumi.Input<unknown>>;
-  /** Tags the deployed images once the workloads rolled out (markDeployed). */
-  pipeline: BuildPipeline;
+  /** Per model: the pipeline that baked it. */
+  pipelines: BuildPipeline[];
 }
 
-/** Network, ECR, the GPU builder and the remote build pipeline. */
+/** Network, ECR, the GPU builder(s) and the remote build pipelines (one per model). */
 function buildSide(
-  stack: ResolvedStack,
-  plan: Plan,
+  models: readonly ResolvedStack[],
+  sp: StackPlan,
   secrets: StackSecrets,
   prefix: string,
   tags: Record<string, string>,
 ): BuildSide {
+  const stack = first(models);
   const b = stack.config.build;
   const network = new Network("network", { network: stack.config.network, tags });
   const registry = new Registry("registry", { namePrefix: prefix, tags });
-  const builder = new Builder("builder", {
-    instanceType: plan.build.builderInstanceType,
-    diskGiB: plan.build.builderDiskGiB,
-    amiId: b.builderAmiId,
-    sshAllowedCidrs: b.sshAllowedCidrs,
-    // Validation refused sshPublicKey without the sshPrivateKey secret.
-    sshKey: b.sshPublicKey
-      ? { publicKey: b.sshPublicKey, privateKey: validatedSecret(secrets, "sshPrivateKey") }
-      : undefined,
-    namePrefix: prefix,
-    vpcId: network.vpcId,
-    subnetId: network.publicSubnetIds.apply((ids) => {
-      const first = ids[0];
-      if (!first) throw new pulumi.ResourceError("the network has no public subnet for the builder", network);
-      return first;
-    }),
-    repositoryArns: [registry.tritonWithFt.arn, registry.server.arn, registry.gateway.arn],
-    tags,
+  const subnetId = network.publicSubnetIds.apply((ids) => {
+    const id = ids[0];
+    if (!id) throw new pulumi.ResourceError("the network has no public subnet for the builder", network);
+    return id;
   });
-  const pipeline = new BuildPipeline("build", {
-    steps: plan.buildSteps,
-    connection: {
-      host: builder.publicIp,
-      user: BUILDER_SSH_USER,
-      privateKey: builder.privateKey,
-      // Only the builder's own (generated, pinned) host key is accepted.
-      hostKey: builder.hostPublicKey,
-      // A fresh DLAMI instance takes minutes before sshd answers with the pinned key.
-      dialErrorLimit: 60,
-      perDialTimeout: 30,
-    },
-    instanceId: builder.instance.id,
+  // One builder per GPU model; the first keeps a one-model stack's names.
+  const builders = sp.builders.map(
+    (bp, i) =>
+      new Builder(bp.name, {
+        instanceType: bp.instanceType,
+        diskGiB: bp.diskGiB,
+        amiId: b.builderAmiId,
+        sshAllowedCidrs: b.sshAllowedCidrs,
+        // Validation refused sshPublicKey without the sshPrivateKey secret.
+        sshKey: b.sshPublicKey
+          ? { publicKey: b.sshPublicKey, privateKey: validatedSecret(secrets, "sshPrivateKey") }
+          : undefined,
+        namePrefix: i === 0 ? prefix : `${prefix}-${bp.gpuModel.toLowerCase()}`,
+        vpcId: network.vpcId,
+        subnetId,
+        repositoryArns: [registry.tritonWithFt.arn, registry.server.arn, registry.gateway.arn],
+        tags,
+      }),
+  );
+  const common = {
     region: aws.getRegionOutput().region,
     ecrRegistry: registry.tritonWithFt.repositoryUrl.apply((u) => u.split("/")[0] ?? u),
     tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
@@ -105,8 +104,45 @@ function buildSide(
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
-    stageTree: (tree) => stageTree(REPO_ROOT, tree),
+    stageTree: (tree: string) => stageTree(REPO_ROOT, tree),
+  };
+  const connection = (builder: Builder) => ({
+    host: builder.publicIp,
+    user: BUILDER_SSH_USER,
+    privateKey: builder.privateKey,
+    // Only the builder's own (generated, pinned) host key is accepted.
+    hostKey: builder.hostPublicKey,
+    // A fresh DLAMI instance takes minutes before sshd answers with the pinned key.
+    dialErrorLimit: 60,
+    perDialTimeout: 30,
   });
+  const pipelines: BuildPipeline[] = [];
+  const hostOf = new Map<number, BuildPipeline>();
+  for (const entry of sp.models) {
+    const builder = builders[entry.builder];
+    if (!builder) throw new Error(`model ${entry.id} has no builder in the plan`);
+    const host = hostOf.get(entry.builder);
+    // Further models' hashes on this host start a stopped builder too.
+    const hostedStepHashes = host
+      ? undefined
+      : Object.fromEntries(
+          sp.models
+            .filter((m) => m !== entry && m.builder === entry.builder)
+            .flatMap((m) => m.plan.buildSteps.map((s) => [`${m.id}/${s.id}`, s.inputHash])),
+        );
+    const pipeline = new BuildPipeline(modelResourceName("build", entry), {
+      ...common,
+      steps: entry.plan.buildSteps,
+      connection: connection(builder),
+      instanceId: builder.instance.id,
+      ...(pipelines[0] ? { shared: { pipeline: pipelines[0], sameHost: host !== undefined } } : {}),
+      ...(hostedStepHashes && Object.keys(hostedStepHashes).length > 0 ? { hostedStepHashes } : {}),
+    });
+    if (!host) hostOf.set(entry.builder, pipeline);
+    pipelines.push(pipeline);
+  }
+  const firstPipeline = first(pipelines);
+  const firstBuilder = first(builders);
   const outputs: Record<string, pulumi.Input<unknown>> = {
     vpcId: network.vpcId,
     publicSubnetIds: network.publicSubnetIds,
@@ -114,33 +150,56 @@ function buildSide(
     tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
     serverRepositoryUrl: registry.server.repositoryUrl,
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
-    tritonWithFtImage: pipeline.tritonWithFtImage,
-    serverImage: pipeline.serverImage,
-    builderInstanceId: builder.instance.id,
-    builderPublicIp: builder.publicIp,
-    builderAmiId: builder.amiId,
-    buildStepHashes: Object.fromEntries(plan.buildSteps.map((s) => [s.id, s.inputHash])),
+    tritonWithFtImage: firstPipeline.tritonWithFtImage,
+    serverImage: firstPipeline.serverImage,
+    builderInstanceId: firstBuilder.instance.id,
+    builderPublicIp: firstBuilder.publicIp,
+    builderAmiId: firstBuilder.amiId,
+    buildStepHashes: Object.fromEntries(first(sp.models).plan.buildSteps.map((s) => [s.id, s.inputHash])),
   };
-  if (builder.generatedKey) outputs.builderPrivateKey = builder.privateKey;
+  if (sp.models.length > 1) {
+    outputs.builders = Object.fromEntries(
+      sp.builders.map((bp, i) => [
+        bp.name,
+        { instanceId: builders[i]?.instance.id, publicIp: builders[i]?.publicIp, models: bp.models },
+      ]),
+    );
+    outputs.modelBuildStepHashes = Object.fromEntries(
+      sp.models.map((m) => [m.id, Object.fromEntries(m.plan.buildSteps.map((s) => [s.id, s.inputHash]))]),
+    );
+  }
+  if (firstBuilder.generatedKey) outputs.builderPrivateKey = firstBuilder.privateKey;
   return {
     network,
-    serverImage: pipeline.serverImage,
-    tritonWithFtImage: pipeline.tritonWithFtImage,
-    gatewayImage: pipeline.gatewayImage,
+    serverImages: pipelines.map((p) => p.serverImage),
+    tritonWithFtImage: firstPipeline.tritonWithFtImage,
+    gatewayImage: firstPipeline.gatewayImage,
     outputs,
-    pipeline,
+    pipelines,
   };
+}
+
+/** The first of a list the plan guarantees non-empty. */
+function first<T>(items: readonly T[]): T {
+  const item = items[0];
+  if (item === undefined) throw new Error("a stack has at least one model");
+  return item;
 }
 
 /** The cluster argument of the configured mode. */
 function clusterSource(
   stack: ResolvedStack,
-  plan: Plan,
-  scaling: ScalingManifests,
+  sp: StackPlan,
+  scaling: ScalingManifests[],
+  models: readonly ResolvedStack[],
   secrets: StackSecrets,
   network: ClusterNetwork,
 ) {
   const c = stack.config.cluster;
+  const plan = first(sp.models).plan;
+  const firstScaling = first(scaling);
+  const label = (entry: ModelPlanEntry) => entry.plan.renderInputs.triton.modelNodeLabel;
+  const firstLabel = label(first(sp.models));
   const source: ClusterArgs["cluster"] =
     c.mode === "create"
       ? {
@@ -156,10 +215,32 @@ function clusterSource(
             deployerCidrs: stack.config.build.sshAllowedCidrs,
           }),
           // serving.autoscaling: Karpenter launches the GPU nodes; without a Prometheus given, the stack installs one.
-          ...(scaling.nodePool && scaling.ec2NodeClass
-            ? { gpuNodePool: { nodePool: scaling.nodePool, ec2NodeClass: scaling.ec2NodeClass } }
+          ...(firstScaling.nodePool && firstScaling.ec2NodeClass
+            ? { gpuNodePool: { nodePool: firstScaling.nodePool, ec2NodeClass: firstScaling.ec2NodeClass } }
             : {}),
-          installMonitoring: installsMonitoring(stack.config.serving.autoscaling),
+          installMonitoring: models.some((m) => installsMonitoring(m.config.serving.autoscaling)),
+          ...(firstLabel
+            ? {
+                models: {
+                  firstNodeLabel: firstLabel,
+                  further: sp.models.slice(1).map((entry, i) => {
+                    const m = scaling[i + 1];
+                    const nodeLabel = label(entry);
+                    if (!m || !nodeLabel) throw new Error(`model ${entry.id} has no node label in a stack of several`);
+                    return {
+                      id: entry.id,
+                      instanceType: entry.plan.serving.instanceType,
+                      nodes: entry.plan.kubernetes.gpuNodes,
+                      diskGiB: models[i + 1]?.nodeDiskGiB ?? stack.nodeDiskGiB,
+                      nodeLabel,
+                      ...(m.nodePool && m.ec2NodeClass
+                        ? { nodePool: { nodePool: m.nodePool, ec2NodeClass: m.ec2NodeClass } }
+                        : {}),
+                    };
+                  }),
+                },
+              }
+            : {}),
         }
       : c.mode === "kubeconfig"
         ? { mode: "kubeconfig", kubeconfig: validatedSecret(secrets, "kubeconfig") }
@@ -174,50 +255,98 @@ function clusterSource(
 }
 
 export function program(): StackOutputs {
-  const { stack, secrets } = loadStack();
+  const { stack, models, secrets } = loadStack();
   const stackName = pulumi.getStack();
-  const plan = buildPlan(stack, stackName, repoPathHasher(REPO_ROOT));
+  const sp = buildStackPlan(models, stackName, repoPathHasher(REPO_ROOT));
+  const plan = first(sp.models).plan;
+  // The estimate synth writes to cost.json, as info messages in the preview: $/month, minutes to serve, $/1k tokens.
+  const region = new pulumi.Config("aws").get("region");
+  const cost = estimateCost(
+    costInput(stack, plan, { stackName, region, today: isoDate(new Date()) }, { models, plan: sp }),
+  );
+  for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const tags = stackTags(PROJECT, stackName, stack);
-  const build = buildSide(stack, plan, secrets, namePrefix(stackName), tags);
-  const scaling = renderScaling(plan.renderInputs.scaling);
+  const build = buildSide(models, sp, secrets, namePrefix(stackName), tags);
+  // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model;
+  // each model's row prices its own GPU nodes as the estimate does.
+  const scaling = renderStackScaling(
+    sp.models.map((m) => {
+      const pricing = gpuPricing(cost, m.id);
+      return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
+    }),
+  );
   const cluster = new Cluster("cluster", {
-    cluster: clusterSource(stack, plan, scaling, secrets, build.network),
+    cluster: clusterSource(stack, sp, scaling, models, secrets, build.network),
     tags,
   });
-  const triton = new TritonService("triton", {
-    workload: plan.renderInputs.triton,
-    image: build.serverImage,
-    provider: cluster.provider,
-    gpuReady: cluster.gpuReady,
-    monitoringReady: cluster.monitoringReady,
+  // One Triton Deployment per model; the first creates the namespace and keeps a one-model stack's names.
+  const tritons: TritonService[] = [];
+  for (const [i, entry] of sp.models.entries()) {
+    const image = build.serverImages[i];
+    if (!image) throw new Error(`model ${entry.id} has no server image`);
+    tritons.push(
+      new TritonService(modelResourceName("triton", entry), {
+        workload: entry.plan.renderInputs.triton,
+        image,
+        provider: cluster.provider,
+        gpuReady: cluster.gpuReady,
+        monitoringReady: cluster.monitoringReady,
+        ...(tritons[0] ? { namespace: tritons[0].namespaceResource } : {}),
+      }),
+    );
+  }
+  const triton = first(tritons);
+  // The gateway's shared store (serving.store): team limits across its pods, usage per team and model.
+  const store = sharedStoreOf(sp.gateway.workload, {
+    cluster,
+    network: build.network,
+    namespace: triton.namespaceResource,
+    tags,
   });
-  // The gateway's shared store (serving.store): team limits across its pods, usage per team.
-  const store = sharedStoreOf(plan, { cluster, network: build.network, namespace: triton.namespaceResource, tags });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
-    workload: plan.renderInputs.gateway,
-    consumers: plan.gateway.consumers,
-    teams: plan.gateway.teams,
+    workload: sp.gateway.workload,
+    consumers: sp.gateway.plan.consumers,
+    teams: sp.gateway.plan.teams,
     image: build.gatewayImage,
     provider: cluster.provider,
-    dependsOn: [triton],
+    dependsOn: tritons,
     loadBalancerReady: cluster.loadBalancerReady,
     ...(store ? { store: { host: store.host, ready: store.ready } } : {}),
   });
   // Tag what is deployed once its rollout succeeded, so ECR never expires the running images.
-  build.pipeline.markDeployed([
-    { id: "server", image: build.serverImage, rollout: triton.deploymentResource },
-    { id: "gateway", image: build.gatewayImage, rollout: gateway.deployment },
-  ]);
+  for (const [i, pipeline] of build.pipelines.entries()) {
+    const entry = sp.models[i];
+    const t = tritons[i];
+    if (!entry || !t) continue;
+    // A builder stops only after every model baked on it.
+    const hostedBakes = entry.first
+      ? build.pipelines.flatMap((p, j) =>
+          j !== i && sp.models[j]?.builder === entry.builder && p.commands.bake ? [p.commands.bake] : [],
+        )
+      : [];
+    pipeline.markDeployed(
+      [
+        { id: "server", image: build.serverImages[i] ?? build.serverImages[0] ?? "", rollout: t.deploymentResource },
+        ...(entry.first ? [{ id: "gateway", image: build.gatewayImage, rollout: gateway.deployment }] : []),
+      ],
+      hostedBakes,
+    );
+  }
   // Autoscaling (KEDA: Triton and the gateway) and observability (DCGM exporter, ServiceMonitors, dashboard, alerts).
   new Scaling("scaling", {
-    manifests: scaling,
+    manifests: first(scaling),
     provider: cluster.provider,
     systemNodes: cluster.systemNodes,
     monitoringReady: cluster.monitoringReady,
     namespace: triton.namespaceResource,
     deployment: triton.deploymentResource,
     gateway,
+    furtherModels: sp.models.slice(1).map((entry, i) => ({
+      id: entry.id,
+      scaledObject: scaling[i + 1]?.scaledObject,
+      deployment: tritons[i + 1]?.deploymentResource ?? triton.deploymentResource,
+    })),
   });
   return {
     ...build.outputs,
@@ -225,11 +354,28 @@ export function program(): StackOutputs {
     modelFamily: plan.model.family,
     modelSource: modelSourceUri(plan.model.source),
     tensorParallel: plan.serving.tensorParallel,
-    serverImage: build.serverImage,
+    serverImage: first(build.serverImages),
     tritonWithFtImage: build.tritonWithFtImage,
     httpEndpoint: gateway.baseUrl,
     openaiBaseUrl: pulumi.interpolate`${gateway.baseUrl}/v1`,
-    modelIds: [plan.gateway.config.model.id],
+    modelIds: sp.models.map((m) => m.id),
+    // pulumi.output unwraps the images and services nested in the map.
+    models: pulumi.output(
+      Object.fromEntries(
+        sp.models.map((m, i) => [
+          m.id,
+          {
+            id: m.id,
+            family: m.plan.model.family,
+            source: modelSourceUri(m.plan.model.source),
+            tensorParallel: m.plan.serving.tensorParallel,
+            instanceType: m.plan.serving.instanceType,
+            serverImage: build.serverImages[i],
+            tritonService: tritons[i]?.grpcTarget,
+          },
+        ]),
+      ),
+    ),
     apiKeys: gateway.apiKeys,
     gatewayImage: build.gatewayImage,
     clusterName: cluster.clusterName,

@@ -126,9 +126,8 @@ async function main(): Promise<void> {
       cleanup.unshift(server.stop);
       const model = server.model;
       maxTokens = Math.min(maxTokens, model.maxOutputLen);
-      const config = renderGatewayConfig(model, server.info.grpc, {
+      const config = renderGatewayConfig([{ ...model, tritonGrpc: server.info.grpc, maxInflight: 1024 }], {
         requestTimeoutSeconds: 120,
-        maxInflight: 1024,
         maxConcurrent: 1024,
         requestsPerMinute: 1_000_000,
       });

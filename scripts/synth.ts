@@ -1,22 +1,37 @@
 /**
  * npm run synth -- --stack <name> [--out <dir>]
- * npm run synth -- --diff <old-out> <new-out>
+ * npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]
  *
  * Offline: reads Pulumi.<name>.yaml, validates it with the same rules as the
- * Pulumi program, computes the plan once (as infra/program.ts does), and
+ * Pulumi program, computes the stack plan once (as infra/program.ts does), and
  * writes plan.json and what the artifact writers render from it to <out>
- * (default out/<name>), plus a short summary on stdout. Secrets print as
+ * (default out/<name>), plus a short summary on stdout. A stack of several
+ * models gets each model's artifacts under <out>/models/<id>/ and what they
+ * share at the top (infra/synth/artifacts.ts synthesizeStack). Secrets print as
  * [secret]; their values are never read. It then runs the program under the
  * mock runtime and writes the offline inventory (resources.json, resources.txt;
- * scripts/synthInventory.ts). `--diff` prints the change list between two
- * outputs' inventories.
+ * scripts/synthInventory.ts). It also writes cost.json, the cost and time
+ * estimate (infra/cost), and prints its three figures. `--diff` prints the
+ * change list between two outputs' inventories, each stack headed by the
+ * change of its estimate ($/month, minutes to serve, $/1k tokens);
+ * `--cost-markdown <file>` also writes that change as the pull request
+ * comment's markdown.
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { PROJECT } from "../infra/config";
-import { buildPlan } from "../infra/plan";
+import type { Plan } from "../infra/plan";
+import { buildStackPlan, type StackPlan } from "../infra/plan/stack";
 import { repoPathHasher } from "../infra/repoFiles";
-import { ARTIFACT_WRITERS, synthesize, type ArtifactWriter, type SynthContext } from "../infra/synth/artifacts";
+import type { ResolvedStack } from "../infra/config";
+import {
+  ARTIFACT_WRITERS,
+  MODELS_OUT,
+  synthesize,
+  synthesizeStack,
+  type ArtifactWriter,
+  type SynthResult,
+} from "../infra/synth/artifacts";
 import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
 import { formatProblems, formatWarnings, resolveStack } from "../infra/config/validate";
 import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventory";
@@ -37,7 +52,7 @@ export interface SynthArgs {
 }
 
 const USAGE =
-  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out>";
+  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]";
 
 export function parseArgs(argv: string[]): SynthArgs {
   const values: Record<string, string> = {};
@@ -64,8 +79,8 @@ function configLines(file: StackFileConfig): string[] {
   return lines;
 }
 
-function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
-  const { plan, stack } = ctx;
+/** What the plan says about one model: source, architecture, serving shape, builder and the remote commands. */
+function modelLines(plan: Plan, stack: ResolvedStack): string[] {
   const src = plan.model.source;
   const source =
     src.kind === "huggingface"
@@ -85,9 +100,41 @@ function summary(ctx: SynthContext, outDir: string, extra: string[]): string[] {
     `launch: ${Object.entries(plan.launch.env)
       .map(([k, v]) => `${k}=${v}`)
       .join(" ")} ${plan.launch.argv.join(" ")}`,
-    ...extra,
-    `wrote ${outDir}`,
   ];
+}
+
+/** A stack of several models: one block per model (its lines indented under its folder), then the builders and what the models share. */
+function stackSummary(
+  sp: StackPlan,
+  models: readonly ResolvedStack[],
+  perModel: string[][],
+  shared: string[],
+): string[] {
+  const lines = [`models: ${sp.models.map((m) => m.id).join(", ")} (${sp.models.length}, one Triton Deployment each)`];
+  for (const [n, entry] of sp.models.entries()) {
+    const resolved = models[n];
+    if (!resolved) continue;
+    lines.push(`model ${entry.id}${entry.first ? " (first: the one-model names)" : ""} -> ${MODELS_OUT}/${entry.id}/`);
+    for (const l of [...modelLines(entry.plan, resolved), ...(perModel[n] ?? [])]) lines.push(`  ${l}`);
+  }
+  for (const b of sp.builders)
+    lines.push(
+      `builder ${b.name}: ${b.instanceType} (${b.gpuModel}), ${b.diskGiB} GiB disk; converts ${b.models.join(", ")}`,
+    );
+  lines.push(`triton_with_ft: built once for SM ${sp.smList.join(",")}`);
+  return [...lines, ...shared];
+}
+
+/** Write a synth result into outDir, after clearing what synth owns there. */
+function writeResult(result: SynthResult, outDir: string): void {
+  fs.mkdirSync(outDir, { recursive: true });
+  for (const entry of result.owned) fs.rmSync(path.join(outDir, entry), { recursive: true, force: true });
+  for (const dir of result.directories) fs.mkdirSync(path.join(outDir, dir), { recursive: true });
+  for (const f of result.files) {
+    const target = path.join(outDir, f.path);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, f.content);
+  }
 }
 
 export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWriter[] = ARTIFACT_WRITERS): number {
@@ -121,32 +168,37 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
     );
   }
 
-  const { stack, problems, warnings } = resolveStack(file.raw, file.secrets, { stackName: args.stack });
+  const { stack, models, problems, warnings } = resolveStack(file.raw, file.secrets, { stackName: args.stack });
   if (warnings.length > 0) io.stderr(formatWarnings(args.stack, warnings));
   if (!stack) {
     io.stderr(formatProblems(args.stack, problems));
     return 1;
   }
   const outDir = path.resolve(io.cwd, args.out ?? path.join("out", args.stack));
-  const ctx: SynthContext = {
-    stackName: args.stack,
-    stack,
-    plan: buildPlan(stack, args.stack, repoPathHasher(io.repoRoot)),
-    readRepoFile(rel) {
-      const p = path.join(io.repoRoot, rel);
-      return fs.existsSync(p) ? fs.readFileSync(p, "utf8") : undefined;
-    },
+  // The stack plan, as infra/program.ts computes it: a one-model stack's is exactly its one plan.
+  const resolved = models ?? [stack];
+  const sp = buildStackPlan(resolved, args.stack, repoPathHasher(io.repoRoot));
+  const readRepoFile = (rel: string) => {
+    const p = path.join(io.repoRoot, rel);
+    return fs.existsSync(p) ? fs.readFileSync(p, "utf8") : undefined;
   };
-  const result = synthesize(ctx, writers);
-  fs.mkdirSync(outDir, { recursive: true });
-  for (const entry of result.owned) fs.rmSync(path.join(outDir, entry), { recursive: true, force: true });
-  for (const dir of result.directories) fs.mkdirSync(path.join(outDir, dir), { recursive: true });
-  for (const f of result.files) {
-    const target = path.join(outDir, f.path);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
-    fs.writeFileSync(target, f.content);
+  const firstPlan = sp.models[0]?.plan;
+  if (!firstPlan) throw new Error("a stack plan has at least one model");
+  // The stack file's region prices the cost estimate (cost.json).
+  const region = file.awsRegion ? { region: file.awsRegion } : {};
+  if (sp.models.length === 1) {
+    const result = synthesize({ stackName: args.stack, stack, plan: firstPlan, readRepoFile, ...region }, writers);
+    writeResult(result, outDir);
+    for (const line of [...modelLines(firstPlan, stack), ...result.summary, `wrote ${outDir}`]) io.stdout(line);
+    return 0;
   }
-  for (const line of summary(ctx, outDir, result.summary)) io.stdout(line);
+  const result = synthesizeStack(
+    { stackName: args.stack, models: resolved, stackPlan: sp, readRepoFile, ...region },
+    writers,
+  );
+  writeResult(result, outDir);
+  const perModel = result.models.map((m) => m.summary);
+  for (const line of [...stackSummary(sp, resolved, perModel, result.summary), `wrote ${outDir}`]) io.stdout(line);
   return 0;
 }
 
@@ -156,11 +208,13 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
  */
 export async function cli(argv: string[], io: SynthIo, load?: () => Promise<LoadedProgram>): Promise<number> {
   if (argv[0] === "--diff") {
-    if (argv.length !== 3) {
+    const [, oldOut, newOut, flag, file] = argv;
+    const markdown = argv.length === 5 && flag === "--cost-markdown" && file;
+    if (!oldOut || !newOut || (argv.length !== 3 && !markdown)) {
       io.stderr(USAGE);
       return 2;
     }
-    return diffCommand(argv[1], argv[2], io);
+    return diffCommand(oldOut, newOut, io, markdown ? { costMarkdown: file } : {});
   }
   const code = main(argv, io);
   if (code !== 0) return code;

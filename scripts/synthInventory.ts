@@ -20,6 +20,9 @@ import { diffInventories, formatDiff } from "../infra/synth/inventoryDiff";
 import { buildInventory, engineConfig } from "../infra/mock/inventory";
 import type { PulumiSdk } from "../infra/mock/runtime";
 import { CALL_RESULTS } from "../test/lib/mocks";
+import type { CostReport } from "../infra/cost";
+import { diffLines, diffMarkdown } from "../infra/cost/format";
+import { COST_FILE, parseCostReport } from "../infra/synth/costArtifacts";
 
 export interface LoadedProgram {
   pulumi: PulumiSdk;
@@ -112,8 +115,30 @@ export function findInventories(target: string): Map<string, Inventory> {
   return found;
 }
 
+/** The cost.json beside each inventory found under a path (a synth output folder, or a folder of them), by stack. */
+export function findCostReports(target: string): Map<string, CostReport> {
+  const found = new Map<string, CostReport>();
+  const add = (file: string) => {
+    if (!fs.existsSync(file)) return;
+    const r = parseCostReport(fs.readFileSync(file, "utf8"), file);
+    found.set(r.stack, r);
+  };
+  if (!fs.existsSync(target)) return found;
+  if (fs.statSync(target).isFile()) add(path.join(path.dirname(target), COST_FILE));
+  else if (fs.existsSync(path.join(target, COST_FILE))) add(path.join(target, COST_FILE));
+  else
+    for (const entry of fs.readdirSync(target, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1)))
+      if (entry.isDirectory()) add(path.join(target, entry.name, COST_FILE));
+  return found;
+}
+
+export interface DiffOptions {
+  /** Also write the cost change as a markdown section (the pull-request comment's) to this file. */
+  costMarkdown?: string;
+}
+
 /** Prints the change list of every stack found on either side. Returns the exit code (0, or 2 on bad input). */
-export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo): number {
+export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo, options: DiffOptions = {}): number {
   let before: Map<string, Inventory>;
   let after: Map<string, Inventory>;
   try {
@@ -136,6 +161,23 @@ export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo): n
     io.stderr(`${PROJECT}: --diff: no inventories on either side (run \`npm run synth -- --stack <name>\` first)`);
     return 2;
   }
+  // The cost and time estimate (cost.json beside each inventory): its change heads each stack's list.
+  let costsBefore: Map<string, CostReport>;
+  let costsAfter: Map<string, CostReport>;
+  try {
+    costsBefore = findCostReports(path.resolve(io.cwd, oldTarget));
+    costsAfter = findCostReports(path.resolve(io.cwd, newTarget));
+  } catch (err) {
+    io.stderr(`${PROJECT}: --diff: ${(err as Error).message}`);
+    return 2;
+  }
+  const costLines = (stack: string) => diffLines(costsBefore.get(stack), costsAfter.get(stack));
+  if (options.costMarkdown) {
+    const sections = stacks
+      .filter((s) => costsBefore.has(s) || costsAfter.has(s))
+      .map((s) => diffMarkdown(s, costsBefore.get(s), costsAfter.get(s)));
+    fs.writeFileSync(path.resolve(io.cwd, options.costMarkdown), sections.join("\n\n") + "\n");
+  }
   let first = true;
   for (const stack of stacks) {
     if (!first) io.stdout("");
@@ -147,6 +189,7 @@ export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo): n
       const inv = (a ?? b) as Inventory;
       const empty: Inventory = { ...inv, resources: [], outputs: {} };
       io.stdout(`stack ${stack}: only in ${a ? oldTarget : newTarget}`);
+      for (const line of costLines(stack)) io.stdout(line);
       const diff = a ? diffInventories(inv, empty) : diffInventories(empty, inv);
       for (const line of formatDiff(diff, { maxAddedFields: 0 }).filter(
         (l) => !l.startsWith("    ") && !l.startsWith("~ stack outputs"),
@@ -154,7 +197,10 @@ export function diffCommand(oldTarget: string, newTarget: string, io: DiffIo): n
         io.stdout(line);
       continue;
     }
-    for (const line of formatDiff(diffInventories(a, b))) io.stdout(line);
+    const [header, ...rest] = formatDiff(diffInventories(a, b));
+    io.stdout(header ?? `stack ${stack}`);
+    for (const line of costLines(stack)) io.stdout(line);
+    for (const line of rest) io.stdout(line);
   }
   return 0;
 }

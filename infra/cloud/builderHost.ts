@@ -12,6 +12,13 @@ export const DLAMI_NAME_FILTER = "Deep Learning Base OSS Nvidia Driver GPU AMI (
 export const BUILDER_SSH_USER = "ubuntu";
 
 /**
+ * The builder's gp3 root volume performance: above gp3's 3,000 IOPS / 125 MiB/s
+ * baseline, because multi-GB layer writes and weight conversion are
+ * disk-bound. The part above the baseline is billed monthly (infra/cost).
+ */
+export const BUILDER_VOLUME = { iops: 6000, throughputMiBps: 500 } as const;
+
+/**
  * User data: the command provider hands `environment` values to sshd as SSH
  * "env" requests, which stock sshd drops unless AcceptEnv names them. Only the
  * secret variables are accepted, so the HF token reaches the fetch step without

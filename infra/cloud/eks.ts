@@ -60,6 +60,16 @@ export const SECRETS_KEY = { enableKeyRotation: true, deletionWindowInDays: 30 }
 /** Node label identifying the GPU pool (also set by NVIDIA's feature discovery, which this stack does not install). */
 export const GPU_NODE_LABEL = "nvidia.com/gpu.present";
 
+/**
+ * The labels of a fixed GPU node group: the GPU pool's, and in a stack of
+ * several models its model's (render/scheduling.ts MODEL_NODE_LABEL_KEY),
+ * which that model's pods require. One source for the node group and the
+ * k8s suite's nodes.
+ */
+export function gpuNodeGroupLabels(modelLabel?: { key: string; value: string }): Record<string, string> {
+  return { [GPU_NODE_LABEL]: "true", ...(modelLabel ? { [modelLabel.key]: modelLabel.value } : {}) };
+}
+
 /** The GPU taint as the EKS node-group API spells it. */
 export const GPU_NODE_TAINT = { key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" } as const;
 
@@ -68,6 +78,6 @@ export const GPU_NODE_TAINT = { key: GPU_TAINT.key, value: GPU_TAINT.value, effe
  * feature-discovery labels this stack does not install: select the serving
  * instance type instead, and tolerate the GPU taint like the Triton pods.
  */
-export function devicePluginValues(instanceType: string): Record<string, unknown> {
+export function devicePluginValues(instanceType: string | readonly string[]): Record<string, unknown> {
   return { affinity: instanceTypeAffinity(instanceType), tolerations: gpuTolerations() };
 }

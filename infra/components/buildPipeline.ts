@@ -52,6 +52,20 @@ export interface BuildPipelineArgs {
    * what the step hashes cover, never an untracked file or a node_modules.
    */
   readonly stageTree: (tree: string) => string;
+  /**
+   * A further model's pipeline (the stack serves several): the pipeline that
+   * runs the shared steps (triton_with_ft, the gateway image) supplies them,
+   * and with `sameHost` also the host it prepared (start, /opt, shipped trees),
+   * so nothing is shipped twice to one builder. Its own steps are the model's
+   * fetch, convert, gemm and bake (plus host-ready on a builder of its own).
+   */
+  readonly shared?: { readonly pipeline: BuildPipeline; readonly sameHost: boolean };
+  /**
+   * Input hashes of the further models' steps that run on this pipeline's
+   * builder (keyed `<model>/<step>`): a change to any of them must start a
+   * stopped builder too.
+   */
+  readonly hostedStepHashes?: Readonly<Record<string, string>>;
 }
 
 /** The image each image-producing step pushes, as an output. */
@@ -62,7 +76,8 @@ const IMAGE_OUTPUT: Partial<Record<StepId, "tritonWithFtImage" | "serverImage" |
 };
 
 export class BuildPipeline extends pulumi.ComponentResource {
-  readonly commands: Record<StepId, command.remote.Command>;
+  /** The steps this pipeline runs (a further model's pipeline runs only that model's). */
+  readonly commands: Partial<Record<StepId, command.remote.Command>>;
   /** Digest-pinned triton_with_ft reference printed by its step. */
   readonly tritonWithFtImage: pulumi.Output<string>;
   /** Digest-pinned server image reference printed by the bake step. */
@@ -74,6 +89,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
   private readonly args: BuildPipelineArgs;
   private readonly restart: pulumi.Output<string>;
   private readonly trees: command.remote.CopyToRemote[];
+  private readonly prepare: command.remote.Command;
   private marked = false;
   private readonly fileCopies = new Map<string, command.remote.CopyToRemote>();
   private readonly deployValues: Partial<Record<DeployValue, pulumi.Output<string>>>;
@@ -91,20 +107,19 @@ export class BuildPipeline extends pulumi.ComponentResource {
       // tritonWithFtImage joins once its step exists; graph order puts it before its consumers.
     };
 
-    const restart = this.restartTrigger();
-    const running = this.startBuilder(restart);
-    const prepare = this.prepareHost(running);
-    const trees = this.shipTrees(prepare);
+    const shared = args.shared;
+    if (shared) this.deployValues.tritonWithFtImage = shared.pipeline.tritonWithFtImage;
+    const host = shared?.sameHost ? shared.pipeline.hostSetup() : this.ownHost();
 
-    const commands = {} as Record<StepId, command.remote.Command>;
+    const commands: Partial<Record<StepId, command.remote.Command>> = {};
     const images: Partial<Record<"tritonWithFtImage" | "serverImage" | "gatewayImage", pulumi.Output<string>>> = {};
     for (const step of args.steps) {
       const deps = [
-        ...trees,
-        ...step.files.map((f) => this.shipFile(f, prepare)),
-        ...step.dependsOn.map((d) => commands[d]),
+        ...host.trees,
+        ...step.files.map((f) => this.shipFile(f, host.prepare)),
+        ...step.dependsOn.map((d) => this.upstream(d, commands)),
       ];
-      const cmd = this.stepCommand(step, prepare, deps);
+      const cmd = this.stepCommand(step, host.prepare, deps);
       commands[step.id] = cmd;
       const output = IMAGE_OUTPUT[step.id];
       if (output) {
@@ -114,19 +129,53 @@ export class BuildPipeline extends pulumi.ComponentResource {
       }
     }
     this.commands = commands;
-    if (!images.tritonWithFtImage || !images.serverImage || !images.gatewayImage)
-      throw new pulumi.ResourceError("the build steps must include triton-with-ft, bake and gateway-image", this);
-    this.tritonWithFtImage = images.tritonWithFtImage;
+    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.pipeline.tritonWithFtImage;
+    const gatewayImage = images.gatewayImage ?? shared?.pipeline.gatewayImage;
+    if (!tritonWithFtImage || !images.serverImage || !gatewayImage)
+      throw new pulumi.ResourceError(
+        "the build steps must include bake, and triton-with-ft and gateway-image unless a shared pipeline runs them",
+        this,
+      );
+    this.tritonWithFtImage = tritonWithFtImage;
     this.serverImage = images.serverImage;
-    this.gatewayImage = images.gatewayImage;
+    this.gatewayImage = gatewayImage;
 
-    this.restart = restart;
-    this.trees = trees;
+    this.restart = host.restart;
+    this.trees = host.trees;
+    this.prepare = host.prepare;
     this.registerOutputs({
       tritonWithFtImage: this.tritonWithFtImage,
       serverImage: this.serverImage,
       gatewayImage: this.gatewayImage,
     });
+  }
+
+  /** What this pipeline prepared on its host, for a further model's pipeline on the same builder. */
+  hostSetup(): {
+    restart: pulumi.Output<string>;
+    prepare: command.remote.Command;
+    trees: command.remote.CopyToRemote[];
+  } {
+    return { restart: this.restart, prepare: this.prepare, trees: this.trees };
+  }
+
+  /** Start (when stopped), /opt, the shipped trees: this pipeline's own builder. */
+  private ownHost(): {
+    restart: pulumi.Output<string>;
+    prepare: command.remote.Command;
+    trees: command.remote.CopyToRemote[];
+  } {
+    const restart = this.restartTrigger();
+    const running = this.startBuilder(restart);
+    const prepare = this.prepareHost(running);
+    return { restart, prepare, trees: this.shipTrees(prepare) };
+  }
+
+  /** A step this one waits for: in this pipeline, or a shared step of the pipeline it builds on. */
+  private upstream(id: StepId, own: Partial<Record<StepId, command.remote.Command>>): command.remote.Command {
+    const found = own[id] ?? this.args.shared?.pipeline.commands[id];
+    if (!found) throw new pulumi.ResourceError(`build step ${id} is waited for but no pipeline runs it`, this);
+    return found;
   }
 
   /**
@@ -138,7 +187,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
    * stopBuilderWhenDone it stops only after these, and the program must call
    * this once, after the workloads.
    */
-  markDeployed(rollouts: ReadonlyArray<{ id: string; image: pulumi.Input<string>; rollout: pulumi.Resource }>): void {
+  markDeployed(
+    rollouts: ReadonlyArray<{ id: string; image: pulumi.Input<string>; rollout: pulumi.Resource }>,
+    /** Further models' bakes on this builder: it stops only after them too. */
+    alsoBuilt: pulumi.Resource[] = [],
+  ): void {
     if (this.marked) throw new pulumi.ResourceError("markDeployed is called once", this);
     this.marked = true;
     const tags = rollouts.map(
@@ -159,7 +212,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
       new aws.ec2transitgateway.InstanceState(
         `${this.name}-stopped`,
         { instanceId: this.args.instanceId, state: "stopped" },
-        { parent: this, dependsOn: [this.commands.bake, ...tags], replacementTrigger: this.restart },
+        {
+          parent: this,
+          dependsOn: [...(this.commands.bake ? [this.commands.bake] : []), ...alsoBuilt, ...tags],
+          replacementTrigger: this.restart,
+        },
       );
     }
   }
@@ -176,7 +233,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
       ])
       .apply(([instanceId, deployValues, c, secretEnv]) =>
         builderRestartTrigger({
-          stepHashes: Object.fromEntries(a.steps.map((s) => [s.id, s.inputHash])),
+          stepHashes: { ...Object.fromEntries(a.steps.map((s) => [s.id, s.inputHash])), ...a.hostedStepHashes },
           instanceId,
           deployValues,
           connection: { host: c.host, user: c.user, port: c.port, hostKey: c.hostKey, privateKey: c.privateKey },
@@ -270,12 +327,14 @@ export class BuildPipeline extends pulumi.ComponentResource {
     // Written through stdin rather than CopyToRemote: the content holds values
     // (repository URLs, the triton_with_ft digest) that are unknown during a
     // first preview, and CopyToRemote refuses an unknown source there.
-    const path = stepConfigPath(step.id);
+    const path = stepConfigPath(step.id, step.scope);
+    // A further model's configs sit in a folder of their own (prepare made only the shared one).
+    const mkdir = step.scope ? `mkdir -p ${REMOTE.steps}/${step.scope}; ` : "";
     const configWrite = new command.remote.Command(
       `${this.name}-config-${step.id}`,
       {
         connection: conn,
-        create: `set -eu; umask 022; tmp=$(mktemp ${path}.XXXXXX); cat > "$tmp"; mv -f "$tmp" ${path}`,
+        create: `set -eu; umask 022; ${mkdir}tmp=$(mktemp ${path}.XXXXXX); cat > "$tmp"; mv -f "$tmp" ${path}`,
         stdin: configText,
         triggers: [this.args.instanceId],
         addPreviousOutputInEnv: false,

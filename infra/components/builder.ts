@@ -7,7 +7,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import * as tls from "@pulumi/tls";
-import { DLAMI_NAME_FILTER, builderUserData } from "../cloud/builderHost";
+import { BUILDER_VOLUME, DLAMI_NAME_FILTER, builderUserData } from "../cloud/builderHost";
 import { hostKeyParameterName, hostKeyReadStatement } from "../cloud/hostKey";
 import { EC2_ASSUME_ROLE_POLICY, builderEcrPolicy } from "../cloud/iam";
 
@@ -256,10 +256,9 @@ export class Builder extends pulumi.ComponentResource {
           volumeSize: args.diskGiB,
           encrypted: true,
           deleteOnTermination: true,
-          // Above gp3's 3000 IOPS / 125 MiB/s baseline: multi-GB layer writes and
-          // weight conversion are disk-bound.
-          iops: 6000,
-          throughput: 500,
+          // Above gp3's baseline (cloud/builderHost.ts BUILDER_VOLUME): the build is disk-bound.
+          iops: BUILDER_VOLUME.iops,
+          throughput: BUILDER_VOLUME.throughputMiBps,
         },
         tags: { ...args.tags, Name: `${args.namePrefix}-builder` },
         volumeTags: args.tags,

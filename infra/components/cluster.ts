@@ -21,12 +21,12 @@ import {
   CHARTS,
   CONTROL_PLANE_LOG_TYPES,
   GPU_AMI_TYPE,
-  GPU_NODE_LABEL,
   GPU_NODE_TAINT,
   SECRETS_KEY,
   SYSTEM_NODES,
   SYSTEM_NODE_LABEL,
   devicePluginValues,
+  gpuNodeGroupLabels,
   nodeLaunchTemplate,
 } from "../cloud/eks";
 import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES, serviceAccountTrustPolicy } from "../cloud/iam";
@@ -35,7 +35,7 @@ import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT } from "../cloud
 import { LB_CONTROLLER_POLICY_VERSION, publishedLbControllerPolicy } from "../cloud/lbControllerIamPolicy";
 import type { EndpointAccess } from "../plan/clusterAccess";
 import type { EC2NodeClass, NodePool } from "../render/karpenter";
-import { GpuNodePool, installMonitoring } from "./scaling";
+import { GpuNodePool, installMonitoring, type GpuNodePoolArgs } from "./scaling";
 
 export interface ClusterNetwork {
   vpcId: pulumi.Input<string>;
@@ -61,6 +61,22 @@ export interface CreatedCluster {
   gpuNodePool?: { nodePool: NodePool; ec2NodeClass: EC2NodeClass };
   /** Install kube-prometheus-stack (autoscaling without a Prometheus of its own). */
   installMonitoring?: boolean;
+  /**
+   * A stack of several models: the first model's node label (its fixed node
+   * group carries it), and each further model's own GPU nodes: a fixed node
+   * group, or with autoscaling a Karpenter NodePool, labelled with its id.
+   */
+  models?: {
+    firstNodeLabel: { key: string; value: string };
+    further: ReadonlyArray<{
+      id: string;
+      instanceType: string;
+      nodes: number;
+      diskGiB: number;
+      nodeLabel: { key: string; value: string };
+      nodePool?: { nodePool: NodePool; ec2NodeClass: EC2NodeClass };
+    }>;
+  };
 }
 
 /** An existing cluster, from the `kubeconfig` secret. */
@@ -95,6 +111,10 @@ interface EksParts {
   gpuInstanceType: string;
   /** The fixed GPU node group; absent when Karpenter launches the GPU nodes. */
   gpuNodes?: eks.ManagedNodeGroup;
+  /** Further models' fixed GPU node groups (a stack of several). */
+  furtherGpuNodes: eks.ManagedNodeGroup[];
+  /** Every GPU instance type the nodes may have (the device plugin runs on each). */
+  gpuInstanceTypes: string[];
   systemNodes: eks.ManagedNodeGroup;
   nodeRole: aws.iam.Role;
   privateSubnetIds: pulumi.Input<string[]>;
@@ -139,8 +159,17 @@ export class Cluster extends pulumi.ComponentResource {
     if (created && c.mode === "create") {
       const devicePlugin = this.installDevicePlugin(name, created);
       const lbController = this.installLoadBalancerController(name, created);
-      const pool = c.gpuNodePool ? this.installGpuNodePool(name, created, c.gpuNodePool, args.tags) : undefined;
-      this.gpuReady = [...(created.gpuNodes ? [created.gpuNodes] : []), ...(pool?.ready ?? []), devicePlugin];
+      const furtherPools = (c.models?.further ?? []).flatMap((f) => (f.nodePool ? [{ id: f.id, ...f.nodePool }] : []));
+      const pool =
+        c.gpuNodePool || furtherPools.length > 0
+          ? this.installGpuNodePool(name, created, { ...c.gpuNodePool, furtherPools }, args.tags)
+          : undefined;
+      this.gpuReady = [
+        ...(created.gpuNodes ? [created.gpuNodes] : []),
+        ...created.furtherGpuNodes,
+        ...(pool?.ready ?? []),
+        devicePlugin,
+      ];
       this.loadBalancerReady = [lbController];
       this.systemNodes = [created.systemNodes];
       this.monitoringReady = c.installMonitoring
@@ -196,7 +225,7 @@ export class Cluster extends pulumi.ComponentResource {
     );
     const clusterName = cluster.eksCluster.apply((k) => k.name);
     const partition = aws.getPartitionOutput({}, parent).partition;
-    const { systemNodes, gpuNodes, nodeRole } = this.nodeGroups(name, c, cluster, partition, tags);
+    const { systemNodes, gpuNodes, furtherGpuNodes, nodeRole } = this.nodeGroups(name, c, cluster, partition, tags);
     const region = aws.getRegionOutput({}, parent).region;
     const { role, attachment } = this.lbControllerIam(name, cluster, partition, tags);
     return {
@@ -207,6 +236,8 @@ export class Cluster extends pulumi.ComponentResource {
       vpcId: net.vpcId,
       gpuInstanceType: c.gpuInstanceType,
       gpuNodes,
+      furtherGpuNodes,
+      gpuInstanceTypes: [...new Set([c.gpuInstanceType, ...(c.models?.further ?? []).map((f) => f.instanceType)])],
       systemNodes,
       nodeRole,
       privateSubnetIds: net.privateSubnetIds,
@@ -221,7 +252,12 @@ export class Cluster extends pulumi.ComponentResource {
     cluster: eks.Cluster,
     partition: pulumi.Output<string>,
     tags: Record<string, string>,
-  ): { systemNodes: eks.ManagedNodeGroup; gpuNodes?: eks.ManagedNodeGroup; nodeRole: aws.iam.Role } {
+  ): {
+    systemNodes: eks.ManagedNodeGroup;
+    gpuNodes?: eks.ManagedNodeGroup;
+    furtherGpuNodes: eks.ManagedNodeGroup[];
+    nodeRole: aws.iam.Role;
+  } {
     const parent = { parent: this };
     const nodeRole = new aws.iam.Role(`${name}-nodes`, { assumeRolePolicy: EC2_ASSUME_ROLE_POLICY, tags }, parent);
     const attachments = EKS_NODE_POLICIES.map(
@@ -265,28 +301,40 @@ export class Cluster extends pulumi.ComponentResource {
       },
       { parent: this, dependsOn: attachments },
     );
+    const gpuGroup = (
+      suffix: string,
+      g: { instanceType: string; nodes: number; diskGiB: number; nodeLabel?: { key: string; value: string } },
+    ) =>
+      new eks.ManagedNodeGroup(
+        `${name}-gpu${suffix}`,
+        {
+          cluster,
+          nodeRoleArn: nodeRole.arn,
+          amiType: GPU_AMI_TYPE,
+          instanceTypes: [g.instanceType],
+          capacityType: "ON_DEMAND",
+          // Room for two server images side by side during a rollout (model/sizing.ts nodeDiskGiB).
+          launchTemplate: template(`gpu${suffix}`, g.diskGiB),
+          subnetIds: c.network.privateSubnetIds,
+          // No autoscaler: a fixed pool with one spare pod slot for the rolling update's surge pod.
+          scalingConfig: { minSize: g.nodes, desiredSize: g.nodes, maxSize: g.nodes },
+          taints: [GPU_NODE_TAINT],
+          // Several models: each model's pods require its own label (render/scheduling.ts MODEL_NODE_LABEL_KEY).
+          labels: gpuNodeGroupLabels(g.nodeLabel),
+          tags,
+        },
+        { parent: this, dependsOn: attachments },
+      );
+    const furtherGpuNodes = (c.models?.further ?? []).filter((f) => !f.nodePool).map((f) => gpuGroup(`-${f.id}`, f));
     // With serving.autoscaling Karpenter launches the GPU nodes (installGpuNodePool) instead.
-    if (c.gpuNodePool) return { systemNodes, nodeRole };
-    const gpuNodes = new eks.ManagedNodeGroup(
-      `${name}-gpu`,
-      {
-        cluster,
-        nodeRoleArn: nodeRole.arn,
-        amiType: GPU_AMI_TYPE,
-        instanceTypes: [c.gpuInstanceType],
-        capacityType: "ON_DEMAND",
-        // Room for two server images side by side during a rollout (model/sizing.ts nodeDiskGiB).
-        launchTemplate: template("gpu", c.gpuNodeDiskGiB),
-        subnetIds: c.network.privateSubnetIds,
-        // No autoscaler: a fixed pool with one spare pod slot for the rolling update's surge pod.
-        scalingConfig: { minSize: c.gpuNodes, desiredSize: c.gpuNodes, maxSize: c.gpuNodes },
-        taints: [GPU_NODE_TAINT],
-        labels: { [GPU_NODE_LABEL]: "true" },
-        tags,
-      },
-      { parent: this, dependsOn: attachments },
-    );
-    return { systemNodes, gpuNodes, nodeRole };
+    if (c.gpuNodePool) return { systemNodes, furtherGpuNodes, nodeRole };
+    const gpuNodes = gpuGroup("", {
+      instanceType: c.gpuInstanceType,
+      nodes: c.gpuNodes,
+      diskGiB: c.gpuNodeDiskGiB,
+      nodeLabel: c.models?.firstNodeLabel,
+    });
+    return { systemNodes, gpuNodes, furtherGpuNodes, nodeRole };
   }
 
   /** IRSA role of the load balancer controller, with the controller's published policy. */
@@ -338,7 +386,7 @@ export class Cluster extends pulumi.ComponentResource {
         version: CHARTS.devicePlugin.version,
         repositoryOpts: { repo: CHARTS.devicePlugin.repo },
         namespace: "kube-system",
-        values: devicePluginValues(e.gpuInstanceType),
+        values: devicePluginValues(e.gpuInstanceTypes.length === 1 ? e.gpuInstanceType : e.gpuInstanceTypes),
       },
       { parent: this, provider: this.provider, dependsOn: [e.gpuNodes ?? e.systemNodes] },
     );
@@ -376,7 +424,7 @@ export class Cluster extends pulumi.ComponentResource {
   private installGpuNodePool(
     name: string,
     e: EksParts,
-    pool: { nodePool: NodePool; ec2NodeClass: EC2NodeClass },
+    pool: Pick<GpuNodePoolArgs, "nodePool" | "ec2NodeClass" | "furtherPools">,
     tags: Record<string, string>,
   ): GpuNodePool {
     return new GpuNodePool(

@@ -10,6 +10,7 @@ import * as awsx from "@pulumi/awsx";
 import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
 import {
+  NAT_GATEWAY_STRATEGY,
   PRIVATE_SUBNET_TAGS,
   PUBLIC_SUBNET_TAGS,
   existingNetworkProblems,
@@ -49,10 +50,8 @@ export class Network extends pulumi.ComponentResource {
             { type: "Private", cidrMask: lengths.private, tags: { ...args.tags, ...PRIVATE_SUBNET_TAGS } },
             { type: "Public", cidrMask: lengths.public, tags: { ...args.tags, ...PUBLIC_SUBNET_TAGS } },
           ],
-          // One NAT gateway: it carries only outbound traffic (image pulls, OS
-          // updates); inbound serving goes through the NLB, which an AZ outage of
-          // the NAT does not cut. One per AZ would triple the fixed cost.
-          natGateways: { strategy: "Single" },
+          // One NAT gateway (plan/network.ts NAT_GATEWAY_STRATEGY, priced by infra/cost).
+          natGateways: { strategy: NAT_GATEWAY_STRATEGY },
           tags: args.tags,
         },
         { parent: this },

@@ -12,7 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { MONITORING_NAMESPACE } from "../config";
 import { GRAFANA_DASHBOARD_LABEL } from "../render/dashboard";
 import { SCRAPER_NAMESPACE_LABEL } from "../render/gatewayManifests";
-import type { ScalingManifests } from "../render/scaling";
+import type { ScaledObject, ScalingManifests } from "../render/scaling";
 import type { EC2NodeClass, NodePool } from "../render/karpenter";
 import {
   KARPENTER_NAMESPACE,
@@ -123,6 +123,8 @@ export interface ScalingArgs {
   readonly deployment: pulumi.Resource;
   /** The gateway (its ScaledObject targets its Deployment; its ServiceMonitor its metrics Service). */
   readonly gateway: pulumi.Resource;
+  /** The further models of a stack of several: each one's ScaledObject (when autoscaled) and its Deployment. */
+  readonly furtherModels?: ReadonlyArray<{ id: string; scaledObject?: ScaledObject; deployment: pulumi.Resource }>;
 }
 
 /**
@@ -151,7 +153,8 @@ export class Scaling extends pulumi.ComponentResource {
       new k8s.apiextensions.CustomResource(`${name}-gateway-servicemonitor`, m.gatewayServiceMonitor, opOpts);
       new k8s.apiextensions.CustomResource(`${name}-alerts`, m.prometheusRule, opOpts);
     }
-    if (m.scaledObject) {
+    const further = (args.furtherModels ?? []).filter((f) => f.scaledObject !== undefined);
+    if (m.scaledObject || further.length > 0) {
       const keda = new k8s.helm.v3.Release(
         `${name}-keda`,
         {
@@ -163,11 +166,19 @@ export class Scaling extends pulumi.ComponentResource {
         },
         { parent: this, provider: args.provider, dependsOn: args.systemNodes },
       );
-      new k8s.apiextensions.CustomResource(`${name}-scaledobject`, m.scaledObject, {
-        parent: this,
-        provider: args.provider,
-        dependsOn: [keda, args.deployment],
-      });
+      if (m.scaledObject)
+        new k8s.apiextensions.CustomResource(`${name}-scaledobject`, m.scaledObject, {
+          parent: this,
+          provider: args.provider,
+          dependsOn: [keda, args.deployment],
+        });
+      for (const f of further)
+        if (f.scaledObject)
+          new k8s.apiextensions.CustomResource(`${name}-scaledobject-${f.id}`, f.scaledObject, {
+            parent: this,
+            provider: args.provider,
+            dependsOn: [keda, f.deployment],
+          });
       if (m.gatewayScaledObject)
         new k8s.apiextensions.CustomResource(`${name}-gateway-scaledobject`, m.gatewayScaledObject, {
           parent: this,
@@ -180,10 +191,12 @@ export class Scaling extends pulumi.ComponentResource {
 }
 
 export interface GpuNodePoolArgs {
-  /** The rendered NodePool (render/karpenter.ts), applied as rendered. */
-  readonly nodePool: NodePool;
+  /** The first model's rendered NodePool (render/karpenter.ts), applied as rendered; absent when only further models autoscale. */
+  readonly nodePool?: NodePool;
   /** The rendered EC2NodeClass (render/karpenter.ts); the node role, subnets, security group and tags are filled in here. */
-  readonly ec2NodeClass: EC2NodeClass;
+  readonly ec2NodeClass?: EC2NodeClass;
+  /** Further models' pools (a stack of several), each named after its model id. */
+  readonly furtherPools?: ReadonlyArray<{ id: string; nodePool: NodePool; ec2NodeClass: EC2NodeClass }>;
   /** The cluster's Kubernetes provider. */
   readonly provider: k8s.Provider;
   /** AWS tags for Karpenter's role, interruption queue and rules, and for the EC2 nodes it launches. */
@@ -202,11 +215,34 @@ export class GpuNodePool extends pulumi.ComponentResource {
 
   constructor(name: string, args: GpuNodePoolArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:scaling:GpuNodePool", name, {}, opts);
-    const m = { nodePool: args.nodePool, ec2NodeClass: args.ec2NodeClass };
     const kc = args.cluster;
     const karpenter = this.installKarpenter(name, kc, args);
+    const pools = [
+      ...(args.nodePool && args.ec2NodeClass
+        ? [{ suffix: "", nodePool: args.nodePool, ec2NodeClass: args.ec2NodeClass }]
+        : []),
+      ...(args.furtherPools ?? []).map((p) => ({
+        suffix: `-${p.id}`,
+        nodePool: p.nodePool,
+        ec2NodeClass: p.ec2NodeClass,
+      })),
+    ];
+    const ready: pulumi.Resource[] = [karpenter];
+    for (const m of pools) ready.push(...this.pool(name, m, karpenter, args));
+    this.ready = ready;
+    this.registerOutputs({});
+  }
+
+  /** One model's EC2NodeClass and NodePool, on the cluster's role, subnets and security group. */
+  private pool(
+    name: string,
+    m: { suffix: string; nodePool: NodePool; ec2NodeClass: EC2NodeClass },
+    karpenter: pulumi.Resource,
+    args: GpuNodePoolArgs,
+  ): pulumi.Resource[] {
+    const kc = args.cluster;
     const nodeClass = new k8s.apiextensions.CustomResource(
-      `${name}-ec2nodeclass`,
+      `${name}-ec2nodeclass${m.suffix}`,
       {
         ...m.ec2NodeClass,
         spec: {
@@ -219,13 +255,12 @@ export class GpuNodePool extends pulumi.ComponentResource {
       },
       { parent: this, provider: args.provider, dependsOn: [karpenter] },
     );
-    const nodePool = new k8s.apiextensions.CustomResource(`${name}-nodepool`, m.nodePool, {
+    const nodePool = new k8s.apiextensions.CustomResource(`${name}-nodepool${m.suffix}`, m.nodePool, {
       parent: this,
       provider: args.provider,
       dependsOn: [karpenter, nodeClass],
     });
-    this.ready = [karpenter, nodeClass, nodePool];
-    this.registerOutputs({});
+    return [nodeClass, nodePool];
   }
 
   /** Karpenter's controller role (IRSA), its interruption queue and rules, and the Helm release. */

@@ -22,7 +22,7 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import * as tls from "@pulumi/tls";
 import { namePrefix } from "../naming";
-import type { Plan } from "../plan";
+import type { GatewayWorkloadInput } from "../render/gatewayManifests";
 import {
   MANAGED_USER,
   STORE_CA_FILE,
@@ -308,19 +308,21 @@ export class SharedStore extends pulumi.ComponentResource {
 }
 
 /**
- * The program's one call: the plan's store, if any, in the cluster and network
- * the stack has. A managed store outside create mode was refused at preview.
+ * The program's one call: the gateway's store, if any (the stack plan's
+ * gateway input, `sp.gateway.workload`: one gateway and one store for every
+ * model), in the cluster and network the stack has. A managed store outside
+ * create mode was refused at preview.
  */
 export function sharedStoreOf(
-  plan: Plan,
+  gateway: GatewayWorkloadInput,
   on: { cluster: Cluster; network: ClusterNetwork; namespace: pulumi.Resource; tags: Record<string, string> },
 ): SharedStore | undefined {
-  const store = plan.gateway.store;
+  const store = gateway.store;
   if (!store) return undefined;
   const sg = on.cluster.nodeSecurityGroupId;
   return new SharedStore("store", {
     plan: store,
-    workload: plan.renderInputs.gateway,
+    workload: gateway,
     provider: on.cluster.provider,
     dependsOn: [on.namespace],
     ...(store.mode === "managed" && sg
@@ -329,7 +331,7 @@ export function sharedStoreOf(
             vpcId: on.network.vpcId,
             subnetIds: on.network.privateSubnetIds,
             nodeSecurityGroupId: sg,
-            namePrefix: namePrefix(plan.renderInputs.triton.stackName),
+            namePrefix: namePrefix(gateway.triton.stackName),
             tags: on.tags,
           },
         }

@@ -35,6 +35,12 @@ export interface TritonServiceArgs {
   readonly gpuReady: pulumi.Resource[];
   /** The stack-installed Prometheus Operator, if any: the ServiceMonitor waits for its CRD. */
   readonly monitoringReady?: pulumi.Resource[];
+  /**
+   * The serving namespace when another model's TritonService created it (a
+   * stack of several models shares one namespace; the first model's service
+   * creates it, keeping a one-model stack's resource names).
+   */
+  readonly namespace?: k8s.core.v1.Namespace;
 }
 
 /**
@@ -63,7 +69,7 @@ export class TritonService extends pulumi.ComponentResource {
     const t = w.workload.timeouts;
     const opt = { parent: this, provider: args.provider };
 
-    const ns = new k8s.core.v1.Namespace(`${name}-ns`, renderNamespace(w), opt);
+    const ns = args.namespace ?? new k8s.core.v1.Namespace(`${name}-ns`, renderNamespace(w), opt);
 
     // The build pipeline already refuses a tag-only reference; this names the resource that would carry it.
     const spec = pulumi.output(args.image).apply((ref) => {

@@ -12,7 +12,10 @@ import type { ResolvedStack } from "./stack";
 export type StackSecrets = Partial<Record<SecretKey, pulumi.Output<string>>>;
 
 export interface LoadedStack {
+  /** The first model's view: the whole stack of a one-model stack. */
   stack: ResolvedStack;
+  /** Every model, first to last (one for a one-model stack). */
+  models: ResolvedStack[];
   secrets: StackSecrets;
 }
 
@@ -36,10 +39,10 @@ export function loadStack(): LoadedStack {
     if (value !== undefined) secrets[key] = value;
   }
   const presence = Object.fromEntries(Object.keys(secrets).map((k) => [k, true]));
-  const { stack, problems, warnings } = resolveStack(raw, presence, { stackName: pulumi.getStack() });
+  const { stack, models, problems, warnings } = resolveStack(raw, presence, { stackName: pulumi.getStack() });
   if (warnings.length > 0) void pulumi.log.warn(formatWarnings(pulumi.getStack(), warnings));
-  if (!stack) throw new ConfigError(pulumi.getStack(), problems);
-  return { stack, secrets };
+  if (!stack || !models) throw new ConfigError(pulumi.getStack(), problems);
+  return { stack, models, secrets };
 }
 
 /**

@@ -27,7 +27,8 @@ export interface ProjectConfigEntry {
 export const PROJECT_CONFIG_HEADER = [
   "# Project-level config: generated from infra/config/schema.ts by `npm run docs:config`; do not edit.",
   "# Objects cannot be typed in Pulumi.yaml: each lists its fields; the program validates them.",
-  `# Not declared (Pulumi would require them in every stack): the optional secrets ${Object.keys(SECRET_KEYS).join(", ")}.`,
+  `# Not declared (Pulumi would require them in every stack): the optional secrets ${Object.keys(SECRET_KEYS).join(", ")},`,
+  "# and the two exclusive forms of the models, model and models (a stack sets one; the program says so when it sets neither).",
 ];
 
 function typeName(s: JsonSchema): string {
@@ -55,6 +56,8 @@ export function projectConfigEntries(): Record<string, ProjectConfigEntry> {
     // The value the program ends up with when the stack leaves the key out (none: required).
     const parsed = shape[key]?.safeParse(undefined);
     const fallback = parsed?.success ? parsed.data : undefined;
+    // Optional without a default (model, models): declared, Pulumi would require it in every stack.
+    if (parsed?.success && fallback === undefined) continue;
     const entry: ProjectConfigEntry = { description: s.description ?? "" };
     const simple = simpleType(s);
     if (simple) {

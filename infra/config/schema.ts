@@ -126,9 +126,11 @@ export const buildSchema = z
       .optional()
       .describe("Pinned FasterTransformer commit (40 hex), passed to CMake as FT_DIR. Required."),
     builderInstanceType: z
-      .string()
+      .union([z.string(), z.array(z.string()).min(1)])
       .default("g5.4xlarge")
-      .describe("EC2 GPU instance for conversion and gpt_gemm; must have the serving GPU model and enough RAM."),
+      .describe(
+        "EC2 GPU instance for conversion and gpt_gemm; must have the serving GPU model and enough RAM. With triton-ft:models on several GPU models: a list, one instance per serving GPU model (models on one GPU model share its builder).",
+      ),
     builderDiskGiB: positiveInt
       .optional()
       .describe(
@@ -170,7 +172,8 @@ const consumerEntry = z
  * A team's own limits (serving.consumers in its map form), across all gateway
  * pods with a shared store (serving.store), per gateway pod without one:
  * unset ones take the gateway's defaults (600 requests/minute, concurrency
- * max(2, maxBatchSize), no tokens/minute limit, share 1).
+ * max(2, maxBatchSize), no tokens/minute limit, share 1), and the models it
+ * may use (unset: every model).
  */
 export const teamLimitsSchema = z
   .object({
@@ -192,6 +195,13 @@ export const teamLimitsSchema = z
       .positive()
       .optional()
       .describe("Weight of the team's fair share of the gateway's in-flight cap. Default 1."),
+    models: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        "The model ids the team's keys may use. Default: every model. Another model answers the team's key as if it did not exist (404 model_not_found).",
+      ),
   })
   .strict();
 export type TeamLimits = z.infer<typeof teamLimitsSchema>;
@@ -276,7 +286,7 @@ export const servingSchema = z
       .union([z.array(consumerEntry), z.record(consumerEntry, teamLimitsSchema)])
       .default([])
       .describe(
-        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?} (limits across all gateway pods with serving.store, per pod without; unset ones take the gateway's defaults). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
+        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?, models?} (limits across all gateway pods with serving.store, per pod without; unset ones take the gateway's defaults; models limits the team to those model ids). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
       ),
     tlsCertificateArn: z
       .string()
@@ -377,10 +387,56 @@ export const networkSchema = z
   })
   .strict();
 
+/**
+ * The serving keys that belong to one model (its instance, size, limits and
+ * streaming). In the `models` form they sit under `models.<id>`, and
+ * `triton-ft:serving` keeps only the stack-wide keys (load balancer, namespace,
+ * consumers, gateway).
+ */
+export const MODEL_SERVING_KEYS = [
+  "instanceType",
+  "tensorParallel",
+  "replicas",
+  "autoscaling",
+  "maxBatchSize",
+  "maxInputLen",
+  "maxOutputLen",
+  "maxChoiceTokens",
+  "streaming",
+  "int8Mode",
+] as const;
+export type ModelServingKey = (typeof MODEL_SERVING_KEYS)[number];
+
+/** A model id: the OpenAI `model` clients send, and the name in its resources (same rule as model.name). */
+export const MODEL_ID = /^[a-z0-9][a-z0-9-]{0,38}$/;
+
+/**
+ * One entry of `triton-ft:models`: what `triton-ft:model`, the per-model keys of
+ * `triton-ft:serving` and `triton-ft:gemm` say for a one-model stack.
+ */
+export const modelEntrySchema = modelSchema
+  .omit({ name: true })
+  .extend(
+    servingSchema.pick(Object.fromEntries(MODEL_SERVING_KEYS.map((k) => [k, true])) as { [K in ModelServingKey]: true })
+      .shape,
+  )
+  .extend({ gemm: gemmSchema.prefault({}).describe("gpt_gemm shape of this model, as triton-ft:gemm.") })
+  .strict();
+export type ModelEntry = z.infer<typeof modelEntrySchema>;
+
 /** Every key of the `triton-ft:` namespace. Secrets (`hfToken`, `kubeconfig`) are handled apart. */
 export const configSchema = z
   .object({
-    model: modelSchema,
+    model: modelSchema.optional().describe("The one model of a one-model stack. Exclusive with triton-ft:models."),
+    models: z
+      .record(
+        z.string().regex(MODEL_ID, "a model id: lowercase letters, digits and '-', at most 39 characters"),
+        modelEntrySchema,
+      )
+      .optional()
+      .describe(
+        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/operating.md, Several models.",
+      ),
     build: buildSchema.prefault({}),
     serving: servingSchema.prefault({}),
     gemm: gemmSchema.prefault({}),
@@ -390,7 +446,18 @@ export const configSchema = z
   })
   .strict();
 
-export type StackConfig = z.infer<typeof configSchema>;
+/** The namespace as parsed: the one-model form (`model`) or the several-models form (`models`). */
+export type ParsedConfig = z.infer<typeof configSchema>;
+
+/**
+ * One model's view of the stack, in the one-model form every rule, plan and
+ * renderer reads: `model`, that model's serving keys and gemm, and its
+ * builder (infra/config/models.ts makes one per entry of `models`).
+ */
+export type StackConfig = Omit<ParsedConfig, "model" | "models" | "build"> & {
+  model: z.infer<typeof modelSchema>;
+  build: Omit<ParsedConfig["build"], "builderInstanceType"> & { builderInstanceType: string };
+};
 
 /** Secret keys: read with getSecret, never stored in plans, printed as [secret]. */
 export const SECRET_KEYS = {
@@ -406,7 +473,7 @@ export type SecretPresence = Partial<Record<SecretKey, boolean>>;
 /** One configuration mistake, phrased for a person: which key, what value, how to fix it. */
 export type ConfigProblem = Problem;
 
-export const CONFIG_KEYS = ["model", "build", "serving", "gemm", "cluster", "network", "tags"] as const;
+export const CONFIG_KEYS = ["model", "models", "build", "serving", "gemm", "cluster", "network", "tags"] as const;
 
 /** Every top-level key of the namespace the program reads: the objects above and the secrets. */
 export const NAMESPACE_KEYS: readonly string[] = [...CONFIG_KEYS, ...Object.keys(SECRET_KEYS)];
@@ -423,7 +490,7 @@ export const NAMESPACE_KEYS: readonly string[] = [...CONFIG_KEYS, ...Object.keys
  * to undefined: it is reported by name only.
  */
 export function parseConfig(raw: Record<string, unknown>): {
-  config?: StackConfig;
+  config?: ParsedConfig;
   problems: ConfigProblem[];
   dropped: string[];
 } {

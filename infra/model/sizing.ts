@@ -64,15 +64,36 @@ export const TRITON_WITH_FT_IMAGE_BYTES = 30 * GiB;
  * headroom and 40 GiB for the OS and the Deep Learning AMI.
  */
 export function builderDiskGiB(family: Family, arch: ModelArch): number {
-  const p = parameterCount(family, arch);
-  const bytes =
-    p * 4 /* checkpoint */ +
-    p * 4 /* staged copy: consolidated checkpoint or CodeGen re-layout */ +
-    p * 4 /* fp32 conversion output */ +
-    p * 2 /* fp16 rewrite */ +
-    TRITON_WITH_FT_IMAGE_BYTES +
-    (TRITON_WITH_FT_IMAGE_BYTES + p * 2) /* server image */ +
-    p * 2; /* build context */
+  return sharedBuilderDiskGiB([{ family, arch }]);
+}
+
+/**
+ * Root volume of a builder that converts several models (models on one GPU
+ * model share its builder). What each model keeps stays on disk side by side
+ * (checkpoint, fp32 conversion output, fp16 rewrite, its server image's
+ * weights layer); the staged copy and the build context are transient, and
+ * conversions and bakes take the host's locks one model at a time
+ * (scripts/remote/convert.sh), so only the largest model's count. With one
+ * model this is exactly the one-model volume.
+ */
+export function sharedBuilderDiskGiB(models: ReadonlyArray<{ family: Family; arch: ModelArch }>): number {
+  const params = models.map((m) => parameterCount(m.family, m.arch));
+  const kept = params.reduce(
+    (sum, p) =>
+      sum +
+      p * 4 /* checkpoint */ +
+      p * 4 /* fp32 conversion output */ +
+      p * 2 /* fp16 rewrite */ +
+      p * 2 /* server image weights */,
+    0,
+  );
+  const transient = Math.max(
+    0,
+    ...params.map(
+      (p) => p * 4 /* staged copy: consolidated checkpoint or CodeGen re-layout */ + p * 2 /* build context */,
+    ),
+  );
+  const bytes = TRITON_WITH_FT_IMAGE_BYTES + TRITON_WITH_FT_IMAGE_BYTES /* server image base */ + kept + transient;
   return Math.ceil((bytes * 1.5) / GiB + 40);
 }
 

@@ -9,11 +9,11 @@
 import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
 import { findPreset } from "../model/catalog";
-import { renderGatewayConfig, type GatewayConfigFile } from "../render/gatewayConfig";
+import { renderGatewayConfig, type GatewayConfigFile, type GatewayRoute } from "../render/gatewayConfig";
 import { PORTS, workloadName, type WorkloadInput } from "../render/tritonManifests";
 import type { GatewayWorkloadInput } from "../render/gatewayManifests";
 import type { ScalingInput } from "../render/scaling";
-import { SYSTEM_NODE_LABEL } from "../render/scheduling";
+import { MODEL_NODE_LABEL_KEY, SYSTEM_NODE_LABEL } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
 import type { ResolvedStack } from "../config/stack";
 import type { TeamLimits } from "../config/schema";
@@ -23,7 +23,8 @@ import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
 import { launchPlan, type LaunchPlan } from "./launch";
 import { MODEL_REPOSITORY_DIR, TOKENIZER_DIR, builderWorkTree, serverCheckpointPath } from "./paths";
-import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition } from "./stepGraph";
+import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition, type StepId } from "./stepGraph";
+import { MODEL_STEP_IDS, scopeSteps } from "./scope";
 import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
@@ -158,24 +159,34 @@ export interface GatewayPlan {
   systemNodeLabel?: { key: string; value: string };
 }
 
-export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
+/** A model as the gateway routes to it: its limits, chat template, Triton Service and in-flight cap. */
+export function gatewayRoute(stack: ResolvedStack): GatewayRoute {
   const s = stack.config.serving;
   const tritonService = `${workloadName({ modelName: stack.model.name })}.${s.namespace}.svc.cluster.local`;
-  const config = renderGatewayConfig(
-    {
-      id: stack.model.name,
-      maxInputLen: s.maxInputLen,
-      maxOutputLen: s.maxOutputLen,
-      maxBatchSize: s.maxBatchSize,
-      vocab: stack.model.arch.vocab,
-      ...(s.maxChoiceTokens ? { maxChoiceTokens: s.maxChoiceTokens } : {}),
-      ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
-    },
-    `${tritonService}:${PORTS.grpc}`,
+  return {
+    id: stack.model.name,
+    maxInputLen: s.maxInputLen,
+    maxOutputLen: s.maxOutputLen,
+    maxBatchSize: s.maxBatchSize,
+    vocab: stack.model.arch.vocab,
+    ...(s.maxChoiceTokens ? { maxChoiceTokens: s.maxChoiceTokens } : {}),
+    ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
+    tritonGrpc: `${tritonService}:${PORTS.grpc}`,
     // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
     // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/scaling.ts planGatewayScaling).
-    { maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas) },
-  );
+    // The gateway-wide cap (limits.maxInflight) defaults to the sum of the models' caps.
+    maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas),
+  };
+}
+
+/** The gateway in front of `routes` (default: this model alone); the stack-wide settings are the stack's. */
+export function gatewayPlan(
+  stack: ResolvedStack,
+  routes: readonly GatewayRoute[] = [gatewayRoute(stack)],
+): GatewayPlan {
+  const s = stack.config.serving;
+  const config = renderGatewayConfig(routes);
+  // One store for the stack's gateway, named after the first model's workload (a one-model stack keeps its names).
   const store = storePlan(stack, workloadName({ modelName: stack.model.name }), config.limits.maxInflight);
   return {
     config: store ? { ...config, store: store.gateway } : config,
@@ -196,8 +207,43 @@ export function gatewayPlan(stack: ResolvedStack): GatewayPlan {
  * scripts, images/, scripts/convert/) for the build steps' input hashes; the
  * composition roots inject the file-system one (infra/repoFiles.ts).
  */
-export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: PathHasher): Plan {
+/** How a model's plan sits in a stack of several (infra/plan/stack.ts); a one-model stack passes none. */
+export interface PlanOptions {
+  /**
+   * A further model on a builder that converts several: its model steps move
+   * under its id (plan/scope.ts). Unset for the first model and one-model stacks.
+   */
+  scope?: string;
+  /** CUDA archs triton_with_ft is built for: every GPU of the stack. Default: this model's serving and builder GPUs. */
+  smList?: number[];
+  /** The builder's root volume when it converts several models. Default: this model's. */
+  builderDiskGiB?: number;
+  /**
+   * Which steps this model's pipeline runs: every step (the first model's,
+   * which also builds the shared images), its model steps and the host check
+   * (first model on a builder of its own), or only its model steps.
+   */
+  steps?: "all" | "model-and-host" | "model";
+  /** The stack serves several models: each gets GPU nodes of its own (render/scheduling.ts MODEL_NODE_LABEL_KEY). */
+  severalModels?: boolean;
+  /**
+   * Whether the cluster has the Prometheus Operator, decided for the whole
+   * stack: one autoscaled model installs it, and then every model's Triton gets
+   * its ServiceMonitor (its dashboard row and alerts read those series).
+   * Default: this model's own settings decide (config/autoscaling.ts prometheusOperatorPresent).
+   */
+  prometheusOperator?: boolean;
+}
+
+const PIPELINE_STEPS: Record<NonNullable<PlanOptions["steps"]>, (id: StepId) => boolean> = {
+  all: () => true,
+  "model-and-host": (id) => id === "host-ready" || MODEL_STEP_IDS.includes(id),
+  model: (id) => MODEL_STEP_IDS.includes(id),
+};
+
+export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: PathHasher, opts: PlanOptions = {}): Plan {
   const { model, config } = stack;
+  const smList = opts.smList ?? stackSmList(stack);
   const tp = config.serving.tensorParallel;
   const repo = repositoryOptions(stack);
   const work = builderWorkTree(model.name);
@@ -209,15 +255,31 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   const workload = planWorkload(stack);
   const autoscaling = stackAutoscalingPlan(stack, workload);
   const gateway = gatewayPlan(stack);
-  const triton = workloadInput(stack, stackName, launch, workload);
+  const triton: WorkloadInput = {
+    ...workloadInput(stack, stackName, launch, workload),
+    ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
+    ...(opts.severalModels ? { modelNodeLabel: { key: MODEL_NODE_LABEL_KEY, value: model.name } } : {}),
+  };
   const modelRepository = {
     root: MODEL_REPOSITORY_DIR,
     tokenizerPath: repo.tokenizerPath,
     checkpointPath: repo.checkpointPath,
     ...renderModelRepository(repo),
   };
-  const steps = stepDefinitions({ stack, fetch, conversion, expectedWeights: expected, gemm, launch, modelRepository });
+  const defined = stepDefinitions({
+    stack,
+    fetch,
+    conversion,
+    expectedWeights: expected,
+    gemm,
+    launch,
+    modelRepository,
+    smList,
+  });
+  const steps = opts.scope ? scopeSteps(defined, opts.scope) : defined;
+  // Hashed as one graph (a model's convert hashes the shared triton_with_ft step), then cut to this pipeline's.
   const hashes = stepInputHashes(steps, hashPath);
+  const runs = PIPELINE_STEPS[opts.steps ?? "all"];
   const m = stack.memory;
   return {
     schemaVersion: PLAN_SCHEMA_VERSION,
@@ -253,8 +315,8 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
       backendCommit: config.build.backendCommit ?? "",
       ftCommit: config.build.ftCommit ?? "",
       builderInstanceType: stack.builderInstance.type,
-      builderDiskGiB: stack.builderDiskGiB,
-      smList: stackSmList(stack),
+      builderDiskGiB: opts.builderDiskGiB ?? stack.builderDiskGiB,
+      smList,
     },
     fetch,
     conversion,
@@ -264,7 +326,9 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
     modelRepository,
     kubernetes: workload,
     ...(autoscaling ? { autoscaling } : {}),
-    buildSteps: topologicalOrder(steps).map((s) => ({ ...s, inputHash: hashes[s.id] })),
+    buildSteps: topologicalOrder(steps)
+      .filter((s) => runs(s.id))
+      .map((s) => ({ ...s, inputHash: hashes[s.id] })),
     gateway,
     renderInputs: {
       triton,

@@ -8,6 +8,19 @@ export const PUBLIC_SUBNET_TAGS = { "kubernetes.io/role/elb": "1" } as const;
 export const PRIVATE_SUBNET_TAGS = { "kubernetes.io/role/internal-elb": "1" } as const;
 
 /**
+ * One NAT gateway for a created VPC (awsx's "Single" strategy): it carries only
+ * outbound traffic (image pulls, OS updates); inbound serving goes through the
+ * NLB, which an AZ outage of the NAT does not cut. One per AZ would multiply
+ * the fixed cost by the AZ count.
+ */
+export const NAT_GATEWAY_STRATEGY = "Single" as const;
+
+/** NAT gateways the stack pays for: one when it creates the VPC, none in an existing one. */
+export function natGatewayCount(network: { mode: "create" | "existing" }): number {
+  return network.mode === "create" ? 1 : 0;
+}
+
+/**
  * Subnet prefix lengths derived from the VPC's: private subnets get an eighth of
  * the VPC each (the VPC CNI gives every pod a VPC address, so nodes' subnets must
  * be large), public subnets a 1/256th (they hold only the builder, NAT gateways

@@ -17,6 +17,7 @@
 import type { ConfigProblem } from "../config";
 import type { AutoscalingConfig } from "../config/autoscaling";
 import type { GpuInstance } from "../catalog/gpus";
+import { FAST_PULL_BYTES_PER_SECOND, NODE_BOOT_SECONDS } from "../catalog/timings";
 import { RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS } from "../render/prometheus";
 import type { WorkloadInput } from "../render/tritonManifests";
 import { KEDA_POLLING_SECONDS, type ScalingInput } from "../render/scaling";
@@ -96,35 +97,9 @@ export const HPA_MAX_PERIOD_SECONDS = 1800;
 export const HPA_SYNC_SECONDS = 15;
 /** Queueing must last this long before pods are added, so one burst does not start a GPU node. */
 export const SCALE_UP_STABILIZATION_SECONDS = 60;
-/**
- * EC2 launch to a Ready node whose device plugin advertises nvidia.com/gpu:
- * instance launch, AL2023 boot and nodeadm join, NVIDIA driver load. Estimates
- * (not measured here): the 8-GPU p4 hosts initialise the NVSwitch fabric manager
- * and take longer than a g5. The PCIe Ada parts (g6, g6e) boot like a g5; the
- * Hopper hosts (p5, p5e, p5en: NVSwitch and many EFA interfaces on the 8-GPU
- * sizes) are budgeted like a p4, the single-GPU p5.4xlarge included, as the
- * longer estimate is the safe one for a budget.
- */
-export const NODE_BOOT_SECONDS: Record<GpuInstance["gpuModel"], number> = {
-  A10G: 180,
-  "A100-40GB": 420,
-  "A100-80GB": 420,
-  L4: 180,
-  L40S: 180,
-  H100: 420,
-  H200: 420,
-};
 
-const MiB = 1024 ** 2;
-/**
- * Expected pull rate with nodeadm's FastImagePull (SOCI snapshotter in parallel
- * pull-and-unpack mode: 16 MiB chunks, up to 20 concurrent downloads and 12
- * unpacks per image, unpigz) onto a 1000 MiB/s gp3 root volume. An estimate:
- * three times the serial rate the budgets assume (plan/workload.ts PULL_BYTES_PER_SECOND,
- * 50 MiB/s). Budgets and the scale-down window keep the serial rate, so a slow
- * pull never trips a probe or unloads a model early.
- */
-export const FAST_PULL_BYTES_PER_SECOND = 150 * MiB;
+/** Node boot and FastImagePull rates: catalog/timings.ts, shared with the budgets and the cost estimate. */
+export { FAST_PULL_BYTES_PER_SECOND, NODE_BOOT_SECONDS } from "../catalog/timings";
 
 export class AutoscalingPlanError extends Error {
   constructor(

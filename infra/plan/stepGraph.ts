@@ -73,6 +73,12 @@ export interface StepDefinition {
   /** The step prints `RESULT image=<ref>` for the image it pushed. */
   producesImage: boolean;
   timeouts: StepTimeouts;
+  /**
+   * The model a step belongs to when the builder converts several (plan/scope.ts):
+   * its config, plan files, markers and scratch live under this name. Unset for
+   * the first model and the shared steps, whose paths stay the one-model ones.
+   */
+  scope?: string;
 }
 
 export const LIB_SCRIPT = "scripts/remote/lib.sh";
@@ -80,13 +86,13 @@ export const LIB_SCRIPT = "scripts/remote/lib.sh";
 export const LIB_DIR = "scripts/remote/lib";
 
 /** The remote path of a step's config file. */
-export function stepConfigPath(id: StepId): string {
-  return `${REMOTE.steps}/${id}.conf`;
+export function stepConfigPath(id: StepId, scope?: string): string {
+  return scope ? `${REMOTE.steps}/${scope}/${id}.conf` : `${REMOTE.steps}/${id}.conf`;
 }
 
 /** The command a step's resource runs: the script with its config file, nothing secret. */
 export function stepCommand(step: StepDefinition): string {
-  return `bash ${REMOTE.root}/${step.script} ${stepConfigPath(step.id)}`;
+  return `bash ${REMOTE.root}/${step.script} ${stepConfigPath(step.id, step.scope)}`;
 }
 
 /** Single-quoted bash word: the only character needing care inside '' is ' itself. */
@@ -228,12 +234,23 @@ export interface StepPlanEntry {
   timeouts: StepTimeouts;
 }
 
+/**
+ * The entries of one pipeline's steps, dependencies first. A further model's
+ * pipeline (plan/stack.ts) depends on steps another pipeline runs (the host
+ * check, triton_with_ft): those are ordered there, so only the dependencies
+ * among these steps order them here; `dependsOn` still names them all.
+ */
 export function stepPlanEntries(steps: Array<StepDefinition & { inputHash: string }>): StepPlanEntry[] {
-  return topologicalOrder(steps).map((s) => ({
+  const here = new Set(steps.map((s) => s.id));
+  const byId = new Map(steps.map((s) => [s.id, s]));
+  const ordered = topologicalOrder(steps.map((s) => ({ ...s, dependsOn: s.dependsOn.filter((d) => here.has(d)) })))
+    .map((s) => byId.get(s.id))
+    .filter((s) => s !== undefined);
+  return ordered.map((s) => ({
     id: s.id,
     title: s.title,
     script: s.script,
-    args: [stepConfigPath(s.id)],
+    args: [stepConfigPath(s.id, s.scope)],
     command: stepCommand(s),
     dependsOn: s.dependsOn,
     inputHash: s.inputHash,

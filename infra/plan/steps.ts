@@ -14,7 +14,7 @@ import { GPU_MODELS, smList } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
 import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config";
-import { stepBudgetMinutes } from "./budgets";
+import { stepBudgetMinutes, type BudgetInputs } from "./budgets";
 import {
   CONVERT_FILES,
   CONVERT_PHASE_KEYS,
@@ -39,6 +39,8 @@ export interface StepSources {
   gemm: GemmPlan;
   launch: LaunchPlan;
   modelRepository: { root: string; tokenizerPath: string; checkpointPath: string; files: GeneratedRepoFile[] };
+  /** CUDA archs triton_with_ft is built for: every GPU of the stack (all its models). */
+  smList: number[];
 }
 interface GeneratedRepoFile {
   path: string;
@@ -64,12 +66,18 @@ function timeouts(minutes: number): StepTimeouts {
  * transfer rates and the FT compile's core-hours. A hung step fails in minutes.
  */
 export function stepMinutes(stack: ResolvedStack): Record<StepId, number> {
-  return stepBudgetMinutes({
+  return stepBudgetMinutes(budgetInputs(stack));
+}
+
+/** What the budgets (and the cost module's time estimate) are computed from: one stack's model and builder. */
+export function budgetInputs(stack: ResolvedStack): BudgetInputs {
+  return {
     family: stack.model.family,
     parameters: parameterCount(stack.model.family, stack.model.arch),
     vcpus: stack.builderInstance.vcpus,
     gemm: stack.gemm,
-  });
+    source: stack.model.source.kind,
+  };
 }
 
 const json = (value: unknown) => JSON.stringify(value, null, 2) + "\n";
@@ -122,7 +130,7 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
       ["TRITON_VERSION", b.tritonVersion],
       ["FT_BACKEND_COMMIT", b.backendCommit ?? ""],
       ["FT_COMMIT", b.ftCommit ?? ""],
-      ["SM_LIST", stackSmList(src.stack).join(",")],
+      ["SM_LIST", src.smList.join(",")],
       ["DOCKERFILE_DIR", `${REMOTE.images}/triton_with_ft`],
     ],
     inputs: ["images/triton_with_ft"],

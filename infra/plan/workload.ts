@@ -10,6 +10,15 @@
 import { prometheusOperatorPresent } from "../config/autoscaling";
 import { DCGM_EXPORTER_REQUESTS } from "../render/observability";
 import { GPU_MODELS } from "../catalog/gpus";
+import {
+  DECODE_BANDWIDTH_EFFICIENCY,
+  NLB_DEREGISTRATION_PROPAGATION_SECONDS,
+  NLB_PROVISION_SECONDS,
+  NLB_TARGET_REGISTRATION_SECONDS,
+  PULL_BYTES_PER_SECOND,
+  SERVER_FIXED_START_SECONDS,
+  WEIGHT_READ_BYTES_PER_SECOND,
+} from "../catalog/timings";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import { NLB_HEALTH_CHECK, type WorkloadInput } from "../render/tritonManifests";
 import type { LaunchPlan } from "./launch";
@@ -17,28 +26,22 @@ import type { ResolvedStack } from "../config/stack";
 
 const MiB = 1024 ** 2;
 
-/** Share of peak bandwidth a decode step reaches; low on purpose so drains are not cut short. */
-export const DECODE_BANDWIDTH_EFFICIENCY = 0.5;
-
 /**
- * Image pull rate from ECR to a node in the same region, download plus gunzip
- * plus extraction (containerd extracts layers one at a time onto a gp3 volume
- * with a 125 MiB/s baseline). Conservative, so budgets are not tripped by a slow pull.
+ * The pull, load, NLB and decode rates are catalog/timings.ts's: the budgets,
+ * the scaling plan and the cost estimate read the same figures.
  */
-export const PULL_BYTES_PER_SECOND = 50 * MiB;
-/** gp3 baseline throughput: FT reads every weight file from the image layer once at load. */
-export const WEIGHT_READ_BYTES_PER_SECOND = 125 * MiB;
-/** Fixed part of a start: tritonserver and mpirun, Python stubs importing tokenizers, CUDA context, NCCL init. */
-export const SERVER_FIXED_START_SECONDS = 60;
+export {
+  DECODE_BANDWIDTH_EFFICIENCY,
+  NLB_DEREGISTRATION_PROPAGATION_SECONDS,
+  NLB_PROVISION_SECONDS,
+  NLB_TARGET_REGISTRATION_SECONDS,
+  PULL_BYTES_PER_SECOND,
+  SERVER_FIXED_START_SECONDS,
+  WEIGHT_READ_BYTES_PER_SECOND,
+} from "../catalog/timings";
+
 /** The startup budget is this multiple of the estimated load, so a slow disk does not trigger a restart loop. */
 export const STARTUP_SAFETY_FACTOR = 2;
-
-/** Time for a new IP target to be registered with the NLB and pass its first checks (observed 1-3 min). */
-export const NLB_TARGET_REGISTRATION_SECONDS = 180;
-/** Time between the controller deregistering a target and the NLB no longer sending it new flows. */
-export const NLB_DEREGISTRATION_PROPAGATION_SECONDS = 30;
-/** Time for the controller to create an NLB and for its DNS name to resolve. */
-export const NLB_PROVISION_SECONDS = 600;
 
 /** kubelet's pod cap used by the EKS AMIs' memory reservation formula on instances under 30 vCPUs, 250 above. */
 export function eksMaxPods(vcpus: number): number {

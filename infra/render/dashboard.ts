@@ -3,13 +3,14 @@
  * schemaVersion 39): load (requests/s, queue/compute ratio against its target,
  * pending requests, batch size), latency (mean request and queue time; the
  * gateway's TTFT, p50/p95 latency and tokens/s), errors,
- * GPUs (utilisation, memory) and capacity (replicas desired/ready, GPU nodes).
+ * GPUs (utilisation, memory), capacity (replicas desired/ready, GPU nodes) and,
+ * when the serving instance has a price, live cost ($ per 1k tokens, $/hour by team).
  * The queries are observability.ts's `expressions`, shared with the alerts.
  * Shipped as a ConfigMap Grafana's sidecar loads (label grafana_dashboard=1)
  * and written by synth to `dashboards/<name>.json` for manual import.
  */
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
-import { expressions, type ObservabilityInput } from "./observability";
+import { costExpressions, expressions, forModel, type ObservabilityInput } from "./observability";
 
 export interface GrafanaTarget {
   refId: string;
@@ -27,6 +28,15 @@ export interface GrafanaPanel {
   fieldConfig: { defaults: { unit: string; min?: number; max?: number }; overrides: never[] };
   targets: GrafanaTarget[];
 }
+/** A row header: in a stack of several models, one per model, its panels below it. */
+export interface GrafanaRow {
+  id: number;
+  type: "row";
+  title: string;
+  collapsed: false;
+  gridPos: { x: number; y: number; w: number; h: number };
+  panels: never[];
+}
 export interface GrafanaDashboard {
   uid: string;
   title: string;
@@ -37,7 +47,7 @@ export interface GrafanaDashboard {
   refresh: string;
   time: { from: string; to: string };
   templating: { list: Array<Record<string, unknown>> };
-  panels: GrafanaPanel[];
+  panels: Array<GrafanaPanel | GrafanaRow>;
 }
 
 /** The Grafana sidecar of kube-prometheus-stack loads ConfigMaps carrying this label. */
@@ -54,11 +64,12 @@ interface PanelSpec {
   max?: number;
 }
 
-export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
+/** Every panel of one model's view, in the one-model dashboard's order. */
+function panelSpecs(i: ObservabilityInput) {
   const e = expressions(i);
   const a = i.autoscaling;
-  const specs: PanelSpec[] = [
-    {
+  return {
+    queueRatio: {
       title: "Queue / compute time ratio",
       description: a
         ? `The autoscaler's metric (fastertransformer); it adds pods above the target ${a.target}.`
@@ -69,7 +80,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ...(a ? ([["target", `vector(${a.target})`]] as Array<[string, string]>) : []),
       ],
     },
-    {
+    requests: {
       title: "Requests per second",
       description: "Ensemble requests completed and failed, all pods.",
       unit: "reqps",
@@ -78,7 +89,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["failure", e.failuresPerSecond],
       ],
     },
-    {
+    meanTimes: {
       title: "Mean request and queue time",
       description:
         "Triton 23.05 exports cumulative counters only, so these are means; p95, time to first token and tokens/s come from the gateway panels.",
@@ -88,7 +99,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["queue (fastertransformer)", e.meanQueueSeconds],
       ],
     },
-    {
+    ttft: {
       title: "Time to first token (gateway)",
       description: "From a request's arrival at the gateway to its first generated text: p50 and p95 over every route.",
       unit: "s",
@@ -98,7 +109,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["p95", e.ttftP95Seconds],
       ],
     },
-    {
+    latency: {
       title: "Request latency p50 / p95 (gateway)",
       description: "Arrival to last byte at the gateway, streaming included: what clients see.",
       unit: "s",
@@ -108,7 +119,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["p95", e.latencyP95Seconds],
       ],
     },
-    {
+    tokens: {
       title: "Tokens per second (gateway)",
       description: "Generated and prompt tokens per second, all pods; and the median per-request generation speed.",
       unit: "none",
@@ -119,7 +130,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["per request tok/s (p50)", e.perRequestTokensPerSecondP50],
       ],
     },
-    {
+    gateway: {
       title: "Gateway: requests by status, in flight, pods",
       description: i.autoscaling
         ? "Answered requests per second by HTTP status; generations in flight (the gateway's autoscaler metric); desired and ready gateway pods."
@@ -133,7 +144,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["ready pods", e.gatewayReadyReplicas],
       ],
     },
-    {
+    teamTokens: {
       title: "Tokens per team (gateway)",
       description:
         "Prompt and generated tokens per second by team (the API key's consumer), all pods; GET /v1/usage gives a team its own totals for today and this month.",
@@ -144,7 +155,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["{{consumer}} generated", e.outputTokensPerSecondByTeam],
       ],
     },
-    {
+    teamRefused: {
       title: i.sharedStore ? "Refused per team (429) and the shared store" : "Refused per team (429)",
       description: i.sharedStore
         ? "Requests refused for a team's own limits (429) per second; pods that cannot reach the shared store (each then enforces the team limits divided by the pod count; alert after 1 minute) and the gateway pods the store counts."
@@ -161,14 +172,14 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
           : []),
       ],
     },
-    {
+    errors: {
       title: "Error ratio",
       description: "Failed / all ensemble requests over 5 minutes (alert above 5%).",
       unit: "percentunit",
       min: 0,
       queries: [["errors", e.errorRatio]],
     },
-    {
+    pending: {
       title: "Pending requests and batch size",
       description: "Requests waiting for the FT model, and the mean dynamic batch size it runs.",
       unit: "none",
@@ -177,7 +188,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["mean batch size", e.meanBatchSize],
       ],
     },
-    {
+    gpuUtil: {
       title: "GPU utilisation",
       description: "DCGM exporter, per node and GPU.",
       unit: "percent",
@@ -185,7 +196,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
       max: 100,
       queries: [["{{Hostname}} GPU {{gpu}}", e.gpuUtilPercent]],
     },
-    {
+    gpuMemory: {
       title: "GPU memory used",
       description: `Framebuffer used / total per GPU; the alert fires above ${Math.round(i.gpuMemoryAlertFraction * 100)}%.`,
       unit: "percentunit",
@@ -193,7 +204,7 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
       max: 1,
       queries: [["{{Hostname}} GPU {{gpu}}", e.gpuMemoryFraction]],
     },
-    {
+    replicas: {
       title: "Replicas and GPU nodes",
       description: a
         ? `Desired (HPA via KEDA, ${a.minReplicas}..${a.maxReplicas}) and ready Triton pods; GPU nodes with a DCGM exporter (NodePool limit ${a.nodeLimits.nodes}).`
@@ -206,13 +217,63 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
         ["GPU nodes", e.gpuNodes],
       ],
     },
+  } satisfies Record<string, PanelSpec>;
+}
+
+/** Live cost, when the price table prices the serving instance: what a token really costs at today's load. */
+function costSpecs(i: ObservabilityInput): PanelSpec[] {
+  if (!i.pricing) return [];
+  const c = costExpressions(i, i.pricing);
+  const price = `${i.pricing.instanceType} at $${i.pricing.nodeUsdPerHour}/h (${i.pricing.source})`;
+  return [
+    {
+      title: "$ per 1k generated tokens (live)",
+      description: `GPU-hours paid ÷ tokens served: GPU nodes reporting to DCGM × ${price}, over the gateway's generated tokens per hour. Idle hours raise it; compare with the preview's estimate at full batch (docs/cost.md).`,
+      unit: "currencyUSD",
+      min: 0,
+      queries: [
+        ["$/1k tokens", c.usdPer1kTokens],
+        ["GPU $/hour", c.gpuUsdPerHour],
+      ],
+    },
+    {
+      title: "GPU $/hour by team (share of generated tokens)",
+      description: `The GPU nodes' cost per hour (${price}) split by each team's share of the generated tokens.`,
+      unit: "currencyUSD",
+      min: 0,
+      queries: [["{{consumer}}", c.usdPerHourByTeam]],
+    },
   ];
-  const panels: GrafanaPanel[] = specs.map((s, n) => ({
-    id: n + 1,
+}
+
+/** The panels of one model's row in a stack of several: the brief view of its load, latency, throughput and capacity. */
+const MODEL_ROW: ReadonlyArray<keyof ReturnType<typeof panelSpecs>> = [
+  "queueRatio",
+  "ttft",
+  "tokens",
+  "requests",
+  "replicas",
+  "gpuUtil",
+];
+/**
+ * What the models share, above their rows: the gateway in front of them, its
+ * teams' tokens and refusals (and the shared store), and every GPU's memory.
+ */
+const STACK_PANELS: ReadonlyArray<keyof ReturnType<typeof panelSpecs>> = [
+  "gateway",
+  "latency",
+  "teamTokens",
+  "teamRefused",
+  "gpuMemory",
+];
+
+function panel(s: PanelSpec, id: number, gridPos: GrafanaPanel["gridPos"]): GrafanaPanel {
+  return {
+    id,
     type: s.type ?? "timeseries",
     title: s.title,
     description: s.description,
-    gridPos: { x: (n % 2) * 12, y: Math.floor(n / 2) * 8, w: 12, h: 8 },
+    gridPos,
     datasource: DS,
     fieldConfig: {
       defaults: {
@@ -228,10 +289,49 @@ export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
       legendFormat: legend,
       datasource: DS,
     })),
-  }));
+  };
+}
+
+/** Two panels per line, 12 wide and 8 high. */
+const halfWidth = (n: number, top = 0) => ({ x: (n % 2) * 12, y: top + Math.floor(n / 2) * 8, w: 12, h: 8 });
+
+/** Several models: the shared panels, then a row per model with its own series (forModel). */
+function severalModelPanels(i: ObservabilityInput, models: NonNullable<ObservabilityInput["models"]>) {
+  const shared = panelSpecs(i);
+  const panels: Array<GrafanaPanel | GrafanaRow> = STACK_PANELS.map((k, n) => panel(shared[k], n + 1, halfWidth(n)));
+  let y = Math.ceil(STACK_PANELS.length / 2) * 8;
+  for (const m of models.list) {
+    panels.push({
+      id: panels.length + 1,
+      type: "row",
+      title: `${m.id} (${m.deployment}, ${m.instanceType})`,
+      collapsed: false,
+      gridPos: { x: 0, y, w: 24, h: 1 },
+      panels: [],
+    });
+    y += 1;
+    const mi = forModel(i, m);
+    const own = panelSpecs(mi);
+    // Its cost, at its GPU nodes' price, when the price table has one.
+    const specs = [...MODEL_ROW.map((k) => own[k]), ...costSpecs(mi)];
+    // Three panels per line, 8 wide.
+    specs.forEach((spec, n) =>
+      panels.push(panel(spec, panels.length + 1, { x: (n % 3) * 8, y: y + Math.floor(n / 3) * 8, w: 8, h: 8 })),
+    );
+    y += Math.ceil(specs.length / 3) * 8;
+  }
+  return panels;
+}
+
+export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
+  const panels = i.models
+    ? severalModelPanels(i, i.models)
+    : [...Object.values(panelSpecs(i)), ...costSpecs(i)].map((s, n) => panel(s, n + 1, halfWidth(n)));
   return {
     uid: i.name.slice(0, 40),
-    title: `triton-ft: ${i.deployment} (${i.namespace})`,
+    title: i.models
+      ? `triton-ft: ${i.models.list.map((m) => m.id).join(", ")} (${i.namespace})`
+      : `triton-ft: ${i.deployment} (${i.namespace})`,
     tags: ["triton-ft", "triton", "gpu"],
     timezone: "utc",
     schemaVersion: 39,

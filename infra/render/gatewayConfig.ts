@@ -42,10 +42,25 @@ export interface GatewayStoreConfig {
   commandTimeoutMs?: number;
 }
 
+/** A served model and where it runs: its Triton's gRPC address and its in-flight cap. */
+export interface GatewayRoute extends GatewayModel {
+  /** host:port of the model's Triton gRPC Service. */
+  tritonGrpc: string;
+  /** Generations in flight to this model's Triton before the gateway answers 503 (its queue stays short). */
+  maxInflight: number;
+}
+
+/** One entry of the config's `models` (ModelConfigSchema in the gateway package). */
+export interface GatewayModelFile extends GatewayModel {
+  created: number;
+  maxPromptBytes: number;
+  triton: { grpc: string; ensemble: string };
+  maxInflight: number;
+}
+
 /** The JSON the gateway loads (GATEWAY_CONFIG); the schema is GatewayConfigSchema in the gateway package. */
 export interface GatewayConfigFile {
-  model: GatewayModel & { created: number; maxPromptBytes: number };
-  triton: { grpc: string; ensemble: string };
+  models: GatewayModelFile[];
   limits: GatewayLimits;
   listen: { host: string; port: number; metricsPort: number };
   logText: boolean;
@@ -55,33 +70,46 @@ export interface GatewayConfigFile {
 export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;
 
 /**
- * Default limits. The body cap leaves room for the largest prompt (maxPromptBytes)
- * with JSON escaping (up to 6 bytes per byte for \uXXXX) plus the other fields.
+ * Default limits, for the largest of the models. The body cap leaves room for
+ * the largest prompt (maxPromptBytes) with JSON escaping (up to 6 bytes per
+ * byte for \uXXXX) plus the other fields, for a full batch. The gateway-wide
+ * in-flight cap is the sum of the models' own: each model's Triton queues its share.
  */
-export function defaultLimits(model: GatewayModel, maxBatchSize = model.maxBatchSize): GatewayLimits {
-  const prompt = maxPromptBytes(model.maxInputLen);
+export function defaultLimits(models: readonly GatewayRoute[]): GatewayLimits {
+  const largest = (f: (m: GatewayRoute) => number): number => Math.max(...models.map(f));
   return {
-    bodyBytes: Math.max(65_536, 6 * prompt * maxBatchSize + 65_536),
+    bodyBytes: Math.max(
+      65_536,
+      largest((m) => 6 * maxPromptBytes(m.maxInputLen) * m.maxBatchSize + 65_536),
+    ),
     requestsPerMinute: 600,
-    maxConcurrent: Math.max(2, maxBatchSize),
-    // Two batches per Triton replica queued at most: more only lengthens everyone's wait.
-    maxInflight: 4 * maxBatchSize,
+    maxConcurrent: Math.max(
+      2,
+      largest((m) => m.maxBatchSize),
+    ),
+    maxInflight: models.reduce((sum, m) => sum + m.maxInflight, 0),
     requestTimeoutSeconds: 300,
     maxStop: 4,
     maxStopBytes: 256,
   };
 }
 
+/** The gateway's config for `models` (at least one), each routed by its id to its own Triton's ensemble. */
 export function renderGatewayConfig(
-  model: GatewayModel,
-  tritonGrpc: string,
+  models: readonly GatewayRoute[],
   overrides: Partial<GatewayLimits> = {},
   created = 0,
 ): GatewayConfigFile {
+  if (models.length === 0) throw new Error("renderGatewayConfig: the gateway needs at least one model");
   return {
-    model: { ...model, created, maxPromptBytes: maxPromptBytes(model.maxInputLen) },
-    triton: { grpc: tritonGrpc, ensemble: ENSEMBLE_MODEL },
-    limits: { ...defaultLimits(model), ...overrides },
+    models: models.map(({ tritonGrpc, maxInflight, ...model }) => ({
+      ...model,
+      created,
+      maxPromptBytes: maxPromptBytes(model.maxInputLen),
+      triton: { grpc: tritonGrpc, ensemble: ENSEMBLE_MODEL },
+      maxInflight,
+    })),
+    limits: { ...defaultLimits(models), ...overrides },
     listen: { host: "0.0.0.0", port: GATEWAY_PORTS.http, metricsPort: GATEWAY_PORTS.metrics },
     logText: false,
   };
@@ -93,13 +121,16 @@ export interface TeamLimitsFile {
   tokensPerMinute?: number;
   maxConcurrent?: number;
   share?: number;
+  /** The model ids the team may use; absent: every model. */
+  models?: string[];
 }
 
 /**
  * The gateway's keys file (GATEWAY_KEYS_FILE; KeysFileSchema in the gateway
  * package): one consumer per team with the SHA-256 of each of its entries'
  * keys (`team:v2` is a second key of `team`), and the team's own limits when
- * it sets any. A team without own limits is `{name, keySha256}` only.
+ * it sets any, and the models it is scoped to. A team without own limits or
+ * scope is `{name, keySha256}` only.
  */
 export function renderKeysFile(
   keys: readonly { entry: string; keySha256: string }[],

@@ -30,6 +30,7 @@ import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
 import type { IContainer } from "kubernetes-models/v1/Container";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import type { INetworkPolicyEgressRule } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyEgressRule";
+import type { INetworkPolicyPort } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyPort";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { GATEWAY_PORTS, type GatewayConfigFile } from "./gatewayConfig";
 import {
@@ -106,6 +107,14 @@ export interface GatewayWorkloadInput {
   systemNodeLabel?: { key: string; value: string };
   /** The shared store (serving.store); absent with mode none. */
   store?: StorePlan;
+  /** Every model's serving instance type, kept off (several models); default the one Triton workload's. */
+  gpuInstanceTypes?: string[];
+  /**
+   * Every model's Triton workload behind the gateway, the first first (several
+   * models): the gateway may reach each, and each admits the gateway. Default:
+   * the one in `triton`.
+   */
+  tritons?: Array<Pick<WorkloadInput, "modelName" | "stackName">>;
 }
 
 export interface GatewayRenderInput extends GatewayWorkloadInput {
@@ -254,7 +263,7 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
           terminationGracePeriodSeconds: gatewayGracePeriod(input.config),
           securityContext: podSecurityContext(GATEWAY_UID, { fsGroup: true }),
           // The system nodes: the stack's system pool when it has one; no GPU toleration, and never the serving GPU instance type.
-          affinity: systemNodeAffinity(input.triton.instanceType, input.systemNodeLabel),
+          affinity: systemNodeAffinity(input.gpuInstanceTypes ?? input.triton.instanceType, input.systemNodeLabel),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
           containers: [gatewayContainer(input.image, input.store)],
           volumes: [
@@ -382,9 +391,15 @@ function gatewayDisruptionBudget({ input, ns, name, selector, podLabels }: Gatew
   };
 }
 
-/** Default deny in the namespace; the gateway reaches only Triton (and DNS); Triton admits only the gateway and the scraper. */
+/**
+ * Default deny in the namespace; the gateway reaches only the Triton pods of
+ * the stack's models (and DNS); each model's Triton admits only the gateway and
+ * the scraper. One policy per model: a peer list, not a broader selector, so
+ * the gateway reaches exactly these Deployments' pods and no other tritonserver
+ * another stack runs in the namespace.
+ */
 function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: GatewayContext): INetworkPolicy[] {
-  const tritonPods = selectorLabels(input.triton);
+  const tritons = input.tritons ?? [input.triton];
   const scraper = { namespaceSelector: { matchLabels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } };
   const dns: INetworkPolicyEgressRule = {
     to: [
@@ -398,15 +413,20 @@ function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: Gatewa
       { protocol: "TCP", port: 53 },
     ],
   };
-  const policy = (suffix: string, spec: INetworkPolicy["spec"]): INetworkPolicy => ({
+  const policy = (policyName: string, spec: INetworkPolicy["spec"]): INetworkPolicy => ({
     apiVersion: "networking.k8s.io/v1",
     kind: "NetworkPolicy",
-    metadata: { name: `${name.replace(/-gateway$/, "")}-${suffix}`, namespace: ns, labels: podLabels },
+    metadata: { name: policyName, namespace: ns, labels: podLabels },
     spec,
   });
+  const prefix = name.replace(/-gateway$/, "");
+  const tritonPorts: INetworkPolicyPort[] = [
+    { protocol: "TCP", port: PORTS.http },
+    { protocol: "TCP", port: PORTS.grpc },
+  ];
   return [
-    policy("default-deny", { podSelector: {}, policyTypes: ["Ingress", "Egress"] }),
-    policy("gateway", {
+    policy(`${prefix}-default-deny`, { podSelector: {}, policyTypes: ["Ingress", "Egress"] }),
+    policy(`${prefix}-gateway`, {
       podSelector: { matchLabels: selector },
       policyTypes: ["Ingress", "Egress"],
       ingress: [
@@ -415,32 +435,22 @@ function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: Gatewa
         { from: [scraper], ports: [{ protocol: "TCP", port: GATEWAY_PORTS.metrics }] },
       ],
       egress: [
-        {
-          to: [{ podSelector: { matchLabels: tritonPods } }],
-          ports: [
-            { protocol: "TCP", port: PORTS.http },
-            { protocol: "TCP", port: PORTS.grpc },
-          ],
-        },
+        { to: tritons.map((t) => ({ podSelector: { matchLabels: selectorLabels(t) } })), ports: tritonPorts },
         ...storeEgress(input),
         dns,
       ],
     }),
-    policy("triton", {
-      podSelector: { matchLabels: tritonPods },
-      policyTypes: ["Ingress", "Egress"],
-      ingress: [
-        {
-          from: [{ podSelector: { matchLabels: selector } }],
-          ports: [
-            { protocol: "TCP", port: PORTS.http },
-            { protocol: "TCP", port: PORTS.grpc },
-          ],
-        },
-        { from: [scraper], ports: [{ protocol: "TCP", port: PORTS.metrics }] },
-      ],
-      egress: [dns],
-    }),
+    ...tritons.map((t) =>
+      policy(`${workloadName(t)}-triton`, {
+        podSelector: { matchLabels: selectorLabels(t) },
+        policyTypes: ["Ingress", "Egress"],
+        ingress: [
+          { from: [{ podSelector: { matchLabels: selector } }], ports: tritonPorts },
+          { from: [scraper], ports: [{ protocol: "TCP", port: PORTS.metrics }] },
+        ],
+        egress: [dns],
+      }),
+    ),
   ];
 }
 

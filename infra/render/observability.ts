@@ -13,7 +13,7 @@ import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./gatewayManifests";
 import { ENSEMBLE_MODEL } from "./modelRepository";
-import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
+import { serviceMonitor, type ServiceMonitor, type ServiceMonitorRelabeling } from "./serviceMonitor";
 import {
   podSecurityContext,
   scannerSkipAnnotations,
@@ -23,6 +23,7 @@ import {
 import type { AutoscalingPlan } from "../plan/scaling";
 import {
   RATE_WINDOW_SECONDS,
+  labelMatchers,
   queueComputeRatioQuery,
   selectorText,
   SCALED_MODEL,
@@ -79,6 +80,41 @@ export const DCGM_SCANNER_SKIPS: readonly ScannerSkip[] = [
 const COUNTERS_FILE = "counters.csv";
 const COUNTERS_DIR = "/etc/triton-ft/dcgm";
 
+/** The hourly price of one GPU node, for the dashboard's live cost panels (infra/cost: the vendored price table). */
+export interface GpuPricing {
+  nodeUsdPerHour: number;
+  instanceType: string;
+  /** Where the price came from (the price table's source id and date), shown in the panel's description. */
+  source: string;
+}
+
+/**
+ * The Prometheus label naming the served model (the OpenAI id clients send)
+ * on the series of a stack of several models: the gateway labels its series
+ * with it (images/gateway/src/metrics.ts LABELS.model), and the DCGM scrape
+ * copies it from the GPU node's model label (dcgmModelRelabeling).
+ */
+export const MODEL_SERIES_LABEL = "model";
+
+/** Prometheus's name for a node label in service discovery: every character outside [A-Za-z0-9_] becomes `_`. */
+export function nodeLabelMetaName(key: string): string {
+  return `__meta_kubernetes_node_label_${key.replace(/[^A-Za-z0-9_]/g, "_")}`;
+}
+
+/** One served model of a stack of several (ObservabilityInput.models): where its series are and what its alerts compare with. */
+export interface ModelObservability {
+  /** The model id clients send: the `model` label of its gateway and GPU series. */
+  id: string;
+  /** Its Triton metrics Service (`triton-<id>-metrics`): Triton's own `model` label is the ensemble's name, the same for every model. */
+  triton: MetricsSelector;
+  deployment: string;
+  instanceType: string;
+  podStartBudgetSeconds: number;
+  autoscaling?: AutoscalingPlan;
+  /** The price of its GPU nodes, for its row's live cost panels. */
+  pricing?: GpuPricing;
+}
+
 export interface ObservabilityInput {
   namespace: string;
   /** Name prefix of every object (the Triton workload name). */
@@ -101,6 +137,33 @@ export interface ObservabilityInput {
   autoscaling?: AutoscalingPlan;
   /** The gateway counts team limits and usage in a shared store (serving.store): alert when a pod cannot reach it. */
   sharedStore: boolean;
+  /**
+   * A stack of several models: every model, the first included, and the GPU
+   * node label naming the model (render/scheduling.ts MODEL_NODE_LABEL_KEY),
+   * which the DCGM scrape turns into the `model` series label. Unset for one
+   * model, which the fields above describe.
+   */
+  models?: { list: ModelObservability[]; nodeLabelKey: string };
+  /** Extra label matchers on the gateway's and the DCGM exporter's series: one model's share of them (forModel). */
+  scope?: { gateway: Record<string, string>; gpu: Record<string, string> };
+  /** With a price for the serving instance: the dashboard's $ per 1k tokens and $/hour by team panels. */
+  pricing?: GpuPricing;
+}
+
+/** The input narrowed to one model of a stack of several: its Triton, Deployment, scaling and series. */
+export function forModel(i: ObservabilityInput, m: ModelObservability): ObservabilityInput {
+  const only = { [MODEL_SERIES_LABEL]: m.id };
+  return {
+    ...i,
+    triton: m.triton,
+    deployment: m.deployment,
+    instanceType: m.instanceType,
+    podStartBudgetSeconds: m.podStartBudgetSeconds,
+    autoscaling: m.autoscaling,
+    pricing: m.pricing,
+    models: undefined,
+    scope: { gateway: only, gpu: only },
+  };
 }
 
 export interface AlertRule {
@@ -138,8 +201,23 @@ export interface DcgmExporter {
   serviceMonitor: ServiceMonitor;
 }
 
+/** The instance types of every model's GPU nodes, in the order the models come. */
+function gpuInstanceTypes(i: ObservabilityInput): string[] {
+  return i.models ? [...new Set(i.models.list.map((m) => m.instanceType))] : [i.instanceType];
+}
+
 /**
- * DCGM exporter on every GPU node of the serving instance type, under the
+ * Several models: the scrape copies the GPU node's model label onto the
+ * exporter's series (Prometheus attaches node metadata to the endpoint's
+ * target), so each model's GPU panels and alerts select its own nodes; the
+ * exporter itself runs without pod attribution (no host paths).
+ */
+export function dcgmModelRelabeling(nodeLabelKey: string): ServiceMonitorRelabeling {
+  return { sourceLabels: [nodeLabelMetaName(nodeLabelKey)], targetLabel: MODEL_SERIES_LABEL, action: "replace" };
+}
+
+/**
+ * DCGM exporter on every GPU node of the serving instance type(s), under the
  * restricted pod security profile: non-root, no capabilities, no host paths
  * (so no per-pod attribution: GPU metrics carry the node's Hostname, and one
  * Triton pod per GPU set makes that enough), read-only root filesystem.
@@ -177,7 +255,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
             nodeAffinity: {
               requiredDuringSchedulingIgnoredDuringExecution: {
                 nodeSelectorTerms: [
-                  { matchExpressions: [{ key: i.instanceTypeLabel, operator: "In", values: [i.instanceType] }] },
+                  { matchExpressions: [{ key: i.instanceTypeLabel, operator: "In", values: gpuInstanceTypes(i) }] },
                 ],
               },
             },
@@ -258,7 +336,13 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
     daemonSet,
     service,
     networkPolicy,
-    serviceMonitor: serviceMonitor(name, i.namespace, labels, selector),
+    serviceMonitor: serviceMonitor(
+      name,
+      i.namespace,
+      labels,
+      selector,
+      i.models ? { attachNodeMetadata: true, relabelings: [dcgmModelRelabeling(i.models.nodeLabelKey)] } : {},
+    ),
   };
 }
 
@@ -269,8 +353,9 @@ export function expressions(i: ObservabilityInput) {
   const ensemble = t({ model: ENSEMBLE_MODEL });
   const ft = t({ model: SCALED_MODEL });
   const dep = `namespace="${i.namespace}",deployment="${i.deployment}"`;
-  // The gateway (images/gateway/src/metrics.ts): histograms in seconds, per route and consumer.
-  const g = selectorText(i.gateway);
+  // The gateway (images/gateway/src/metrics.ts): histograms in seconds, per route and consumer (and model).
+  const g = selectorText(i.gateway, i.scope?.gateway);
+  const gpu = labelMatchers({ namespace: i.namespace, ...i.scope?.gpu });
   const gw = `triton_ft_gateway_`;
   const quantile = (q: number, histogram: string) =>
     `histogram_quantile(${q}, sum by (le) (rate(${gw}${histogram}_bucket{${g}}[${w}])))`;
@@ -305,12 +390,33 @@ export function expressions(i: ObservabilityInput) {
     meanBatchSize: `sum(rate(nv_inference_count{${ft}}[${w}])) / clamp_min(sum(rate(nv_inference_exec_count{${ft}}[${w}])), 1e-9)`,
     scrapedPods: `count(nv_inference_request_success{${ensemble}})`,
     tritonSeries: `nv_inference_request_success{${ensemble}}`,
-    gpuUtilPercent: `avg by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{namespace="${i.namespace}"})`,
-    gpuMemoryFraction: `max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED{namespace="${i.namespace}"} / (DCGM_FI_DEV_FB_USED{namespace="${i.namespace}"} + DCGM_FI_DEV_FB_FREE{namespace="${i.namespace}"}))`,
-    gpuNodes: `count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{namespace="${i.namespace}"}))`,
+    gpuUtilPercent: `avg by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{${gpu}})`,
+    gpuMemoryFraction: `max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED{${gpu}} / (DCGM_FI_DEV_FB_USED{${gpu}} + DCGM_FI_DEV_FB_FREE{${gpu}}))`,
+    gpuNodes: `count(count by (Hostname) (DCGM_FI_DEV_GPU_UTIL{${gpu}}))`,
     desiredReplicas: `kube_deployment_spec_replicas{${dep}}`,
     readyReplicas: `kube_deployment_status_replicas_ready{${dep}}`,
     unavailableReplicas: `kube_deployment_status_replicas_unavailable{${dep}}`,
+  };
+}
+
+/**
+ * The live cost queries: GPU-hours paid ÷ tokens served. The GPU nodes are
+ * the ones the DCGM exporter reports (every serving node runs one), priced at
+ * the table's on-demand rate; the tokens are the gateway's generated tokens.
+ * By team: the same dollars per hour split by each consumer's share of the
+ * generated tokens (the gateway labels tokens with the caller's team).
+ */
+export function costExpressions(i: ObservabilityInput, p: GpuPricing) {
+  const e = expressions(i);
+  // One model of several: its GPU nodes (e.gpuNodes) and its tokens (`scope`).
+  const g = selectorText(i.gateway, i.scope?.gateway);
+  const w = `${RATE_WINDOW_SECONDS}s`;
+  const tokens = `rate(triton_ft_gateway_output_tokens_total{${g}}[${w}])`;
+  const usdPerHour = `(${e.gpuNodes} * ${p.nodeUsdPerHour})`;
+  return {
+    gpuUsdPerHour: usdPerHour,
+    usdPer1kTokens: `${usdPerHour} / clamp_min(sum(${tokens}) * 3600, 1e-9) * 1000`,
+    usdPerHourByTeam: `scalar(${usdPerHour}) * sum by (consumer) (${tokens}) / scalar(clamp_min(sum(${tokens}), 1e-9))`,
   };
 }
 
@@ -319,7 +425,10 @@ function minutes(seconds: number): string {
   return `${Math.ceil(seconds / 60)}m`;
 }
 
-export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
+const severity = (level: "warning" | "critical") => ({ severity: level, "app.kubernetes.io/part-of": "triton-ft" });
+
+/** The alerts on one Triton Deployment: queueing, errors, GPU memory, pods not ready, metrics gone. */
+function tritonRules(i: ObservabilityInput): AlertRule[] {
   const e = expressions(i);
   const a = i.autoscaling;
   // With autoscaling, the ratio should sit near the target; twice the target for
@@ -327,8 +436,8 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
   // size alerts when requests wait longer than they compute.
   const queueThreshold = a ? Math.max(1, 2 * a.target) : 1;
   const queueFor = a ? minutes(a.scaleUpLatencySeconds) : "10m";
-  const sev = (severity: "warning" | "critical") => ({ severity, "app.kubernetes.io/part-of": "triton-ft" });
-  const rules: AlertRule[] = [
+  const sev = severity;
+  return [
     {
       alert: "TritonQueueTimeHigh",
       expr: `(${e.queueComputeRatio}) > ${queueThreshold}`,
@@ -387,46 +496,102 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
       },
     },
   ];
-  rules.push({
+}
+
+/** 5xx answers of the gateway: all of them (one model), or one model's share (`scope`) in a stack of several. */
+function gatewayErrorsRule(i: ObservabilityInput, forWhat = ""): AlertRule {
+  const e = expressions(i);
+  return {
     alert: "GatewayServerErrorsHigh",
     expr: `(${e.gatewayErrorRatio}) > 0.01`,
     for: "5m",
-    labels: sev("critical"),
+    labels: severity("critical"),
     annotations: {
-      summary: `More than 1% of the requests through ${i.gatewayDeployment} end in a 5xx`,
+      summary: `More than 1% of the requests${forWhat} through ${i.gatewayDeployment} end in a 5xx`,
       description:
         "Client mistakes are 4xx and do not count here: a 5xx is the gateway or Triton failing. Check the gateway's JSON logs (code field) and the tritonserver logs.",
     },
-  });
-  if (i.sharedStore) {
-    rules.push({
+  };
+}
+
+/** With a shared store: a gateway pod that cannot reach it (the stack's one store, whatever the model). */
+function storeRules(i: ObservabilityInput): AlertRule[] {
+  if (!i.sharedStore) return [];
+  const e = expressions(i);
+  return [
+    {
       alert: "GatewayStoreDegraded",
       expr: `(${e.gatewayStoreDegradedPods}) > 0`,
       for: "1m",
-      labels: sev("warning"),
+      labels: severity("warning"),
       annotations: {
         summary: `{{ $value }} pod(s) of ${i.gatewayDeployment} cannot reach the shared store`,
         description:
           "Those pods enforce each team's limits divided by the gateway pod count, on their own; usage they serve is kept in memory and written once the store answers. Check the store (ElastiCache, or the in-cluster Valkey pod) and the gateway's 'store unreachable' log line: see docs/operating.md, Shared store.",
       },
-    });
-  }
-  if (a) {
-    rules.push({
+    },
+  ];
+}
+
+/** Autoscaled: the Deployment sits at its maximum and still queues. */
+function scalingAtMaxRule(i: ObservabilityInput): AlertRule[] {
+  const a = i.autoscaling;
+  if (!a) return [];
+  const e = expressions(i);
+  return [
+    {
       alert: "TritonScalingAtMax",
       expr: `(${e.desiredReplicas} >= ${a.maxReplicas}) and on() ((${e.queueComputeRatio}) > ${a.target})`,
       for: "15m",
-      labels: sev("warning"),
+      labels: severity("warning"),
       annotations: {
         summary: `${i.deployment} is at serving.autoscaling.max (${a.maxReplicas}) and still above its target`,
         description: "Raise serving.autoscaling.max (the NodePool limits follow), or expect queueing.",
       },
-    });
-  }
+    },
+  ];
+}
+
+/**
+ * The alerts of the stack. One model: one group. Several models: one group per
+ * model (`<its Deployment>.rules`), each rule on that model's own series
+ * (its Triton metrics Service, its gateway requests, its GPU nodes) with its
+ * own thresholds and a `model` label Alertmanager can route on; and a gateway
+ * group for the 5xx of requests routed to no model (the gateway's own).
+ */
+export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
+  const groups = i.models
+    ? [
+        ...i.models.list.map((m) => {
+          const mi = forModel(i, m);
+          const rules = [...tritonRules(mi), ...scalingAtMaxRule(mi), gatewayErrorsRule(mi, ` for ${m.id}`)];
+          return {
+            name: `${m.deployment}.rules`,
+            rules: rules.map((r) => ({ ...r, labels: { ...r.labels, [MODEL_SERIES_LABEL]: m.id } })),
+          };
+        }),
+        {
+          name: `${i.gatewayDeployment}.rules`,
+          // `model=""` matches the series without the label: requests the gateway routed to no model.
+          rules: [
+            gatewayErrorsRule(
+              { ...i, scope: { gateway: { [MODEL_SERIES_LABEL]: "" }, gpu: {} } },
+              " routed to no model",
+            ),
+            ...storeRules(i),
+          ],
+        },
+      ]
+    : [
+        {
+          name: `${i.name}.rules`,
+          rules: [...tritonRules(i), gatewayErrorsRule(i), ...storeRules(i), ...scalingAtMaxRule(i)],
+        },
+      ];
   return {
     apiVersion: "monitoring.coreos.com/v1",
     kind: "PrometheusRule",
     metadata: { name: i.name, namespace: i.namespace, labels: withComponent(i.labels, "alerts") },
-    spec: { groups: [{ name: `${i.name}.rules`, rules }] },
+    spec: { groups },
   };
 }

@@ -22,11 +22,15 @@ export interface MetricsSelector {
   service: string;
 }
 
-export function selectorText(sel: MetricsSelector, extra: Record<string, string> = {}): string {
-  const labels = { namespace: sel.namespace, service: sel.service, ...extra };
+/** PromQL equality matchers, in the order given: `a="x",b="y"`. */
+export function labelMatchers(labels: Record<string, string>): string {
   return Object.entries(labels)
     .map(([k, v]) => `${k}="${v}"`)
     .join(",");
+}
+
+export function selectorText(sel: MetricsSelector, extra: Record<string, string> = {}): string {
+  return labelMatchers({ namespace: sel.namespace, service: sel.service, ...extra });
 }
 
 /**

@@ -28,9 +28,12 @@ import { recommendedLabels, workloadName, type WorkloadInput } from "./tritonMan
 import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./gatewayManifests";
 import { renderEC2NodeClass, renderNodePool, type EC2NodeClass, type NodeClassRefs, type NodePool } from "./karpenter";
 import {
+  dcgmModelRelabeling,
   renderDcgmExporter,
   renderPrometheusRule,
   type DcgmExporter,
+  type GpuPricing,
+  type ModelObservability,
   type ObservabilityInput,
   type PrometheusRule,
 } from "./observability";
@@ -184,6 +187,8 @@ export interface ScalingInput {
   /** The gateway has a shared store (serving.store): its alert and dashboard panel are rendered. */
   sharedStore?: boolean;
   refs?: NodeClassRefs;
+  /** The serving instance's price (infra/cost), for the dashboard's live cost panels; none when the table has none. */
+  pricing?: GpuPricing;
 }
 
 export interface ScalingManifests {
@@ -213,33 +218,70 @@ export function gatewayMetricsSelector(w: Pick<WorkloadInput, "modelName" | "sta
   return { ...gatewaySelector(w), "app.kubernetes.io/component": `${GATEWAY_COMPONENT}-metrics` };
 }
 
-export function observabilityInput(i: ScalingInput): ObservabilityInput {
+/** One model's share of the observability: its Triton series, Deployment, instance type and start budget. */
+export function modelObservability(i: ScalingInput): ModelObservability {
   const w = i.workload;
   const name = workloadName(w);
   const plan = i.autoscaling?.plan;
   return {
-    namespace: w.namespace,
-    name,
-    labels: recommendedLabels(w),
+    id: w.modelName,
     triton: { namespace: w.namespace, service: `${name}-metrics` },
-    gateway: gatewayMetrics(w),
-    gatewayDeployment: gatewayName(w),
     deployment: name,
     instanceType: w.instanceType,
-    gpuTaint: { key: GPU_TAINT.key, effect: GPU_TAINT.effect },
-    instanceTypeLabel: INSTANCE_TYPE_LABEL,
-    gpuMemoryAlertFraction: USABLE_GPU_FRACTION,
     podStartBudgetSeconds: plan
       ? plan.coldStartBudgetSeconds
       : w.workload.pullSeconds + w.workload.startupBudgetSeconds,
-    autoscaling: plan,
-    sharedStore: i.sharedStore ?? false,
+    ...(plan ? { autoscaling: plan } : {}),
+    ...(i.pricing ? { pricing: i.pricing } : {}),
   };
 }
 
-export function renderScaling(input: ScalingInput): ScalingManifests {
+/**
+ * What the DCGM exporter, dashboard and alerts are rendered from: the first
+ * model's workload names them; with `stack` (every model's scaling input, a
+ * stack of several) they cover every model.
+ */
+export function observabilityInput(i: ScalingInput, stack?: readonly ScalingInput[]): ObservabilityInput {
+  const w = i.workload;
+  const own = modelObservability(i);
+  const nodeLabelKey = w.modelNodeLabel?.key;
+  return {
+    namespace: w.namespace,
+    name: own.deployment,
+    labels: recommendedLabels(w),
+    triton: own.triton,
+    gateway: gatewayMetrics(w),
+    gatewayDeployment: gatewayName(w),
+    deployment: own.deployment,
+    instanceType: own.instanceType,
+    gpuTaint: { key: GPU_TAINT.key, effect: GPU_TAINT.effect },
+    instanceTypeLabel: INSTANCE_TYPE_LABEL,
+    gpuMemoryAlertFraction: USABLE_GPU_FRACTION,
+    podStartBudgetSeconds: own.podStartBudgetSeconds,
+    autoscaling: own.autoscaling,
+    sharedStore: i.sharedStore ?? false,
+    ...(own.pricing ? { pricing: own.pricing } : {}),
+    ...(stack && stack.length > 1 && nodeLabelKey
+      ? { models: { list: stack.map(modelObservability), nodeLabelKey } }
+      : {}),
+  };
+}
+
+/**
+ * The scaling objects of every model of a stack, in the stack's order. The
+ * first model's also carry what the stack shares (the DCGM exporter on every
+ * model's GPU instance types, the dashboard with a row per model, the alerts
+ * per model, the gateway's ServiceMonitor and ScaledObject); the others'
+ * ScaledObject and NodePool are their own, and their shared objects are
+ * left unused. One model: exactly renderScaling's.
+ */
+export function renderStackScaling(inputs: readonly ScalingInput[]): ScalingManifests[] {
+  return inputs.map((input, n) => renderScaling(input, n === 0 && inputs.length > 1 ? inputs : undefined));
+}
+
+export function renderScaling(input: ScalingInput, stack?: readonly ScalingInput[]): ScalingManifests {
   const a = input.autoscaling;
-  const obs = observabilityInput(input);
+  const obs = observabilityInput(input, stack);
   const dashboard = renderDashboard(obs);
   const out: ScalingManifests = {
     autoscaling: a?.plan,
@@ -276,7 +318,12 @@ export function renderScaling(input: ScalingInput): ScalingManifests {
       fastImagePull: a.config.fastImagePull,
       rootVolumeGiB: input.nodeDiskGiB,
       taint: { ...GPU_TAINT },
-      nodeLabels: { ...GPU_NODE_LABELS },
+      nodeLabels: {
+        ...GPU_NODE_LABELS,
+        ...(input.workload.modelNodeLabel
+          ? { [input.workload.modelNodeLabel.key]: input.workload.modelNodeLabel.value }
+          : {}),
+      },
       refs: input.refs ?? SYNTH_REFS,
     };
     out.nodePool = renderNodePool(k);
@@ -298,40 +345,81 @@ export function renderScaling(input: ScalingInput): ScalingManifests {
   return out;
 }
 
+/** A Triton workload as the scrape config and synth's files know it. */
+type ScrapedWorkload = Pick<WorkloadInput, "modelName" | "namespace" | "modelNodeLabel">;
+
 /**
  * Plain Prometheus configuration for a cluster without the Operator: the scrape
  * jobs that give Triton and DCGM metrics the same labels the ServiceMonitors do
- * (namespace, service, pod), so the scaler query, alerts and dashboard work unchanged.
+ * (namespace, service, pod; in a stack of several models, the GPU node's model
+ * on the DCGM series), so the scaler query, alerts and dashboard work unchanged.
+ * `workloads`: every model's Triton workload, the first first.
  */
-export function scrapeConfig(w: Pick<WorkloadInput, "modelName" | "namespace">): Record<string, unknown> {
+export function scrapeConfig(workloads: readonly ScrapedWorkload[]): Record<string, unknown> {
+  const w = workloads[0];
+  if (!w) throw new Error("a scrape config needs at least one workload");
   const name = workloadName(w);
   const ns = w.namespace;
-  const job = (service: string) => ({
+  const nodeLabel = workloads.length > 1 ? w.modelNodeLabel?.key : undefined;
+  const job = (service: string, modelFromNode?: string) => ({
     job_name: `${ns}/${service}`,
     scrape_interval: `${SCRAPE_INTERVAL_SECONDS}s`,
     scrape_timeout: `${SCRAPE_INTERVAL_SECONDS - 5}s`,
     metrics_path: "/metrics",
-    kubernetes_sd_configs: [{ role: "endpoints", namespaces: { names: [ns] } }],
+    kubernetes_sd_configs: [
+      {
+        role: "endpoints",
+        namespaces: { names: [ns] },
+        ...(modelFromNode ? { attach_metadata: { node: true } } : {}),
+      },
+    ],
     relabel_configs: [
       { source_labels: ["__meta_kubernetes_service_name"], regex: service, action: "keep" },
       { source_labels: ["__meta_kubernetes_endpoint_port_name"], regex: "metrics", action: "keep" },
       { source_labels: ["__meta_kubernetes_namespace"], target_label: "namespace" },
       { source_labels: ["__meta_kubernetes_service_name"], target_label: "service" },
       { source_labels: ["__meta_kubernetes_pod_name"], target_label: "pod" },
+      // The same relabeling as the DCGM ServiceMonitor's.
+      ...(modelFromNode
+        ? [dcgmModelRelabeling(modelFromNode)].map((r) => ({
+            source_labels: r.sourceLabels,
+            target_label: r.targetLabel,
+          }))
+        : []),
     ],
   });
   return {
-    scrape_configs: [job(`${name}-metrics`), job(gatewayMetrics(w).service), job(`${name}-dcgm-exporter`)],
+    scrape_configs: [
+      ...workloads.map((m) => job(`${workloadName(m)}-metrics`)),
+      job(gatewayMetrics(w).service),
+      job(`${name}-dcgm-exporter`, nodeLabel),
+    ],
   };
 }
 
 const YAML_OPTIONS = { aliasDuplicateObjects: false } as const;
 
-/** synth files: `k8s/7x-8x-*.yaml` (applied objects), `dashboards/`, `prometheus/` (own-Prometheus config). */
-export function scalingFiles(
-  m: ScalingManifests,
-  w: Pick<WorkloadInput, "modelName" | "namespace">,
-): Record<string, string> {
+/**
+ * synth files: `k8s/7x-8x-*.yaml` (applied objects), `dashboards/`, `prometheus/` (own-Prometheus config).
+ * `workloads`: every model's Triton workload (the first first), whose metrics the scrape config collects.
+ */
+export function scalingFiles(m: ScalingManifests, workloads: readonly ScrapedWorkload[]): Record<string, string> {
+  return { ...sharedScalingFiles(m, workloads), ...modelScalingFiles(m) };
+}
+
+/** The files of one model's own scaling objects: its ScaledObject, EC2NodeClass and NodePool. */
+export function modelScalingFiles(m: ScalingManifests): Record<string, string> {
+  const files: Record<string, string> = {};
+  if (m.scaledObject) files["k8s/80-scaledobject.yaml"] = stringify(m.scaledObject, YAML_OPTIONS);
+  if (m.ec2NodeClass) files["k8s/81-ec2nodeclass.yaml"] = stringify(m.ec2NodeClass, YAML_OPTIONS);
+  if (m.nodePool) files["k8s/82-nodepool.yaml"] = stringify(m.nodePool, YAML_OPTIONS);
+  return files;
+}
+
+/** The files of what the stack shares (the first model's render): DCGM, dashboard, alerts, the gateway's monitor and scaler. */
+export function sharedScalingFiles(m: ScalingManifests, workloads: readonly ScrapedWorkload[]): Record<string, string> {
+  const w = workloads[0];
+  if (!w) throw new Error("scaling files need at least one workload");
   const files: Record<string, string> = {
     "k8s/70-dcgm-exporter.yaml": [m.dcgm.configMap, m.dcgm.daemonSet, m.dcgm.service, m.dcgm.networkPolicy]
       .map((o) => stringify(o, YAML_OPTIONS))
@@ -344,13 +432,10 @@ export function scalingFiles(
     files["k8s/71-gateway-servicemonitor.yaml"] = stringify(m.gatewayServiceMonitor, YAML_OPTIONS);
     files["k8s/73-prometheusrule.yaml"] = stringify(m.prometheusRule, YAML_OPTIONS);
   } else {
-    files["prometheus/scrape-config.yaml"] = stringify(scrapeConfig(w), YAML_OPTIONS);
+    files["prometheus/scrape-config.yaml"] = stringify(scrapeConfig(workloads), YAML_OPTIONS);
     files["prometheus/rules.yaml"] = stringify({ groups: m.prometheusRule.spec.groups }, YAML_OPTIONS);
   }
-  if (m.scaledObject) files["k8s/80-scaledobject.yaml"] = stringify(m.scaledObject, YAML_OPTIONS);
   if (m.gatewayScaledObject) files["k8s/80-gateway-scaledobject.yaml"] = stringify(m.gatewayScaledObject, YAML_OPTIONS);
-  if (m.ec2NodeClass) files["k8s/81-ec2nodeclass.yaml"] = stringify(m.ec2NodeClass, YAML_OPTIONS);
-  if (m.nodePool) files["k8s/82-nodepool.yaml"] = stringify(m.nodePool, YAML_OPTIONS);
   return files;
 }
 

@@ -27,13 +27,32 @@ export function gpuTolerations(): IToleration[] {
   return [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }];
 }
 
-/** Requires a node of exactly this instance type (the GPU pods; systemNodeAffinity keeps others off it). */
-export function instanceTypeAffinity(instanceType: string): IAffinity {
+/**
+ * The node label of a model's own GPU nodes in a stack of several models
+ * (its node group or NodePool carries it): two models on one instance type
+ * still get nodes of their own, so each scales and rolls out apart.
+ */
+export const MODEL_NODE_LABEL_KEY = "triton-ft.io/model";
+
+/**
+ * Requires a node of exactly these instance types (the GPU pods; systemNodeAffinity keeps others off it),
+ * and with `modelLabel`, that model's own nodes.
+ */
+export function instanceTypeAffinity(
+  instanceType: string | readonly string[],
+  modelLabel?: { key: string; value: string },
+): IAffinity {
+  const types = typeof instanceType === "string" ? [instanceType] : [...instanceType];
   return {
     nodeAffinity: {
       requiredDuringSchedulingIgnoredDuringExecution: {
         nodeSelectorTerms: [
-          { matchExpressions: [{ key: INSTANCE_TYPE_LABEL, operator: "In", values: [instanceType] }] },
+          {
+            matchExpressions: [
+              { key: INSTANCE_TYPE_LABEL, operator: "In", values: types },
+              ...(modelLabel ? [{ key: modelLabel.key, operator: "In" as const, values: [modelLabel.value] }] : []),
+            ],
+          },
         ],
       },
     },
@@ -45,7 +64,7 @@ export function instanceTypeAffinity(instanceType: string): IAffinity {
  * and, when the stack labels its own system node group, only that group.
  */
 export function systemNodeAffinity(
-  gpuInstanceType: string,
+  gpuInstanceType: string | readonly string[],
   systemNodeLabel?: { key: string; value: string },
 ): IAffinity {
   return {
@@ -57,7 +76,11 @@ export function systemNodeAffinity(
               ...(systemNodeLabel
                 ? [{ key: systemNodeLabel.key, operator: "In" as const, values: [systemNodeLabel.value] }]
                 : []),
-              { key: INSTANCE_TYPE_LABEL, operator: "NotIn" as const, values: [gpuInstanceType] },
+              {
+                key: INSTANCE_TYPE_LABEL,
+                operator: "NotIn" as const,
+                values: typeof gpuInstanceType === "string" ? [gpuInstanceType] : [...gpuInstanceType],
+              },
             ],
           },
         ],

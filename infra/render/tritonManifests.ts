@@ -75,6 +75,12 @@ export interface WorkloadInput {
   workload: WorkloadPlan;
   /** Set with serving.autoscaling: the HPA (KEDA) owns the replica count, from this floor. */
   autoscaling?: { minReplicas: number };
+  /**
+   * In a stack of several models: the label of this model's own GPU nodes
+   * (scheduling.ts MODEL_NODE_LABEL_KEY), required by its pods and set on its node group or NodePool.
+   * Unset in a one-model stack, whose manifests stay as they were.
+   */
+  modelNodeLabel?: { key: string; value: string };
 }
 
 export interface RenderInput extends WorkloadInput {
@@ -189,7 +195,7 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
         // Restricted Pod Security profile, as the image's own triton-server user.
         securityContext: podSecurityContext(TRITON_SERVER_UID),
         tolerations: gpuTolerations(),
-        affinity: instanceTypeAffinity(w.instanceType),
+        affinity: instanceTypeAffinity(w.instanceType, w.modelNodeLabel),
         topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
         containers: [
           {

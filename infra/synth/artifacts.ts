@@ -5,11 +5,18 @@
  * artifacts (Kubernetes manifests, Dockerfiles, step scripts) are new writers
  * appended to the list, with no change to the CLI. Pure: file reads go through
  * the context so writers run the same in tests.
+ *
+ * A stack of several models (synthesizeStack) runs every writer once per model
+ * into `models/<id>/` (its `writeModel`, else `write`) and once for what the
+ * models share (`writeShared`) at the top; plan.json then holds each model's
+ * plan under `models` and the stack's builders.
  */
 import { PLAN_DOCUMENT_OMITS, type Plan } from "../plan";
 import { stepPlanEntries } from "../plan/stepGraph";
+import type { StackPlan } from "../plan/stack";
 import type { ResolvedStack } from "../config";
 import { buildStepsWriter } from "./buildArtifacts";
+import { costWriter } from "./costArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
 
 export interface SynthContext {
@@ -18,6 +25,21 @@ export interface SynthContext {
   plan: Plan;
   /** Read a file of this repository (relative path), or undefined when it does not exist. */
   readRepoFile(path: string): string | undefined;
+  /** The stack file's aws:region, which the cost estimate prices in (cost.json warns without it). */
+  region?: string;
+  /** ISO date the estimate reads support phases at; today when unset. */
+  today?: string;
+}
+
+/** A stack of several models: every model's resolved config and the stack plan, in the stack's order. */
+export interface StackSynthContext {
+  stackName: string;
+  models: readonly ResolvedStack[];
+  stackPlan: StackPlan;
+  readRepoFile(path: string): string | undefined;
+  /** As SynthContext's: the region and date the cost estimate reads. */
+  region?: string;
+  today?: string;
 }
 
 export interface SynthFile {
@@ -40,6 +62,10 @@ export interface ArtifactWriter {
   /** Top-level entries of the output folder this writer owns; synth clears them before writing. */
   owns: string[];
   write(ctx: SynthContext): WriterOutput;
+  /** A stack of several models: this model's files (under `models/<id>/`). Default: `write`. */
+  writeModel?(ctx: SynthContext, stack: StackSynthContext): WriterOutput;
+  /** A stack of several models: what the models share, written once at the top. Default: nothing. */
+  writeShared?(stack: StackSynthContext): WriterOutput;
 }
 
 export const MODEL_REPOSITORY_OUT = "model-repository";
@@ -80,6 +106,7 @@ export const ARTIFACT_WRITERS: readonly ArtifactWriter[] = [
   modelRepositoryWriter,
   k8sManifestsWriter,
   buildStepsWriter,
+  costWriter,
 ];
 
 export const PLAN_FILE = "plan.json";
@@ -104,37 +131,119 @@ export interface SynthResult {
   summary: string[];
 }
 
-/** Run every writer, merge their plan sections, and add plan.json. Throws on a path or key clash. */
-export function synthesize(ctx: SynthContext, writers: readonly ArtifactWriter[] = ARTIFACT_WRITERS): SynthResult {
-  const plan = planDocument(ctx.stackName, ctx.plan);
-  const files: SynthFile[] = [];
-  const directories: string[] = [];
-  const owned: string[] = [PLAN_FILE];
-  const summary: string[] = [];
-  const seen = new Set<string>([PLAN_FILE]);
-  for (const w of writers) {
-    for (const o of w.owns) {
-      if (owned.includes(o)) throw new Error(`synth: ${w.name} claims ${o}, which another writer owns`);
-      owned.push(o);
-    }
-    const out = w.write(ctx);
+/** Collects writers' outputs: checks each file is under what its writer owns, once, at a safe path. */
+class Collector {
+  readonly files: SynthFile[] = [];
+  readonly directories: string[] = [];
+  private readonly seen = new Set<string>([PLAN_FILE]);
+
+  /** Adds `out` of writer `w`, its paths under `prefix` (`models/<id>/`, or the top), its plan sections into `plan`. */
+  add(w: ArtifactWriter, out: WriterOutput, plan: Record<string, unknown>, prefix = ""): void {
     for (const f of out.files) {
       const top = f.path.split("/")[0];
       if (!w.owns.includes(top))
         throw new Error(`synth: ${w.name} wrote ${f.path} outside the paths it owns (${w.owns.join(", ")})`);
       if (f.path.split("/").some((part) => part === ".." || part === "") || f.path.startsWith("/"))
         throw new Error(`synth: ${w.name} wrote an unsafe path ${f.path}`);
-      if (seen.has(f.path)) throw new Error(`synth: ${f.path} written twice`);
-      seen.add(f.path);
-      files.push(f);
+      const path = prefix + f.path;
+      if (this.seen.has(path)) throw new Error(`synth: ${path} written twice`);
+      this.seen.add(path);
+      this.files.push({ path, content: f.content });
     }
-    directories.push(...(out.directories ?? []));
+    this.directories.push(...(out.directories ?? []).map((d) => prefix + d));
     for (const [key, value] of Object.entries(out.plan ?? {})) {
       if (key in plan) throw new Error(`synth: ${w.name} adds plan.json key ${key}, which already exists`);
       plan[key] = value;
     }
-    summary.push(...(out.summary ?? []));
   }
-  files.push({ path: PLAN_FILE, content: JSON.stringify(plan, null, 2) + "\n" });
-  return { files, directories, owned, plan, summary };
+}
+
+/** Top-level entries every writer owns, checked for clashes; synth clears them (and `extra`) before writing. */
+function ownedEntries(writers: readonly ArtifactWriter[], extra: string[]): string[] {
+  const owned: string[] = [PLAN_FILE, ...extra];
+  for (const w of writers)
+    for (const o of w.owns) {
+      if (owned.includes(o)) throw new Error(`synth: ${w.name} claims ${o}, which another writer owns`);
+      owned.push(o);
+    }
+  return owned;
+}
+
+/** Run every writer, merge their plan sections, and add plan.json. Throws on a path or key clash. */
+export function synthesize(ctx: SynthContext, writers: readonly ArtifactWriter[] = ARTIFACT_WRITERS): SynthResult {
+  const plan = planDocument(ctx.stackName, ctx.plan);
+  const owned = ownedEntries(writers, []);
+  const out = new Collector();
+  const summary: string[] = [];
+  for (const w of writers) {
+    const written = w.write(ctx);
+    out.add(w, written, plan);
+    summary.push(...(written.summary ?? []));
+  }
+  const files = [...out.files, { path: PLAN_FILE, content: JSON.stringify(plan, null, 2) + "\n" }];
+  return { files, directories: out.directories, owned, plan, summary };
+}
+
+/** Where a stack of several models keeps each model's artifacts: `models/<id>/`. */
+export const MODELS_OUT = "models";
+
+export interface StackSynthResult extends SynthResult {
+  /** Each model's summary lines, in the stack's order; `summary` holds the shared writers' lines. */
+  models: Array<{ id: string; first: boolean; summary: string[] }>;
+}
+
+/**
+ * A stack of several models: each writer per model (into `models/<id>/`,
+ * its plan sections in that model's plan.json entry) and once for the stack
+ * (`writeShared`, at the top). plan.json: the stack, each model's plan
+ * document under `models`, the builders and the SM list of triton_with_ft.
+ */
+export function synthesizeStack(
+  stack: StackSynthContext,
+  writers: readonly ArtifactWriter[] = ARTIFACT_WRITERS,
+): StackSynthResult {
+  const owned = ownedEntries(writers, [MODELS_OUT]);
+  const out = new Collector();
+  const sp = stack.stackPlan;
+  const models: StackSynthResult["models"] = [];
+  const modelDocs: Record<string, Record<string, unknown>> = {};
+  for (const [n, entry] of sp.models.entries()) {
+    const resolved = stack.models[n];
+    if (!resolved) throw new Error(`synth: model ${entry.id} has no resolved config`);
+    const ctx: SynthContext = {
+      stackName: stack.stackName,
+      stack: resolved,
+      plan: entry.plan,
+      readRepoFile: stack.readRepoFile,
+      ...(stack.region ? { region: stack.region } : {}),
+      ...(stack.today ? { today: stack.today } : {}),
+    };
+    // The stack's name is said once, at the top.
+    const doc = planDocument(stack.stackName, entry.plan);
+    delete doc.stack;
+    const modelDoc: Record<string, unknown> = { first: entry.first, builder: sp.builders[entry.builder]?.name, ...doc };
+    const summary: string[] = [];
+    for (const w of writers) {
+      const written = w.writeModel ? w.writeModel(ctx, stack) : w.write(ctx);
+      out.add(w, written, modelDoc, `${MODELS_OUT}/${entry.id}/`);
+      summary.push(...(written.summary ?? []));
+    }
+    modelDocs[entry.id] = modelDoc;
+    models.push({ id: entry.id, first: entry.first, summary });
+  }
+  const plan: Record<string, unknown> = {
+    stack: stack.stackName,
+    models: modelDocs,
+    builders: sp.builders,
+    smList: sp.smList,
+  };
+  const summary: string[] = [];
+  for (const w of writers) {
+    if (!w.writeShared) continue;
+    const written = w.writeShared(stack);
+    out.add(w, written, plan);
+    summary.push(...(written.summary ?? []));
+  }
+  const files = [...out.files, { path: PLAN_FILE, content: JSON.stringify(plan, null, 2) + "\n" }];
+  return { files, directories: out.directories, owned, plan, summary, models };
 }

@@ -2,36 +2,61 @@
  * synth's build-pipeline artifacts: the step config files under `<out>/steps/`
  * (deploy-time values as `@{name}`), and the server image's Dockerfile under
  * `<out>/images/server/`. The steps themselves, with their input hashes, are
- * the plan's `buildSteps` (plan.json).
+ * the plan's `buildSteps` (plan.json). In a stack of several models each
+ * model's pipeline has its own `models/<id>/steps/` (the first model's also
+ * runs the shared steps: host check, triton_with_ft, gateway image), and the
+ * one Dockerfile every bake builds from is the stack's.
  */
 import { stepPlanEntries } from "../plan/stepGraph";
-import type { ArtifactWriter, SynthFile } from "./artifacts";
+import type { ArtifactWriter, SynthContext, SynthFile, WriterOutput } from "./artifacts";
 
 export const STEPS_OUT = "steps";
 export const IMAGES_OUT = "images";
 /** The server image's build recipe, copied as-is (the bake step builds it from this folder). */
 export const SERVER_IMAGE_FILES = ["images/server/Dockerfile", "images/server/.dockerignore"];
 
+/** The step configs of one model's pipeline. */
+function stepFiles(ctx: SynthContext): { files: SynthFile[]; line: string } {
+  const entries = stepPlanEntries(ctx.plan.buildSteps);
+  return {
+    files: entries.map((e) => ({ path: `${STEPS_OUT}/${e.id}.conf`, content: e.config })),
+    line: `build steps: ${entries.map((e) => `${e.id} (${e.inputHash.slice(0, 12)})`).join(" -> ")}; configs -> ${STEPS_OUT}/`,
+  };
+}
+
+/** The server image's recipe, from the repository. */
+function serverImageFiles(readRepoFile: SynthContext["readRepoFile"]): SynthFile[] {
+  const files: SynthFile[] = [];
+  for (const rel of SERVER_IMAGE_FILES) {
+    const content = readRepoFile(rel);
+    if (content === undefined) {
+      if (rel.endsWith("Dockerfile"))
+        throw new Error(`synth: ${rel} is missing; the bake step builds the server image from it`);
+      continue;
+    }
+    files.push({ path: rel, content });
+  }
+  return files;
+}
+
 export const buildStepsWriter: ArtifactWriter = {
   name: "build-steps",
   owns: [STEPS_OUT, IMAGES_OUT],
   write(ctx) {
-    const entries = stepPlanEntries(ctx.plan.buildSteps);
-    const files: SynthFile[] = entries.map((e) => ({ path: `${STEPS_OUT}/${e.id}.conf`, content: e.config }));
-    for (const rel of SERVER_IMAGE_FILES) {
-      const content = ctx.readRepoFile(rel);
-      if (content === undefined) {
-        if (rel.endsWith("Dockerfile"))
-          throw new Error(`synth: ${rel} is missing; the bake step builds the server image from it`);
-        continue;
-      }
-      files.push({ path: rel, content });
-    }
+    const steps = stepFiles(ctx);
     return {
-      files,
-      summary: [
-        `build steps: ${entries.map((e) => `${e.id} (${e.inputHash.slice(0, 12)})`).join(" -> ")}; configs -> ${STEPS_OUT}/, server Dockerfile -> ${IMAGES_OUT}/server/`,
-      ],
+      files: [...steps.files, ...serverImageFiles(ctx.readRepoFile)],
+      summary: [`${steps.line}, server Dockerfile -> ${IMAGES_OUT}/server/`],
+    };
+  },
+  writeModel(ctx): WriterOutput {
+    const steps = stepFiles(ctx);
+    return { files: steps.files, summary: [steps.line] };
+  },
+  writeShared(stack) {
+    return {
+      files: serverImageFiles(stack.readRepoFile),
+      summary: [`server Dockerfile (every model's bake) -> ${IMAGES_OUT}/server/`],
     };
   },
 };

@@ -14,6 +14,8 @@ export interface StackFileConfig {
   secureKeys: string[];
   /** Secret keys stored in plain text (should be set with `pulumi config set --secret`). */
   plaintextSecretKeys: string[];
+  /** `aws:region`, the AWS provider's region: what the cost estimate prices in (undefined when unset). */
+  awsRegion?: string;
 }
 
 function isSecure(value: unknown): boolean {
@@ -71,5 +73,12 @@ export function parseStackFile(text: string, fileName: string): StackFileConfig 
     }
     raw[key] = plain(value);
   }
-  return { raw, secrets, secureKeys, plaintextSecretKeys };
+  const region = (config as Record<string, unknown> | undefined)?.["aws:region"];
+  return {
+    raw,
+    secrets,
+    secureKeys,
+    plaintextSecretKeys,
+    ...(typeof region === "string" && region ? { awsRegion: region } : {}),
+  };
 }

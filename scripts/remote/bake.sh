@@ -107,6 +107,7 @@ else
 fi
 step_input_hash "${hash_extra[@]}"
 step_skip_if_done
+host_lock bake
 
 phase disk
 check_free_disk "$WORK_ROOT" "$REQUIRED_FREE_GIB"

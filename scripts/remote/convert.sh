@@ -90,6 +90,7 @@ else
 fi
 step_input_hash "${hash_extra[@]}"
 step_skip_if_done
+host_lock convert
 
 attempt=$TMP_ROOT/convert-${STEP_INPUT_HASH:0:16}
 out=$attempt/out

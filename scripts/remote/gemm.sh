@@ -42,6 +42,7 @@ done
 # shellcheck disable=SC2119 # no input files beyond the config and scripts
 step_input_hash
 step_skip_if_done
+host_lock gpu
 
 phase prepare
 scratch=$TMP_ROOT/gemm-${STEP_INPUT_HASH:0:16}

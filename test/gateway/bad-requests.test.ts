@@ -85,7 +85,7 @@ const binary = (
 ): Pick<Case, "bytes" | "headers" | "path"> => {
   const json = Buffer.from(JSON.stringify(header));
   return {
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     bytes: Buffer.concat([json, ...tail]),
     headers: {
       "content-type": "application/octet-stream",
@@ -121,7 +121,7 @@ const CASES: Case[] = [
     status: 401,
   },
   { name: "no key on /v1/models", auth: null, method: "GET", path: "/v1/models", status: 401 },
-  { name: "no key on KServe metadata", auth: null, method: "GET", path: "/v2/models/ensemble", status: 401 },
+  { name: "no key on KServe metadata", auth: null, method: "GET", path: `/v2/models/${MODEL}`, status: 401 },
   // --- body and media type
   { name: "malformed JSON", raw: '{"model": ', status: 400, code: "invalid_json" },
   {
@@ -344,29 +344,31 @@ const CASES: Case[] = [
   },
   { name: "direct call to preprocessing", path: "/v2/models/preprocessing/infer", body: kserve([]), status: 404 },
   { name: "postprocessing metadata", method: "GET", path: "/v2/models/postprocessing", status: 404 },
+  // KServe paths name the model by its OpenAI id: the ensemble's name inside Triton is no route.
+  { name: "the ensemble by its Triton name", path: "/v2/models/ensemble/infer", body: kserve([]), status: 404 },
   { name: "admin: log settings", path: "/v2/logging", body: { log_verbose_level: 5 }, status: 404 },
   { name: "admin: repository index", path: "/v2/repository/index", body: {}, status: 404 },
   { name: "admin: unload a model", path: "/v2/repository/models/ensemble/unload", body: {}, status: 404 },
   { name: "admin: trace settings", path: "/v2/trace/setting", body: { trace_level: ["TIMESTAMPS"] }, status: 404 },
   { name: "admin: shared memory", method: "GET", path: "/v2/systemsharedmemory/status", status: 404 },
   { name: "metrics not on the API port", method: "GET", path: "/metrics", status: 404 },
-  // --- KServe v2 infer on the ensemble
-  { name: "kserve: missing max_tokens", path: "/v2/models/ensemble/infer", body: kserve([text(["x"])]), status: 400 },
+  // --- KServe v2 infer on the model's ensemble
+  { name: "kserve: missing max_tokens", path: `/v2/models/${MODEL}/infer`, body: kserve([text(["x"])]), status: 400 },
   {
     name: "kserve: token id far beyond the vocab as max_tokens",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([text(["x"]), maxTokens([2000])]),
     status: 400,
   },
   {
     name: "kserve: wrong datatype",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([{ ...text(["x"]), datatype: "INT32" }, maxTokens([2])]),
     status: 400,
   },
   {
     name: "kserve: internal tensor name",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([
       text(["x"]),
       maxTokens([2]),
@@ -376,19 +378,19 @@ const CASES: Case[] = [
   },
   {
     name: "kserve: temperature 0",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([text(["x"]), maxTokens([2]), { name: "temperature", datatype: "FP32", shape: [1, 1], data: [0] }]),
     status: 400,
   },
   {
     name: "kserve: shape/data mismatch",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([{ ...text(["x", "y"]), shape: [1, 1] }, maxTokens([2])]),
     status: 400,
   },
   {
     name: "kserve: header length cuts the JSON",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([text(["x"]), maxTokens([2])]),
     headers: { "content-type": "application/json", "inference-header-content-length": "10" },
     status: 400,
@@ -482,14 +484,14 @@ const CASES: Case[] = [
   },
   {
     name: "binary: binary_data_size without the header",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: { inputs: [text(["x"]), { ...maxTokens([2]), data: undefined, parameters: { binary_data_size: 4 } }] },
     status: 400,
     message: /needs the binary body format/,
   },
   {
     name: "kserve: shared-memory input",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([
       { ...text(["x"]), parameters: { shared_memory_region: "r", shared_memory_byte_size: 8 } },
       maxTokens([2]),
@@ -499,14 +501,14 @@ const CASES: Case[] = [
   },
   {
     name: "kserve: request priority parameter",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: { ...kserve([text(["x"]), maxTokens([2])]), parameters: { priority: 1 } },
     status: 400,
     message: /'priority' is not supported/,
   },
   {
     name: "kserve: text/plain infer body",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     raw: JSON.stringify(kserve([text(["x"]), maxTokens([2])])),
     headers: { "content-type": "text/plain" },
     status: 415,
@@ -520,7 +522,7 @@ const CASES: Case[] = [
   },
   {
     name: "kserve: huge prompt",
-    path: "/v2/models/ensemble/infer",
+    path: `/v2/models/${MODEL}/infer`,
     body: kserve([text([HUGE]), maxTokens([2])]),
     status: 413,
   },

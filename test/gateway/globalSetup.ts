@@ -2,30 +2,47 @@
  * vitest globalSetup of the gateway suite: the test stack's model repository
  * with FT in decoupled (streaming) mode, as production renders it, served by
  * a real tritonserver (test/triton/server.sh) with the FT stand-in taking
- * STEP_MS per generated token; then three gateway processes in front of it:
+ * STEP_MS per generated token. The same server serves a second model's
+ * repository side by side (SECOND_MODEL: other limits and vocabulary, its
+ * Triton models prefixed), and a second tritonserver serves that second model
+ * alone, for the test that stops it. In front of them, the gateway processes:
  * `main` with h2oGPT's chat template (the templated-preset case), `plain`
- * without one, and `queued` calling a copy of the ensemble with one instance
- * and a one-request Triton queue (QUEUED_ENSEMBLE), so a test can overflow
- * Triton's queue while the stand-in holds (STANDIN_HOLD_FILE).
+ * without one, `queued` calling a copy of the ensemble with one instance and
+ * a one-request Triton queue (QUEUED_ENSEMBLE), so a test can overflow
+ * Triton's queue while the stand-in holds (STANDIN_HOLD_FILE); `multi` with
+ * both models on the one server, and `split` with the second model on its
+ * own server.
  *
  * A real Valkey/Redis (test/lib/storeServer.ts, on loopback, stopped by pid)
- * is the shared store of `main` and `plain` (each under its own key prefix),
- * of two more gateway processes `podA` and `podB` that share one prefix as two
- * pods of one deployment would, and of `fair`, whose small in-flight cap the
- * fair-share test fills.
+ * is the shared store of `main`, `plain` and `multi` (each under its own key
+ * prefix), of two more gateway processes `podA` and `podB` that share one
+ * prefix as two pods of one deployment would, and of `fair`, whose small
+ * in-flight cap the fair-share test fills.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { findPreset } from "../../infra/model/catalog";
-import { type GatewayModel, renderGatewayConfig } from "../../infra/render/gatewayConfig";
-import { addQueueLimitedEnsemble, assembleRepository, runSynth, type HarnessInfo } from "../triton/assemble";
-import type { GatewayStoreConfig } from "../../infra/render/gatewayConfig";
+import {
+  type GatewayConfigFile,
+  type GatewayModel,
+  type GatewayStoreConfig,
+  renderGatewayConfig,
+} from "../../infra/render/gatewayConfig";
+import { ENSEMBLE_MODEL, type RepositoryOptions } from "../../infra/render/modelRepository";
+import {
+  addQueueLimitedEnsemble,
+  addSecondModel,
+  assembleRepository,
+  optionsFromPlan,
+  runSynth,
+  type HarnessInfo,
+} from "../triton/assemble";
 import { ROOT, type ConsumerSpec, type RunningGateway, startGateway } from "./harness";
 import { StoreServer, type StoreServerInfo } from "../lib/storeServer";
-import { stop, waitForState } from "../triton/serverProcess";
+import { stop, waitForState, type ServerState } from "../triton/serverProcess";
 import { venvPython } from "../lib/pyenv";
 
 /** Per generated token: slow enough that streamed chunks are visibly spread out, fast enough for CI. */
@@ -65,6 +82,23 @@ export function storeSection(store: StoreServerInfo, keyPrefix: string, assumedP
   };
 }
 
+/**
+ * The second model: the test stack's model with smaller limits and a smaller
+ * vocabulary (preprocessing bounds top_k by it), so a request that one model
+ * takes the other refuses. Its Triton models are named `<prefix>…`.
+ */
+export const SECOND_MODEL = {
+  idSuffix: "-small",
+  prefix: "small_",
+  maxBatchSize: 2,
+  maxInputLen: 32,
+  maxOutputLen: 12,
+  vocab: 256,
+} as const;
+
+/** A served model as the tests see it: its gateway limits and its ensemble's name in Triton. */
+export type ServedTestModel = GatewayModel & { ensemble: string };
+
 export interface GatewayHarness {
   triton: HarnessInfo & { http: string; grpc: string; log: string };
   model: GatewayModel;
@@ -81,6 +115,14 @@ export interface GatewayHarness {
   podB: RunningGateway;
   /** In-flight cap FAIR.maxInflight over FAIR.teams. */
   fair: RunningGateway;
+  /** The first model (with h2oGPT's template) and the second (none), as `multi` and `split` serve them. */
+  models: { first: ServedTestModel; second: ServedTestModel };
+  /** Both models on the one tritonserver, with the shared store; keys: team-a (every model), only-first, only-second. */
+  multi: RunningGateway;
+  /** The first model on the shared tritonserver, the second on its own tritonserver; key: team-a. */
+  split: RunningGateway;
+  /** Pid of the server.sh that runs the second model's own tritonserver: SIGTERM stops both. */
+  secondTritonPid: number;
 }
 
 declare module "vitest" {
@@ -93,13 +135,73 @@ function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [gateway-setup] ${message}\n`);
 }
 
+interface RunningTriton {
+  state: ServerState;
+  pid: number;
+  stop: () => Promise<void>;
+}
+
+/** One tritonserver (test/triton/server.sh in serve mode) on `repository`, ready. */
+async function serveRepository(
+  work: string,
+  name: string,
+  repository: string,
+  stepMs: number,
+  holdFile?: string,
+): Promise<RunningTriton> {
+  const stateFile = path.join(work, `${name}.server.json`);
+  const server = spawn(
+    "bash",
+    [
+      path.join(ROOT, "test/triton/server.sh"),
+      "--model-repository",
+      repository,
+      "--state-file",
+      stateFile,
+      "--log",
+      path.join(work, `${name}.tritonserver.log`),
+      "--watch-pid",
+      String(process.pid),
+    ],
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: {
+        ...process.env,
+        TRITONFT_STANDIN_STEP_MS: String(stepMs),
+        ...(holdFile ? { TRITONFT_STANDIN_HOLD_FILE: holdFile } : {}),
+      },
+    },
+  );
+  try {
+    const state = await waitForState(server, stateFile, 300_000);
+    return { state, pid: server.pid ?? -1, stop: () => stop(server) };
+  } catch (error) {
+    await stop(server);
+    throw error;
+  }
+}
+
+/** The gateway's view of a repository's model: its limits under `id`. */
+function gatewayModel(id: string, o: RepositoryOptions): Omit<GatewayModel, "chatTemplate"> {
+  return {
+    id,
+    maxInputLen: o.maxInputLen,
+    maxOutputLen: o.maxOutputLen,
+    maxBatchSize: o.maxBatchSize,
+    vocab: o.vocab ?? 0,
+  };
+}
+
 export async function startTritonDecoupled(
   work: string,
   stepMs: number,
-  extra: { queuedEnsemble?: typeof QUEUED_ENSEMBLE; holdFile?: string } = {},
+  extra: { queuedEnsemble?: typeof QUEUED_ENSEMBLE; holdFile?: string; second?: typeof SECOND_MODEL } = {},
 ): Promise<{
   info: HarnessInfo & { http: string; grpc: string; log: string };
   model: Omit<GatewayModel, "chatTemplate">;
+  /** With `extra.second`: that model, and a repository holding it alone (for a server of its own). */
+  second?: { model: Omit<GatewayModel, "chatTemplate">; ensemble: string; repository: string };
   stop: () => Promise<void>;
 }> {
   const python = venvPython();
@@ -111,47 +213,33 @@ export async function startTritonDecoupled(
   if (extra.queuedEnsemble) {
     addQueueLimitedEnsemble(info.repository, extra.queuedEnsemble.name, extra.queuedEnsemble.maxQueueSize);
   }
-  const stateFile = path.join(work, "server.json");
-  const server = spawn(
-    "bash",
-    [
-      path.join(ROOT, "test/triton/server.sh"),
-      "--model-repository",
-      info.repository,
-      "--state-file",
-      stateFile,
-      "--log",
-      path.join(work, "tritonserver.log"),
-      "--watch-pid",
-      String(process.pid),
-    ],
-    {
-      cwd: ROOT,
-      stdio: ["ignore", "inherit", "inherit"],
-      env: {
-        ...process.env,
-        TRITONFT_STANDIN_STEP_MS: String(stepMs),
-        ...(extra.holdFile ? { TRITONFT_STANDIN_HOLD_FILE: extra.holdFile } : {}),
-      },
-    },
-  );
-  try {
-    const state = await waitForState(server, stateFile, 300_000);
-    return {
-      info: { ...info, ...state },
-      model: {
-        id: plan.model.name,
-        maxInputLen: plan.serving.maxInputLen,
-        maxOutputLen: plan.serving.maxOutputLen,
-        maxBatchSize: plan.serving.maxBatchSize,
-        vocab: plan.model.arch.vocab,
-      },
-      stop: () => stop(server),
-    };
-  } catch (error) {
-    await stop(server);
-    throw error;
+  const first = { ...optionsFromPlan(plan), decoupled: true, tokenizerPath: info.tokenizerPath };
+  let second: { model: Omit<GatewayModel, "chatTemplate">; ensemble: string; repository: string } | undefined;
+  if (extra.second) {
+    const { idSuffix, prefix, ...limits } = extra.second;
+    const options: RepositoryOptions = { ...first, ...limits };
+    const ensemble = addSecondModel(info.repository, options, prefix);
+    const alone = path.join(work, "repository-second");
+    rmSync(alone, { recursive: true, force: true });
+    mkdirSync(alone);
+    addSecondModel(alone, options, prefix);
+    second = { model: gatewayModel(`${plan.model.name}${idSuffix}`, options), ensemble, repository: alone };
   }
+  const server = await serveRepository(work, "main", info.repository, stepMs, extra.holdFile);
+  return {
+    info: { ...info, ...server.state },
+    model: gatewayModel(plan.model.name, first),
+    ...(second ? { second } : {}),
+    stop: server.stop,
+  };
+}
+
+/** `config` calling `ensemble` for model `id` instead of the rendered name (production has one ensemble per Triton). */
+function withEnsemble(config: GatewayConfigFile, id: string, ensemble: string): GatewayConfigFile {
+  return {
+    ...config,
+    models: config.models.map((m) => (m.id === id ? { ...m, triton: { ...m.triton, ensemble } } : m)),
+  };
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -162,17 +250,36 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const triton = await startTritonDecoupled(work, STEP_MS, {
     queuedEnsemble: QUEUED_ENSEMBLE,
     holdFile: standinHoldFile,
+    second: SECOND_MODEL,
   });
-  log(`tritonserver ready at grpc ${triton.info.grpc} (FT stand-in decoupled, ${STEP_MS} ms per token)`);
+  const stoppers: Array<() => Promise<void>> = [triton.stop];
   const storeServer = new StoreServer(path.join(work, "store"));
-  const stoppers: Array<() => Promise<void>> = [];
   try {
+    const second = triton.second;
+    if (!second) throw new Error("the second model was not assembled");
+    log(
+      `tritonserver ready at grpc ${triton.info.grpc} (FT stand-in decoupled, ${STEP_MS} ms per token; ` +
+        `models ${triton.model.id} and ${second.model.id} side by side)`,
+    );
+    // The second model alone on a server of its own: the test that stops it stops nothing else.
+    const secondTriton = await serveRepository(work, "second", second.repository, STEP_MS);
+    stoppers.push(secondTriton.stop);
+    log(`second tritonserver (${second.model.id} alone) ready at grpc ${secondTriton.state.grpc}`);
+    // Stopped after the gateways, before the tritonservers (stoppers run in reverse).
+    stoppers.push(() => storeServer.stop());
     const store = await storeServer.start();
     log(`store (${store.pid}) listening on ${store.host}:${store.port}`);
     const storeEnv = { [STORE_PASSWORD_ENV]: store.password };
+
     const chatTemplate = findPreset(CHAT_PRESET)?.chatTemplate;
     if (!chatTemplate) throw new Error(`preset ${CHAT_PRESET} declares no chat template`);
     const model: GatewayModel = { ...triton.model, chatTemplate };
+    // Two batches per model queued at most, as the renderer's defaults had it before models had caps.
+    const route = (m: GatewayModel, grpc: string, maxInflight = 4 * m.maxBatchSize) => ({
+      ...m,
+      tritonGrpc: grpc,
+      maxInflight,
+    });
     const consumers = [
       { name: "team-a" },
       { name: "team-b" },
@@ -185,7 +292,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       work,
       "main",
       {
-        ...renderGatewayConfig(model, triton.info.grpc, { requestTimeoutSeconds: 20 }),
+        ...renderGatewayConfig([route(model, triton.info.grpc)], { requestTimeoutSeconds: 20 }),
         store: storeSection(store, "main:"),
       },
       consumers,
@@ -196,7 +303,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       work,
       "plain",
       {
-        ...renderGatewayConfig({ ...triton.model }, triton.info.grpc, { requestTimeoutSeconds: 1 }),
+        ...renderGatewayConfig([route(triton.model, triton.info.grpc)], { requestTimeoutSeconds: 1 }),
         store: storeSection(store, "plain:"),
       },
       [{ name: "team-a" }],
@@ -204,7 +311,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     );
     stoppers.push(plain.stop);
     const podConfig = {
-      ...renderGatewayConfig({ ...triton.model }, triton.info.grpc, { requestTimeoutSeconds: 60 }),
+      ...renderGatewayConfig([route(triton.model, triton.info.grpc)], { requestTimeoutSeconds: 60 }),
       store: storeSection(store, "shared:", 2),
     };
     const podA = await startGateway(work, "pod-a", podConfig, Object.values(POD_TEAMS), { env: storeEnv });
@@ -218,7 +325,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
       work,
       "fair",
       {
-        ...renderGatewayConfig({ ...triton.model }, triton.info.grpc, {
+        // The model's own cap is the gateway's: the fair shares tested are the gateway-wide ones.
+        ...renderGatewayConfig([route(triton.model, triton.info.grpc, FAIR.maxInflight)], {
           requestTimeoutSeconds: 60,
           maxInflight: FAIR.maxInflight,
         }),
@@ -228,21 +336,46 @@ export default async function setup(project: TestProject): Promise<() => Promise
       { env: storeEnv },
     );
     stoppers.push(fair.stop);
-    const queuedConfig = renderGatewayConfig({ ...triton.model }, triton.info.grpc, {
+    const queuedConfig = renderGatewayConfig([route(triton.model, triton.info.grpc, 64)], {
       requestTimeoutSeconds: 60,
-      maxInflight: 64,
       maxConcurrent: 64,
     });
     const queued = await startGateway(
       work,
       "queued",
-      { ...queuedConfig, triton: { ...queuedConfig.triton, ensemble: QUEUED_ENSEMBLE.name } },
+      withEnsemble(queuedConfig, triton.model.id, QUEUED_ENSEMBLE.name),
       [{ name: "team-a" }],
     );
     stoppers.push(queued.stop);
+
+    const multiConfig = renderGatewayConfig([route(model, triton.info.grpc), route(second.model, triton.info.grpc)], {
+      requestTimeoutSeconds: 20,
+    });
+    // With the shared store: admission and usage per team and model through it.
+    const multi = await startGateway(
+      work,
+      "multi",
+      { ...withEnsemble(multiConfig, second.model.id, second.ensemble), store: storeSection(store, "multi:") },
+      [
+        { name: "team-a" },
+        { name: "only-first", models: [model.id] },
+        { name: "only-second", models: [second.model.id] },
+      ],
+      { env: storeEnv },
+    );
+    stoppers.push(multi.stop);
+    const splitConfig = renderGatewayConfig(
+      [route(model, triton.info.grpc), route(second.model, secondTriton.state.grpc)],
+      { requestTimeoutSeconds: 20 },
+    );
+    const split = await startGateway(work, "split", withEnsemble(splitConfig, second.model.id, second.ensemble), [
+      { name: "team-a" },
+    ]);
+    stoppers.push(split.stop);
     log(
       `gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}, queued ${queued.gateway.url}, ` +
-        `pods ${podA.gateway.url} ${podB.gateway.url}, fair ${fair.gateway.url}`,
+        `pods ${podA.gateway.url} ${podB.gateway.url}, fair ${fair.gateway.url}, ` +
+        `multi ${multi.gateway.url}, split ${split.gateway.url}`,
     );
     project.provide("gateway", {
       triton: triton.info,
@@ -256,18 +389,22 @@ export default async function setup(project: TestProject): Promise<() => Promise
       podA: podA.gateway,
       podB: podB.gateway,
       fair: fair.gateway,
+      models: {
+        first: { ...model, ensemble: ENSEMBLE_MODEL },
+        second: { ...second.model, ensemble: second.ensemble },
+      },
+      multi: multi.gateway,
+      split: split.gateway,
+      secondTritonPid: secondTriton.pid,
     });
   } catch (error) {
-    for (const s of stoppers) await s();
-    await storeServer.stop();
-    await triton.stop();
+    for (const s of stoppers.reverse()) await s();
     throw error;
   }
   return async () => {
-    for (const s of stoppers) await s();
-    await storeServer.stop();
-    await triton.stop();
-    log("gateways and tritonserver stopped");
+    // Gateways first, then the store, then the servers behind them.
+    for (const s of stoppers.reverse()) await s();
+    log("gateways, store and tritonservers stopped");
     if (!keepWork) rmSync(work, { recursive: true, force: true });
   };
 }

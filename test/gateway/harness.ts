@@ -18,6 +18,8 @@ export interface ConsumerSpec {
   tokensPerMinute?: number;
   maxConcurrent?: number;
   share?: number;
+  /** The model ids the consumer's key may use; absent: every model. */
+  models?: string[];
 }
 
 export interface RunningGateway {
@@ -47,7 +49,12 @@ export function writeKeysFile(
   const keys: Record<string, string> = {};
   const entries = consumers.map((c) => {
     keys[c.name] = given[c.name] ?? newKey();
-    return { name: c.name, keySha256: [sha256(keys[c.name])], ...limitsOf(c) };
+    return {
+      name: c.name,
+      keySha256: [sha256(keys[c.name])],
+      ...limitsOf(c),
+      ...(c.models ? { models: c.models } : {}),
+    };
   });
   writeFileSync(file, JSON.stringify({ consumers: entries }, null, 2));
   return keys;

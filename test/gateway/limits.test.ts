@@ -133,20 +133,20 @@ describe("client disconnect and timeouts", () => {
 describe("KServe v2 through the gateway", () => {
   const headers = { authorization: `Bearer ${h.main.keys["team-a"]}` };
 
-  it("serves health, the ensemble's metadata and readiness", async () => {
+  it("serves health, the model's ensemble's metadata and readiness under the model id", async () => {
     expect((await fetch(`${h.main.url}/v2/health/ready`, { headers })).status).toBe(200);
     expect((await fetch(`${h.main.url}/v2/health/live`, { headers })).status).toBe(200);
-    expect((await fetch(`${h.main.url}/v2/models/ensemble/ready`, { headers })).status).toBe(200);
-    const meta = (await (await fetch(`${h.main.url}/v2/models/ensemble`, { headers })).json()) as {
+    expect((await fetch(`${h.main.url}/v2/models/${MODEL}/ready`, { headers })).status).toBe(200);
+    const meta = (await (await fetch(`${h.main.url}/v2/models/${MODEL}`, { headers })).json()) as {
       name: string;
       inputs: { name: string }[];
     };
-    expect(meta.name).toBe("ensemble");
+    expect(meta.name).toBe(MODEL);
     expect(meta.inputs.map((i) => i.name)).toContain("text_input");
   });
 
   it("runs a batch through infer with JSON tensors", async () => {
-    const r = await post(h.main.url, h.main.keys["team-a"], "/v2/models/ensemble/infer", {
+    const r = await post(h.main.url, h.main.keys["team-a"], `/v2/models/${MODEL}/infer`, {
       id: "req-7",
       inputs: [
         { name: "text_input", datatype: "BYTES", shape: [2, 1], data: ["alpha beta gamma", "delta"] },

@@ -60,4 +60,33 @@ describe("gateway metrics used by the dashboard, alerts and autoscaler", () => {
     // TTFT p50/p95, latency p50/p95, tokens/s, requests, errors, in flight: in both stacks.
     expect(checked).toBeGreaterThan(16);
   });
+
+  it("label requests, tokens and latencies with the model served, on a gateway serving two", async () => {
+    const headers = { authorization: `Bearer ${h.multi.keys["team-a"]}`, "content-type": "application/json" };
+    const ids = [h.models.first.id, h.models.second.id];
+    for (const model of ids) {
+      const r = await fetch(`${h.multi.url}/v1/completions`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ model, prompt: "label me", max_tokens: 3, stream: true }),
+      });
+      expect(r.status).toBe(200);
+      await r.text();
+    }
+    const exposition = await (await fetch(`${h.multi.metricsUrl}/metrics`)).text();
+    const names = [
+      "requests_total",
+      "request_duration_seconds_count",
+      "time_to_first_token_seconds_count",
+      "output_tokens_per_second_count",
+      "prompt_tokens_total",
+      "output_tokens_total",
+    ].map((n) => `triton_ft_gateway_${n}`);
+    const missing = names.flatMap((name) =>
+      ids
+        .filter((id) => !new RegExp(`^${name}\\{[^}]*model="${id}"[^}]*\\} [1-9]`, "m").test(exposition))
+        .map((id) => `${name}{model="${id}"}`),
+    );
+    expect(missing).toEqual([]);
+  });
 });

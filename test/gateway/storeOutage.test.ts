@@ -35,7 +35,9 @@ let pods: RunningGateway[] = [];
 beforeAll(async () => {
   const info = await store.start();
   const config = {
-    ...renderGatewayConfig({ ...h.model }, h.triton.grpc, { requestTimeoutSeconds: 60 }),
+    ...renderGatewayConfig([{ ...h.model, tritonGrpc: h.triton.grpc, maxInflight: 4 * h.model.maxBatchSize }], {
+      requestTimeoutSeconds: 60,
+    }),
     store: storeSection(info, "outage:", 2),
   };
   const env = { [STORE_PASSWORD_ENV]: info.password };

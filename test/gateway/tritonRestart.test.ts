@@ -95,9 +95,12 @@ describe.runIf(RUN)("Triton stopped for 150 s and restarted", () => {
       maxBatchSize: plan.serving.maxBatchSize,
       vocab: plan.model.arch.vocab,
     };
-    const gw = await startGateway(work, "restart", renderGatewayConfig(model, `127.0.0.1:${ports[1]}`), [
-      { name: "team-a" },
-    ]);
+    const gw = await startGateway(
+      work,
+      "restart",
+      renderGatewayConfig([{ ...model, tritonGrpc: `127.0.0.1:${ports[1]}`, maxInflight: 4 * model.maxBatchSize }]),
+      [{ name: "team-a" }],
+    );
     stoppers.push(gw.stop);
     const url = gw.gateway.url;
     const deadline = Date.now() + 30_000;

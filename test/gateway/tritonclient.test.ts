@@ -8,7 +8,6 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { beforeAll, describe, expect, inject, it } from "vitest";
-import { ENSEMBLE_MODEL } from "../../infra/render/modelRepository";
 import { venvPython } from "../lib/pyenv";
 import { ROOT } from "./harness";
 
@@ -43,14 +42,14 @@ beforeAll(() => {
   const hostPort = new URL(h.main.url).host;
   const stdout = execFileSync(
     python,
-    [path.join(ROOT, "test/gateway/tritonclient_http.py"), hostPort, h.main.keys["team-a"], ENSEMBLE_MODEL],
+    [path.join(ROOT, "test/gateway/tritonclient_http.py"), hostPort, h.main.keys["team-a"], h.model.id],
     { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], timeout: 120_000 },
   );
   seen = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as Seen;
 }, 180_000);
 
 describe("tritonclient (HTTP) through the gateway", () => {
-  it("sees health, readiness, the binary extension and the ensemble's metadata", () => {
+  it("sees health, readiness, the binary extension and the model's metadata (by its id)", () => {
     expect(seen.live && seen.ready && seen.model_ready).toBe(true);
     expect(seen.server_extensions).toContain("binary_tensor_data");
     expect(seen.metadata_inputs).toContain("text_input");

@@ -3,7 +3,7 @@
 Run by test/gateway/tritonclient.test.ts with the real-server venv
 (test/triton/requirements.lock pins tritonclient and geventhttpclient):
 
-    python tritonclient_http.py <host:port> <api key> <ensemble>
+    python tritonclient_http.py <host:port> <api key> <model id>
 
 It drives the client the way existing users do, with its defaults (binary
 tensor data both ways) and with binary_data=False, and prints one JSON object

@@ -21,6 +21,25 @@ export interface Node {
   status: { conditions?: Array<{ type: string; status: string }> };
 }
 
+/** A Kubernetes LabelSelector (metav1.LabelSelector). */
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: "In" | "NotIn" | "Exists" | "DoesNotExist"; values?: string[] }>;
+}
+
+/** A LabelSelector in kubectl's `-l` syntax; the API server then evaluates it. An empty selector selects everything. */
+export function selectorString(s: LabelSelector): string {
+  const parts = Object.entries(s.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
+  for (const e of s.matchExpressions ?? []) {
+    const values = `(${(e.values ?? []).join(",")})`;
+    if (e.operator === "In") parts.push(`${e.key} in ${values}`);
+    else if (e.operator === "NotIn") parts.push(`${e.key} notin ${values}`);
+    else if (e.operator === "Exists") parts.push(e.key);
+    else parts.push(`!${e.key}`);
+  }
+  return parts.join(",");
+}
+
 export class Kube {
   constructor(
     readonly binDir: string,
@@ -54,6 +73,12 @@ export class Kube {
           .join(","),
       );
     return (await this.json<{ items: Pod[] }>(args)).items;
+  }
+
+  /** Pods of a namespace a LabelSelector selects, as the API server evaluates it. */
+  async podsSelected(namespace: string, selector: LabelSelector): Promise<Pod[]> {
+    const l = selectorString(selector);
+    return (await this.json<{ items: Pod[] }>(["get", "pods", "-n", namespace, ...(l ? ["-l", l] : [])])).items;
   }
 
   async nodes(selector?: string): Promise<Node[]> {

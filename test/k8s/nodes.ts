@@ -1,13 +1,16 @@
 /**
  * Fake nodes shaped like the ones the stack provisions, generated from the GPU
  * instance catalog: capacity and EKS-style allocatable, `nvidia.com/gpu`, the
- * labels EKS managed node groups set, the GPU taint, and the node counts the
- * stack asks EKS for (GPU nodes including the rollout spare, plus the system
- * group). kwok makes them Ready and runs their pods.
+ * labels EKS managed node groups set (or, for a model Karpenter serves, its
+ * rendered NodePool's template labels and taints), the GPU taint, and the node
+ * counts the stack asks for (each model's GPU nodes including the rollout
+ * spare, plus the system group). In a stack of several models each model's
+ * nodes carry its model label, as its node group or NodePool gives them.
+ * kwok makes them Ready and runs their pods.
  */
 import { findGpuInstance } from "../../infra/catalog/gpus";
-import { GPU_NODE_LABEL, SYSTEM_NODES, SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
-import { GPU_TAINT } from "../../infra/render/scheduling";
+import { SYSTEM_NODES, SYSTEM_NODE_LABEL, gpuNodeGroupLabels } from "../../infra/cloud/eks";
+import { GPU_TAINT, INSTANCE_TYPE_LABEL, MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
 import {
   NODE_DAEMONSET_REQUESTS,
   SYSTEM_NODE_INSTANCES,
@@ -15,7 +18,7 @@ import {
   type InstanceFacts,
   type NodeShape,
 } from "../../infra/plan/nodeShape";
-import type { K8sObject, RenderedStack } from "./stacks";
+import type { K8sObject, RenderedModel, RenderedStack } from "./stacks";
 
 const MiB = 1024 ** 2;
 
@@ -41,23 +44,84 @@ function quantities(r: NodeShape["capacity"]): Record<string, string> {
   return q;
 }
 
+interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+}
+
 export interface NodeGroupSpec {
   group: string;
   instanceType: string;
   count: number;
   gpu: boolean;
+  /** The served model whose GPU nodes these are. */
+  model?: string;
+  /** What the node group or NodePool sets on its nodes, besides the kubelet's and the cloud's labels. */
+  labels: Record<string, string>;
+  taints: Taint[];
+}
+
+interface NodePoolObject {
+  metadata: { name: string };
+  spec: {
+    template: {
+      metadata: { labels: Record<string, string> };
+      spec: { requirements: Array<{ key: string; values?: string[] }>; taints?: Taint[] };
+    };
+  };
+}
+
+/** A model's GPU nodes: a fixed EKS node group, or (autoscaled) what its NodePool makes Karpenter launch. */
+function gpuGroup(stack: RenderedStack, m: RenderedModel): NodeGroupSpec {
+  const group = m.several ? `${stack.name}-gpu-${m.id}` : `${stack.name}-gpu`;
+  const base = { group, instanceType: m.servingInstanceType, count: m.kubernetes.gpuNodes, gpu: true, model: m.id };
+  const pool = m.objects.find((o) => o.kind === "NodePool") as (K8sObject & NodePoolObject) | undefined;
+  if (pool) {
+    const t = pool.spec.template;
+    const types = t.spec.requirements.find((r) => r.key === INSTANCE_TYPE_LABEL)?.values;
+    if (!types?.includes(m.servingInstanceType))
+      throw new Error(`NodePool ${pool.metadata.name} does not offer ${m.servingInstanceType}`);
+    // Karpenter labels its nodes with the template's labels and the pool's name, and taints them as the template says.
+    return {
+      ...base,
+      labels: { ...t.metadata.labels, "karpenter.sh/nodepool": pool.metadata.name },
+      taints: t.spec.taints ?? [],
+    };
+  }
+  return {
+    ...base,
+    // The node group's labels (infra/components/cluster.ts): several models label each model's group.
+    labels: {
+      "eks.amazonaws.com/nodegroup": group,
+      ...gpuNodeGroupLabels(m.several ? { key: MODEL_NODE_LABEL_KEY, value: m.id } : undefined),
+    },
+    taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: GPU_TAINT.effect }],
+  };
 }
 
 export function nodeGroupsFor(stack: RenderedStack): NodeGroupSpec[] {
+  const system = `${stack.name}-system`;
   return [
-    { group: `${stack.name}-system`, instanceType: SYSTEM_NODES.instanceType, count: SYSTEM_NODES.count, gpu: false },
     {
-      group: `${stack.name}-gpu`,
-      instanceType: stack.servingInstanceType,
-      count: stack.kubernetes.gpuNodes,
-      gpu: true,
+      group: system,
+      instanceType: SYSTEM_NODES.instanceType,
+      count: SYSTEM_NODES.count,
+      gpu: false,
+      labels: { "eks.amazonaws.com/nodegroup": system, [SYSTEM_NODE_LABEL.key]: SYSTEM_NODE_LABEL.value },
+      taints: [],
     },
+    ...stack.models.map((m) => gpuGroup(stack, m)),
   ];
+}
+
+/** The label selector of one node group's nodes. */
+export function nodeSelectorOf(stack: RenderedStack, g: NodeGroupSpec): string {
+  return [
+    `${STACK_LABEL}=${stack.name}`,
+    `${INSTANCE_TYPE_LABEL}=${g.instanceType}`,
+    ...Object.entries(g.labels).map(([k, v]) => `${k}=${v}`),
+  ].join(",");
 }
 
 export function nodesFor(stack: RenderedStack): K8sObject[] {
@@ -72,17 +136,14 @@ export function nodesFor(stack: RenderedStack): K8sObject[] {
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/os": "linux",
         "kubernetes.io/hostname": name,
-        "node.kubernetes.io/instance-type": g.instanceType,
+        [INSTANCE_TYPE_LABEL]: g.instanceType,
         "topology.kubernetes.io/region": stack.region,
         "topology.kubernetes.io/zone": zone,
-        "eks.amazonaws.com/nodegroup": g.group,
         "eks.amazonaws.com/capacityType": "ON_DEMAND",
         type: "kwok",
         [STACK_LABEL]: stack.name,
+        ...g.labels,
       };
-      // The node groups' own labels (infra/components/cluster.ts).
-      if (g.gpu) labels[GPU_NODE_LABEL] = "true";
-      else labels[SYSTEM_NODE_LABEL.key] = SYSTEM_NODE_LABEL.value;
       nodes.push({
         apiVersion: "v1",
         kind: "Node",
@@ -91,7 +152,7 @@ export function nodesFor(stack: RenderedStack): K8sObject[] {
           labels,
           annotations: { "kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0" },
         },
-        spec: g.gpu ? { taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: GPU_TAINT.effect }] } : {},
+        spec: g.taints.length > 0 ? { taints: g.taints } : {},
         status: {
           capacity: quantities(shape.capacity),
           allocatable: quantities(shape.allocatable),

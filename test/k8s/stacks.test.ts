@@ -3,22 +3,41 @@
  * applied server-side (dry-run, then real) to a real control plane whose fake
  * nodes are shaped like the ones the stack provisions. What is expected is
  * derived from the manifests and plan.json, never from a list of objects.
+ * A stack of several models (test/stacks/models) gets each model's GPU nodes,
+ * labelled as its node group or NodePool labels them; its pods must land on
+ * them and on no other model's. The NetworkPolicies are checked as the API
+ * server stored them, their selectors evaluated by the API server against the
+ * pods that run (this control plane has no CNI to enforce them).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
+import { SCRAPER_NAMESPACE_LABEL } from "../../infra/render/gatewayManifests";
+import { MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
+import { PORTS } from "../../infra/render/tritonManifests";
 import { eksNodeShape, podFitProblems, GPU_NODE_DAEMONSET_REQUESTS } from "../../infra/plan/nodeShape";
-import { Kube, podReady, until, type Pod } from "./kube";
-import { STACK_LABEL, instanceFacts, nodeDaemonSet, nodeGroupsFor, nodesFor } from "./nodes";
+import { Kube, podReady, until, type LabelSelector, type Pod } from "./kube";
+import {
+  STACK_LABEL,
+  instanceFacts,
+  nodeDaemonSet,
+  nodeGroupsFor,
+  nodeSelectorOf,
+  nodesFor,
+  type NodeGroupSpec,
+} from "./nodes";
 import {
   GPU_RESOURCE,
   discoverStacks,
   gpusOf,
+  modelCount,
   podTemplate,
   renderStack,
   type K8sObject,
+  type RenderedModel,
   type RenderedStack,
 } from "./stacks";
 
@@ -58,6 +77,19 @@ for (const ref of stacks) {
     let stack: RenderedStack;
     let gpuDeployments: Deployment[];
     let namespaces: string[];
+    /** The model whose own objects hold this one (a one-model stack's model holds every object). */
+    const modelOf = (o: K8sObject): RenderedModel => {
+      const m = stack.models.find((x) => x.objects.includes(o));
+      if (!m) throw new Error(`${o.kind}/${o.metadata.name} belongs to no model of ${stack.name}`);
+      return m;
+    };
+    const groupOf = (m: RenderedModel): NodeGroupSpec => {
+      const g = nodeGroupsFor(stack).find((x) => x.model === m.id);
+      if (!g) throw new Error(`model ${m.id} has no GPU node group`);
+      return g;
+    };
+    const gpuNodesOf = (m: RenderedModel) => kube.nodes(nodeSelectorOf(stack, groupOf(m)));
+    const applyFlags = () => stack.manifestDirs.flatMap((d) => ["-f", d]);
 
     beforeAll(async () => {
       stack = renderStack(ref, work);
@@ -84,7 +116,7 @@ for (const ref of stacks) {
     afterAll(async () => {
       if (!stack) return;
       await kube
-        .run(["delete", "-R", "-f", path.join(stack.out, "k8s"), "--ignore-not-found", "--wait=true", "--timeout=120s"])
+        .run(["delete", "-R", ...applyFlags(), "--ignore-not-found", "--wait=true", "--timeout=120s"])
         .catch((e: unknown) => console.error(String(e)));
       for (const ns of namespaces) {
         await kube.run(["delete", "pods", "--all", "-n", ns, "--ignore-not-found"]).catch(() => undefined);
@@ -93,33 +125,37 @@ for (const ref of stacks) {
       await kube.run(["delete", "nodes", "-l", `${STACK_LABEL}=${stack.name}`, "--ignore-not-found"]);
     });
 
-    it("provisions the node counts the stack asks EKS for, GPU nodes including the rollout spare", async () => {
-      const k = stack.kubernetes;
-      expect(k.gpuNodes * k.podsPerNode).toBeGreaterThanOrEqual(k.replicas + 1);
-      const gpuNodes = await kube.nodes(
-        `${STACK_LABEL}=${stack.name},node.kubernetes.io/instance-type=${stack.servingInstanceType}`,
-      );
-      expect(gpuNodes).toHaveLength(k.gpuNodes);
-      for (const n of gpuNodes)
-        expect(n.spec.taints?.map((t) => `${t.key}:${t.effect}`)).toContain("nvidia.com/gpu:NoSchedule");
-      const shape = eksNodeShape(instanceFacts(stack.servingInstanceType));
-      const node = await kube.json<{ status: { allocatable: Record<string, string> } }>([
-        "get",
-        "node",
-        gpuNodes[0]?.metadata.name ?? "",
-      ]);
-      expect(node.status.allocatable["nvidia.com/gpu"]).toBe(String(shape.allocatable.gpus));
+    it("provisions the node counts the stack asks for, each model's GPU nodes including the rollout spare", async () => {
+      for (const m of stack.models) {
+        const k = m.kubernetes;
+        expect(k.gpuNodes * k.podsPerNode).toBeGreaterThanOrEqual(k.replicas + 1);
+        const gpuNodes = await gpuNodesOf(m);
+        expect(gpuNodes, m.id).toHaveLength(k.gpuNodes);
+        for (const n of gpuNodes) {
+          expect(n.spec.taints?.map((t) => `${t.key}:${t.effect}`)).toContain("nvidia.com/gpu:NoSchedule");
+          // Several models: each model's nodes carry its label, as its node group or NodePool sets it.
+          if (m.several) expect(n.metadata.labels[MODEL_NODE_LABEL_KEY], n.metadata.name).toBe(m.id);
+        }
+        const shape = eksNodeShape(instanceFacts(m.servingInstanceType));
+        const node = await kube.json<{ status: { allocatable: Record<string, string> } }>([
+          "get",
+          "node",
+          gpuNodes[0]?.metadata.name ?? "",
+        ]);
+        expect(node.status.allocatable["nvidia.com/gpu"]).toBe(String(shape.allocatable.gpus));
+      }
     });
 
     it("accepts every rendered manifest: server-side dry-run first, then applied for real", async () => {
-      const dir = path.join(stack.out, "k8s");
+      // k8s/ and, for several models, each model's models/<id>/k8s/.
+      const dirs = applyFlags();
       // A dry-run of namespaced objects needs their namespace to exist.
       const nsObjects = stack.objects.filter((o) => o.kind === "Namespace");
       if (nsObjects.length > 0) await kube.apply(nsObjects);
-      await kube.run(["apply", "--server-side", "--field-manager=triton-ft", "--dry-run=server", "-R", "-f", dir]);
-      await kube.run(["apply", "--server-side", "--field-manager=triton-ft", "-R", "-f", dir]);
+      await kube.run(["apply", "--server-side", "--field-manager=triton-ft", "--dry-run=server", "-R", ...dirs]);
+      await kube.run(["apply", "--server-side", "--field-manager=triton-ft", "-R", ...dirs]);
       // Every object (NetworkPolicies, CRD-based objects with their vendored CRDs, ...) is now stored.
-      const stored = (await kube.run(["get", "-R", "-f", dir, "-o", "name"])).split("\n").filter(Boolean);
+      const stored = (await kube.run(["get", "-R", ...dirs, "-o", "name"])).split("\n").filter(Boolean);
       expect(stored).toHaveLength(stack.objects.length);
       // An autoscaled Deployment carries no replicas (the HPA owns them) and the API server defaults
       // it to 1. KEDA does not run here: stand in for the HPA it creates, which raises every target
@@ -146,10 +182,14 @@ for (const ref of stacks) {
       }
     });
 
-    it("schedules every pod onto the intended node type: GPU pods on the serving GPU nodes, the rest on system nodes", async () => {
+    it("schedules every pod onto the intended node type: GPU pods on their model's GPU nodes, the rest on system nodes", async () => {
       const workloads = stack.objects.filter((o) => podTemplate(o) !== undefined);
       expect(workloads.length).toBeGreaterThan(0);
       const nodes = new Map((await kube.nodes(`${STACK_LABEL}=${stack.name}`)).map((n) => [n.metadata.name, n]));
+      const gpuTypes = new Set(stack.models.map((m) => m.servingInstanceType));
+      const gpuNodeNames = new Set(
+        (await Promise.all(stack.models.map(gpuNodesOf))).flat().map((n) => n.metadata.name),
+      );
       for (const w of workloads) {
         const t = podTemplate(w);
         if (!t) continue;
@@ -188,15 +228,23 @@ for (const ref of stacks) {
         const toleratesGpu = ((t.spec.tolerations ?? []) as Array<{ key?: string; operator?: string }>).some(
           (x) => x.key === GPU_RESOURCE || (x.key === undefined && x.operator === "Exists"),
         );
+        // A GPU node DaemonSet (the DCGM exporter) runs on every model's GPU nodes, whatever their instance type.
+        if (w.kind === "DaemonSet" && toleratesGpu)
+          expect(new Set(pods.map((p) => p.spec.nodeName)), `${w.metadata.name} on every GPU node`).toEqual(
+            gpuNodeNames,
+          );
+        const group = wantsGpu ? groupOf(modelOf(w)) : undefined;
         for (const p of pods) {
           const node = nodes.get(p.spec.nodeName ?? "");
           expect(node, `${p.metadata.name} runs on a node of this stack`).toBeDefined();
           const labels = node?.metadata.labels ?? {};
-          if (wantsGpu) {
-            expect(labels["node.kubernetes.io/instance-type"], p.metadata.name).toBe(stack.servingInstanceType);
+          if (group) {
+            expect(labels["node.kubernetes.io/instance-type"], p.metadata.name).toBe(group.instanceType);
+            // Its model's own nodes: the labels its node group or NodePool gives them.
+            for (const [k, v] of Object.entries(group.labels)) expect(labels[k], `${p.metadata.name} ${k}`).toBe(v);
           } else if (!toleratesGpu) {
             expect(node?.spec.taints ?? [], `${p.metadata.name} (no GPU) runs on a system node`).toEqual([]);
-            expect(labels["node.kubernetes.io/instance-type"]).not.toBe(stack.servingInstanceType);
+            expect(gpuTypes.has(labels["node.kubernetes.io/instance-type"] ?? "")).toBe(false);
             // The gateway requires the stack's system node group by its label (cluster mode create).
             if (t.metadata?.labels?.["app.kubernetes.io/name"] === "triton-ft-gateway") {
               expect(labels[SYSTEM_NODE_LABEL.key], `${p.metadata.name} on the system node group`).toBe(
@@ -219,6 +267,163 @@ for (const ref of stacks) {
           d.metadata.namespace ?? "default",
           `deployment/${d.metadata.name}`,
         ]);
+      }
+    });
+
+    it.runIf(modelCount(ref) > 1)(
+      "keeps each model's pods off the other models' nodes: with only theirs free, its pod stays Pending",
+      async () => {
+        const ns = gpuDeployments[0]?.metadata.namespace ?? "default";
+        expect(stack.models.length).toBeGreaterThan(1);
+        for (const m of stack.models) {
+          const d = gpuDeployments.find((x) => modelOf(x) === m);
+          const template = d ? podTemplate(d) : undefined;
+          if (!template) throw new Error(`model ${m.id} has no GPU Deployment`);
+          const own = await gpuNodesOf(m);
+          // Another model on the same instance type: the one its pods could take but for the model label.
+          const twin = stack.models.find((o) => o !== m && o.servingInstanceType === m.servingInstanceType);
+          const pod = (name: string, keepModelLabel: boolean): K8sObject => {
+            const spec = structuredClone(template.spec) as Record<string, unknown> & { affinity?: NodeAffinitySpec };
+            const terms =
+              spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+            if (!keepModelLabel)
+              for (const t of terms ?? [])
+                t.matchExpressions = t.matchExpressions.filter((e) => e.key !== MODEL_NODE_LABEL_KEY);
+            return {
+              apiVersion: "v1",
+              kind: "Pod",
+              // Not the Deployment's labels: its ReplicaSet must not adopt the probe.
+              metadata: { name, namespace: ns, labels: { "app.kubernetes.io/name": "model-isolation-probe" } },
+              spec,
+            };
+          };
+          const probe = `isolation-${m.id}`.slice(0, 63);
+          const control = `isolation-control-${m.id}`.slice(0, 63);
+          for (const n of own) await kube.run(["cordon", n.metadata.name]);
+          try {
+            await kube.apply([pod(probe, true), ...(twin ? [pod(control, false)] : [])]);
+            if (twin) {
+              // Without the model label the same pod runs on the twin's spare node: there was room.
+              const ran = await until(`the control pod of ${m.id} to run`, 60, async () => {
+                const p = await kube.json<Pod>(["get", "pod", "-n", ns, control]);
+                return p.status.phase === "Running" ? p : undefined;
+              });
+              const node = (await kube.nodes()).find((n) => n.metadata.name === ran.spec.nodeName);
+              expect(node?.metadata.labels[MODEL_NODE_LABEL_KEY], `${control} ran on ${twin.id}'s node`).toBe(twin.id);
+            }
+            const events = await until(`${probe} to be refused`, 60, async () => {
+              const ev = await kube.schedulingEvents({ metadata: { name: probe, namespace: ns } } as Pod);
+              return ev.length > 0 ? ev : undefined;
+            });
+            expect(events.join("\n")).toMatch(/didn't match Pod's node affinity\/selector/);
+            const refused = await kube.json<Pod>(["get", "pod", "-n", ns, probe]);
+            expect(refused.spec.nodeName, `${probe} stays unscheduled`).toBeUndefined();
+            expect(refused.status.phase).toBe("Pending");
+          } finally {
+            await kube.run(["delete", "pod", "-n", ns, probe, control, "--ignore-not-found", "--wait=true"]);
+            for (const n of own) await kube.run(["uncordon", n.metadata.name]);
+          }
+        }
+      },
+    );
+
+    it("lets the gateway reach each model's Triton and nothing else, and each Triton admit only the gateway", async () => {
+      const gateway = stack.objects.find(
+        (o): o is Deployment =>
+          o.kind === "Deployment" &&
+          podTemplate(o)?.metadata?.labels?.["app.kubernetes.io/name"] === "triton-ft-gateway",
+      );
+      if (!gateway) throw new Error("no gateway Deployment rendered");
+      const ns = gateway.metadata.namespace ?? "default";
+      const names = (pods: Pod[]) => new Set(pods.map((p) => p.metadata.name));
+      const gatewayPods = names(await kube.pods(ns, gateway.spec.selector.matchLabels));
+      const tritonPods = new Map<string, Set<string>>();
+      for (const d of gpuDeployments)
+        tritonPods.set(modelOf(d).id, names(await kube.pods(ns, d.spec.selector.matchLabels)));
+      const allTriton = new Set([...tritonPods.values()].flatMap((p) => [...p]));
+      expect(gatewayPods.size).toBeGreaterThan(0);
+      expect(tritonPods.size).toBe(stack.models.length);
+      for (const [id, p] of tritonPods) expect(p.size, id).toBeGreaterThan(0);
+
+      // As stored: exactly the rendered policies.
+      const stored = (await kube.json<{ items: StoredPolicy[] }>(["get", "networkpolicy", "-n", ns])).items;
+      expect(stored.map((p) => p.metadata.name).sort()).toEqual(
+        stack.objects
+          .filter((o) => o.kind === "NetworkPolicy" && o.metadata.namespace === ns)
+          .map((o) => o.metadata.name)
+          .sort(),
+      );
+      const selected = new Map<string, Set<string>>();
+      for (const p of stored) selected.set(p.metadata.name, names(await kube.podsSelected(ns, p.spec.podSelector)));
+      const podsOf = async (peer: PolicyPeer) => names(await kube.podsSelected(ns, peer.podSelector ?? {}));
+      const portsOf = (r: { ports?: Array<{ port?: number | string }> }) => (r.ports ?? []).map((x) => Number(x.port));
+
+      // Default deny: every pod of the namespace is selected for ingress and egress.
+      const everyPod = names(await kube.pods(ns));
+      expect(
+        stored.some(
+          (p) =>
+            isDeepStrictEqual(selected.get(p.metadata.name), everyPod) &&
+            p.spec.policyTypes.includes("Ingress") &&
+            p.spec.policyTypes.includes("Egress") &&
+            !p.spec.ingress &&
+            !p.spec.egress,
+        ),
+        "a default-deny policy",
+      ).toBe(true);
+
+      const selecting = (pods: Set<string>, type: "Ingress" | "Egress") =>
+        stored.filter(
+          (p) =>
+            p.spec.policyTypes.includes(type) && [...(selected.get(p.metadata.name) ?? [])].some((n) => pods.has(n)),
+        );
+
+      // The gateway's egress: DNS in kube-system, and in its namespace exactly the stack's Triton pods on 8000/8001.
+      const reachable = new Set<string>();
+      for (const p of selecting(gatewayPods, "Egress"))
+        for (const rule of p.spec.egress ?? []) {
+          expect(rule.to?.length, `${p.metadata.name}: an egress rule without peers allows everything`).toBeGreaterThan(
+            0,
+          );
+          const ports = portsOf(rule);
+          if (rule.to?.some((peer) => peer.namespaceSelector)) {
+            for (const peer of rule.to ?? [])
+              expect(peer.namespaceSelector?.matchLabels?.["kubernetes.io/metadata.name"], p.metadata.name).toBe(
+                "kube-system",
+              );
+            expect(new Set(ports), `${p.metadata.name}: DNS only`).toEqual(new Set([53]));
+            continue;
+          }
+          for (const peer of rule.to ?? []) {
+            expect(peer.ipBlock, p.metadata.name).toBeUndefined();
+            for (const n of await podsOf(peer)) reachable.add(n);
+          }
+          expect(ports).toContain(PORTS.grpc);
+          for (const port of ports) expect([PORTS.http, PORTS.grpc], p.metadata.name).toContain(port);
+        }
+      expect(reachable, "the gateway reaches every model's Triton pods and no other pod").toEqual(allTriton);
+
+      // Each model's Triton: the gateway on 8000/8001, the metrics scraper on 8002, nothing else.
+      for (const [id, pods] of tritonPods) {
+        const admitted = new Set<string>();
+        for (const p of selecting(pods, "Ingress"))
+          for (const rule of p.spec.ingress ?? []) {
+            expect(
+              rule.from?.length,
+              `${p.metadata.name}: an ingress rule without peers admits everyone`,
+            ).toBeGreaterThan(0);
+            const ports = portsOf(rule);
+            if (rule.from?.some((peer) => peer.namespaceSelector)) {
+              for (const peer of rule.from ?? [])
+                expect(peer.namespaceSelector?.matchLabels?.[SCRAPER_NAMESPACE_LABEL], p.metadata.name).toBe("true");
+              expect(ports, `${p.metadata.name}: the scraper reaches the metrics port only`).toEqual([PORTS.metrics]);
+              continue;
+            }
+            for (const peer of rule.from ?? []) for (const n of await podsOf(peer)) admitted.add(n);
+            expect(ports).toContain(PORTS.grpc);
+            for (const port of ports) expect([PORTS.http, PORTS.grpc], p.metadata.name).toContain(port);
+          }
+        expect(admitted, `${id}'s Triton admits the gateway's pods and no other`).toEqual(gatewayPods);
       }
     });
 
@@ -264,8 +469,8 @@ for (const ref of stacks) {
           return done ? true : undefined;
         });
         expect(lowest, `ready pods never fell below the PDB's ${minAvailable}`).toBeGreaterThanOrEqual(minAvailable);
-        // The surge pod needs the spare GPU slot the stack provisions.
-        if (stack.kubernetes.podsPerNode === 1) {
+        // The surge pod needs the spare GPU slot the stack provisions for the model.
+        if (modelOf(d).kubernetes.podsPerNode === 1) {
           expect(
             [...newNodes].some((n) => !busy.has(n)),
             "the first new pod used the spare node",
@@ -278,7 +483,7 @@ for (const ref of stacks) {
       for (const d of gpuDeployments) {
         const ns = d.metadata.namespace ?? "default";
         const selector = d.spec.selector.matchLabels;
-        const k = stack.kubernetes;
+        const k = modelOf(d).kubernetes;
         const slots = k.gpuNodes * k.podsPerNode;
         const replicas = d.spec.replicas ?? 1;
         await kube.run(["scale", "-n", ns, `deployment/${d.metadata.name}`, `--replicas=${slots + 1}`]);
@@ -300,16 +505,17 @@ for (const ref of stacks) {
     });
 
     it("agrees with validation on allocatable: a pod one MiB over it stays Pending, one at it is scheduled", async () => {
-      const shape = eksNodeShape(instanceFacts(stack.servingInstanceType));
       const d = gpuDeployments[0];
       expect(d).toBeDefined();
       if (!d) return;
+      const model = modelOf(d);
+      const shape = eksNodeShape(instanceFacts(model.servingInstanceType));
       const ns = d.metadata.namespace ?? "default";
       const template = podTemplate(d);
       if (!template) throw new Error("no pod template");
       const replicas = d.spec.replicas ?? 1;
       const gpus = gpusOf(template.spec);
-      const cpuMillis = stack.kubernetes.cpuRequestMillis;
+      const cpuMillis = model.kubernetes.cpuRequestMillis;
       // EKS's DaemonSets (the stand-in) and the stack's DCGM exporter (applied for real) share the node.
       const atLimit = shape.allocatable.memoryBytes - GPU_NODE_DAEMONSET_REQUESTS.memoryBytes;
       const over = atLimit + MiB;
@@ -384,9 +590,7 @@ for (const ref of stacks) {
       for (const d of gpuDeployments) {
         const ns = d.metadata.namespace ?? "default";
         const selector = d.spec.selector.matchLabels;
-        const gpuNodes = await kube.nodes(
-          `${STACK_LABEL}=${stack.name},node.kubernetes.io/instance-type=${stack.servingInstanceType}`,
-        );
+        const gpuNodes = await gpuNodesOf(modelOf(d));
         // Cordoned, so an evicted pod's replacement cannot restore the budget mid-test.
         for (const n of gpuNodes) await kube.run(["cordon", n.metadata.name]);
         try {
@@ -416,6 +620,31 @@ for (const ref of stacks) {
       }
     });
   });
+}
+
+interface NodeAffinitySpec {
+  nodeAffinity?: {
+    requiredDuringSchedulingIgnoredDuringExecution?: {
+      nodeSelectorTerms: Array<{ matchExpressions: Array<{ key: string }> }>;
+    };
+  };
+}
+
+interface PolicyPeer {
+  podSelector?: LabelSelector;
+  namespaceSelector?: LabelSelector;
+  ipBlock?: unknown;
+}
+
+/** A NetworkPolicy as the API server returns it. */
+interface StoredPolicy {
+  metadata: { name: string };
+  spec: {
+    podSelector: LabelSelector;
+    policyTypes: string[];
+    ingress?: Array<{ from?: PolicyPeer[]; ports?: Array<{ port?: number | string }> }>;
+    egress?: Array<{ to?: PolicyPeer[]; ports?: Array<{ port?: number | string }> }>;
+  };
 }
 
 async function findPdb(ns: string, selector: Record<string, string>): Promise<Pdb> {

@@ -3,6 +3,9 @@
  * committed Pulumi.<stack>.yaml at the top level plus the test stacks under
  * test/, each rendered with `synth` into its own folder. Nothing here knows
  * which objects the program renders: tests read the manifests and plan.json.
+ * A stack of several models has its shared manifests under k8s/ and each
+ * model's under models/<id>/k8s/ (plan.json `models`); a one-model stack is
+ * one model whose manifests are all of k8s/.
  */
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -34,15 +37,36 @@ export interface WorkloadNumbers {
   memoryRequestBytes: number;
 }
 
-export interface RenderedStack extends StackRef {
-  out: string;
-  manifestFiles: string[];
-  objects: K8sObject[];
+/** One served model of a rendered stack: its plan numbers and the objects of its own folder. */
+export interface RenderedModel {
+  id: string;
+  /** The stack serves several models: this one's GPU nodes carry its model label. */
+  several: boolean;
   servingInstanceType: string;
   kubernetes: WorkloadNumbers;
+  /** Its own objects: its Triton workload (several models), or every object of a one-model stack. */
+  objects: K8sObject[];
+}
+
+export interface RenderedStack extends StackRef {
+  out: string;
+  /** The folders to apply, in order: k8s/ (the namespace is there), then each model's. */
+  manifestDirs: string[];
+  manifestFiles: string[];
+  objects: K8sObject[];
+  /** Every served model, in the stack's order (one for a one-model stack). */
+  models: RenderedModel[];
   region: string;
   availabilityZones: number;
 }
+
+/** plan.json: one model's plan at the top, or several under `models`. */
+interface ModelPlanJson {
+  model: { name: string };
+  serving: { instanceType: string };
+  kubernetes: WorkloadNumbers;
+}
+type PlanJson = ModelPlanJson | { models: Record<string, ModelPlanJson> };
 
 /** Top-level stacks plus test/**\/Pulumi.<stack>.yaml (not node_modules, not out/). */
 export function discoverStacks(): StackRef[] {
@@ -64,6 +88,15 @@ export function discoverStacks(): StackRef[] {
   return found.filter((s) => !only || only.includes(s.name)).sort((a, b) => a.name.localeCompare(b.name));
 }
 
+/** How many models the stack file serves (`triton-ft:models` entries, else one), known before synth runs. */
+export function modelCount(ref: StackRef): number {
+  const doc = parseYaml(fs.readFileSync(path.join(ref.dir, `Pulumi.${ref.name}.yaml`), "utf8")) as {
+    config?: Record<string, unknown>;
+  };
+  const models = doc.config?.["triton-ft:models"];
+  return models && typeof models === "object" ? Object.keys(models).length : 1;
+}
+
 export function renderStack(ref: StackRef, workDir: string): RenderedStack {
   const out = path.join(workDir, `synth-${ref.name}`);
   fs.rmSync(out, { recursive: true, force: true });
@@ -80,13 +113,21 @@ export function renderStack(ref: StackRef, workDir: string): RenderedStack {
     { cwd: ref.dir, stdio: ["ignore", "ignore", "inherit"] },
   );
   const k8sDir = path.join(out, "k8s");
-  const manifestFiles = listYaml(k8sDir);
-  if (manifestFiles.length === 0) throw new Error(`synth rendered no manifests under ${k8sDir}`);
-  const objects = manifestFiles.flatMap(loadObjects);
-  const plan = JSON.parse(fs.readFileSync(path.join(out, "plan.json"), "utf8")) as {
-    serving: { instanceType: string };
-    kubernetes: WorkloadNumbers;
-  };
+  const plan = JSON.parse(fs.readFileSync(path.join(out, "plan.json"), "utf8")) as PlanJson;
+  const entries = "models" in plan ? Object.entries(plan.models) : [[plan.model.name, plan] as const];
+  const several = "models" in plan;
+  const modelDirs = several ? entries.map(([id]) => path.join(out, "models", id, "k8s")) : [];
+  const manifestDirs = [k8sDir, ...modelDirs];
+  const manifestFiles = manifestDirs.flatMap(listYaml);
+  if (listYaml(k8sDir).length === 0) throw new Error(`synth rendered no manifests under ${k8sDir}`);
+  // Loaded once: a model's objects are the very objects of `objects` (tests record replicas on them).
+  const perDir = manifestDirs.map((d) => listYaml(d).flatMap(loadObjects));
+  const objects = perDir.flat();
+  const models = entries.map(([id, p], n): RenderedModel => {
+    const own = several ? (perDir[n + 1] ?? []) : objects;
+    if (own.length === 0) throw new Error(`synth rendered no manifests for model ${id}`);
+    return { id, several, servingInstanceType: p.serving.instanceType, kubernetes: p.kubernetes, objects: own };
+  });
   const stackFile = parseYaml(fs.readFileSync(path.join(ref.dir, `Pulumi.${ref.name}.yaml`), "utf8")) as {
     config?: Record<string, unknown>;
   };
@@ -95,10 +136,10 @@ export function renderStack(ref: StackRef, workDir: string): RenderedStack {
   return {
     ...ref,
     out,
+    manifestDirs,
     manifestFiles,
     objects,
-    servingInstanceType: plan.serving.instanceType,
-    kubernetes: plan.kubernetes,
+    models,
     region: typeof cfg["aws:region"] === "string" ? (cfg["aws:region"] as string) : "us-east-1",
     availabilityZones: network.availabilityZones ?? 2,
   };

@@ -2,9 +2,17 @@
 import { resolveStack, formatProblems } from "../../infra/config/validate";
 import type { ResolvedStack } from "../../infra/config/stack";
 import type { NodeClassRefs } from "../../infra/render/karpenter";
-import { renderScaling, type ScalingManifests } from "../../infra/render/scaling";
+import {
+  renderScaling,
+  renderStackScaling as renderStackScalingOf,
+  type ScalingManifests,
+} from "../../infra/render/scaling";
+import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
+import { SEED_MODELS_STACK, stackFileConfig } from "./modelsForm";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "./fixtures";
 import { planOf } from "./plan";
+import { estimateCost, gpuPricing } from "../../infra/cost";
+import { costInput } from "../../infra/cost/fromStack";
 
 export const PROMETHEUS_URL = "http://prometheus-operated.monitoring.svc:9090";
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
@@ -34,13 +42,53 @@ export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr
   for (const g of m.prometheusRule.spec.groups)
     for (const r of g.rules) out.push({ where: `alert ${r.alert}`, expr: r.expr });
   for (const p of m.dashboard.panels)
-    for (const t of p.targets) out.push({ where: `panel "${p.title}" ${t.refId}`, expr: t.expr });
+    for (const t of p.type === "row" ? [] : p.targets)
+      out.push({ where: `panel "${p.title}" ${t.refId}`, expr: t.expr });
   return out;
 }
 
-/** The scaling objects of a resolved stack, as the composition roots render them: from the plan's scaling input. */
+/**
+ * The scaling objects of a resolved stack, as the composition roots render them: from the plan's
+ * scaling input, priced in us-east-1 (the dashboard's live cost panels).
+ */
 export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: NodeClassRefs): ScalingManifests {
   // Build-step hashes play no part in scaling: a stand-in hasher spares reading the repository.
   const plan = planOf(s, (p) => `h:${p}`, stackName);
-  return renderScaling({ ...plan.renderInputs.scaling, refs });
+  const pricing = gpuPricing(estimateCost(costInput(s, plan, { stackName, region: "us-east-1", today: "2026-11-25" })));
+  return renderScaling({ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) });
+}
+
+/** The example stack of several models (test/stacks/models/Pulumi.seed-models.yaml), resolved and planned as the composition roots do. */
+export function seedModelsPlan(stackName = "seed-models"): { models: ResolvedStack[]; plan: StackPlan } {
+  const { models, problems } = resolveStack(stackFileConfig(SEED_MODELS_STACK), NO_SECRETS);
+  if (!models) throw new Error(formatProblems(stackName, problems));
+  // Build-step hashes play no part here: a stand-in hasher spares reading the repository.
+  return { models, plan: buildStackPlan(models, stackName, (p) => `h:${p}`) };
+}
+
+/**
+ * The scaling objects of the example stack of several models: the first carries what they share.
+ * `priced`: each model's GPU nodes priced as the roots price them (the stack's estimate in us-east-1).
+ */
+export function renderSeedModelsScaling(priced = false): ScalingManifests[] {
+  const { models, plan } = seedModelsPlan();
+  const first = models[0];
+  const firstPlan = plan.models[0]?.plan;
+  if (!first || !firstPlan) throw new Error("the example stack has no model");
+  const report = priced
+    ? estimateCost(
+        costInput(
+          first,
+          firstPlan,
+          { stackName: "seed-models", region: "us-east-1", today: "2026-11-25" },
+          { models, plan },
+        ),
+      )
+    : undefined;
+  return renderStackScalingOf(
+    plan.models.map((m) => {
+      const pricing = report ? gpuPricing(report, m.id) : undefined;
+      return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
+    }),
+  );
 }

@@ -20,7 +20,13 @@ import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Plan } from "../../infra/plan";
-import { MODEL_NAMES, renderModelRepository, type RepositoryOptions } from "../../infra/render/modelRepository";
+import {
+  ENSEMBLE_MODEL,
+  MODEL_NAMES,
+  renderModelRepository,
+  type RepositoryFile,
+  type RepositoryOptions,
+} from "../../infra/render/modelRepository";
 
 export const ROOT = path.resolve(__dirname, "../..");
 /** synth reads Pulumi.<stack>.yaml from its working directory: this folder. */
@@ -30,6 +36,8 @@ export const TEST_STACK = "triton-test";
 /** What the tests need to know about the served repository. */
 export interface HarnessInfo {
   repository: string;
+  /** The tokenizer the fixture trained, which preprocessing and postprocessing load. */
+  tokenizerPath: string;
   maxBatchSize: number;
   maxInputLen: number;
   maxOutputLen: number;
@@ -173,20 +181,11 @@ export function assembleRepository(
 
   const repository = path.join(work, "repository");
   rmSync(repository, { recursive: true, force: true });
-  const rendered = renderModelRepository({ ...imageOptions, tokenizerPath: tokenizer.path }, { backend: "python" });
-  for (const dir of rendered.directories) mkdirSync(path.join(repository, dir), { recursive: true });
-  for (const file of rendered.files) writeFileSync(path.join(repository, file.path), file.content);
-  for (const name of MODEL_NAMES) {
-    const versionDir = path.join(repository, name, "1");
-    if (name === "preprocessing" || name === "postprocessing") copyPythonModel(name, versionDir);
-    // The streaming ensemble is a Python model; the ensemble platform ignores its version folder.
-    if (name === "ensemble" && imageOptions.decoupled) copyPythonModel(name, versionDir);
-    if (name === "fastertransformer")
-      cpSync(path.join(ROOT, "test/triton/ft_standin/1/model.py"), path.join(versionDir, "model.py"));
-  }
+  writeModels(repository, { ...imageOptions, tokenizerPath: tokenizer.path });
   log(`repository ready: ${repository}`);
   return {
     repository,
+    tokenizerPath: tokenizer.path,
     maxBatchSize: imageOptions.maxBatchSize,
     maxInputLen: imageOptions.maxInputLen,
     maxOutputLen: imageOptions.maxOutputLen,
@@ -195,6 +194,79 @@ export function assembleRepository(
     padId: imageOptions.padId,
     endToken: tokenText(tokenizer.path, imageOptions.endId),
   };
+}
+
+/**
+ * Writes one model's four Triton models into `repository` (FT as the CPU
+ * stand-in, the Python models with `tritonft`), each named `<prefix><name>`:
+ * with a prefix, a second model's repository sits beside the first in one
+ * server, as two models' ensembles side by side.
+ */
+function writeModels(repository: string, options: RepositoryOptions, prefix = ""): void {
+  const rendered = renderModelRepository(options, { backend: "python" });
+  const target = (file: string): string => path.join(repository, `${prefix}${file}`);
+  for (const dir of rendered.directories) mkdirSync(target(dir), { recursive: true });
+  for (const file of rendered.files) writeFileSync(target(file.path), prefix ? renamed(file, prefix) : file.content);
+  for (const name of MODEL_NAMES) {
+    const versionDir = path.join(target(name), "1");
+    if (name === "preprocessing" || name === "postprocessing") copyPythonModel(name, versionDir);
+    // The streaming ensemble is a Python model; the ensemble platform ignores its version folder.
+    if (name === "ensemble" && options.decoupled) copyPythonModel(name, versionDir);
+    if (name === "fastertransformer")
+      cpSync(path.join(ROOT, "test/triton/ft_standin/1/model.py"), path.join(versionDir, "model.py"));
+  }
+}
+
+/** Replace `pattern` exactly `count` times, or fail: a renderer change must not leave a name unrenamed. */
+function replaceExactly(text: string, pattern: RegExp, replacement: string, count: number, where: string): string {
+  const global = new RegExp(pattern.source, `${pattern.flags.replace("g", "")}g`);
+  const hits = text.match(global)?.length ?? 0;
+  if (hits !== count) throw new Error(`${where}: expected ${count} match(es) of ${pattern}, found ${hits}`);
+  return text.replace(global, replacement);
+}
+
+/** A rendered config with its model's name, and the names its ensemble calls, prefixed. */
+function renamed(file: RepositoryFile, prefix: string): string {
+  const model = file.path.split("/")[0];
+  let text = replaceExactly(
+    file.content,
+    new RegExp(`^name: "${model}"$`, "m"),
+    `name: "${prefix}${model}"`,
+    1,
+    file.path,
+  );
+  if (model !== ENSEMBLE_MODEL) return text;
+  // The streaming ensemble's steps (JSON in a pbtxt string, quotes escaped) and its decoupled step.
+  for (const step of ["preprocessing", "fastertransformer", "postprocessing"]) {
+    text = replaceExactly(
+      text,
+      new RegExp(`\\\\"model\\\\":\\\\"${step}\\\\"`),
+      `\\"model\\":\\"${prefix}${step}\\"`,
+      1,
+      file.path,
+    );
+  }
+  return replaceExactly(
+    text,
+    /(key: "streamed_step"\n\s*value \{\n\s*string_value: ")fastertransformer"/,
+    `$1${prefix}fastertransformer"`,
+    1,
+    file.path,
+  );
+}
+
+/**
+ * Adds a second model to an assembled streaming repository, its four models
+ * named `<prefix>…` (the ensemble `<prefix>ensemble`), rendered from `options`
+ * (other limits, another vocabulary) with the first model's tokenizer.
+ * Returns the second model's ensemble name.
+ */
+export function addSecondModel(repository: string, options: RepositoryOptions, prefix: string): string {
+  writeModels(repository, options, prefix);
+  log(
+    `second model ${prefix}${ENSEMBLE_MODEL} in ${repository}: batch ${options.maxBatchSize}, input ${options.maxInputLen}, output ${options.maxOutputLen}, vocab ${options.vocab}`,
+  );
+  return `${prefix}${ENSEMBLE_MODEL}`;
 }
 
 /**

@@ -138,12 +138,20 @@ describe("architecture", () => {
     expect(cycles(graph)).toEqual([["plan imports render", "render imports plan"]]);
   });
 
-  it("computes the plan once per composition root, and nowhere else", () => {
-    const callers = [...files, join(ROOT, "scripts", "synth.ts")].filter((f) =>
-      /\bbuildPlan\(/.test(readFileSync(f, "utf8").replace(/export function buildPlan\(/, "")),
-    );
-    expect(callers.map((f) => relative(ROOT, f)).sort()).toEqual(["infra/program.ts", "scripts/synth.ts"]);
-    for (const f of callers) expect(readFileSync(f, "utf8").match(/\bbuildPlan\(/g)).toHaveLength(1);
+  it("computes the stack plan once per composition root, and each model's plan only inside it", () => {
+    /** The files that call `name(`, its definition aside, and how often. */
+    const callers = (name: string) => {
+      const call = new RegExp(`\\b${name}\\(`, "g");
+      return [...files, join(ROOT, "scripts", "synth.ts")].flatMap((f) => {
+        const n = readFileSync(f, "utf8").replace(`export function ${name}(`, "").match(call)?.length ?? 0;
+        return n > 0 ? [[relative(ROOT, f), n] as const] : [];
+      });
+    };
+    expect(callers("buildStackPlan").sort()).toEqual([
+      ["infra/program.ts", 1],
+      ["scripts/synth.ts", 1],
+    ]);
+    expect(callers("buildPlan")).toEqual([["infra/plan/stack.ts", 1]]);
   });
 
   it("assembles the renderers' inputs in the plan only: consumers read plan.renderInputs", () => {

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
 import { stepConfigPath } from "../../infra/plan/stepGraph";
 import { resolveStack } from "../../infra/config/validate";
+import type { TeamLimitsFile } from "../../infra/render/gatewayConfig";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
 import { planOf } from "../lib/plan";
@@ -256,7 +257,7 @@ describe("GatewayService", () => {
   const image = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
   const sha = (v: string) => createHash("sha256").update(v, "utf8").digest("hex");
   /** One GatewayService for the teams search (with a second key, search:v2) and chat. */
-  const runGateway = (teams?: Record<string, Record<string, number>>) => {
+  const runGateway = (teams?: Record<string, TeamLimitsFile>) => {
     const { plan } = gpt2Plan();
     return runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
@@ -297,9 +298,9 @@ describe("GatewayService", () => {
     expect(run.outputs.url).toMatch(/^http:\/\/\S+/);
   });
 
-  it("writes each team's own limits beside its key hashes (serving.consumers' map form), and nothing for a team without", async () => {
+  it("writes each team's own limits and model scope beside its key hashes (serving.consumers' map form), and nothing for a team without", async () => {
     const run = await runGateway({
-      search: { requestsPerMinute: 120, tokensPerMinute: 50_000, maxConcurrent: 4, share: 3 },
+      search: { requestsPerMinute: 120, tokensPerMinute: 50_000, maxConcurrent: 4, share: 3, models: ["gpt2"] },
     });
     const keys = run.outputs.keys as Record<string, string>;
     const secret = run.one("kubernetes:core/v1:Secret");
@@ -313,6 +314,7 @@ describe("GatewayService", () => {
           tokensPerMinute: 50_000,
           maxConcurrent: 4,
           share: 3,
+          models: ["gpt2"],
         },
         { name: "chat", keySha256: [sha(keys.chat ?? "")] },
       ],

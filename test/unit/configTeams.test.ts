@@ -40,7 +40,7 @@ describe("serving.consumers: a list of teams or a map of teams to their limits",
   it("refuses non-positive or fractional limits, a zero share, unknown keys and bad team names, all at once", () => {
     const problems = problemsOf({
       search: { requestsPerMinute: 0, tokensPerMinute: 1.5, maxConcurrent: -1, share: 0 },
-      ads: { models: ["gpt2"] },
+      ads: { priority: 1 },
       "Team A": {},
     });
     const keys = problems.map((p) => p.key).sort();
@@ -50,13 +50,28 @@ describe("serving.consumers: a list of teams or a map of teams to their limits",
         "triton-ft:serving.consumers.search.tokensPerMinute",
         "triton-ft:serving.consumers.search.maxConcurrent",
         "triton-ft:serving.consumers.search.share",
-        "triton-ft:serving.consumers.ads.models",
+        "triton-ft:serving.consumers.ads.priority",
         "triton-ft:serving.consumers.Team A",
       ].sort(),
     );
-    const unknown = problems.find((p) => p.key.endsWith("ads.models"))!;
+    const unknown = problems.find((p) => p.key.endsWith("ads.priority"))!;
     expect(unknown.message).toBe("is not a key of triton-ft:serving.consumers.ads");
-    expect(unknown.fix).toContain("requestsPerMinute, tokensPerMinute, maxConcurrent, share");
+    expect(unknown.fix).toContain("requestsPerMinute, tokensPerMinute, maxConcurrent, share, models");
+    for (const p of problems) expect(p.fix).not.toBe("");
+  });
+
+  it("scopes a team to models: the ids flow into the plan's team limits", () => {
+    const r = resolve({ search: { models: ["gpt2"], share: 2 }, ads: {} });
+    expect(r.problems).toEqual([]);
+    expect(gatewayPlan(r.stack!).teams).toEqual({ search: { models: ["gpt2"], share: 2 } });
+  });
+
+  it("refuses a team scoped to a model the stack does not serve, or to no model", () => {
+    const problems = problemsOf({ search: { models: ["gpt2", "gpt-j"] }, ads: { models: [] } });
+    expect(problems.map((p) => [p.key, p.message])).toEqual([
+      ["triton-ft:serving.consumers.ads.models", expect.stringMatching(/>=1 items|at least 1/)],
+      ["triton-ft:serving.consumers.search.models", "names gpt-j, which this stack does not serve (it serves gpt2)"],
+    ]);
     for (const p of problems) expect(p.fix).not.toBe("");
   });
 
@@ -92,6 +107,15 @@ describe("serving.consumers: a list of teams or a map of teams to their limits",
 });
 
 describe("the gateway's keys file", () => {
+  it("carries a team's model scope, and the gateway accepts it", () => {
+    const json = renderKeysFile([{ entry: "search", keySha256: "a".repeat(64) }], { search: { models: ["gpt2"] } });
+    expect(KeysFileSchema.parse(JSON.parse(json)).consumers[0]).toEqual({
+      name: "search",
+      keySha256: ["a".repeat(64)],
+      models: ["gpt2"],
+    });
+  });
+
   it("a team without own limits is its name and hashes only (today's bytes)", () => {
     const json = renderKeysFile([
       { entry: "search", keySha256: "a".repeat(64) },

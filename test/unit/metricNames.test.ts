@@ -20,8 +20,9 @@ import { DCGM_COUNTERS } from "../../infra/render/observability";
 import { exportedSeriesNames } from "../lib/exposition";
 import { gpt2Config } from "../lib/fixtures";
 import { PromQLSyntaxError, metricNames } from "../lib/promqlMetrics";
-import { gptjAutoscaled, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
+import { gptjAutoscaled, renderSeedModelsScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
 import { renderStackScaling } from "../lib/scalingFixtures";
+import type { ScalingManifests } from "../../infra/render/scaling";
 
 const DATA = path.resolve(__dirname, "../data/metrics");
 
@@ -40,9 +41,11 @@ function kubeStateMetrics(): Set<string> {
   return new Set(lines.map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")));
 }
 
-const stacks = {
-  autoscaled: () => renderStackScaling(resolvedStack(gptjAutoscaled())),
-  fixed: () => renderStackScaling(resolvedStack(gpt2Config())),
+const stacks: Record<string, () => ScalingManifests[]> = {
+  autoscaled: () => [renderStackScaling(resolvedStack(gptjAutoscaled()))],
+  fixed: () => [renderStackScaling(resolvedStack(gpt2Config()))],
+  // The first model's render carries the stack's dashboard rows and per-model alerts; each its own scaler.
+  "several models": () => renderSeedModelsScaling(),
 };
 
 describe("PromQL metric-name extraction", () => {
@@ -84,7 +87,7 @@ describe("metric names in the scaler, alerts and dashboard", () => {
       const unknown: string[] = [];
       let triton = 0;
       let gatewayNames = 0;
-      for (const { where, expr } of shippedQueries(make())) {
+      for (const { where, expr } of make().flatMap(shippedQueries)) {
         for (const name of metricNames(expr)) {
           if (name.startsWith("nv_")) triton++;
           else if (name.startsWith("DCGM_")) {

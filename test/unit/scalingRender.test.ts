@@ -9,12 +9,13 @@ import type { ResolvedStack } from "../../infra/config/stack";
 import { crdObjects, scalingFiles, scrapeConfig } from "../../infra/render/scaling";
 import { queueComputeRatioQuery } from "../../infra/render/prometheus";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
-import { DCGM_COUNTERS } from "../../infra/render/observability";
+import { DCGM_COUNTERS, MODEL_SERIES_LABEL, nodeLabelMetaName } from "../../infra/render/observability";
+import { INSTANCE_TYPE_LABEL, MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
 import { planWorkload } from "../../infra/plan/workload";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { gptjAutoscaled } from "../lib/scalingFixtures";
+import { gptjAutoscaled, renderSeedModelsScaling, seedModelsPlan, shippedQueries } from "../lib/scalingFixtures";
 import { renderStackScaling } from "../lib/scalingFixtures";
 import { planOf } from "../lib/plan";
 
@@ -69,7 +70,7 @@ describe("KEDA ScaledObject", () => {
 
   it("matches the metric selector the ServiceMonitor and the plain scrape config produce", () => {
     const s = resolved(gpt2Config());
-    const jobs = scrapeConfig({ modelName: s.model.name, namespace: s.config.serving.namespace })
+    const jobs = scrapeConfig([{ modelName: s.model.name, namespace: s.config.serving.namespace }])
       .scrape_configs as Array<{ relabel_configs: Array<{ target_label?: string }> }>;
     for (const j of jobs) {
       const targets = j.relabel_configs.map((r) => r.target_label).filter(Boolean);
@@ -167,9 +168,13 @@ describe("alerts and dashboard", () => {
       "GPU utilisation",
       "GPU memory used",
       "Replicas and GPU nodes",
+      "$ per 1k generated tokens (live)",
+      "GPU $/hour by team (share of generated tokens)",
     ]);
-    for (const p of d.panels) expect(p.targets.length).toBeGreaterThan(0);
-    const perTeam = d.panels.find((p) => p.title === "Tokens per team (gateway)")!;
+    for (const p of d.panels) expect(p.type === "row" ? [] : p.targets).not.toHaveLength(0);
+    const perTeam = d.panels
+      .flatMap((p) => (p.type === "row" ? [] : [p]))
+      .find((p) => p.title === "Tokens per team (gateway)")!;
     expect(perTeam.targets.map((t) => t.legendFormat)).toEqual(["{{consumer}} prompt", "{{consumer}} generated"]);
     for (const t of perTeam.targets) expect(t.expr).toMatch(/^sum by \(consumer\)/);
   });
@@ -182,6 +187,19 @@ describe("alerts and dashboard", () => {
     );
     expect(m.prometheusRule.spec.groups[0].rules.map((r) => r.alert)).not.toContain("GatewayStoreDegraded");
     expect(JSON.stringify(m.dashboard)).not.toContain("store_degraded");
+  });
+
+  it("prices the live cost panels at the serving instance's table price: GPU-hours paid ÷ tokens served", () => {
+    const panels = scaled().dashboard.panels.flatMap((p) => (p.type === "row" ? [] : [p]));
+    const perToken = panels.find((p) => p.title === "$ per 1k generated tokens (live)");
+    // gptjAutoscaled serves on g5.2xlarge: the table's us-east-1 price, times the GPU nodes DCGM reports.
+    expect(perToken?.targets[0]?.expr).toMatch(
+      /^\(count\(count by \(Hostname\) \(DCGM_FI_DEV_GPU_UTIL\{namespace="[^"]+"\}\)\) \* 1\.212\) \/ clamp_min\(sum\(rate\(triton_ft_gateway_output_tokens_total\{[^}]+\}\[\d+s\]\)\) \* 3600, 1e-9\) \* 1000$/,
+    );
+    expect(perToken?.description).toContain("g5.2xlarge at $1.212/h");
+    const byTeam = panels.find((p) => p.title === "GPU $/hour by team (share of generated tokens)");
+    expect(byTeam?.targets[0]?.expr).toContain("sum by (consumer)");
+    expect(byTeam?.targets[0]?.legendFormat).toBe("{{consumer}}");
   });
 });
 
@@ -220,6 +238,8 @@ describe("schemas", () => {
     ["spot", () => scaled({ capacityType: "spot" })],
     ["reservations", () => scaled({ capacityReservationIds: ["cr-0123456789abcdef0"] })],
     ["fixed size", () => renderStackScaling(resolved(gpt2Config()))],
+    // The first model's render carries the stack's DCGM (node metadata, relabeling), dashboard and alerts.
+    ["several models", () => renderSeedModelsScaling()[0] as ReturnType<typeof scaled>],
   ];
   for (const [label, make] of variants) {
     it(`validates every CRD-based object against its vendored CRD (${label})`, () => {
@@ -260,7 +280,7 @@ describe("schemas", () => {
 describe("synth files", () => {
   it("writes operator objects when the operator is present, plain Prometheus config otherwise", () => {
     const s = resolved(gptjAutoscaled());
-    const w = { modelName: s.model.name, namespace: s.config.serving.namespace };
+    const w = [{ modelName: s.model.name, namespace: s.config.serving.namespace }];
     const withOp = scalingFiles(
       renderStackScaling({ ...s, config: { ...s.config, serving: { ...s.config.serving, serviceMonitor: true } } }),
       w,
@@ -285,7 +305,8 @@ describe("synth files", () => {
       parseAllDocuments(plain["k8s/70-dcgm-exporter.yaml"] ?? "").map((d) => (d.toJS() as { kind: string }).kind),
     ).toEqual(["ConfigMap", "DaemonSet", "Service", "NetworkPolicy"]);
     const dash = JSON.parse(plain["dashboards/triton-gpt-j-6b.json"] ?? "{}") as { panels: unknown[] };
-    expect(dash.panels).toHaveLength(14);
+    // 12 panels, the two per-team ones (tokens, refusals with the store) and the two live cost ones.
+    expect(dash.panels).toHaveLength(16);
     // The plain scrape config covers the gateway too (its series carry the same namespace/service labels).
     const jobs = (
       parse(plain["prometheus/scrape-config.yaml"] ?? "") as { scrape_configs: Array<{ job_name: string }> }
@@ -335,5 +356,184 @@ describe("the gateway's ServiceMonitor and ScaledObject", () => {
 
   it("has no gateway ScaledObject at a fixed size", () => {
     expect(renderStackScaling(resolved(gpt2Config())).gatewayScaledObject).toBeUndefined();
+  });
+});
+
+describe("a stack of several models (test/stacks/models)", () => {
+  const { plan } = seedModelsPlan();
+  const [shared] = renderSeedModelsScaling();
+  const models = plan.models.map((e) => ({
+    id: e.id,
+    deployment: `triton-${e.id}`,
+    metricsService: `triton-${e.id}-metrics`,
+    instanceType: e.plan.serving.instanceType,
+    autoscaling: e.plan.autoscaling,
+  }));
+  /** Every `metric{matchers}` of an expression, with its equality matchers. */
+  const selectors = (expr: string) =>
+    [...expr.matchAll(/([A-Za-z_:][A-Za-z0-9_:]*)\{([^}]*)\}/g)].map(([, metric, body]) => ({
+      metric: metric ?? "",
+      labels: Object.fromEntries([...(body ?? "").matchAll(/(\w+)="([^"]*)"/g)].map(([, k, v]) => [k, v])),
+    }));
+  /** The selectors of one model's expression select that model's series only; returns which exporters it read. */
+  const onlyOwnSeries = (expr: string, m: (typeof models)[number]): Set<string> => {
+    const read = new Set<string>();
+    for (const s of selectors(expr)) {
+      const where = `${s.metric} in ${expr}`;
+      if (s.metric.startsWith("nv_")) expect(s.labels.service, where).toBe(m.metricsService);
+      else if (s.metric.startsWith("triton_ft_gateway_")) expect(s.labels.model, where).toBe(m.id);
+      else if (s.metric.startsWith("DCGM_")) expect(s.labels.model, where).toBe(m.id);
+      else if (s.metric.startsWith("kube_deployment_")) expect(s.labels.deployment, where).toBe(m.deployment);
+      else throw new Error(`unexpected series ${where}`);
+      read.add(s.metric.split("_")[0] ?? "");
+    }
+    return read;
+  };
+
+  it("has three models on two GPU instance types (what the checks below rely on)", () => {
+    expect(models.map((m) => m.id)).toEqual(["h2ogpt-6-9b", "kogpt-6b", "codegen-2b-mono"]);
+    expect(new Set(models.map((m) => m.instanceType)).size).toBe(2);
+    expect(models.filter((m) => m.autoscaling).map((m) => m.id)).toEqual(["codegen-2b-mono"]);
+  });
+
+  it("runs the DCGM exporter on every model's GPU instance types and labels its series with the node's model", () => {
+    const terms =
+      shared?.dcgm.daemonSet.spec?.template.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution
+        ?.nodeSelectorTerms;
+    expect(terms?.[0]?.matchExpressions).toEqual([
+      { key: INSTANCE_TYPE_LABEL, operator: "In", values: [...new Set(models.map((m) => m.instanceType))] },
+    ]);
+    // Prometheus names a node label in service discovery with every character outside [A-Za-z0-9_] as `_`.
+    expect(nodeLabelMetaName(MODEL_NODE_LABEL_KEY)).toBe("__meta_kubernetes_node_label_triton_ft_io_model");
+    const monitor = shared?.dcgm.serviceMonitor.spec;
+    expect(monitor?.attachMetadata).toEqual({ node: true });
+    expect(monitor?.endpoints[0]?.relabelings).toEqual([
+      { sourceLabels: [nodeLabelMetaName(MODEL_NODE_LABEL_KEY)], targetLabel: MODEL_SERIES_LABEL, action: "replace" },
+    ]);
+    // The label the relabeling reads is on every model's GPU nodes: its pods require it, its NodePool sets it.
+    for (const e of plan.models)
+      expect(e.plan.renderInputs.triton.modelNodeLabel).toEqual({ key: MODEL_NODE_LABEL_KEY, value: e.id });
+    const codegen = renderSeedModelsScaling()[2];
+    expect(codegen?.nodePool?.spec.template.metadata.labels[MODEL_NODE_LABEL_KEY]).toBe("codegen-2b-mono");
+  });
+
+  it("gives every model a dashboard row: queue/compute ratio, TTFT, tokens/s, requests, replicas, GPU utilisation, on its own series", () => {
+    const panels = shared?.dashboard.panels ?? [];
+    const rows = panels.flatMap((p, n) => (p.type === "row" ? [n] : []));
+    expect(rows).toHaveLength(models.length);
+    for (const [r, m] of models.entries()) {
+      const start = rows[r] ?? 0;
+      expect(panels[start]?.title.startsWith(`${m.id} (`)).toBe(true);
+      const own = panels.slice(start + 1, rows[r + 1] ?? panels.length);
+      expect(own.map((p) => p.title)).toEqual([
+        "Queue / compute time ratio",
+        "Time to first token (gateway)",
+        "Tokens per second (gateway)",
+        "Requests per second",
+        "Replicas and GPU nodes",
+        "GPU utilisation",
+      ]);
+      const read = new Set<string>();
+      for (const p of own)
+        for (const t of p.type === "row" ? [] : p.targets) for (const x of onlyOwnSeries(t.expr, m)) read.add(x);
+      expect([...read].sort()).toEqual(["DCGM", "kube", "nv", "triton"]);
+      const ratio = own[0]?.type === "row" ? [] : (own[0]?.targets ?? []);
+      expect(ratio.map((t) => t.expr).includes(`vector(${m.autoscaling?.target})`)).toBe(m.autoscaling !== undefined);
+    }
+    // Unique panel ids, and no two panels on the same grid cell.
+    expect(new Set(panels.map((p) => p.id)).size).toBe(panels.length);
+    expect(new Set(panels.map((p) => `${p.gridPos.x},${p.gridPos.y}`)).size).toBe(panels.length);
+  });
+
+  it("prices each model's row at its own GPU nodes' price, over its own tokens", () => {
+    const [priced] = renderSeedModelsScaling(true);
+    const panels = priced?.dashboard.panels ?? [];
+    const rows = panels.flatMap((p, n) => (p.type === "row" ? [n] : []));
+    const prices = new Set<string>();
+    for (const [r, m] of models.entries()) {
+      const own = panels
+        .slice((rows[r] ?? 0) + 1, rows[r + 1] ?? panels.length)
+        .flatMap((p) => (p.type === "row" ? [] : [p]));
+      const cost = own.filter((p) => p.fieldConfig.defaults.unit === "currencyUSD");
+      expect(
+        cost.map((p) => p.title),
+        m.id,
+      ).toEqual(["$ per 1k generated tokens (live)", "GPU $/hour by team (share of generated tokens)"]);
+      for (const p of cost) for (const t of p.targets) onlyOwnSeries(t.expr, m);
+      // Its instance type's price: `(count(... its GPU nodes ...) * <price>)`.
+      const price = /\* ([0-9.]+)\)/.exec(cost[0]?.targets[0]?.expr ?? "")?.[1] ?? "";
+      expect(cost[0]?.description, m.id).toContain(`${m.instanceType} at $${price}/h`);
+      prices.add(`${m.instanceType} ${price}`);
+    }
+    // Two instance types, two prices.
+    expect(new Set([...prices].map((p) => p.split(" ")[1])).size).toBe(2);
+    // No stack-wide cost panel mixes the models' prices.
+    expect(
+      panels.slice(0, rows[0]).some((p) => p.type !== "row" && p.fieldConfig.defaults.unit === "currencyUSD"),
+    ).toBe(false);
+  });
+
+  it("fires alerts per model: one group each, on its own series and thresholds, labelled with the model", () => {
+    const groups = shared?.prometheusRule.spec.groups ?? [];
+    expect(groups.map((g) => g.name)).toEqual([
+      ...models.map((m) => `${m.deployment}.rules`),
+      "triton-h2ogpt-6-9b-gateway.rules",
+    ]);
+    for (const [n, m] of models.entries()) {
+      const rules = groups[n]?.rules ?? [];
+      for (const r of rules) {
+        expect(r.labels.model).toBe(m.id);
+        onlyOwnSeries(r.expr, m);
+      }
+      const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
+      expect(Object.keys(byName).includes("TritonScalingAtMax")).toBe(m.autoscaling !== undefined);
+      if (m.autoscaling) expect(byName.TritonScalingAtMax?.expr).toContain(`>= ${m.autoscaling.maxReplicas}`);
+      expect(byName.TritonQueueTimeHigh?.for).toBe(
+        m.autoscaling ? `${Math.ceil(m.autoscaling.scaleUpLatencySeconds / 60)}m` : "10m",
+      );
+      expect(byName.GatewayServerErrorsHigh).toBeDefined();
+    }
+    // Requests the gateway routed to no model: `model=""` matches the series without the label.
+    const [gatewayRule] = groups.at(-1)?.rules ?? [];
+    expect(gatewayRule?.alert).toBe("GatewayServerErrorsHigh");
+    for (const s of selectors(gatewayRule?.expr ?? "")) expect(s.labels.model).toBe("");
+  });
+
+  it("scrapes each model's Triton, the gateway and DCGM (with the node's model) without the Operator", () => {
+    const config = scrapeConfig(plan.models.map((e) => e.plan.renderInputs.triton)) as {
+      scrape_configs: Array<{
+        job_name: string;
+        kubernetes_sd_configs: Array<{ attach_metadata?: { node: boolean } }>;
+        relabel_configs: Array<{ source_labels?: string[]; target_label?: string }>;
+      }>;
+    };
+    expect(config.scrape_configs.map((j) => j.job_name)).toEqual([
+      ...models.map((m) => `triton/${m.metricsService}`),
+      "triton/triton-h2ogpt-6-9b-gateway-metrics",
+      "triton/triton-h2ogpt-6-9b-dcgm-exporter",
+    ]);
+    const dcgm = config.scrape_configs.at(-1);
+    expect(dcgm?.kubernetes_sd_configs[0]?.attach_metadata).toEqual({ node: true });
+    expect(dcgm?.relabel_configs.at(-1)).toEqual({
+      source_labels: [nodeLabelMetaName(MODEL_NODE_LABEL_KEY)],
+      target_label: MODEL_SERIES_LABEL,
+    });
+    for (const j of config.scrape_configs.slice(0, -1))
+      expect(j.kubernetes_sd_configs[0]?.attach_metadata).toBeUndefined();
+  });
+
+  it("decides the Prometheus Operator for the stack: the autoscaled model installs it, every model gets its ServiceMonitor", () => {
+    expect(plan.models.map((e) => e.plan.renderInputs.triton.serviceMonitor)).toEqual([true, true, true]);
+    expect(shared?.operatorPresent).toBe(true);
+  });
+
+  it("leaves a one-model stack's DCGM, dashboard and alerts without rows or model matchers", () => {
+    const m = renderStackScaling(resolved(gpt2Config()));
+    expect(m.dashboard.panels.some((p) => p.type === "row")).toBe(false);
+    expect(m.dcgm.serviceMonitor.spec.attachMetadata).toBeUndefined();
+    expect(m.prometheusRule.spec.groups).toHaveLength(1);
+    for (const q of shippedQueries(m))
+      for (const s of selectors(q.expr))
+        if (!s.metric.startsWith("nv_")) expect(s.labels.model, q.where).toBeUndefined();
   });
 });

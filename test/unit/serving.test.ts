@@ -21,6 +21,7 @@ describe("stack-output contract", () => {
     httpEndpoint: "string",
     openaiBaseUrl: "string",
     modelIds: "string[]",
+    models: "object",
     apiKeys: "object (secret)",
     gatewayImage: "string",
     modelName: "string",
@@ -66,6 +67,18 @@ describe("stack-output contract", () => {
     expect(o.httpEndpoint).toMatch(/^http:\/\/[a-z0-9.-]+$/);
     expect(o.openaiBaseUrl).toBe(`${String(o.httpEndpoint)}/v1`);
     expect(o.modelIds).toEqual(["gpt2"]);
+    // The per-model map describes the one model exactly as the single-model outputs do.
+    expect(o.models).toEqual({
+      gpt2: {
+        id: "gpt2",
+        family: "gpt",
+        source: o.modelSource,
+        tensorParallel: 1,
+        instanceType: "g5.xlarge",
+        serverImage: o.serverImage,
+        tritonService: "triton-gpt2.triton.svc.cluster.local:8001",
+      },
+    });
     const keys = o.apiKeys as Record<string, string>;
     expect(Object.keys(keys).sort()).toEqual(["ads", "search"]);
     for (const key of Object.values(keys)) expect(key).toMatch(/^tft-[A-Za-z0-9]{48}$/);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseStackFile } from "../../infra/synth/stackFile";
 import { runProgram, type RunOptions } from "../lib/pulumi";
+import { toModelsForm } from "../lib/modelsForm";
 
 const ROOT = join(__dirname, "..", "..");
 const SNAPSHOTS = join(__dirname, "golden", "urns");
@@ -27,6 +28,8 @@ function stackConfig(stack: string): Record<string, unknown> {
 
 interface Case {
   name: string;
+  /** The snapshot it must match (default: its own name). */
+  snapshot?: string;
   stack: string;
   config: () => Record<string, unknown>;
   secrets?: RunOptions["secrets"];
@@ -35,6 +38,14 @@ interface Case {
 const CASES: Case[] = [
   { name: "dev", stack: "dev", config: () => stackConfig("dev") },
   { name: "prod", stack: "prod", config: () => stackConfig("prod") },
+  // Moving a live stack to `triton-ft:models` (its model as the one entry, under its name) renames nothing.
+  { name: "dev, models form", snapshot: "dev", stack: "dev", config: () => toModelsForm(stackConfig("dev"), "gpt2") },
+  {
+    name: "prod, models form",
+    snapshot: "prod",
+    stack: "prod",
+    config: () => toModelsForm(stackConfig("prod"), "gpt-j-6b"),
+  },
   {
     // The other modes of the serving and network sides, on the dev model.
     name: "dev-kubeconfig-existing-network",
@@ -62,7 +73,7 @@ describe("resource names (URNs) of the committed stacks", () => {
   for (const c of CASES) {
     it(`${c.name}: every URN is unchanged`, async () => {
       const run = await runProgram(c.config(), { stack: c.stack, secrets: c.secrets });
-      const file = join(SNAPSHOTS, `${c.name}.json`);
+      const file = join(SNAPSHOTS, `${c.snapshot ?? c.name}.json`);
       if (process.env.UPDATE_URN_SNAPSHOTS === "1" || !existsSync(file)) {
         // A missing snapshot is written once and still fails, so CI never passes on a fresh one.
         writeFileSync(file, JSON.stringify(run.urns, null, 2) + "\n");
@@ -71,6 +82,25 @@ describe("resource names (URNs) of the committed stacks", () => {
       const pinned = JSON.parse(readFileSync(file, "utf8")) as string[];
       expect(run.urns.length).toBeGreaterThan(20);
       expect(run.urns).toEqual(pinned);
+    });
+  }
+});
+
+describe("moving a live stack to triton-ft:models", () => {
+  // Same names and same inputs: the engine would plan no replacement and no update.
+  for (const [stack, id] of [
+    ["dev", "gpt2"],
+    ["prod", "gpt-j-6b"],
+  ] as const) {
+    it(`${stack}: registers the same resources with the same inputs`, async () => {
+      const inputs = (run: Awaited<ReturnType<typeof runProgram>>) =>
+        run.resources
+          // As the engine would see them: serialised (assets compare by what they hold).
+          .map((r) => ({ type: r.type, name: r.name, inputs: JSON.stringify(r.inputs) }))
+          .sort((a, b) => `${a.type}/${a.name}`.localeCompare(`${b.type}/${b.name}`));
+      const before = await runProgram(stackConfig(stack), { stack });
+      const after = await runProgram(toModelsForm(stackConfig(stack), id), { stack });
+      expect(inputs(after)).toEqual(inputs(before));
     });
   }
 });

@@ -127,8 +127,13 @@ describe("preview workflow steps, run for real", () => {
         );
     const md = fs.readFileSync(path.join(temp, "inventory", "diff.md"), "utf8");
     expect(md).toContain(`base \`${base.slice(0, 12)}\` -> head \`${head.slice(0, 12)}\``);
+    // Each stack's change list opens with its estimate's change: a new SSH range costs nothing and rebuilds nothing.
     expect(md).toMatch(
-      /```diff\nstack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)\n\nstack prod: 1 to add, 1 to change, 0 to remove/,
+      /```diff\nstack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged \(\$[\d,]+\/month\)\n {2}gpt2: [^\n]*this change: no build or rollout\n\nstack prod: 1 to add, 1 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged/,
+    );
+    // The comment's cost section: a bar per side, before and after.
+    expect(md).toMatch(
+      /### Cost and time to serve\n.*\n\*\*dev\*\*: unchanged[^\n]*\n```\nbefore █+░* *\$[\d,]+\/month\nafter {2}█+/,
     );
     // The EKS API endpoint admits the deployers' ranges too (plan/clusterAccess.ts), so a new SSH range changes it.
     expect(md).toContain(

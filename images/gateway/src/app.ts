@@ -11,6 +11,7 @@
  *   drain      once closing (SIGTERM), new requests get 503 server_shutting_down
  *   auth       API keys on every path but the probes
  *   store      the shared store's link and heartbeats, and the usage ledger
+ *   models     `app.routeModel()`: the model a request names, among those its key may use
  *   limits     body size by Content-Length; `app.admit()` for generations
  */
 import { randomUUID } from "node:crypto";
@@ -22,8 +23,10 @@ import { auth } from "./plugins/auth";
 import { drain } from "./plugins/drain";
 import { errors } from "./plugins/errors";
 import { limits } from "./plugins/limits";
+import { models } from "./plugins/models";
 import { store } from "./plugins/store";
 import { telemetry } from "./plugins/telemetry";
+import { ModelRouter } from "./models";
 import { kserveRoutes } from "./routes/kserve";
 import { openaiRoutes } from "./routes/openai";
 import { probeRoutes } from "./routes/probes";
@@ -34,7 +37,8 @@ import type { TritonClient } from "./triton";
 export interface GatewayDeps {
   config: GatewayConfig;
   keys: KeyRing;
-  triton: TritonClient;
+  /** One Triton client per served model, by model id (each model has its own Triton). */
+  tritons: ReadonlyMap<string, TritonClient>;
   metrics?: GatewayMetrics;
   /** The shared store's client (main.ts connects it when the config has a `store`); absent: per-pod limits and usage. */
   storeClient?: StoreClient;
@@ -43,7 +47,8 @@ export interface GatewayDeps {
 }
 
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
-  const { config, keys, triton } = deps;
+  const { config, keys } = deps;
+  const router = new ModelRouter(config.models, deps.tritons);
   const metrics = deps.metrics ?? new GatewayMetrics();
   const app = Fastify({
     bodyLimit: config.limits.bodyBytes,
@@ -66,12 +71,13 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     metrics,
     ...(config.store && deps.storeClient ? { connection: { client: deps.storeClient, config: config.store } } : {}),
   });
-  void app.register(limits, { config, triton, metrics, keys });
+  void app.register(models, { router });
+  void app.register(limits, { config, metrics, keys });
 
   void app.register(openaiRoutes, { config });
-  void app.register(kserveRoutes, { config, triton });
+  void app.register(kserveRoutes, { config });
   void app.register(usageRoutes);
-  void app.register(probeRoutes, { triton });
+  void app.register(probeRoutes);
   return app;
 }
 

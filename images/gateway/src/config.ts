@@ -24,32 +24,55 @@ export const ChatTemplateSchema = z
   .strict();
 export type ChatTemplate = z.infer<typeof ChatTemplateSchema>;
 
-export const GatewayConfigSchema = z
+/**
+ * One served model: the OpenAI id clients send, its limits (the numbers its
+ * model repository was rendered with) and where its ensemble is.
+ */
+export const ModelConfigSchema = z
   .object({
-    model: z
-      .object({
-        /** The OpenAI `model` id clients send. */
-        id: z.string().min(1),
-        /** Unix seconds reported by /v1/models. */
-        created: z.number().int().nonnegative().default(0),
-        maxInputLen: positive,
-        maxOutputLen: positive,
-        maxBatchSize: positive,
-        vocab: positive,
-        /** Byte cap on a prompt, checked before anything else looks at it (same rule as preprocessing). */
-        maxPromptBytes: positive,
-        /** Cap on generated tokens per prompt across its choices (n or best_of × max_tokens); default maxOutputLen × maxBatchSize. */
-        maxChoiceTokens: positive.optional(),
-        chatTemplate: ChatTemplateSchema.optional(),
-      })
-      .strict(),
+    /** The OpenAI `model` id clients send; also the model's name on the KServe v2 paths, so one path segment. */
+    id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, "letters, digits, '.', '_', ':' and '-'"),
+    /** Unix seconds reported by /v1/models. */
+    created: z.number().int().nonnegative().default(0),
+    maxInputLen: positive,
+    maxOutputLen: positive,
+    maxBatchSize: positive,
+    vocab: positive,
+    /** Byte cap on a prompt, checked before anything else looks at it (same rule as preprocessing). */
+    maxPromptBytes: positive,
+    /** Cap on generated tokens per prompt across its choices (n or best_of × max_tokens); default maxOutputLen × maxBatchSize. */
+    maxChoiceTokens: positive.optional(),
+    chatTemplate: ChatTemplateSchema.optional(),
     triton: z
       .object({
-        /** host:port of Triton's gRPC port (the ClusterIP Service). */
+        /** host:port of this model's Triton gRPC port (its ClusterIP Service). */
         grpc: z.string().min(1),
         ensemble: z.string().min(1).default("ensemble"),
       })
       .strict(),
+    /**
+     * Generations in flight to this model's Triton before the gateway answers 503: its queue
+     * stays short. Divided into fair shares like limits.maxInflight, which caps all models together.
+     */
+    maxInflight: positive,
+  })
+  .strict();
+export type ModelConfig = z.infer<typeof ModelConfigSchema>;
+
+export const GatewayConfigSchema = z
+  .object({
+    models: z
+      .array(ModelConfigSchema)
+      .min(1)
+      .superRefine((models, ctx) => {
+        // The id is the route: two entries with one id would make one of them unreachable.
+        const seen = new Set<string>();
+        models.forEach((m, i) => {
+          if (seen.has(m.id))
+            ctx.addIssue({ code: "custom", path: [i, "id"], message: `model ${m.id} is listed twice` });
+          seen.add(m.id);
+        });
+      }),
     limits: z
       .object({
         /** Largest request body in bytes. */
@@ -57,7 +80,7 @@ export const GatewayConfigSchema = z
         /** Default per-key limits; a consumer may carry its own in the keys file. */
         requestsPerMinute: positive.default(600),
         maxConcurrent: positive.default(8),
-        /** Requests in flight across all keys before the gateway answers 503: Triton's queue stays short. */
+        /** Generations in flight across all keys and models before the gateway answers 503, in fair shares per team. */
         maxInflight: positive.default(64),
         requestTimeoutSeconds: positive.default(300),
         /** Stop sequences per request, and bytes per stop sequence. */
@@ -82,6 +105,7 @@ export const GatewayConfigSchema = z
   })
   .strict();
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
+export type Limits = GatewayConfig["limits"];
 export type GatewayConfigInput = z.input<typeof GatewayConfigSchema>;
 
 export const ConsumerSchema = z
@@ -94,8 +118,10 @@ export const ConsumerSchema = z
     requestsPerMinute: positive.optional(),
     tokensPerMinute: positive.optional(),
     maxConcurrent: positive.optional(),
-    /** Weight of the team's fair share of limits.maxInflight; default 1. */
+    /** Weight of the team's fair share of limits.maxInflight (and of each model's maxInflight); default 1. */
     share: z.number().positive().optional(),
+    /** The model ids this team may use; absent: every model. Others look to it as if they did not exist. */
+    models: z.array(z.string().min(1)).min(1).optional(),
   })
   .strict();
 export type Consumer = z.infer<typeof ConsumerSchema>;

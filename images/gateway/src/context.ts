@@ -1,5 +1,5 @@
 /**
- * Per-request state of a generation: who asked, the deadline, the abort
+ * Per-request state of a generation: who asked, for which model, the deadline, the abort
  * signal (client disconnect or timeout; either cancels the Triton call) and
  * the bookkeeping that ends in metrics and one log line.
  */
@@ -7,7 +7,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Consumer, GatewayConfig } from "./config";
 import { ApiError, timedOut } from "./errors";
 import type { GatewayMetrics } from "./metrics";
-import type { TritonClient } from "./triton";
+import type { ServedModel } from "./models";
 
 export interface Outcome {
   promptTokens: number;
@@ -29,7 +29,7 @@ export class RequestContext {
     readonly route: string,
     readonly consumer: Consumer,
     readonly config: GatewayConfig,
-    readonly triton: TritonClient,
+    readonly model: ServedModel,
     readonly metrics: GatewayMetrics,
     private readonly log: FastifyBaseLogger,
   ) {
@@ -50,8 +50,11 @@ export class RequestContext {
 
   private abort(reason: ApiError | string, label: string): void {
     if (this.done || this.controller.signal.aborted) return;
-    this.metrics.upstreamCancelled.inc({ reason: label });
-    this.log.info({ requestId: this.requestId, consumer: this.consumer.name, reason: label }, "generation cancelled");
+    this.metrics.upstreamCancelled.inc({ reason: label, model: this.model.config.id });
+    this.log.info(
+      { requestId: this.requestId, consumer: this.consumer.name, model: this.model.config.id, reason: label },
+      "generation cancelled",
+    );
     this.controller.abort(reason);
   }
 
@@ -59,7 +62,7 @@ export class RequestContext {
     if (this.firstTokenAt !== undefined) return;
     this.firstTokenAt = performance.now();
     this.metrics.timeToFirstToken.observe(
-      { route: this.route, consumer: this.consumer.name },
+      { route: this.route, consumer: this.consumer.name, model: this.model.config.id },
       (this.firstTokenAt - this.started) / 1000,
     );
   }
@@ -77,7 +80,7 @@ export class RequestContext {
     this.outcome = outcome;
     this.close();
     for (const hook of this.finishHooks) hook(outcome);
-    const labels = { consumer: this.consumer.name };
+    const labels = { consumer: this.consumer.name, model: this.model.config.id };
     this.metrics.promptTokens.inc(labels, outcome.promptTokens);
     this.metrics.outputTokens.inc(labels, outcome.completionTokens);
     const from = this.firstTokenAt ?? this.started;
@@ -85,7 +88,7 @@ export class RequestContext {
     if (outcome.completionTokens > 1 && seconds > 0) {
       // Tokens after the first over the time after the first: the decode rate, free of queueing and prefill.
       this.metrics.outputTokensPerSecond.observe(
-        { route: this.route, consumer: this.consumer.name },
+        { route: this.route, ...labels },
         (outcome.completionTokens - 1) / seconds,
       );
     }
@@ -98,8 +101,12 @@ export class RequestContext {
       status: String(e?.status ?? 500),
       code: e?.code ?? "stream_failed",
       consumer: this.consumer.name,
+      model: this.model.config.id,
     });
-    this.log.warn({ requestId: this.requestId, consumer: this.consumer.name, error: String(error) }, "stream failed");
+    this.log.warn(
+      { requestId: this.requestId, consumer: this.consumer.name, model: this.model.config.id, error: String(error) },
+      "stream failed",
+    );
   }
 
   close(): void {

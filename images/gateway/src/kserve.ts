@@ -1,7 +1,9 @@
 /**
- * The KServe v2 HTTP API of the ensemble, for existing tritonclient users,
- * behind the same keys and limits as the OpenAI API. Only the ensemble is
- * reachable: its metadata, readiness and `infer`, plus server health. The
+ * The KServe v2 HTTP API of each served model's ensemble, for existing
+ * tritonclient users, behind the same keys and limits as the OpenAI API. The
+ * model name on the path is the OpenAI model id (`/v2/models/<id>/infer` goes
+ * to that model's ensemble). Only the ensembles are reachable: their metadata,
+ * readiness and `infer`, plus server health. The
  * internal models, the repository, logging, tracing and shared-memory
  * endpoints are not served (404). `infer` is translated to one
  * ModelStreamInfer call, so it also works while FT runs decoupled (Triton's
@@ -16,11 +18,10 @@
  * back the same way. Every length is checked against the body before a byte
  * is read, so a bad body is a 400.
  */
-import type { GatewayConfig } from "./config";
-import { ApiError, invalid, notFound, tooLarge } from "./errors";
+import { ApiError, invalid, tooLarge } from "./errors";
+import type { ServedModel } from "./models";
 import { type Datatype, type Element, type Tensor, decode, elementCount, encode } from "./tensors";
-import type { TritonClient } from "./triton";
-import { REPETITION_PENALTY_MAX, TEMPERATURE_MAX } from "./validate";
+import { type ModelRules, REPETITION_PENALTY_MAX, TEMPERATURE_MAX } from "./validate";
 
 /** The ensemble's inputs as the contract defines them (docs/architecture.md "Ensemble contract"); dims after the batch dimension. */
 const INPUTS: Record<string, { datatype: Datatype; dims: number[]; required: boolean }> = {
@@ -87,9 +88,9 @@ function binaryElements(name: string, datatype: Datatype, shape: number[], raw: 
 }
 
 /** Range checks of the contract's values, the same as /v1 and preprocessing apply. */
-function checkValues(t: Tensor, config: GatewayConfig): void {
-  const { maxOutputLen, maxPromptBytes, vocab } = config.model;
-  const { maxStop, maxStopBytes } = config.limits;
+function checkValues(t: Tensor, rules: ModelRules): void {
+  const { maxOutputLen, maxPromptBytes, vocab } = rules.model;
+  const { maxStop, maxStopBytes } = rules.limits;
   const nums = t.data as number[];
   const each = (ok: (v: number) => boolean, rule: string): void => {
     nums.forEach((v, i) => {
@@ -205,7 +206,7 @@ export function splitInferBody(
   return { header: parse(body.subarray(0, length), "JSON header"), binary: body.subarray(length) };
 }
 
-export function parseInferRequest(body: unknown, config: GatewayConfig, binary?: Buffer): InferRequest {
+export function parseInferRequest(body: unknown, rules: ModelRules, binary?: Buffer): InferRequest {
   if (!isObject(body)) throw invalid("the request body must be a JSON object");
   for (const key of Object.keys(body)) {
     if (!["id", "inputs", "outputs", "parameters"].includes(key))
@@ -284,7 +285,7 @@ export function parseInferRequest(body: unknown, config: GatewayConfig, binary?:
       elements = flat.map((v) => element(name, spec.datatype, v));
     }
     const tensor: Tensor = { name, datatype: spec.datatype, shape: shape as number[], data: elements };
-    checkValues(tensor, config);
+    checkValues(tensor, rules);
     return tensor;
   });
   if (binary !== undefined && offset !== binary.length) {
@@ -298,8 +299,8 @@ export function parseInferRequest(body: unknown, config: GatewayConfig, binary?:
     if (spec.required && !seen.has(name))
       throw invalid(`missing required input '${name}'`, name, "missing_required_parameter");
   }
-  if ((batch ?? 0) > config.model.maxBatchSize)
-    throw invalid(`batch size ${batch} is above the model's ${config.model.maxBatchSize}`, "inputs");
+  if ((batch ?? 0) > rules.model.maxBatchSize)
+    throw invalid(`batch size ${batch} is above the model's ${rules.model.maxBatchSize}`, "inputs");
   let outputs: RequestedOutput[] = OUTPUTS.map((name) => ({ name, binary: binaryDefault }));
   if (body.outputs !== undefined) {
     if (!Array.isArray(body.outputs)) throw invalid("outputs must be an array", "outputs", "invalid_type");
@@ -341,12 +342,13 @@ export interface InferReply {
 }
 
 export async function infer(
-  triton: TritonClient,
+  model: ServedModel,
   request: InferRequest,
   options: { signal: AbortSignal; deadline: number; timeoutSeconds: number },
 ): Promise<InferReply> {
   let last: Map<string, Tensor> | undefined;
-  for await (const outputs of triton.stream(request.inputs, { ...options, requestId: request.id })) last = outputs;
+  for await (const outputs of model.triton.stream(request.inputs, { ...options, requestId: request.id }))
+    last = outputs;
   if (options.signal.aborted && options.signal.reason instanceof ApiError) throw options.signal.reason;
   if (!last) throw new ApiError(502, "server_error", "the inference server returned no response", "upstream_error");
   const final = last;
@@ -373,20 +375,12 @@ export async function infer(
     promptTokens: total("input_token_count"),
     completionTokens: total("output_token_count"),
     json: {
-      model_name: triton.ensemble,
+      // The name the client addressed: the ensemble's own name is Triton's business.
+      model_name: model.config.id,
       model_version: "1",
       ...(request.id ? { id: request.id } : {}),
       outputs,
     },
     binary,
   };
-}
-
-export function checkEnsemble(model: string, triton: TritonClient): void {
-  if (model !== triton.ensemble) {
-    throw notFound(
-      `model '${model}' is not served here: only '${triton.ensemble}' is reachable through the gateway`,
-      "model_not_found",
-    );
-  }
 }

@@ -1,17 +1,18 @@
 /**
  * Admission control on this pod, checked after authentication and parsing,
  * before Triton: per-team requests per minute and tokens per minute (token
- * buckets), per-team concurrency, and the pod's cap on requests in flight
- * divided into fair shares by the teams' `share` weights. The team's own
- * limits are the client's doing (429); the gateway's capacity is not (503).
- * Both carry a Retry-After.
+ * buckets), per-team concurrency, the pod's cap on requests in flight and
+ * each model's own cap (its Triton's queue), both divided into fair shares by
+ * the teams' `share` weights. The team's own limits are the client's doing
+ * (429); the gateway's and the model's capacity are not (503). Both carry a
+ * Retry-After.
  *
  * Without a shared store (store/), every check here is the team's whole
  * limit on this pod, so N pods give a team N× its limits. With a store the
  * team's limits are enforced there across all pods, and this class keeps
- * only the pod's in-flight cap and fair shares (`hold`) — unless the store is
- * unreachable, when it enforces the team's limits divided by the pod count
- * (store/sharedLimits.ts). docs/consuming.md "Limits".
+ * only the pod's and the models' in-flight caps and fair shares (`hold`) —
+ * unless the store is unreachable, when it enforces the team's limits
+ * divided by the pod count (store/sharedLimits.ts). docs/consuming.md "Limits".
  */
 import { ApiError, overloaded, rateLimited } from "./errors";
 
@@ -33,15 +34,39 @@ interface Team {
   inflight: number;
 }
 
+/** The model a generation goes to and its own in-flight cap (ModelConfig.maxInflight). */
+export interface ModelCap {
+  id: string;
+  maxInflight: number;
+}
+
 /** What an admitted request holds: release it when the response ends, with the real token usage when known. */
 export interface Admitted {
   /** Give back the slots and settle the token reservation with `usedTokens` (undefined: keep the reservation). Idempotent. */
   release(usedTokens?: number): void;
 }
 
+/** Slots in flight per team against one model's cap. */
+class ModelPool {
+  inflight = 0;
+  private readonly teams = new Map<string, number>();
+
+  constructor(readonly cap: number) {}
+
+  held(team: string): number {
+    return this.teams.get(team) ?? 0;
+  }
+
+  add(team: string, slots: number): void {
+    this.inflight += slots;
+    this.teams.set(team, this.held(team) + slots);
+  }
+}
+
 export class Admission {
   private teams = new Map<string, Team>();
   private inflight = 0;
+  private models = new Map<string, ModelPool>();
 
   constructor(
     private readonly maxInflight: number,
@@ -54,10 +79,25 @@ export class Admission {
     return this.inflight;
   }
 
-  /** A team's fair share of the in-flight cap: at least one slot. */
-  fairShare(limits: Pick<KeyLimits, "share">): number {
+  /** Generations in flight to one model. */
+  inFlightTo(model: string): number {
+    return this.models.get(model)?.inflight ?? 0;
+  }
+
+  /** A team's fair share of the gateway's in-flight cap (or of `cap`, a model's): at least one slot. */
+  fairShare(limits: Pick<KeyLimits, "share">, cap = this.maxInflight): number {
     const total = Math.max(this.totalShare(), limits.share ?? 1);
-    return Math.max(1, Math.floor((this.maxInflight * (limits.share ?? 1)) / total));
+    return Math.max(1, Math.floor((cap * (limits.share ?? 1)) / total));
+  }
+
+  /** A model's pool, made at its first generation (the config, and so its cap, is fixed for the process). */
+  private pool(model: ModelCap): ModelPool {
+    let pool = this.models.get(model.id);
+    if (!pool) {
+      pool = new ModelPool(model.maxInflight);
+      this.models.set(model.id, pool);
+    }
+    return pool;
   }
 
   private team(consumer: string): Team {
@@ -74,7 +114,7 @@ export class Admission {
    * prompt) and reserving `tokens` of its tokens/minute (an upper bound of the
    * prompt's tokens plus every choice's max_tokens), or throw the ApiError to send.
    */
-  admit(consumer: string, limits: KeyLimits, slots = 1, tokens = 0): Admitted {
+  admit(consumer: string, limits: KeyLimits, slots = 1, tokens = 0, model?: ModelCap): Admitted {
     const now = this.now();
     const tpm = limits.tokensPerMinute;
     const t = this.team(consumer);
@@ -94,7 +134,7 @@ export class Admission {
       throw tokenLimited(tpm, tokens, wait);
     }
     if (t.inflight + slots > limits.maxConcurrent) throw concurrencyLimited(t.inflight, limits.maxConcurrent);
-    const held = this.hold(consumer, limits, slots);
+    const held = this.hold(consumer, limits, slots, model);
     t.requests -= 1;
     if (tpm !== undefined) t.tokens = (t.tokens ?? 0) - tokens;
     let released = false;
@@ -114,10 +154,10 @@ export class Admission {
   /**
    * Take `slots` of the pod's in-flight cap for `consumer`, or throw the 503:
    * within its fair share a team is admitted however full the pod is; above
-   * it, only into free capacity. The team's own limits are not checked (the
-   * store did, or `admit` just did).
+   * it, only into free capacity; the same for `model`'s own cap. The team's
+   * own limits are not checked (the store did, or `admit` just did).
    */
-  hold(consumer: string, limits: Pick<KeyLimits, "share">, slots = 1): Admitted {
+  hold(consumer: string, limits: Pick<KeyLimits, "share">, slots = 1, model?: ModelCap): Admitted {
     const t = this.team(consumer);
     const share = this.fairShare(limits);
     if (t.inflight + slots > share && this.inflight + slots > this.maxInflight) {
@@ -126,8 +166,22 @@ export class Admission {
         1,
       );
     }
+    // The same rule per model: its cap is what its own Triton queues, and one model's load
+    // must not take another model's capacity (each has its own Triton).
+    const pool = model ? this.pool(model) : undefined;
+    if (model && pool) {
+      const held = pool.held(consumer);
+      const modelShare = this.fairShare(limits, pool.cap);
+      if (held + slots > modelShare && pool.inflight + slots > pool.cap) {
+        throw overloaded(
+          `the model '${model.id}' has ${pool.inflight} generations in flight, its limit is ${pool.cap}; this key has ${held} there, above its fair share of ${modelShare}`,
+          1,
+        );
+      }
+    }
     t.inflight += slots;
     this.inflight += slots;
+    pool?.add(consumer, slots);
     let released = false;
     return {
       release: () => {
@@ -135,6 +189,7 @@ export class Admission {
         released = true;
         t.inflight -= slots;
         this.inflight -= slots;
+        pool?.add(consumer, -slots);
       },
     };
   }

@@ -14,10 +14,10 @@
  *                       config has a `store`
  * SIGTERM/SIGINT stop accepting connections and let in-flight requests finish.
  */
-import { unwatchFile, watchFile, writeFileSync } from "node:fs";
+import { renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
 import { KeyRing } from "./auth";
 import { buildGateway, buildMetricsServer } from "./app";
-import { loadConfig, loadKeys } from "./config";
+import { type KeysFile, loadConfig, loadKeys } from "./config";
 import { GatewayMetrics } from "./metrics";
 import { type StoreClient, connectStore } from "./store/connection";
 import { TritonGateway } from "./triton";
@@ -47,9 +47,11 @@ async function main(): Promise<void> {
   const keysFile = required("GATEWAY_KEYS_FILE");
   let config;
   let keys;
+  let keysFileContent: KeysFile;
   try {
     config = loadConfig(configFile);
-    keys = new KeyRing(loadKeys(keysFile));
+    keysFileContent = loadKeys(keysFile);
+    keys = new KeyRing(keysFileContent);
   } catch (error) {
     process.stderr.write(`gateway: ${(error as Error).message}\n`);
     process.exit(2);
@@ -64,15 +66,28 @@ async function main(): Promise<void> {
     }
     storeClient = connectStore(config.store, password);
   }
-  const triton = new TritonGateway(config.triton.grpc, config.triton.ensemble);
+  // One channel per model: each model has its own Triton (Service), reconnecting on its own.
+  const tritons = new Map(config.models.map((m) => [m.id, new TritonGateway(m.triton.grpc, m.triton.ensemble)]));
   const metrics = new GatewayMetrics();
-  const app = buildGateway({ config, keys, triton, metrics, ...(storeClient ? { storeClient } : {}) });
+  const app = buildGateway({ config, keys, tritons, metrics, ...(storeClient ? { storeClient } : {}) });
   const metricsApp = buildMetricsServer(metrics);
 
+  const served = config.models.map((m) => m.id);
+  // A scope naming a model this gateway does not serve is a config slip (the stack validates it):
+  // the key still works for its other models, so it is said, not refused.
+  const warnScopes = (file: KeysFile): void => {
+    const unknown = file.consumers.flatMap((c) =>
+      (c.models ?? []).filter((id) => !served.includes(id)).map((id) => `${c.name}: ${id}`),
+    );
+    if (unknown.length > 0) app.log.warn({ unknown, served }, "keys file scopes consumers to models not served here");
+  };
   const keyRing = keys;
+  warnScopes(keysFileContent);
   watchFile(keysFile, { interval: 10_000 }, () => {
     try {
-      keyRing.replace(loadKeys(keysFile));
+      const file = loadKeys(keysFile);
+      keyRing.replace(file);
+      warnScopes(file);
       app.log.info({ keys: keyRing.size }, "keys reloaded");
     } catch (error) {
       // Keep serving with the keys we have: a half-written Secret must not lock everyone out.
@@ -89,15 +104,18 @@ async function main(): Promise<void> {
     {
       url,
       metricsUrl,
-      model: config.model.id,
-      triton: config.triton.grpc,
+      models: config.models.map((m) => ({ id: m.id, triton: m.triton.grpc })),
       keys: keys.size,
       store: config.store ? `${config.store.host}:${config.store.port}` : "none (per-pod limits)",
     },
     "gateway listening",
   );
   const readyFile = process.env.GATEWAY_READY_FILE;
-  if (readyFile) writeFileSync(readyFile, JSON.stringify({ url, metricsUrl, pid: process.pid }));
+  if (readyFile) {
+    // Written whole, then renamed: a reader polling for the file never sees it half-written.
+    writeFileSync(`${readyFile}.tmp`, JSON.stringify({ url, metricsUrl, pid: process.pid }));
+    renameSync(`${readyFile}.tmp`, readyFile);
+  }
 
   let stopping = false;
   const stop = async (signal: string): Promise<void> => {
@@ -107,7 +125,7 @@ async function main(): Promise<void> {
     unwatchFile(keysFile);
     await app.close();
     await metricsApp.close();
-    triton.close();
+    for (const triton of tritons.values()) triton.close();
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -8,23 +8,23 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 export const METRIC_PREFIX = "triton_ft_gateway_";
 
 export const METRICS = {
-  /** Counter {route, status, consumer}: every answered request. */
+  /** Counter {route, status, consumer, model}: every answered request. */
   requests: `${METRIC_PREFIX}requests_total`,
-  /** Histogram {route, consumer}: request start to last byte, seconds. */
+  /** Histogram {route, consumer, model}: request start to last byte, seconds. */
   requestDuration: `${METRIC_PREFIX}request_duration_seconds`,
-  /** Histogram {route, consumer}: request start to the first generated text, seconds. */
+  /** Histogram {route, consumer, model}: request start to the first generated text, seconds. */
   timeToFirstToken: `${METRIC_PREFIX}time_to_first_token_seconds`,
-  /** Histogram {route, consumer}: generated tokens per second of generation, per request. */
+  /** Histogram {route, consumer, model}: generated tokens per second of generation, per request. */
   outputTokensPerSecond: `${METRIC_PREFIX}output_tokens_per_second`,
-  /** Counter {consumer}: prompt tokens, as the tokenizer counted them. */
+  /** Counter {consumer, model}: prompt tokens, as the tokenizer counted them. */
   promptTokens: `${METRIC_PREFIX}prompt_tokens_total`,
-  /** Counter {consumer}: generated tokens returned. */
+  /** Counter {consumer, model}: generated tokens returned. */
   outputTokens: `${METRIC_PREFIX}output_tokens_total`,
-  /** Counter {status, code, consumer}: refused or failed requests (4xx/5xx). */
+  /** Counter {status, code, consumer, model}: refused or failed requests (4xx/5xx). */
   errors: `${METRIC_PREFIX}errors_total`,
-  /** Gauge {consumer}: generations in flight. */
+  /** Gauge {consumer, model}: generations in flight. */
   inflight: `${METRIC_PREFIX}inflight_requests`,
-  /** Counter {reason}: Triton calls the gateway cancelled (client_disconnect, stop_sequence, timeout). */
+  /** Counter {reason, model}: Triton calls the gateway cancelled (client_disconnect, stop_sequence, timeout). */
   upstreamCancelled: `${METRIC_PREFIX}upstream_cancelled_total`,
   /** Gauge: 1 while this pod cannot reach the shared store (per-pod limits), else 0; absent without a store. */
   storeDegraded: `${METRIC_PREFIX}store_degraded`,
@@ -38,6 +38,12 @@ export const LABELS = {
   consumer: "consumer",
   code: "code",
   reason: "reason",
+  /**
+   * The served model id the request was routed to. Absent on requests routed to no model (probes,
+   * /v1/models, refusals before routing): a name a client made up never becomes a label value,
+   * so the series stay bounded by the config.
+   */
+  model: "model",
 } as const;
 
 /** Unauthenticated requests carry this consumer label. */
@@ -47,15 +53,15 @@ const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  readonly requests: Counter<"route" | "status" | "consumer">;
-  readonly requestDuration: Histogram<"route" | "consumer">;
-  readonly timeToFirstToken: Histogram<"route" | "consumer">;
-  readonly outputTokensPerSecond: Histogram<"route" | "consumer">;
-  readonly promptTokens: Counter<"consumer">;
-  readonly outputTokens: Counter<"consumer">;
-  readonly errors: Counter<"status" | "code" | "consumer">;
-  readonly inflight: Gauge<"consumer">;
-  readonly upstreamCancelled: Counter<"reason">;
+  readonly requests: Counter<"route" | "status" | "consumer" | "model">;
+  readonly requestDuration: Histogram<"route" | "consumer" | "model">;
+  readonly timeToFirstToken: Histogram<"route" | "consumer" | "model">;
+  readonly outputTokensPerSecond: Histogram<"route" | "consumer" | "model">;
+  readonly promptTokens: Counter<"consumer" | "model">;
+  readonly outputTokens: Counter<"consumer" | "model">;
+  readonly errors: Counter<"status" | "code" | "consumer" | "model">;
+  readonly inflight: Gauge<"consumer" | "model">;
+  readonly upstreamCancelled: Counter<"reason" | "model">;
   /** Only with a store (plugins/store.ts registers them): a pod without one exports neither. */
   storeDegraded: Gauge | undefined;
   storePods: Gauge | undefined;
@@ -65,53 +71,53 @@ export class GatewayMetrics {
     collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
     this.requests = new Counter({
       name: METRICS.requests,
-      help: "Requests answered, by route, HTTP status and consumer.",
-      labelNames: [LABELS.route, LABELS.status, LABELS.consumer],
+      help: "Requests answered, by route, HTTP status, consumer and model.",
+      labelNames: [LABELS.route, LABELS.status, LABELS.consumer, LABELS.model],
       registers,
     });
     this.requestDuration = new Histogram({
       name: METRICS.requestDuration,
       help: "Request latency from arrival to the last byte, seconds.",
-      labelNames: [LABELS.route, LABELS.consumer],
+      labelNames: [LABELS.route, LABELS.consumer, LABELS.model],
       buckets: LATENCY_BUCKETS,
       registers,
     });
     this.timeToFirstToken = new Histogram({
       name: METRICS.timeToFirstToken,
       help: "Time from arrival to the first generated text, seconds.",
-      labelNames: [LABELS.route, LABELS.consumer],
+      labelNames: [LABELS.route, LABELS.consumer, LABELS.model],
       buckets: LATENCY_BUCKETS,
       registers,
     });
     this.outputTokensPerSecond = new Histogram({
       name: METRICS.outputTokensPerSecond,
       help: "Generated tokens per second of generation time, per request.",
-      labelNames: [LABELS.route, LABELS.consumer],
+      labelNames: [LABELS.route, LABELS.consumer, LABELS.model],
       buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
       registers,
     });
     this.promptTokens = new Counter({
       name: METRICS.promptTokens,
       help: "Prompt tokens processed.",
-      labelNames: [LABELS.consumer],
+      labelNames: [LABELS.consumer, LABELS.model],
       registers,
     });
     this.outputTokens = new Counter({
       name: METRICS.outputTokens,
       help: "Generated tokens returned.",
-      labelNames: [LABELS.consumer],
+      labelNames: [LABELS.consumer, LABELS.model],
       registers,
     });
     this.errors = new Counter({
       name: METRICS.errors,
-      help: "Refused or failed requests, by HTTP status and error code.",
-      labelNames: [LABELS.status, LABELS.code, LABELS.consumer],
+      help: "Refused or failed requests, by HTTP status, error code, consumer and model.",
+      labelNames: [LABELS.status, LABELS.code, LABELS.consumer, LABELS.model],
       registers,
     });
     this.inflight = new Gauge({
       name: METRICS.inflight,
-      help: "Generations in flight.",
-      labelNames: [LABELS.consumer],
+      help: "Generations in flight, by consumer and model.",
+      labelNames: [LABELS.consumer, LABELS.model],
       registers,
     });
     // A series from start-up (anonymous requests never generate, so it stays 0): the autoscaler's
@@ -119,8 +125,8 @@ export class GatewayMetrics {
     this.inflight.set({ [LABELS.consumer]: ANONYMOUS }, 0);
     this.upstreamCancelled = new Counter({
       name: METRICS.upstreamCancelled,
-      help: "Triton calls cancelled by the gateway, by reason.",
-      labelNames: [LABELS.reason],
+      help: "Triton calls cancelled by the gateway, by reason and model.",
+      labelNames: [LABELS.reason, LABELS.model],
       registers,
     });
   }

@@ -93,7 +93,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
   const created = Math.floor(Date.now() / 1000);
   const { bestOf, logprobs } = request.choices;
   const generators = prompts.map((prompt) =>
-    generate(ctx.triton, prompt, request.sampling, {
+    generate(ctx.model.triton, prompt, request.sampling, {
       signal: ctx.signal,
       deadline: ctx.deadline,
       timeoutSeconds: ctx.config.limits.requestTimeoutSeconds,
@@ -140,7 +140,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
     chat,
     id,
     created,
-    model: ctx.config.model.id,
+    model: ctx.model.config.id,
     prompts,
     generators,
     results,

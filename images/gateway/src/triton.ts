@@ -83,6 +83,12 @@ export function classifyTritonMessage(message: string): ApiError {
   if (/exceeds maximum queue size|queue is full|maximum queue/i.test(text)) {
     return overloaded(`the inference server is at capacity: ${text}`, 1);
   }
+  // The model is loading or unloading (Triton starting, or stopping: it unloads its models before
+  // it closes its ports). Transient, as an unreachable Triton is: the same 503, the text only logged
+  // (it names the ensemble inside Triton).
+  if (/Request for unknown model: .* (has no available versions|is not at ready state)/.test(text)) {
+    return overloaded("the inference server is unavailable", 2, "upstream_unavailable", text);
+  }
   if (/max_prompt_bytes/.test(text)) {
     return new ApiError(413, "invalid_request_error", text, "prompt_too_large", "prompt");
   }
@@ -126,7 +132,7 @@ export interface StreamOptions {
  * the in-process route tests give the app an in-memory one instead.
  */
 export interface TritonClient {
-  /** The one model clients may name (the ensemble). */
+  /** The ensemble this client calls on its Triton (one client per served model). */
   readonly ensemble: string;
   live(timeoutMs?: number): Promise<boolean>;
   /** Server ready and the ensemble loaded. */

@@ -5,7 +5,7 @@
  * and the rule. The same sampling ranges are enforced again inside Triton by
  * the preprocessing model (images/server/python/tritonft/validation.py).
  */
-import type { ChatTemplate, GatewayConfig } from "./config";
+import type { ChatTemplate, Limits, ModelConfig } from "./config";
 import { ApiError, invalid, notFound } from "./errors";
 
 /** Documented ranges (docs/consuming.md "API"): identical to preprocessing's. */
@@ -144,27 +144,38 @@ function unsupported(body: Body, key: string, allowed: (v: unknown) => boolean, 
   if (!allowed(v)) throw invalid(`${key}=${JSON.stringify(v)} is not supported: ${hint}`, key, "unsupported_parameter");
 }
 
-export function checkModel(body: Body, config: GatewayConfig): void {
-  const model = body.model;
+/**
+ * What a request is checked against: the limits of the model it names and the
+ * gateway's own (stop sequences).
+ */
+export interface ModelRules {
+  model: ModelConfig;
+  limits: Limits;
+}
+
+/**
+ * The model a request body names: the route picks the model's rules with it
+ * before the rest is checked. A body that is not an object, has an unknown
+ * field or no usable `model` is a 400 before any model is looked up, as
+ * before there were several models.
+ */
+export function requestedModel(body: unknown, kind: "completion" | "chat"): string {
+  const b = checkedBody(body, kind === "chat" ? CHAT_FIELDS : COMPLETION_FIELDS);
+  const model = b.model;
   if (model === undefined) throw invalid("model is required", "model", "missing_required_parameter");
   if (typeof model !== "string")
     throw invalid(`model must be a string, got ${describe(model)}`, "model", "invalid_type");
-  if (model !== config.model.id) {
-    throw notFound(
-      `the model '${model}' does not exist; this endpoint serves '${config.model.id}'`,
-      "model_not_found",
-      "model",
-    );
-  }
+  return model;
 }
 
-function sampling(
-  body: Body,
-  config: GatewayConfig,
-  maxTokensKey: string,
-  extraStop: readonly string[] = [],
-): Sampling {
-  const { maxOutputLen, vocab } = config.model;
+function checkedBody(body: unknown, known: Set<string>): Body {
+  if (!isObject(body)) throw invalid("the request body must be a JSON object", null, "invalid_body");
+  checkKnown(body, known);
+  return body;
+}
+
+function sampling(body: Body, rules: ModelRules, maxTokensKey: string, extraStop: readonly string[] = []): Sampling {
+  const { maxOutputLen, vocab } = rules.model;
   const maxTokens = optionalInteger(body, maxTokensKey) ?? Math.min(DEFAULT_MAX_TOKENS, maxOutputLen);
   if (maxTokens < 1 || maxTokens > maxOutputLen) {
     throw invalid(`${maxTokensKey} is ${maxTokens}: must be between 1 and ${maxOutputLen}`, maxTokensKey);
@@ -230,7 +241,7 @@ function sampling(
     repetitionPenalty,
     presencePenalty,
     seed,
-    stop: [...stopList(body, config), ...extraStop],
+    stop: [...stopList(body, rules), ...extraStop],
   };
 }
 
@@ -239,14 +250,8 @@ function sampling(
  * capped by the model's batch size, and their total tokens by the model's
  * maxChoiceTokens (n × max_tokens, or best_of × max_tokens).
  */
-function choices(
-  body: Body,
-  config: GatewayConfig,
-  maxTokens: number,
-  maxTokensKey: string,
-  logprobs: boolean,
-): Choices {
-  const batch = config.model.maxBatchSize;
+function choices(body: Body, rules: ModelRules, maxTokens: number, maxTokensKey: string, logprobs: boolean): Choices {
+  const batch = rules.model.maxBatchSize;
   const n = optionalInteger(body, "n") ?? 1;
   if (n < 1 || n > batch) {
     throw invalid(`n is ${n}: must be between 1 and ${batch} (the model's batch size: the copies are one batch)`, "n");
@@ -255,7 +260,7 @@ function choices(
   if (bestOf < n || bestOf > batch) {
     throw invalid(`best_of is ${bestOf}: must be between n (${n}) and ${batch} (the model's batch size)`, "best_of");
   }
-  const cap = config.model.maxChoiceTokens ?? config.model.maxOutputLen * batch;
+  const cap = rules.model.maxChoiceTokens ?? rules.model.maxOutputLen * batch;
   if (bestOf * maxTokens > cap) {
     const what = bestOf > n ? `best_of (${bestOf})` : `n (${n})`;
     throw invalid(
@@ -269,8 +274,8 @@ function choices(
   return { n, bestOf, logprobs };
 }
 
-function stopList(body: Body, config: GatewayConfig): string[] {
-  const { maxStop, maxStopBytes } = config.limits;
+function stopList(body: Body, rules: ModelRules): string[] {
+  const { maxStop, maxStopBytes } = rules.limits;
   const v = body.stop;
   if (v === undefined || v === null) return [];
   const list = typeof v === "string" ? [v] : v;
@@ -304,13 +309,13 @@ function streamFlags(body: Body): { stream: boolean; includeUsage: boolean } {
   return { stream, includeUsage };
 }
 
-function checkPromptBytes(prompt: string, config: GatewayConfig, param: string): void {
-  const cap = config.model.maxPromptBytes;
+function checkPromptBytes(prompt: string, rules: ModelRules, param: string): void {
+  const cap = rules.model.maxPromptBytes;
   // A UTF-16 unit is at most 3 UTF-8 bytes: short prompts need no byte count.
   if (prompt.length * 3 > cap && utf8Bytes(prompt) > cap) {
     // Past the byte cap the prompt cannot fit the context: the code OpenAI clients branch on.
     throw invalid(
-      `the prompt is ${utf8Bytes(prompt)} bytes, more than fit this model's context of ${config.model.maxInputLen} ` +
+      `the prompt is ${utf8Bytes(prompt)} bytes, more than fit this model's context of ${rules.model.maxInputLen} ` +
         `tokens (at most ${cap} bytes are accepted)`,
       param,
       "context_length_exceeded",
@@ -318,16 +323,15 @@ function checkPromptBytes(prompt: string, config: GatewayConfig, param: string):
   }
 }
 
-export function parseCompletion(body: unknown, config: GatewayConfig): CompletionRequest {
-  if (!isObject(body)) throw invalid("the request body must be a JSON object", null, "invalid_body");
-  checkKnown(body, COMPLETION_FIELDS);
-  checkModel(body, config);
+/** A completion request for the model of `rules` (the route has read `model` with requestedModel). */
+export function parseCompletion(input: unknown, rules: ModelRules): CompletionRequest {
+  const body = checkedBody(input, COMPLETION_FIELDS);
   const raw = body.prompt;
   if (raw === undefined || raw === null) throw invalid("prompt is required", "prompt", "missing_required_parameter");
   const list = typeof raw === "string" ? [raw] : raw;
   if (!Array.isArray(list))
     throw invalid(`prompt must be a string or an array of strings, got ${describe(raw)}`, "prompt", "invalid_type");
-  const maxPrompts = config.model.maxBatchSize;
+  const maxPrompts = rules.model.maxBatchSize;
   if (list.length === 0) throw invalid("prompt is an empty array", "prompt");
   if (list.length > maxPrompts) throw invalid(`prompt has ${list.length} entries: at most ${maxPrompts}`, "prompt");
   const prompts = list.map((p, i) => {
@@ -337,7 +341,7 @@ export function parseCompletion(body: unknown, config: GatewayConfig): Completio
     if (typeof p !== "string")
       throw invalid(`prompt[${i}] must be a string, got ${describe(p)}`, "prompt", "invalid_type");
     if (p === "") throw invalid(`prompt${typeof raw === "string" ? "" : `[${i}]`} is empty`, "prompt");
-    checkPromptBytes(p, config, "prompt");
+    checkPromptBytes(p, rules, "prompt");
     return p;
   });
   unsupported(body, "suffix", (v) => v === "", "insertion is not served");
@@ -360,12 +364,12 @@ export function parseCompletion(body: unknown, config: GatewayConfig): Completio
       "unsupported_parameter",
     );
   }
-  const s = sampling(body, config, "max_tokens");
+  const s = sampling(body, rules, "max_tokens");
   return {
     kind: "completion",
     prompts,
     sampling: s,
-    choices: choices(body, config, s.maxTokens, "max_tokens", logprobs !== undefined),
+    choices: choices(body, rules, s.maxTokens, "max_tokens", logprobs !== undefined),
     echo,
     ...streamFlags(body),
   };
@@ -413,14 +417,13 @@ export function renderChat(messages: ChatMessage[], t: ChatTemplate): string {
   return out + t.assistant.trimEnd();
 }
 
-export function parseChat(body: unknown, config: GatewayConfig): ChatRequest {
-  if (!isObject(body)) throw invalid("the request body must be a JSON object", null, "invalid_body");
-  checkKnown(body, CHAT_FIELDS);
-  checkModel(body, config);
-  const template = config.model.chatTemplate;
+/** A chat request for the model of `rules` (the route has read `model` with requestedModel). */
+export function parseChat(input: unknown, rules: ModelRules): ChatRequest {
+  const body = checkedBody(input, CHAT_FIELDS);
+  const template = rules.model.chatTemplate;
   if (!template) {
     throw notFound(
-      `the model '${config.model.id}' has no chat template (its preset declares none): use /v1/completions`,
+      `the model '${rules.model.id}' has no chat template (its preset declares none): use /v1/completions`,
       "chat_not_supported",
       "model",
     );
@@ -466,14 +469,14 @@ export function parseChat(body: unknown, config: GatewayConfig): ChatRequest {
   }
   const maxKey = body.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
   const prompt = renderChat(messages, template);
-  checkPromptBytes(prompt, config, "messages");
-  const s = sampling(body, config, maxKey, template.stop);
+  checkPromptBytes(prompt, rules, "messages");
+  const s = sampling(body, rules, maxKey, template.stop);
   return {
     kind: "chat",
     messages,
     prompt,
     sampling: s,
-    choices: choices(body, config, s.maxTokens, maxKey, logprobs),
+    choices: choices(body, rules, s.maxTokens, maxKey, logprobs),
     ...streamFlags(body),
   };
 }

@@ -1,6 +1,6 @@
 /** Who can reach what: the rules on the endpoint's exposure, its consumers and the builder's SSH key pair. */
 import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
-import { consumerEntries, teamsWithLimitsTwice } from "../teams";
+import { consumerEntries, teamOf, teamsWithLimitsTwice } from "../teams";
 import type { Add } from "./report";
 
 /** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */
@@ -54,6 +54,26 @@ export function checkAccess(config: StackConfig, secrets: SecretPresence, add: A
       undefined,
       "is required with build.sshPublicKey: pulumi up runs the build steps over SSH with it",
       `pulumi config set --secret ${PROJECT}:sshPrivateKey < <private key file>, or unset build.sshPublicKey to generate a key pair`,
+    );
+  }
+}
+
+/**
+ * Every model a team is scoped to (serving.consumers.<team>.models) must be one
+ * the stack serves: a misspelt id would leave the team's key with fewer models
+ * than meant, and the gateway would only log it.
+ */
+export function checkConsumerModels(config: StackConfig, served: readonly string[], add: Add): void {
+  const consumers = config.serving.consumers;
+  if (Array.isArray(consumers)) return;
+  for (const [entry, limits] of Object.entries(consumers)) {
+    const unknown = (limits.models ?? []).filter((id) => !served.includes(id));
+    if (unknown.length === 0) continue;
+    add(
+      `serving.consumers.${entry}.models`,
+      limits.models,
+      `names ${unknown.join(", ")}, which this stack does not serve (it serves ${served.join(", ")})`,
+      `list only the model ids the stack serves for team ${teamOf(entry)}, or leave models unset for every model`,
     );
   }
 }

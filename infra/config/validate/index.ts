@@ -15,7 +15,7 @@ import { autoscalingPlanProblem } from "../../plan/scaling";
 import { touchesDropped } from "../issues";
 import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../schema";
 import type { GemmShape, ResolvedStack } from "../stack";
-import { checkAccess } from "./access";
+import { checkAccess, checkConsumerModels } from "./access";
 import { checkAutoscaling, checkCluster, checkNetwork, checkPlatform } from "./cluster";
 import {
   checkArchitecture,
@@ -43,6 +43,7 @@ import {
   checkVolumes,
 } from "./limits";
 import { resolveModel } from "./model";
+import { modelViews, type ModelView } from "../models";
 import type { Add } from "./report";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
@@ -57,47 +58,105 @@ export interface ResolveOptions {
   stackName?: string;
 }
 
-/** Parse and validate raw config values; returns the resolved stack or every problem found. */
+/** The resolved models of a stack, first to last as the config lists them (a one-model stack has one). */
+export interface ResolvedModels {
+  /** The first model: the whole stack of a one-model stack. */
+  stack?: ResolvedStack;
+  /** Every model, each in the one-model shape. */
+  models?: ResolvedStack[];
+  problems: ConfigProblem[];
+  warnings: ConfigProblem[];
+}
+
+/**
+ * Parse and validate raw config values; returns the resolved models or every
+ * problem found. Each model of `triton-ft:models` is validated as a one-model
+ * stack of its own (infra/config/models.ts), its problems named where they
+ * were written (`models.<id>.<key>`); a stack-wide problem is reported once.
+ */
 export function resolveStack(
   raw: Record<string, unknown>,
   secrets: SecretPresence,
   opts: ResolveOptions = {},
-): { stack?: ResolvedStack; problems: ConfigProblem[]; warnings: ConfigProblem[] } {
+): ResolvedModels {
   const parsed = parseConfig(raw);
   if (!parsed.config) return { problems: parsed.problems, warnings: [] };
-  const config = parsed.config;
   const problems: ConfigProblem[] = [...parsed.problems];
   const warnings: ConfigProblem[] = [];
-  // Schema problems and rule problems are reported together; a rule about a
-  // value the schema refused (and replaced by its default) would only confuse.
-  const add: Add = (key, value, message, fix) => {
-    const full = `${PROJECT}:${key}`;
-    if (!touchesDropped(full, parsed.dropped)) problems.push({ key: full, value, message, fix });
-  };
-  const warn: Add = (key, value, message, fix) => {
-    const full = `${PROJECT}:${key}`;
-    if (!touchesDropped(full, parsed.dropped)) warnings.push({ key: full, value, message, fix });
-  };
+  const seen = new Set<string>();
+  const collect =
+    (into: ConfigProblem[]): Add =>
+    (key, value, message, fix) => {
+      const full = `${PROJECT}:${key}`;
+      // A rule about a value the schema refused (and replaced by its default) would only confuse.
+      if (touchesDropped(full, parsed.dropped)) return;
+      // Stack-wide rules run once per model: say each once.
+      const id = `${full}\u0000${message}`;
+      if (seen.has(id)) return;
+      seen.add(id);
+      into.push({ key: full, value, message, fix });
+    };
+  const add = collect(problems);
+  const warn = collect(warnings);
+  const views = modelViews(parsed.config, raw, add);
+  const models: ResolvedStack[] = [];
+  for (const view of views) {
+    const mapped =
+      (to: Add): Add =>
+      (key, value, message, fix) =>
+        to(view.keyOf(key), value, message, fix);
+    // Reported under the stack name itself, which is not a config key.
+    const addName: Add = (key, value, message, fix) => {
+      const id = `${key}\u0000${message}`;
+      if (seen.has(id)) return;
+      seen.add(id);
+      problems.push({ key, value, message, fix });
+    };
+    const stack = resolveModelView(view, secrets, opts, mapped(add), mapped(warn), addName);
+    if (stack) models.push(stack);
+  }
+  // Teams' model scopes name the stack's models: every model id, so checked once for the stack.
+  const first = views[0];
+  const served = first?.id !== undefined ? views.map((v) => v.id ?? "") : models.map((m) => m.model.name);
+  if (first && served.length > 0) checkConsumerModels(first.config, served, add);
+  if (problems.length > 0 || models.length === 0 || models.length !== views.length) return { problems, warnings };
+  return { stack: models[0], models, problems, warnings };
+}
 
-  const model = resolveModel(config, add);
-  const servingInstance = knownInstance(config.serving.instanceType, "serving.instanceType", add);
-  const builderInstance = knownInstance(config.build.builderInstanceType, "build.builderInstanceType", add);
-  checkPlatform(config, opts.today ?? isoDate(new Date()), add, warn);
-  checkAccess(config, secrets, add);
-  checkCluster(config, secrets, add);
-  checkNetwork(config, add);
-  checkAutoscaling(raw, config, add);
+/** One model's view, validated as a one-model stack. */
+function resolveModelView(
+  view: ModelView,
+  secrets: SecretPresence,
+  opts: ResolveOptions,
+  add: Add,
+  warn: Add,
+  addName: Add,
+): ResolvedStack | undefined {
+  const { config, raw } = view;
+  let failed = false;
+  const addAndFail: Add = (...args) => {
+    failed = true;
+    add(...args);
+  };
+  const model = resolveModel(config, addAndFail);
+  const servingInstance = knownInstance(config.serving.instanceType, "serving.instanceType", addAndFail);
+  const builderInstance = knownInstance(config.build.builderInstanceType, "build.builderInstanceType", addAndFail);
+  checkPlatform(config, opts.today ?? isoDate(new Date()), addAndFail, warn);
+  checkAccess(config, secrets, addAndFail);
+  checkCluster(config, secrets, addAndFail);
+  checkNetwork(config, addAndFail);
+  checkAutoscaling(raw, config, addAndFail);
   // What AWS, Kubernetes or the Hub would refuse mid-deploy, refused here.
-  checkTags(config, add, warn);
-  checkVolumes(config, add);
-  checkRepoId(config, add, warn);
-  checkNamespace(config, add);
-  checkGemm(config, add);
-  checkCidrCounts(config, add);
-  checkSshKey(config, add);
-  checkStackReference(config, add);
+  checkTags(config, addAndFail, warn);
+  checkVolumes(config, addAndFail);
+  checkRepoId(config, addAndFail, warn);
+  checkNamespace(config, addAndFail);
+  checkGemm(config, addAndFail);
+  checkCidrCounts(config, addAndFail);
+  checkSshKey(config, addAndFail);
+  checkStackReference(config, addAndFail);
   checkExposureWarnings(config, warn);
-  if (servingInstance) checkNodeGroupSize(config, servingInstance, add);
+  if (servingInstance) checkNodeGroupSize(config, servingInstance, addAndFail);
   const gemm: GemmShape = {
     batchSize: config.gemm.batchSize ?? config.serving.maxBatchSize,
     beamWidth: config.gemm.beamWidth,
@@ -105,20 +164,19 @@ export function resolveStack(
   };
   let memory: GpuMemoryEstimate | undefined;
   if (model) {
-    checkArchitecture(config, model, gemm, add);
-    checkTensorParallel(config, model, servingInstance, add);
-    checkInt8Mode(config, model, servingInstance, add);
-    if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, add);
-    if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, add);
-    checkNodeDisk(config, model, add);
-    // Reported under the stack name itself, which is not a config key.
-    const addName: Add = (key, value, message, fix) => problems.push({ key, value, message, fix });
-    if (opts.stackName !== undefined) checkNames(opts.stackName, model.name, addName, add);
+    checkArchitecture(config, model, gemm, addAndFail);
+    checkTensorParallel(config, model, servingInstance, addAndFail);
+    checkInt8Mode(config, model, servingInstance, addAndFail);
+    if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, addAndFail);
+    if (builderInstance) checkBuilder(config, model, builderInstance, servingInstance, addAndFail);
+    checkNodeDisk(config, model, addAndFail);
+    if (opts.stackName !== undefined)
+      checkNames(opts.stackName, model.name, (...a) => ((failed = true), addName(...a)), addAndFail);
   }
-  if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, add);
+  if (servingInstance && builderInstance) checkSameGpu(servingInstance, builderInstance, addAndFail);
   if (servingInstance) checkCapacity(config, servingInstance, warn);
 
-  if (problems.length > 0 || !model || !servingInstance || !builderInstance || !memory) return { problems, warnings };
+  if (failed || !model || !servingInstance || !builderInstance || !memory) return undefined;
   const stack: ResolvedStack = {
     config,
     model,
@@ -130,10 +188,9 @@ export function resolveStack(
     nodeDiskGiB: config.cluster.nodeRootVolumeGiB ?? nodeDiskGiB(model.family, model.arch),
     secrets,
   };
-  checkServingFits(stack, add);
+  checkServingFits(stack, addAndFail);
   // Needs the resolved stack: the scaling plan is derived from the workload's cold start.
   const scaling = autoscalingPlanProblem(stack);
-  if (scaling) add(scaling.key, scaling.value, scaling.message, scaling.fix);
-  if (problems.length > 0) return { problems, warnings };
-  return { stack, problems, warnings };
+  if (scaling) addAndFail(scaling.key, scaling.value, scaling.message, scaling.fix);
+  return failed ? undefined : stack;
 }

@@ -21,9 +21,17 @@ step_init() {
   source "$STEP_CONFIG"
   WORK_ROOT=${WORK_ROOT:-/opt/triton-ft}
   require_abs_path WORK_ROOT
-  STATE_DIR=$WORK_ROOT/state
-  TMP_ROOT=$WORK_ROOT/tmp
+  # A further model's steps on a builder that converts several (STEP_SCOPE,
+  # the model's id) keep their markers, locks and scratch apart from the
+  # others'; the first model's paths stay the one-model ones.
+  if [[ -n ${STEP_SCOPE:-} ]]; then
+    [[ $STEP_SCOPE =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "STEP_SCOPE must be a model id, got '$STEP_SCOPE'"
+  fi
+  HOST_STATE_DIR=$WORK_ROOT/state
+  STATE_DIR=$HOST_STATE_DIR${STEP_SCOPE:+/$STEP_SCOPE}
+  TMP_ROOT=$WORK_ROOT/tmp${STEP_SCOPE:+/$STEP_SCOPE}
   ensure_dir "$WORK_ROOT"
+  ensure_dir "$HOST_STATE_DIR"
   ensure_dir "$STATE_DIR"
   ensure_dir "$TMP_ROOT"
   log "config $STEP_CONFIG, work root $WORK_ROOT"
@@ -42,6 +50,20 @@ step_lock() {
     flock "$STEP_LOCK_FD"
   fi
   log "holding the step lock $lock"
+}
+
+# host_lock <resource> : one model at a time on this host for what the
+# builder is sized for once (gpu: gpt_gemm's timings are only true with the
+# GPU to itself; convert: RAM and scratch disk of the largest conversion;
+# bake: the build context). Held until the step ends.
+host_lock() {
+  local lock=$HOST_STATE_DIR/host-$1.lock fd
+  exec {fd}>>"$lock"
+  if ! flock -n "$fd"; then
+    log "another model's step holds $lock; waiting for it"
+    flock "$fd"
+  fi
+  log "holding the host lock $lock"
 }
 
 marker_path() { printf '%s/%s.done\n' "$STATE_DIR" "$1"; }

@@ -13,7 +13,7 @@ import { ApiError } from "../../../images/gateway/src/errors";
 import { GatewayMetrics } from "../../../images/gateway/src/metrics";
 import type { Tensor } from "../../../images/gateway/src/tensors";
 import { classifyTritonMessage } from "../../../images/gateway/src/triton";
-import { FakeTriton, logprob, TEST_MODEL, TEST_TRITON, token } from "./fakeTriton";
+import { FakeTriton, logprob, TEST_MODEL, token } from "./fakeTriton";
 
 type FastifyInstance = ReturnType<typeof buildGateway>;
 type Json = Record<string, unknown>;
@@ -26,12 +26,12 @@ afterEach(async () => {
 
 function gateway(maxChoiceTokens?: number): { app: FastifyInstance; triton: FakeTriton } {
   const config = GatewayConfigSchema.parse({
-    model: { ...TEST_MODEL, ...(maxChoiceTokens ? { maxChoiceTokens } : {}) },
-    triton: TEST_TRITON,
+    models: [{ ...TEST_MODEL, ...(maxChoiceTokens ? { maxChoiceTokens } : {}) }],
   });
   const keys = new KeyRing({ consumers: [{ name: "team-a", keySha256: [sha256Hex(KEY)] }] });
   const triton = new FakeTriton();
-  const app = buildGateway({ config, keys, triton, metrics: new GatewayMetrics(), logger: false });
+  const tritons = new Map([[TEST_MODEL.id, triton]]);
+  const app = buildGateway({ config, keys, tritons, metrics: new GatewayMetrics(), logger: false });
   open.push(app);
   return { app, triton };
 }

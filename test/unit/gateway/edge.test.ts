@@ -19,7 +19,10 @@ import { renderGatewayConfig } from "../../../infra/render/gatewayConfig";
 import { ENSEMBLE_MODEL, maxPromptBytes } from "../../../infra/render/modelRepository";
 
 const MODEL = { id: "m", maxInputLen: 512, maxOutputLen: 256, maxBatchSize: 8, vocab: 50400 };
-const config: GatewayConfig = GatewayConfigSchema.parse(renderGatewayConfig(MODEL, "triton:8001"));
+const ROUTE = { tritonGrpc: "triton:8001", maxInflight: 16 };
+const config: GatewayConfig = GatewayConfigSchema.parse(renderGatewayConfig([{ ...MODEL, ...ROUTE }]));
+/** What a request for model m is checked against. */
+const rules = { model: config.models[0], limits: config.limits };
 
 function refusal(fn: () => unknown): ApiError {
   try {
@@ -67,6 +70,12 @@ describe("KeyRing", () => {
     rotated.replace(KeysFileSchema.parse({ consumers: [{ name: "team-a", keySha256: [sha256Hex("new-key")] }] }));
     expect(rotated.authenticate("Bearer old-key")).toBeUndefined();
     expect(rotated.authenticate("Bearer new-key")?.name).toBe("team-a");
+  });
+
+  it("reads a consumer's model scope; an empty scope is refused (a key for no model is a slip)", () => {
+    const consumer = { name: "team-a", keySha256: [sha256Hex("k")] };
+    expect(KeysFileSchema.parse({ consumers: [{ ...consumer, models: ["m"] }] }).consumers[0].models).toEqual(["m"]);
+    expect(KeysFileSchema.safeParse({ consumers: [{ ...consumer, models: [] }] }).success).toBe(false);
   });
 
   it("keeps only hashes", () => {
@@ -163,6 +172,35 @@ describe("Admission", () => {
   });
 });
 
+describe("Admission per model", () => {
+  it("caps each model's generations at its own maxInflight, in fair shares; another model's capacity is untouched", () => {
+    // Gateway cap far above the models': only the model caps bind. Two teams of share 1.
+    const a = new Admission(
+      100,
+      () => 2,
+      () => 0,
+    );
+    const limits = { requestsPerMinute: 1000, maxConcurrent: 20 };
+    const small = { id: "small", maxInflight: 2 };
+    const large = { id: "large", maxInflight: 8 };
+    a.admit("a", limits, 1, 0, small);
+    const second = a.admit("a", limits, 1, 0, small);
+    expect(a.inFlightTo("small")).toBe(2);
+    const e = refusal(() => a.admit("a", limits, 1, 0, small));
+    expect([e.status, e.code, e.retryAfter]).toEqual([503, "overloaded", 1]);
+    expect(e.message).toBe(
+      "the model 'small' has 2 generations in flight, its limit is 2; this key has 2 there, above its fair share of 1",
+    );
+    // Team b is within its share of small (1 of 2): admitted although small is full.
+    a.admit("b", limits, 1, 0, small);
+    // The other model has its own cap: team a is not held back there.
+    for (let i = 0; i < 8; i++) a.admit("a", limits, 1, 0, large);
+    expect(a.inFlightTo("large")).toBe(8);
+    second.release();
+    expect(a.inFlightTo("small")).toBe(2);
+  });
+});
+
 describe("Triton errors", () => {
   it("maps a full queue to 503 with Retry-After", () => {
     const e = classifyTritonMessage("in ensemble 'ensemble', Exceeds maximum queue size");
@@ -175,6 +213,24 @@ describe("Triton errors", () => {
     );
     expect(classifyTritonMessage("temperature[0] is nan: must be finite").status).toBe(400);
     expect(classifyTritonMessage("text_input[0]: prompt is 9 bytes, more than max_prompt_bytes=8").status).toBe(413);
+  });
+
+  it("maps a model Triton is loading or unloading (starting, stopping) to 503 upstream_unavailable, its text only logged", () => {
+    for (const message of [
+      "Request for unknown model: 'small_ensemble' has no available versions",
+      "in ensemble 'ensemble', Request for unknown model: 'fastertransformer' version 1 is not at ready state",
+    ]) {
+      const e = classifyTritonMessage(message);
+      expect([e.status, e.code, e.retryAfter, e.message], message).toEqual([
+        503,
+        "upstream_unavailable",
+        2,
+        "the inference server is unavailable",
+      ]);
+      expect(e.detail).toContain("Request for unknown model");
+    }
+    // A model Triton has never heard of is a wiring fault, not a passing state.
+    expect(classifyTritonMessage("Request for unknown model: 'nope' is not found").status).toBe(502);
   });
 
   it("never blames the client for a server fault", () => {
@@ -190,7 +246,7 @@ describe("Triton errors", () => {
 
 describe("request validation", () => {
   it("defaults to OpenAI's sampling: full distribution at temperature 1, 16 tokens", () => {
-    const r = parseCompletion({ model: "m", prompt: "x" }, config);
+    const r = parseCompletion({ model: "m", prompt: "x" }, rules);
     expect(r.sampling).toMatchObject({ maxTokens: 16, temperature: 1, topP: 1, topK: 0, stop: [] });
     const t = Object.fromEntries(ensembleInputs("x", r.sampling).map((i) => [i.name, i.data[0]]));
     expect(t).toMatchObject({ top_k: 0, top_p: 1, temperature: 1, max_tokens: 16 });
@@ -198,20 +254,20 @@ describe("request validation", () => {
   });
 
   it("maps temperature 0 to greedy decoding with seed 0", () => {
-    const r = parseCompletion({ model: "m", prompt: "x", temperature: 0, top_k: 40 }, config);
+    const r = parseCompletion({ model: "m", prompt: "x", temperature: 0, top_k: 40 }, rules);
     const t = Object.fromEntries(ensembleInputs("x", r.sampling).map((i) => [i.name, i.data[0]]));
     expect(t).toMatchObject({ top_k: 1, temperature: 1, random_seed: 0n });
   });
 
   it("checks the prompt's bytes against the cap the model repository uses (400 context_length_exceeded)", () => {
-    expect(config.model.maxPromptBytes).toBe(maxPromptBytes(512));
-    parseCompletion({ model: "m", prompt: "é".repeat(maxPromptBytes(512) / 2) }, config);
-    const e = refusal(() => parseCompletion({ model: "m", prompt: `${"é".repeat(maxPromptBytes(512) / 2)}x` }, config));
+    expect(rules.model.maxPromptBytes).toBe(maxPromptBytes(512));
+    parseCompletion({ model: "m", prompt: "é".repeat(maxPromptBytes(512) / 2) }, rules);
+    const e = refusal(() => parseCompletion({ model: "m", prompt: `${"é".repeat(maxPromptBytes(512) / 2)}x` }, rules));
     expect([e.status, e.code]).toEqual([400, "context_length_exceeded"]);
   });
 
   it("passes stop sequences to Triton as stop_words", () => {
-    const r = parseCompletion({ model: "m", prompt: "x", stop: "\n" }, config);
+    const r = parseCompletion({ model: "m", prompt: "x", stop: "\n" }, rules);
     expect(ensembleInputs("x", r.sampling).find((i) => i.name === "stop_words")?.data).toEqual(["\n"]);
   });
 });
@@ -238,10 +294,13 @@ describe("chat templates", () => {
   });
 
   it("adds the template's stop sequences and refuses chat without a template (404)", () => {
-    const withTemplate = GatewayConfigSchema.parse(renderGatewayConfig({ ...MODEL, chatTemplate: h2o }, "t:1"));
-    const r = parseChat({ model: "m", messages: [{ role: "user", content: "x" }], stop: "###" }, withTemplate);
+    const withTemplate = GatewayConfigSchema.parse(renderGatewayConfig([{ ...MODEL, ...ROUTE, chatTemplate: h2o }]));
+    const r = parseChat(
+      { model: "m", messages: [{ role: "user", content: "x" }], stop: "###" },
+      { model: withTemplate.models[0], limits: withTemplate.limits },
+    );
     expect(r.sampling.stop).toEqual(["###", "<human>:", "<bot>:"]);
-    expect(refusal(() => parseChat({ model: "m", messages: [{ role: "user", content: "x" }] }, config)).status).toBe(
+    expect(refusal(() => parseChat({ model: "m", messages: [{ role: "user", content: "x" }] }, rules)).status).toBe(
       404,
     );
   });
@@ -250,24 +309,58 @@ describe("chat templates", () => {
 describe("rendered gateway config", () => {
   it("parses with the gateway's strict schema for every preset's limits", () => {
     for (const preset of MODEL_PRESETS) {
-      const rendered = renderGatewayConfig(
-        { ...MODEL, id: preset.name, vocab: preset.arch.vocab, chatTemplate: preset.chatTemplate },
-        "triton:8001",
-      );
+      const rendered = renderGatewayConfig([
+        { ...MODEL, ...ROUTE, id: preset.name, vocab: preset.arch.vocab, chatTemplate: preset.chatTemplate },
+      ]);
       expect(() => GatewayConfigSchema.parse(JSON.parse(JSON.stringify(rendered)))).not.toThrow();
     }
   });
 
   it("targets the one ensemble name, which the gateway image also defaults to (it cannot import infra/)", () => {
-    const rendered = renderGatewayConfig(MODEL, "triton:8001");
-    expect(rendered.triton.ensemble).toBe(ENSEMBLE_MODEL);
-    const triton: Record<string, unknown> = { ...rendered.triton };
-    delete triton.ensemble;
-    expect(GatewayConfigSchema.parse({ ...rendered, triton }).triton.ensemble).toBe(ENSEMBLE_MODEL);
+    const rendered = renderGatewayConfig([{ ...MODEL, ...ROUTE }]);
+    expect(rendered.models[0].triton.ensemble).toBe(ENSEMBLE_MODEL);
+    const [model] = rendered.models;
+    const withoutEnsemble = { ...rendered, models: [{ ...model, triton: { grpc: model.triton.grpc } }] };
+    expect(GatewayConfigSchema.parse(withoutEnsemble).models[0].triton.ensemble).toBe(ENSEMBLE_MODEL);
   });
 
   it("leaves room in the body limit for the largest prompt, JSON-escaped, for a full batch", () => {
-    expect(config.limits.bodyBytes).toBeGreaterThanOrEqual(6 * config.model.maxPromptBytes * MODEL.maxBatchSize);
+    expect(config.limits.bodyBytes).toBeGreaterThanOrEqual(6 * rules.model.maxPromptBytes * MODEL.maxBatchSize);
+  });
+
+  it("routes each model to its own Triton with its own cap; the gateway-wide limits cover the largest model and the sum of caps", () => {
+    const small = { ...MODEL, id: "small", maxInputLen: 64, maxBatchSize: 2, tritonGrpc: "small:8001", maxInflight: 4 };
+    const large = {
+      ...MODEL,
+      id: "large",
+      maxInputLen: 2048,
+      maxBatchSize: 16,
+      tritonGrpc: "large:8001",
+      maxInflight: 32,
+    };
+    const rendered = GatewayConfigSchema.parse(renderGatewayConfig([small, large]));
+    expect(rendered.models.map((m) => [m.id, m.triton.grpc, m.maxInflight, m.maxPromptBytes])).toEqual([
+      ["small", "small:8001", 4, maxPromptBytes(64)],
+      ["large", "large:8001", 32, maxPromptBytes(2048)],
+    ]);
+    expect(rendered.limits.maxInflight).toBe(36);
+    expect(rendered.limits.maxConcurrent).toBe(16);
+    expect(rendered.limits.bodyBytes).toBeGreaterThanOrEqual(6 * maxPromptBytes(2048) * 16);
+    expect(() => renderGatewayConfig([])).toThrow(/at least one model/);
+  });
+
+  it("refuses a config that lists one model id twice, or none", () => {
+    const rendered = renderGatewayConfig([{ ...MODEL, ...ROUTE }]);
+    const twice = GatewayConfigSchema.safeParse({ ...rendered, models: [rendered.models[0], rendered.models[0]] });
+    expect(twice.error?.issues.map((i) => [i.path.join("."), i.message])).toEqual([
+      ["models.1.id", "model m is listed twice"],
+    ]);
+    expect(GatewayConfigSchema.safeParse({ ...rendered, models: [] }).success).toBe(false);
+  });
+
+  it("refuses a model id that cannot be one path segment of /v2/models/<id>", () => {
+    const rendered = renderGatewayConfig([{ ...MODEL, ...ROUTE, id: "org/model" }]);
+    expect(GatewayConfigSchema.safeParse(rendered).error?.issues[0].path).toEqual(["models", 0, "id"]);
   });
 });
 
@@ -296,7 +389,7 @@ describe("KServe v2 binary tensor data extension", () => {
     const seed = 2n ** 63n + 7n;
     const { bytes, length } = body(u64(seed));
     const { header, binary } = splitInferBody(bytes, length);
-    const parsed = parseInferRequest(header, config, binary);
+    const parsed = parseInferRequest(header, rules, binary);
     expect(parsed.inputs.map((t) => [t.name, t.data[0]])).toEqual([
       ["text_input", "héll"],
       ["max_tokens", 3],
@@ -312,13 +405,11 @@ describe("KServe v2 binary tensor data extension", () => {
     expect(refusal(() => splitInferBody(bytes, "-3")).status).toBe(400);
     const short = body(Buffer.alloc(4));
     const s = splitInferBody(short.bytes, short.length);
-    expect(refusal(() => parseInferRequest(s.header, config, s.binary)).message).toMatch(/4 bytes for 1 UINT64/);
+    expect(refusal(() => parseInferRequest(s.header, rules, s.binary)).message).toMatch(/4 bytes for 1 UINT64/);
     const long = body(u64(1n), Buffer.from("x"));
     const l = splitInferBody(long.bytes, long.length);
-    expect(refusal(() => parseInferRequest(l.header, config, l.binary)).message).toMatch(
-      /1 bytes after the last input/,
-    );
+    expect(refusal(() => parseInferRequest(l.header, rules, l.binary)).message).toMatch(/1 bytes after the last input/);
     const ok = splitInferBody(bytes, length);
-    expect(() => parseInferRequest(ok.header, config, ok.binary)).not.toThrow();
+    expect(() => parseInferRequest(ok.header, rules, ok.binary)).not.toThrow();
   });
 });

@@ -136,8 +136,11 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
   ]);
 }
 
+/** The in-memory Triton's address in those configs (never dialled: the fake replaces the client). */
+export const TEST_TRITON = { grpc: "in-memory:8001" } as const;
+
 /**
- * The model section of the in-process suites' gateway config: a small GPT-J-shaped model with a
+ * One entry of the in-process suites' gateway config (`models`): a small GPT-J-shaped model with a
  * chat template, served through the in-memory Triton above.
  */
 export const TEST_MODEL = {
@@ -148,7 +151,21 @@ export const TEST_MODEL = {
   vocab: 50400,
   maxPromptBytes: 4096,
   chatTemplate: { user: "<user>: ", assistant: "<bot>: ", turnEnd: "\n", stop: ["<user>:"] },
+  triton: TEST_TRITON,
+  maxInflight: 64,
 } as const;
 
-/** The in-memory Triton's address in those configs (never dialled: the fake replaces the client). */
-export const TEST_TRITON = { grpc: "in-memory:8001" } as const;
+/**
+ * A second model for the routing cases: other limits, no chat template, its own Triton (so one can
+ * be down while the other serves).
+ */
+export const OTHER_MODEL = {
+  id: "other",
+  maxInputLen: 64,
+  maxOutputLen: 8,
+  maxBatchSize: 2,
+  vocab: 512,
+  maxPromptBytes: 2048,
+  triton: { grpc: "in-memory:8002" },
+  maxInflight: 4,
+} as const;

@@ -4,6 +4,7 @@
  * with a certificate, and policies that admit only the gateway to Triton's
  * 8000/8001 and only the scraper to the metrics ports.
  */
+import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Secret } from "kubernetes-models/v1/Secret";
@@ -13,7 +14,7 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { resolveStack } from "../../../infra/config/validate";
 import type { ResolvedStack } from "../../../infra/config/stack";
-import { PORTS } from "../../../infra/render/tritonManifests";
+import { PORTS, selectorLabels } from "../../../infra/render/tritonManifests";
 import {
   SCRAPER_NAMESPACE_LABEL,
   renderGatewayManifests,
@@ -23,6 +24,7 @@ import { INSTANCE_TYPE_LABEL, SYSTEM_NODE_LABEL } from "../../../infra/render/sc
 import { STORE_PORT } from "../../../infra/render/storeManifests";
 import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
 import { planOf } from "../../lib/plan";
+import { seedModelsPlan } from "../../lib/scalingFixtures";
 
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
 
@@ -150,5 +152,55 @@ describe("network policies", () => {
     const store = gw.egress!.find((e) => e.ports?.some((p) => p.port === STORE_PORT));
     // ElastiCache sits in the stack's VPC: network.vpcCidr's default.
     expect(store?.to).toEqual([{ ipBlock: { cidr: "10.42.0.0/16" } }]);
+  });
+});
+
+describe("network policies of a stack of several models", () => {
+  const { plan } = seedModelsPlan();
+  const m = renderGatewayManifests({ ...plan.gateway.workload, image: DIGEST, keysJson: "{}" });
+  const gatewaySelector = m.deployment.spec!.selector.matchLabels!;
+  // Each model's Triton pods, as its own Deployment selects them.
+  const tritonSelectors = plan.models.map((e) => selectorLabels(e.plan.renderInputs.triton));
+
+  it("are valid Kubernetes objects, named after the workload they guard", () => {
+    for (const p of m.networkPolicies) new NetworkPolicy(p).validate();
+    expect(m.networkPolicies.map((p) => p.metadata?.name)).toEqual([
+      "triton-h2ogpt-6-9b-default-deny",
+      "triton-h2ogpt-6-9b-gateway",
+      "triton-h2ogpt-6-9b-triton",
+      "triton-kogpt-6b-triton",
+      "triton-codegen-2b-mono-triton",
+    ]);
+  });
+
+  it("let the gateway reach each model's Triton pods on 8000/8001, and only those (and its one store, and DNS)", () => {
+    const gw = m.networkPolicies.find(
+      (p) => p.spec?.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "triton-ft-gateway",
+    )!;
+    const egress = gw.spec!.egress!;
+    const [toTriton] = egress;
+    const dns = egress.at(-1);
+    expect(toTriton?.to).toEqual(tritonSelectors.map((matchLabels) => ({ podSelector: { matchLabels } })));
+    expect(toTriton?.ports?.map((p) => p.port)).toEqual([PORTS.http, PORTS.grpc]);
+    expect(dns?.ports?.every((p) => p.port === 53)).toBe(true);
+    // The stack's one shared store (the default serving.store), whatever the model count.
+    expect(plan.gateway.workload.store).toBeDefined();
+    expect(egress.slice(1, -1).map((r) => r.ports?.map((p) => p.port))).toEqual([[STORE_PORT]]);
+    expect(egress).toHaveLength(3);
+  });
+
+  it("admit only the gateway to each model's Triton, and only the scraper to its metrics port", () => {
+    for (const selector of tritonSelectors) {
+      const own = m.networkPolicies.filter((p) => isDeepStrictEqual(p.spec?.podSelector?.matchLabels, selector));
+      expect(own, JSON.stringify(selector)).toHaveLength(1);
+      const [fromGateway, fromScraper] = own[0]!.spec!.ingress!;
+      expect(fromGateway?.from).toEqual([{ podSelector: { matchLabels: gatewaySelector } }]);
+      expect(fromGateway?.ports?.map((p) => p.port)).toEqual([PORTS.http, PORTS.grpc]);
+      expect(fromScraper?.from).toEqual([
+        { namespaceSelector: { matchLabels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } },
+      ]);
+      expect(fromScraper?.ports?.map((p) => p.port)).toEqual([PORTS.metrics]);
+      expect(own[0]!.spec!.ingress).toHaveLength(2);
+    }
   });
 });

@@ -10,13 +10,18 @@ import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildGateway, buildMetricsServer } from "../../../images/gateway/src/app";
 import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
-import { type GatewayConfig, GatewayConfigSchema, type GatewayConfigInput } from "../../../images/gateway/src/config";
+import {
+  type Consumer as GatewayConsumer,
+  type GatewayConfig,
+  GatewayConfigSchema,
+  type GatewayConfigInput,
+} from "../../../images/gateway/src/config";
 import { Metadata, type ServiceError, status as GrpcStatus } from "@grpc/grpc-js";
 import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
 import { GatewayMetrics, METRICS } from "../../../images/gateway/src/metrics";
 import { errors } from "../../../images/gateway/src/plugins/errors";
 import { limits } from "../../../images/gateway/src/plugins/limits";
-import { FakeTriton, TEST_MODEL, TEST_TRITON, token } from "./fakeTriton";
+import { FakeTriton, OTHER_MODEL, TEST_MODEL, token } from "./fakeTriton";
 
 // Fastify resolves from the gateway's own node_modules, not the root's: its types come through the app.
 type FastifyInstance = ReturnType<typeof buildGateway>;
@@ -27,38 +32,46 @@ const BODY_LIMIT = 64 * 1024;
 
 interface Harness {
   app: FastifyInstance;
+  /** The Triton of TEST_MODEL (`m`). */
   triton: FakeTriton;
+  /** Every model's Triton, by model id. */
+  tritons: Map<string, FakeTriton>;
   metrics: GatewayMetrics;
 }
+
+/** A `models` entry of the config: one of the fixtures (the schema parses it). */
+type ModelEntry = typeof TEST_MODEL | typeof OTHER_MODEL;
 
 const open: FastifyInstance[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((app) => app.close()));
 });
 
-function configWith(overrides: GatewayConfigInput["limits"] = {}): GatewayConfig {
-  return GatewayConfigSchema.parse({
-    model: TEST_MODEL,
-    triton: TEST_TRITON,
-    limits: { bodyBytes: BODY_LIMIT, ...overrides },
-  });
+function configWith(overrides: GatewayConfigInput["limits"] = {}, models: ModelEntry[] = [TEST_MODEL]): GatewayConfig {
+  return GatewayConfigSchema.parse({ models, limits: { bodyBytes: BODY_LIMIT, ...overrides } });
 }
 
 /** Log lines the app wrote, when a harness is built with `logs`. */
 type LogLines = Record<string, unknown>[];
 
-function gateway(overrides: GatewayConfigInput["limits"] = {}, logs?: LogLines): Harness {
-  const config = configWith(overrides);
-  const keys = new KeyRing({
-    consumers: [
-      { name: "team-a", keySha256: [sha256Hex(KEY)] },
-      { name: "team-b", keySha256: [sha256Hex("key-team-b")] },
-      { name: "rate-limited", keySha256: [sha256Hex("key-rate")], requestsPerMinute: 2 },
-      { name: "one-at-a-time", keySha256: [sha256Hex("key-solo")], maxConcurrent: 1 },
-      { name: "token-limited", keySha256: [sha256Hex("key-tokens")], tokensPerMinute: 300 },
-    ],
-  });
-  const triton = new FakeTriton();
+const CONSUMERS = [
+  { name: "team-a", keySha256: [sha256Hex(KEY)] },
+  { name: "team-b", keySha256: [sha256Hex("key-team-b")] },
+  { name: "rate-limited", keySha256: [sha256Hex("key-rate")], requestsPerMinute: 2 },
+  { name: "one-at-a-time", keySha256: [sha256Hex("key-solo")], maxConcurrent: 1 },
+  { name: "token-limited", keySha256: [sha256Hex("key-tokens")], tokensPerMinute: 300 },
+];
+
+function gateway(
+  overrides: GatewayConfigInput["limits"] = {},
+  logs?: LogLines,
+  models: ModelEntry[] = [TEST_MODEL],
+  consumers: GatewayConsumer[] = CONSUMERS,
+): Harness {
+  const config = configWith(overrides, models);
+  const keys = new KeyRing({ consumers });
+  const tritons = new Map(config.models.map((m) => [m.id, new FakeTriton()]));
+  const triton = tritons.get(TEST_MODEL.id) ?? new FakeTriton();
   const metrics = new GatewayMetrics();
   const logger = logs
     ? {
@@ -66,9 +79,9 @@ function gateway(overrides: GatewayConfigInput["limits"] = {}, logs?: LogLines):
         stream: { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) },
       }
     : false;
-  const app = buildGateway({ config, keys, triton, metrics, logger });
+  const app = buildGateway({ config, keys, tritons, metrics, logger });
   open.push(app);
-  return { app, triton, metrics };
+  return { app, triton, tritons, metrics };
 }
 
 const auth = (key = KEY): Record<string, string> => ({ authorization: `Bearer ${key}` });
@@ -121,13 +134,27 @@ describe("authentication", () => {
     expect(r.statusCode).toBe(200);
     expect(r.json()).toEqual({
       object: "list",
-      data: [{ id: "m", object: "model", created: 0, owned_by: "triton-ft" }],
+      data: [
+        {
+          id: "m",
+          object: "model",
+          created: 0,
+          owned_by: "triton-ft",
+          max_input_tokens: 512,
+          max_output_tokens: 256,
+          max_prompt_bytes: 4096,
+          max_batch_size: 8,
+          max_choice_tokens: 256 * 8,
+          vocab_size: 50400,
+          chat: true,
+        },
+      ],
     });
   });
 
   it("refuses KServe requests in KServe's shape, and checks the key before the path exists", async () => {
     const { app } = gateway();
-    for (const url of ["/v2/models/ensemble", "/v2/repository/index", "/v2"]) {
+    for (const url of ["/v2/models/m", "/v2/repository/index", "/v2"]) {
       const r = await app.inject({ method: "GET", url });
       expect(r.statusCode, url).toBe(401);
       expect(r.body).toBe(JSON.stringify({ error: "missing API key: send 'Authorization: Bearer <key>'" }));
@@ -162,7 +189,7 @@ describe("error bodies", () => {
     triton.metadata = async () => {
       throw new Error("14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 10.0.0.5:8001");
     };
-    const r = await app.inject({ method: "GET", url: "/v2/models/ensemble", headers: auth() });
+    const r = await app.inject({ method: "GET", url: "/v2/models/m", headers: auth() });
     expect(r.statusCode).toBe(503);
     expect(r.body).toBe(JSON.stringify({ error: "the inference server did not answer" }));
     expect(logs.find((line) => line.msg === "request failed")?.detail).toContain("10.0.0.5:8001");
@@ -183,7 +210,7 @@ describe("error bodies", () => {
     expect(r.statusCode).toBe(404);
     expect(r.body).toBe(
       JSON.stringify({
-        error: "GET /v2/repository/index is not served: only the ensemble's KServe v2 API is reachable",
+        error: "GET /v2/repository/index is not served: only the served models' KServe v2 API is reachable",
       }),
     );
   });
@@ -212,7 +239,7 @@ describe("error bodies", () => {
     const { app } = gateway();
     const r = await app.inject({
       method: "POST",
-      url: "/v2/models/ensemble/infer",
+      url: "/v2/models/m/infer",
       headers: { ...auth(), "content-type": "application/json", "content-encoding": "gzip" },
       payload: gzipSync(Buffer.alloc(BODY_LIMIT + 1, 32)),
     });
@@ -247,7 +274,7 @@ describe("error bodies", () => {
     expect(openai.body).toBe(openaiError(message, "invalid_request_error", "context_length_exceeded", "prompt"));
     const kserve = await app.inject({
       method: "POST",
-      url: "/v2/models/ensemble/infer",
+      url: "/v2/models/m/infer",
       headers: auth(),
       payload: inferBody(),
     });
@@ -269,14 +296,14 @@ describe("error bodies", () => {
     expect(await counter(metrics, errors, { status: "404", code: "model_not_found", consumer: "team-a" })).toBe(1);
   });
 
-  it("names the one model /v1/models/:model serves", async () => {
+  it("names the model /v1/models/:model serves (404 model_not_found in OpenAI's shape)", async () => {
     const { app } = gateway();
     const r = await app.inject({ method: "GET", url: "/v1/models/other", headers: auth() });
     expect(r.statusCode).toBe(404);
     expect(r.body).toBe(
       openaiError(
-        "the model 'other' does not exist; this endpoint serves 'm'",
-        "not_found_error",
+        "the model 'other' does not exist or you do not have access to it; this endpoint serves 'm'",
+        "invalid_request_error",
         "model_not_found",
         "model",
       ),
@@ -463,19 +490,19 @@ describe("KServe v2", () => {
     const { app } = gateway();
     const json = await app.inject({
       method: "POST",
-      url: "/v2/models/ensemble/infer",
+      url: "/v2/models/m/infer",
       headers: auth(),
       payload: inferBody([{ name: "text_output" }]),
     });
     expect(json.statusCode).toBe(200);
     expect(json.json()).toEqual({
-      model_name: "ensemble",
+      model_name: "m",
       model_version: "1",
       outputs: [{ name: "text_output", datatype: "BYTES", shape: [1, 1], data: [`${token(1)}${token(2)}`] }],
     });
     const binary = await app.inject({
       method: "POST",
-      url: "/v2/models/ensemble/versions/1/infer",
+      url: "/v2/models/m/versions/1/infer",
       headers: auth(),
       payload: inferBody([{ name: "output_token_count", parameters: { binary_data: true } }]),
     });
@@ -490,15 +517,17 @@ describe("KServe v2", () => {
     expect(binary.rawPayload.readUInt32LE(headerLength)).toBe(2);
   });
 
-  it("serves only the ensemble: another model is a 404 in KServe's shape", async () => {
+  it("serves only the served models by their ids: the internal models and the ensemble's own name are a 404 in KServe's shape", async () => {
     const { app } = gateway();
-    const r = await app.inject({ method: "GET", url: "/v2/models/preprocessing/ready", headers: auth() });
-    expect(r.statusCode).toBe(404);
-    expect(r.body).toBe(
-      JSON.stringify({
-        error: "model 'preprocessing' is not served here: only 'ensemble' is reachable through the gateway",
-      }),
-    );
+    for (const model of ["preprocessing", "ensemble"]) {
+      const r = await app.inject({ method: "GET", url: `/v2/models/${model}/ready`, headers: auth() });
+      expect(r.statusCode).toBe(404);
+      expect(r.body).toBe(
+        JSON.stringify({
+          error: `the model '${model}' does not exist or you do not have access to it; this endpoint serves 'm'`,
+        }),
+      );
+    }
   });
 
   it("answers server metadata, model metadata and health", async () => {
@@ -509,7 +538,8 @@ describe("KServe v2", () => {
       version: "1",
       extensions: ["binary_tensor_data"],
     });
-    expect((await get("/v2/models/ensemble")).json()).toMatchObject({ name: "ensemble", platform: "ensemble" });
+    // Named as the client addresses it, not by the ensemble's name inside Triton.
+    expect((await get("/v2/models/m")).json()).toMatchObject({ name: "m", platform: "ensemble" });
     const live = await get("/v2/health/live");
     expect([live.statusCode, live.body]).toEqual([200, ""]);
     triton.isReady = false;
@@ -518,6 +548,184 @@ describe("KServe v2", () => {
       503,
       JSON.stringify({ error: "the inference server is not ready" }),
     ]);
+  });
+});
+
+describe("several models", () => {
+  const ONLY_OTHER = "key-only-other";
+  const TWO = [TEST_MODEL, OTHER_MODEL];
+  const scoped: GatewayConsumer[] = [
+    ...CONSUMERS,
+    { name: "only-other", keySha256: [sha256Hex(ONLY_OTHER)], models: ["other"] },
+  ];
+  const two = (overrides: GatewayConfigInput["limits"] = {}, logs?: LogLines): Harness =>
+    gateway(overrides, logs, TWO, scoped);
+  const fake = (h: Harness, id: string): FakeTriton => {
+    const t = h.tritons.get(id);
+    if (!t) throw new Error(`no fake Triton for ${id}`);
+    return t;
+  };
+  const get = (app: FastifyInstance, url: string, key = KEY): Promise<LightMyRequestResponse> =>
+    app.inject({ method: "GET", url, headers: auth(key) });
+
+  it("lists every model with its limits, and only its own models to a scoped key", async () => {
+    const { app } = two();
+    const all = (await get(app, "/v1/models")).json() as { data: Record<string, unknown>[] };
+    expect(all.data.map((m) => [m.id, m.max_input_tokens, m.max_output_tokens, m.max_batch_size, m.chat])).toEqual([
+      ["m", 512, 256, 8, true],
+      ["other", 64, 8, 2, false],
+    ]);
+    const mine = (await get(app, "/v1/models", ONLY_OTHER)).json() as { data: { id: string }[] };
+    expect(mine.data.map((m) => m.id)).toEqual(["other"]);
+  });
+
+  it("routes each request to its model's Triton, under that model's limits and template", async () => {
+    const h = two();
+    const r = await complete(h.app, { model: "other", prompt: "hi", max_tokens: 2 });
+    expect([r.statusCode, r.json().model]).toEqual([200, "other"]);
+    expect([fake(h, "other").calls.length, fake(h, "m").calls.length]).toEqual([1, 0]);
+    // other's max output is 8, m's 256; other's batch is 2; other has no chat template.
+    const long = await complete(h.app, { model: "other", prompt: "hi", max_tokens: 9 });
+    expect([long.statusCode, long.json().error.message]).toEqual([400, "max_tokens is 9: must be between 1 and 8"]);
+    expect((await complete(h.app, { model: "m", prompt: "hi", max_tokens: 9 })).statusCode).toBe(200);
+    expect((await complete(h.app, { model: "other", prompt: ["a", "b", "c"], max_tokens: 1 })).statusCode).toBe(400);
+    const chat = await h.app.inject({
+      method: "POST",
+      url: "/v1/chat/completions",
+      headers: auth(),
+      payload: { model: "other", messages: [{ role: "user", content: "hi" }] },
+    });
+    expect([chat.statusCode, chat.json().error.code]).toEqual([404, "chat_not_supported"]);
+    const infer = await h.app.inject({
+      method: "POST",
+      url: "/v2/models/other/infer",
+      headers: auth(),
+      payload: inferBody(),
+    });
+    expect([infer.statusCode, infer.json().model_name]).toEqual([200, "other"]);
+    expect(fake(h, "other").calls.length).toBe(2);
+  });
+
+  it("answers a model outside the key's scope exactly as a model this gateway does not serve", async () => {
+    const h = two();
+    // The same key on a gateway that serves `other` alone: there `m` does not exist.
+    const alone = gateway({}, undefined, [OTHER_MODEL], scoped);
+    const pairs: [string, (app: FastifyInstance) => Promise<LightMyRequestResponse>][] = [
+      ["completion", (app) => complete(app, { model: "m", prompt: "hi", max_tokens: 1 }, ONLY_OTHER)],
+      ["model card", (app) => get(app, "/v1/models/m", ONLY_OTHER)],
+      ["KServe readiness", (app) => get(app, "/v2/models/m/ready", ONLY_OTHER)],
+      [
+        "KServe infer",
+        (app) =>
+          app.inject({ method: "POST", url: "/v2/models/m/infer", headers: auth(ONLY_OTHER), payload: inferBody() }),
+      ],
+    ];
+    for (const [what, send] of pairs) {
+      const scopedOut = await send(h.app);
+      const notServed = await send(alone.app);
+      expect(scopedOut.statusCode, what).toBe(404);
+      expect(scopedOut.body, what).toBe(notServed.body);
+    }
+    expect((await complete(h.app, { model: "m", prompt: "hi", max_tokens: 1 }, ONLY_OTHER)).body).toBe(
+      openaiError(
+        "the model 'm' does not exist or you do not have access to it; this endpoint serves 'other'",
+        "invalid_request_error",
+        "model_not_found",
+        "model",
+      ),
+    );
+    expect(fake(h, "m").calls.length).toBe(0);
+    // An unscoped key names both models in the same 404.
+    expect((await complete(h.app, { model: "nope", prompt: "hi" })).json().error.message).toBe(
+      "the model 'nope' does not exist or you do not have access to it; this endpoint serves 'm', 'other'",
+    );
+  });
+
+  it("keeps serving the other model while one model's Triton is down; ready while any model is", async () => {
+    const h = two();
+    const down = fake(h, "other");
+    const details = "connect ECONNREFUSED 10.0.0.6:8001";
+    down.isReady = false;
+    down.refuseWith = classifyGrpcError(
+      Object.assign(new Error(details), {
+        code: GrpcStatus.UNAVAILABLE,
+        details,
+        metadata: new Metadata(),
+      }) as ServiceError,
+      10,
+    );
+    const r = await complete(h.app, { model: "other", prompt: "hi", max_tokens: 1 });
+    expect([r.statusCode, r.headers["retry-after"]]).toEqual([503, "2"]);
+    expect(r.body).toBe(openaiError("the inference server is unavailable", "server_error", "upstream_unavailable"));
+    expect((await complete(h.app, { model: "m", prompt: "hi", max_tokens: 1 })).statusCode).toBe(200);
+    expect((await h.app.inject({ method: "GET", url: "/readyz" })).statusCode).toBe(200);
+    expect((await get(h.app, "/v2/models/other/ready")).statusCode).toBe(503);
+    expect((await get(h.app, "/v2/models/m/ready")).statusCode).toBe(200);
+    expect((await get(h.app, "/v2/health/ready")).statusCode).toBe(200);
+    // A key that may use only the down model sees its KServe server unready.
+    expect((await get(h.app, "/v2/health/ready", ONLY_OTHER)).statusCode).toBe(503);
+
+    const bothDown = two();
+    for (const t of bothDown.tritons.values()) t.isReady = false;
+    const r2 = await bothDown.app.inject({ method: "GET", url: "/readyz" });
+    expect([r2.statusCode, r2.body]).toEqual([503, JSON.stringify({ status: "triton not ready" })]);
+  });
+
+  it("caps a model's generations at its own maxInflight; the other model still admits", async () => {
+    // other: maxInflight 4; six teams of share 1 give team-a a fair share of 1 there.
+    const h = two();
+    fake(h, "other").hold();
+    fake(h, "m").hold();
+    const first = complete(h.app, { model: "other", prompt: ["a", "b"], max_tokens: 1 });
+    const second = complete(h.app, { model: "other", prompt: ["a", "b"], max_tokens: 1 });
+    await generations(fake(h, "other"), 4);
+    const refused = await complete(h.app, { model: "other", prompt: "c", max_tokens: 1 });
+    expect([refused.statusCode, refused.headers["retry-after"]]).toEqual([503, "1"]);
+    expect(refused.body).toBe(
+      openaiError(
+        "the model 'other' has 4 generations in flight, its limit is 4; this key has 4 there, above its fair share of 1",
+        "server_error",
+        "overloaded",
+      ),
+    );
+    const elsewhere = complete(h.app, { model: "m", prompt: "c", max_tokens: 1 });
+    await generations(fake(h, "m"), 1);
+    for (const t of h.tritons.values()) t.release();
+    expect([(await first).statusCode, (await second).statusCode, (await elsewhere).statusCode]).toEqual([
+      200, 200, 200,
+    ]);
+  });
+
+  it("labels request, token, latency and error metrics with the served model, never with a name a client made up", async () => {
+    const h = two();
+    await complete(h.app, { model: "m", prompt: "one two", max_tokens: 2 });
+    await complete(h.app, { model: "other", prompt: "one", max_tokens: 3, stream: true });
+    await complete(h.app, { model: "other", prompt: "one", max_tokens: 99 });
+    await complete(h.app, { model: "made-up", prompt: "one" });
+    const c = (name: string, labels: Record<string, string>): Promise<number> => counter(h.metrics, name, labels);
+    expect(await c(METRICS.requests, { route: "/v1/completions", status: "200", model: "m" })).toBe(1);
+    expect(await c(METRICS.requests, { route: "/v1/completions", status: "200", model: "other" })).toBe(1);
+    expect(await c(METRICS.outputTokens, { model: "m" })).toBe(2);
+    expect(await c(METRICS.outputTokens, { model: "other" })).toBe(3);
+    expect(await c(METRICS.promptTokens, { model: "other", consumer: "team-a" })).toBe(1);
+    expect(await c(METRICS.errors, { status: "400", code: "invalid_value", model: "other" })).toBe(1);
+    expect(await c(METRICS.errors, { status: "404", code: "model_not_found", consumer: "team-a" })).toBe(1);
+    const exposition = await h.metrics.registry.metrics();
+    expect(exposition).not.toContain("made-up");
+    for (const name of [METRICS.timeToFirstToken, METRICS.requestDuration, METRICS.outputTokensPerSecond]) {
+      expect(exposition, name).toMatch(new RegExp(`^${name}_count\\{[^}]*model="other"[^}]*\\} [1-9]\\d*$`, "m"));
+    }
+  });
+
+  it("logs the model on each request's line", async () => {
+    const logs: LogLines = [];
+    const h = two({}, logs);
+    const r = await complete(h.app, { model: "other", prompt: "hi", max_tokens: 1 });
+    expect(logs.find((line) => line.msg === "request" && line.reqId === r.headers["x-request-id"])).toMatchObject({
+      model: "other",
+      consumer: "team-a",
+      status: 200,
+    });
   });
 });
 
@@ -586,7 +794,6 @@ describe("composition", () => {
     void app.register(errors);
     void app.register(limits, {
       config: configWith(),
-      triton: new FakeTriton(),
       metrics: new GatewayMetrics(),
       keys: new KeyRing({ consumers: [] }),
     });

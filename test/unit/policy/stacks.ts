@@ -61,7 +61,7 @@ export function manifestType(apiVersion: string, kind: string): string {
   return `kubernetes:${apiVersion.includes("/") ? apiVersion : `core/${apiVersion}`}:${kind}`;
 }
 
-/** Runs `npm run synth` for the stack into a fresh folder and reads back every manifest under k8s/. */
+/** Runs `npm run synth` for the stack into a fresh folder and reads back every manifest under k8s/ (and models/<id>/k8s/). */
 export function synthManifests(s: StackFile): { dir: string; resources: ResourceView[] } {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), `policy-synth-${s.name}-`));
   execFileSync(
@@ -79,9 +79,15 @@ export function synthManifests(s: StackFile): { dir: string; resources: Resource
       stdio: ["ignore", "ignore", "pipe"],
     },
   );
-  const k8sDir = path.join(out, "k8s");
+  // A stack of several models keeps each model's Triton workload under models/<id>/k8s/.
+  const modelsDir = path.join(out, "models");
+  const k8sDirs = [
+    path.join(out, "k8s"),
+    ...(fs.existsSync(modelsDir) ? fs.readdirSync(modelsDir).map((id) => path.join(modelsDir, id, "k8s")) : []),
+  ];
   const resources: ResourceView[] = [];
-  for (const file of walk(k8sDir)
+  for (const file of k8sDirs
+    .flatMap(walk)
     .filter((f) => /\.ya?ml$/.test(f))
     .sort()) {
     for (const doc of fs.readFileSync(file, "utf8").split(/^---$/m)) {

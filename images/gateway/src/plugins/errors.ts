@@ -82,7 +82,7 @@ export const errors = definePlugin(
         reply,
         notFound(
           isKserve(request.url)
-            ? `${where} is not served: only the ensemble's KServe v2 API is reachable`
+            ? `${where} is not served: only the served models' KServe v2 API is reachable`
             : `${where} is not an endpoint of this API`,
         ),
       );

@@ -2,9 +2,9 @@
  * Admission: the declared body size, checked right after authentication and
  * before a byte is parsed, and `app.admit()` for the routes that generate:
  * the team's rate, tokens and concurrency (in the shared store when there is
- * one, else on this pod), the pod's in-flight cap and fair shares, the
- * request's context, and release of all of it however the response ends,
- * with the request's usage recorded for its team and model.
+ * one, else on this pod), the pod's and the model's in-flight caps and fair
+ * shares, the request's context, and release of all of it however the
+ * response ends, with the request's usage recorded for its team and model.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
@@ -12,8 +12,8 @@ import { RequestContext } from "../context";
 import { tooLarge } from "../errors";
 import { Admission, type KeyLimits } from "../limits";
 import type { GatewayMetrics } from "../metrics";
+import type { ServedModel } from "../models";
 import { PUBLIC_PATHS, pathOf } from "../paths";
-import type { TritonClient } from "../triton";
 import type { KeyRing } from "../auth";
 import { LocalLimits, SharedLimits, type TeamLimiter } from "../store/sharedLimits";
 import { AUTH_PLUGIN } from "./auth";
@@ -23,20 +23,20 @@ import definePlugin from "fastify-plugin";
 declare module "fastify" {
   interface FastifyInstance {
     /**
-     * Admit one generation of the authenticated consumer taking `slots`
-     * concurrency slots (one per prompt) and reserving `tokens` of its
+     * Admit one generation of the authenticated consumer for `model` taking
+     * `slots` concurrency slots (one per prompt) and reserving `tokens` of its
      * tokens/minute (reserveTokens), or throw the 429/503 to send. Everything
      * is released when the response closes, the tokens settled with the real
-     * usage, which is recorded for the team and `model` (default: the body's
-     * `model`, else the configured model's id).
+     * usage, which is recorded for the team and `model` (the model
+     * `app.routeModel()` routed the request to).
      */
     admit(
       request: FastifyRequest,
       reply: FastifyReply,
       route: string,
+      model: ServedModel,
       slots: number,
       tokens: number,
-      model?: string,
     ): Promise<RequestContext>;
   }
 }
@@ -48,7 +48,6 @@ const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
 
 export interface LimitsOptions {
   config: GatewayConfig;
-  triton: TritonClient;
   metrics: GatewayMetrics;
   /** The teams' keys: the sum of their shares divides the in-flight cap. */
   keys: KeyRing;
@@ -83,13 +82,6 @@ export function limitsOf(consumer: Consumer, config: GatewayConfig): KeyLimits {
   };
 }
 
-/** The OpenAI body's `model`, validated by the route before admission; undefined for KServe's byte bodies. */
-function bodyModel(body: unknown): string | undefined {
-  if (typeof body !== "object" || body === null || Buffer.isBuffer(body)) return undefined;
-  const model = (body as { model?: unknown }).model;
-  return typeof model === "string" ? model : undefined;
-}
-
 /** Read and drop the request body: a client still writing would otherwise see a reset instead of the answer. */
 function drain(request: FastifyRequest): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -101,7 +93,7 @@ function drain(request: FastifyRequest): Promise<void> {
 
 /** Shared with the parent (skip-override): the routes use `admit`, and the size check must run on every path. */
 export const limits = definePlugin<LimitsOptions>(
-  async (app, { config, triton, metrics, keys }) => {
+  async (app, { config, metrics, keys }) => {
     const admission = new Admission(config.limits.maxInflight, () => keys.totalShare);
     const limiter: TeamLimiter = app.store ? new SharedLimits(app.store, admission) : new LocalLimits(admission);
     const usage = app.usage;
@@ -112,15 +104,19 @@ export const limits = definePlugin<LimitsOptions>(
         request: FastifyRequest,
         reply: FastifyReply,
         route: string,
+        model: ServedModel,
         slots: number,
         tokens: number,
-        model?: string,
       ) => {
         const consumer = request.consumer as Consumer;
-        const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens);
-        const modelId = model ?? bodyModel(request.body) ?? config.model.id;
-        metrics.inflight.inc({ consumer: consumer.name }, slots);
-        const ctx = new RequestContext(request.id, route, consumer, config, triton, metrics, request.log);
+        const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
+          id: model.config.id,
+          maxInflight: model.config.maxInflight,
+        });
+        const modelId = model.config.id;
+        const labels = { consumer: consumer.name, model: modelId };
+        metrics.inflight.inc(labels, slots);
+        const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
         // Released when the generation completes, before the response's last bytes (the store's release is
         // a round trip: a client that sends its next request at once must find its slot free); the close
         // below releases what ended otherwise (release is idempotent).
@@ -132,7 +128,7 @@ export const limits = definePlugin<LimitsOptions>(
           // Without an outcome (a failure before the end) the reservation stands: Triton may have generated it all.
           admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : undefined);
           usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
-          metrics.inflight.dec({ consumer: consumer.name }, slots);
+          metrics.inflight.dec(labels, slots);
         });
         return ctx;
       },

@@ -2,7 +2,7 @@
  * Per-request bookkeeping: a request id on every answer, then, once the
  * answer is out, the request counter, the latency histogram, the errors
  * counter (labelled with the code the errors plugin recorded) and one log
- * line with the consumer and never a body. Probes are counted but neither
+ * line with the consumer and the model, and never a body. Probes are counted but neither
  * timed nor logged: they would drown the rest.
  */
 import type { GatewayMetrics } from "../metrics";
@@ -38,16 +38,18 @@ export const telemetry = definePlugin<TelemetryOptions>(
     });
     app.addHook("onResponse", async (request, reply) => {
       const route = request.routeOptions.url ?? "unmatched";
-      // Set by the auth plugin, registered after this one: its hook runs after ours.
+      // Set by the auth and models plugins, registered after this one: their hooks and routes run after ours.
       const consumer = request.consumer?.name ?? ANONYMOUS;
+      const model = request.servedModel?.config.id;
+      const labels = { consumer, ...(model === undefined ? {} : { model }) };
       const status = reply.statusCode;
       const seconds = (performance.now() - request.startedAt) / 1000;
-      metrics.requests.inc({ route, status: String(status), consumer });
-      if (!PUBLIC_PATHS.has(route)) metrics.requestDuration.observe({ route, consumer }, seconds);
-      if (status >= 400) metrics.errors.inc({ status: String(status), code: reply.errorCode ?? "error", consumer });
+      metrics.requests.inc({ route, status: String(status), ...labels });
+      if (!PUBLIC_PATHS.has(route)) metrics.requestDuration.observe({ route, ...labels }, seconds);
+      if (status >= 400) metrics.errors.inc({ status: String(status), code: reply.errorCode ?? "error", ...labels });
       if (!PUBLIC_PATHS.has(route)) {
         request.log.info(
-          { route, method: request.method, status, consumer, ms: Math.round(seconds * 1000) },
+          { route, method: request.method, status, ...labels, ms: Math.round(seconds * 1000) },
           "request",
         );
       }

@@ -1,31 +1,47 @@
 /**
- * KServe v2, the ensemble only (kserve.ts has the protocol): server
- * metadata and health, the ensemble's metadata and readiness, and `infer`.
+ * KServe v2 per served model (kserve.ts has the protocol): server metadata
+ * and health, and for `/v2/models/<model id>/…` that model's ensemble's
+ * metadata, readiness and `infer`. A model the key may not use is the same 404
+ * as one that is not served.
  */
 import { gunzipSync, inflateSync } from "node:zlib";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { GatewayConfig } from "../config";
+import type { Consumer, GatewayConfig } from "../config";
 import { ApiError, invalid, overloaded, tooLarge } from "../errors";
-import { checkEnsemble, infer, parseInferRequest, splitInferBody } from "../kserve";
+import { infer, parseInferRequest, splitInferBody } from "../kserve";
+import type { ServedModel } from "../models";
 import definePlugin from "fastify-plugin";
 import { LIMITS_PLUGIN } from "../plugins/limits";
-import type { TritonClient } from "../triton";
+import { MODELS_PLUGIN } from "../plugins/models";
 
 export interface KserveRoutesOptions {
   config: GatewayConfig;
-  triton: TritonClient;
 }
 
 type ModelParams = { Params: { model: string } };
 
-/** Triton's own health answer: 200 with no body, or 503 in KServe's error shape. */
-async function upstreamProbe(probe: () => Promise<boolean>, reply: FastifyReply): Promise<FastifyReply> {
-  let ok: boolean;
+/** A probe of one Triton; an error (unreachable, timed out) is a no. */
+async function probeOk(probe: () => Promise<boolean>): Promise<boolean> {
   try {
-    ok = await probe();
+    return await probe();
   } catch {
-    ok = false;
+    return false;
   }
+}
+
+/**
+ * Triton's health, as KServe answers it: 200 with no body, or 503 in KServe's
+ * error shape. Over several models: yes when any of them says yes, as /readyz
+ * (one model down leaves the others served); each model's own readiness is
+ * `/v2/models/<model>/ready`.
+ */
+async function upstreamProbe(
+  models: readonly ServedModel[],
+  probe: (model: ServedModel) => Promise<boolean>,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const answers = await Promise.all(models.map((m) => probeOk(() => probe(m))));
+  const ok = answers.includes(true);
   return reply.code(ok ? 200 : 503).send(ok ? "" : { error: "the inference server is not ready" });
 }
 
@@ -63,15 +79,21 @@ function inferBody(request: FastifyRequest, bodyBytes: number): Buffer {
 }
 
 export const kserveRoutes = definePlugin<KserveRoutesOptions>(
-  async (app, { config, triton }) => {
+  async (app, { config }) => {
+    const visible = (request: FastifyRequest): ServedModel[] => app.models.visibleTo(request.consumer as Consumer);
     app.get("/v2", async () => ({ name: "triton-ft-gateway", version: "1", extensions: ["binary_tensor_data"] }));
-    app.get("/v2/health/live", async (_request, reply) => upstreamProbe(() => triton.live(), reply));
-    app.get("/v2/health/ready", async (_request, reply) => upstreamProbe(() => triton.ready(), reply));
+    app.get("/v2/health/live", async (request, reply) =>
+      upstreamProbe(visible(request), (m) => m.triton.live(), reply),
+    );
+    app.get("/v2/health/ready", async (request, reply) =>
+      upstreamProbe(visible(request), (m) => m.triton.ready(), reply),
+    );
 
     const metadataRoute = async (request: FastifyRequest<ModelParams>): Promise<unknown> => {
-      checkEnsemble(request.params.model, triton);
+      const model = app.routeModel(request, request.params.model);
       try {
-        return await triton.metadata();
+        // Named as the client addresses it; the ensemble's own name stays inside.
+        return { ...(await model.triton.metadata()), name: model.config.id };
       } catch (error) {
         // The gRPC message names Triton's address: logged with the request id, not sent.
         throw overloaded("the inference server did not answer", 2, "upstream_unavailable", (error as Error).message);
@@ -81,24 +103,24 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
     app.get<ModelParams>("/v2/models/:model/versions/:version", metadataRoute);
 
     const readyRoute = async (request: FastifyRequest<ModelParams>, reply: FastifyReply): Promise<FastifyReply> => {
-      checkEnsemble(request.params.model, triton);
-      return upstreamProbe(() => triton.ready(), reply);
+      const model = app.routeModel(request, request.params.model);
+      return upstreamProbe([model], (m) => m.triton.ready(), reply);
     };
     app.get<ModelParams>("/v2/models/:model/ready", readyRoute);
     app.get<ModelParams>("/v2/models/:model/versions/:version/ready", readyRoute);
 
     const inferRoute = async (request: FastifyRequest<ModelParams>, reply: FastifyReply): Promise<unknown> => {
-      checkEnsemble(request.params.model, triton);
+      const model = app.routeModel(request, request.params.model);
       const { header, binary } = splitInferBody(
         inferBody(request, config.limits.bodyBytes),
         request.headers["inference-header-content-length"],
       );
-      const parsed = parseInferRequest(header, config, binary);
+      const parsed = parseInferRequest(header, { model: model.config, limits: config.limits }, binary);
       // Tensors are not read for the reservation: each prompt reserves the model's longest input and output.
       const batch = parsed.inputs[0].shape[0];
-      const tokens = batch * (config.model.maxInputLen + config.model.maxOutputLen);
-      const ctx = await app.admit(request, reply, "/v2/models/:model/infer", batch, tokens);
-      const result = await infer(triton, parsed, {
+      const tokens = batch * (model.config.maxInputLen + model.config.maxOutputLen);
+      const ctx = await app.admit(request, reply, "/v2/models/:model/infer", model, batch, tokens);
+      const result = await infer(model, parsed, {
         signal: ctx.signal,
         deadline: ctx.deadline,
         timeoutSeconds: config.limits.requestTimeoutSeconds,
@@ -118,5 +140,5 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
       inferContext.post<ModelParams>("/v2/models/:model/versions/:version/infer", inferRoute);
     });
   },
-  { name: "gateway-kserve-routes", fastify: "5.x", encapsulate: true, dependencies: [LIMITS_PLUGIN] },
+  { name: "gateway-kserve-routes", fastify: "5.x", encapsulate: true, dependencies: [LIMITS_PLUGIN, MODELS_PLUGIN] },
 );

@@ -1,61 +1,75 @@
-/** The OpenAI API: completions, chat completions and the model list. */
-import type { GatewayConfig } from "../config";
-import { notFound } from "../errors";
+/** The OpenAI API: completions, chat completions and the model list, routed by the `model` field. */
+import type { Consumer, GatewayConfig } from "../config";
+import type { ServedModel } from "../models";
 import { serveGeneration } from "../openai";
 import definePlugin from "fastify-plugin";
 import { LIMITS_PLUGIN, reserveTokens } from "../plugins/limits";
-import { parseChat, parseCompletion } from "../validate";
+import { MODELS_PLUGIN } from "../plugins/models";
+import { parseChat, parseCompletion, requestedModel } from "../validate";
 
 export interface OpenaiRoutesOptions {
   config: GatewayConfig;
 }
 
+/**
+ * A model's card: OpenAI's four fields, then the limits a client needs to size
+ * its requests (OpenAI's list carries none; extra fields are ignored by its clients).
+ */
+export function modelCard({ config: m }: ServedModel): Record<string, unknown> {
+  return {
+    id: m.id,
+    object: "model",
+    created: m.created,
+    owned_by: "triton-ft",
+    max_input_tokens: m.maxInputLen,
+    max_output_tokens: m.maxOutputLen,
+    max_prompt_bytes: m.maxPromptBytes,
+    max_batch_size: m.maxBatchSize,
+    max_choice_tokens: m.maxChoiceTokens ?? m.maxOutputLen * m.maxBatchSize,
+    vocab_size: m.vocab,
+    chat: m.chatTemplate !== undefined,
+  };
+}
+
 export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
   async (app, { config }) => {
     app.post("/v1/completions", async (request, reply) => {
-      const parsed = parseCompletion(request.body, config);
+      const model = app.routeModel(request, requestedModel(request.body, "completion"));
+      const parsed = parseCompletion(request.body, { model: model.config, limits: config.limits });
       const tokens = reserveTokens(
         parsed.prompts,
         parsed.sampling.maxTokens,
         parsed.choices.bestOf,
-        config.model.maxInputLen,
+        model.config.maxInputLen,
       );
-      const ctx = await app.admit(request, reply, "/v1/completions", parsed.prompts.length, tokens);
+      const ctx = await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });
 
     app.post("/v1/chat/completions", async (request, reply) => {
-      const parsed = parseChat(request.body, config);
+      const model = app.routeModel(request, requestedModel(request.body, "chat"));
+      const parsed = parseChat(request.body, { model: model.config, limits: config.limits });
       const tokens = reserveTokens(
         [parsed.prompt],
         parsed.sampling.maxTokens,
         parsed.choices.bestOf,
-        config.model.maxInputLen,
+        model.config.maxInputLen,
       );
-      const ctx = await app.admit(request, reply, "/v1/chat/completions", 1, tokens);
+      const ctx = await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });
 
-    const modelCard = (): Record<string, unknown> => ({
-      id: config.model.id,
-      object: "model",
-      created: config.model.created,
-      owned_by: "triton-ft",
-    });
-    app.get("/v1/models", async () => ({ object: "list", data: [modelCard()] }));
-    app.get<{ Params: { model: string } }>("/v1/models/:model", async (request) => {
-      if (request.params.model !== config.model.id) {
-        throw notFound(
-          `the model '${request.params.model}' does not exist; this endpoint serves '${config.model.id}'`,
-          "model_not_found",
-          "model",
-        );
-      }
-      return modelCard();
-    });
+    // Only the models this key may use: a scoped key learns nothing of the others.
+    app.get("/v1/models", async (request) => ({
+      object: "list",
+      data: app.models.visibleTo(request.consumer as Consumer).map(modelCard),
+    }));
+    app.get<{ Params: { model: string } }>("/v1/models/:model", async (request) =>
+      modelCard(app.routeModel(request, request.params.model)),
+    );
   },
-  // Its own context (routes stay private); the metadata makes a missing limits plugin fail at boot.
-  { name: "gateway-openai-routes", fastify: "5.x", encapsulate: true, dependencies: [LIMITS_PLUGIN] },
+  // Its own context (routes stay private); the metadata makes a missing plugin fail at boot.
+  { name: "gateway-openai-routes", fastify: "5.x", encapsulate: true, dependencies: [LIMITS_PLUGIN, MODELS_PLUGIN] },
 );

@@ -18,7 +18,7 @@
  * (and a script the store has not cached yet takes two): a concurrency
  * refusal while this pod still has releases of the team on the wire waits
  * for them and asks once more. The pod's own in-flight cap and fair shares
- * stay local (limits.ts `hold`).
+ * stay local (limits.ts `hold`), and so does each model's cap.
  *
  * When the store fails, the request is admitted on this pod's own buckets
  * with the team's limits divided by the gateway pod count (never unlimited,
@@ -31,6 +31,7 @@ import {
   type Admission,
   type Admitted,
   type KeyLimits,
+  type ModelCap,
   checkReservation,
   concurrencyLimited,
   requestLimited,
@@ -70,14 +71,15 @@ return {consumed, ttl}
 
 /** What decides admission for a team: this pod alone, or the shared store. */
 export interface TeamLimiter {
-  admit(team: string, limits: KeyLimits, slots: number, tokens: number): Promise<Admitted>;
+  /** `model`: the model the request was routed to, whose own in-flight cap is kept on this pod. */
+  admit(team: string, limits: KeyLimits, slots: number, tokens: number, model?: ModelCap): Promise<Admitted>;
 }
 
 /** Without a store: this pod's buckets hold the team's whole limits. */
 export class LocalLimits implements TeamLimiter {
   constructor(private readonly admission: Admission) {}
-  async admit(team: string, limits: KeyLimits, slots: number, tokens: number): Promise<Admitted> {
-    return this.admission.admit(team, limits, slots, tokens);
+  async admit(team: string, limits: KeyLimits, slots: number, tokens: number, model?: ModelCap): Promise<Admitted> {
+    return this.admission.admit(team, limits, slots, tokens, model);
   }
 }
 
@@ -141,7 +143,7 @@ export class SharedLimits implements TeamLimiter {
     private readonly local: Admission,
   ) {}
 
-  async admit(team: string, limits: KeyLimits, slots: number, tokens: number): Promise<Admitted> {
+  async admit(team: string, limits: KeyLimits, slots: number, tokens: number, model?: ModelCap): Promise<Admitted> {
     if (limits.tokensPerMinute !== undefined) checkReservation(tokens, limits.tokensPerMinute);
     if (!this.store.isDegraded) {
       let taken: Taken | undefined;
@@ -155,7 +157,7 @@ export class SharedLimits implements TeamLimiter {
         const store = taken;
         let held: Admitted;
         try {
-          held = this.local.hold(team, limits, slots);
+          held = this.local.hold(team, limits, slots, model);
         } catch (error) {
           // The pod is full: the request never ran, so the store gets back all it counted.
           store.cancel();
@@ -167,7 +169,7 @@ export class SharedLimits implements TeamLimiter {
         });
       }
     }
-    return this.local.admit(team, perPod(limits, this.store.podCount), slots, tokens);
+    return this.local.admit(team, perPod(limits, this.store.podCount), slots, tokens, model);
   }
 
   /** Remember a release until the store has answered it. */

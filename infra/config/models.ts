@@ -1,0 +1,196 @@
+/**
+ * The two forms of "which models": `triton-ft:model` (one model, today's
+ * stacks) and `triton-ft:models` (a map from model id to that model's
+ * settings). Both become a list of per-model views in the one-model shape
+ * (`StackConfig`), so every rule, plan and renderer is written once, for one
+ * model, and runs once per model.
+ *
+ * A view also maps the keys its rules report back to where the user wrote
+ * them: `serving.maxBatchSize` of model `kogpt` is `models.kogpt.maxBatchSize`.
+ *
+ * Pure: plain values in, plain values out.
+ */
+import { GPU_INSTANCES, findGpuInstance as findInstance } from "../catalog/gpus";
+import { MODEL_SERVING_KEYS, type ModelEntry, type ParsedConfig, type StackConfig } from "./schema";
+import type { Add } from "./validate/report";
+
+export interface ModelView {
+  /** The map key in the `models` form; undefined in the one-model form (the id is then derived). */
+  id?: string;
+  /** The model's settings in the one-model shape. */
+  config: StackConfig;
+  /** The raw values in the one-model shape (rules that ask "was this key set?" read them). */
+  raw: Record<string, unknown>;
+  /** Where a rule's key was written in the stack file. */
+  keyOf(key: string): string;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+const SERVING_KEYS: readonly string[] = MODEL_SERVING_KEYS;
+const MODEL_KEYS = ["preset", "family", "source", "arch"] as const;
+
+/** `serving.maxBatchSize` -> `models.<id>.maxBatchSize`; `model.preset` -> `models.<id>.preset`; `gemm.x` -> `models.<id>.gemm.x`. */
+export function modelKey(id: string, key: string): string {
+  const [head, ...rest] = key.split(".");
+  const first = rest[0] ?? "";
+  if (head === "model")
+    return rest.length === 0 || first === "name" ? `models.${id}` : `models.${id}.${rest.join(".")}`;
+  if (head === "gemm") return `models.${id}.${key}`;
+  if (head === "serving" && SERVING_KEYS.includes(first.replace(/\[.*$/, ""))) return `models.${id}.${rest.join(".")}`;
+  return key;
+}
+
+function pick(entry: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(keys.filter((k) => k in entry).map((k) => [k, entry[k]]));
+}
+
+/** The builder instance of a model: the one given, or the entry of the list with the model's serving GPU. */
+function builderFor(builders: string | string[], servingType: string, id: string | undefined, add: Add): string {
+  if (typeof builders === "string") return builders;
+  const gpu = findInstance(servingType)?.gpuModel;
+  const match = builders.find((b) => findInstance(b)?.gpuModel === gpu);
+  if (match) return match;
+  if (gpu) {
+    const candidates = GPU_INSTANCES.filter((i) => i.gpuModel === gpu).sort((a, b) => a.ramGiB - b.ramGiB);
+    add(
+      "build.builderInstanceType",
+      builders,
+      `has no instance with the ${gpu} GPU that ${id ? `models.${id}` : "the model"} serves on (${servingType}); gpt_gemm tunes for the GPU model that serves`,
+      `add a ${gpu} instance with enough RAM for the conversion, e.g. ${candidates
+        .map((c) => c.type)
+        .slice(0, 3)
+        .join(" or ")}`,
+    );
+  }
+  return builders[0] ?? "";
+}
+
+/** Problems of the builder list as a whole: two builders for one GPU model, or a builder no model uses. */
+function checkBuilderList(builders: string[], servingTypes: string[], add: Add): void {
+  const served = new Set(servingTypes.map((t) => findInstance(t)?.gpuModel).filter((g) => g !== undefined));
+  const seen = new Map<string, string>();
+  for (const b of builders) {
+    const gpu = findInstance(b)?.gpuModel;
+    if (!gpu) continue; // knownInstance reports the unknown type
+    const other = seen.get(gpu);
+    if (other)
+      add(
+        "build.builderInstanceType",
+        builders,
+        `lists two builders with the ${gpu} GPU (${other}, ${b}); models on one GPU model share one builder`,
+        `keep one ${gpu} instance: the one with the most RAM the conversions need`,
+      );
+    seen.set(gpu, b);
+    if (!served.has(gpu))
+      add(
+        "build.builderInstanceType",
+        builders,
+        `lists ${b} (${gpu}), but no model serves on ${gpu}: the builder would cost money and build nothing`,
+        `remove ${b}, or serve a model on ${gpu}`,
+      );
+  }
+}
+
+/** The per-model views of a parsed config; problems of the forms themselves go to `add`. */
+export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, add: Add): ModelView[] {
+  const { model, models, build, ...rest } = parsed;
+  if (model && models) {
+    add(
+      "models",
+      Object.keys(models),
+      "is set together with triton-ft:model",
+      "keep one form: move triton-ft:model into triton-ft:models as one entry (docs/operating.md, Several models), or remove triton-ft:models",
+    );
+    return [];
+  }
+  if (model) {
+    const config: StackConfig = { ...rest, model, build: { ...build, builderInstanceType: firstBuilder(build) } };
+    if (Array.isArray(build.builderInstanceType) && build.builderInstanceType.length > 1)
+      add(
+        "build.builderInstanceType",
+        build.builderInstanceType,
+        "lists several builders, but a one-model stack has one serving GPU model",
+        "give one instance type",
+      );
+    return [{ config, raw, keyOf: (k) => k }];
+  }
+  if (!models || Object.keys(models).length === 0) {
+    add(
+      models ? "models" : "model",
+      models ? {} : undefined,
+      models ? "holds no model" : "is not set, and neither is triton-ft:models",
+      "set triton-ft:model (one model) or triton-ft:models (a map from model id to its settings)",
+    );
+    return [];
+  }
+  checkOneModelKeysUnused(raw, add);
+  const rawModels = isRecord(raw.models) ? raw.models : {};
+  const entries = Object.entries(models);
+  if (Array.isArray(build.builderInstanceType))
+    checkBuilderList(
+      build.builderInstanceType,
+      entries.map(([, e]) => e.instanceType),
+      add,
+    );
+  return entries.map(([id, entry]) => modelView(id, entry, rawModels[id], rest, build, raw, add));
+}
+
+function firstBuilder(build: ParsedConfig["build"]): string {
+  return typeof build.builderInstanceType === "string"
+    ? build.builderInstanceType
+    : (build.builderInstanceType[0] ?? "");
+}
+
+/** In the `models` form the per-model keys of serving, and gemm, belong to each model. */
+function checkOneModelKeysUnused(raw: Record<string, unknown>, add: Add): void {
+  const serving = isRecord(raw.serving) ? raw.serving : {};
+  for (const k of SERVING_KEYS)
+    if (k in serving)
+      add(
+        `serving.${k}`,
+        serving[k],
+        "is a per-model key, and this stack lists its models in triton-ft:models",
+        `move it into each model: triton-ft:models.<id>.${k}`,
+      );
+  if (raw.gemm !== undefined)
+    add(
+      "gemm",
+      raw.gemm,
+      "is a per-model key, and this stack lists its models in triton-ft:models",
+      "move it into each model: triton-ft:models.<id>.gemm",
+    );
+}
+
+function modelView(
+  id: string,
+  entry: ModelEntry,
+  rawEntry: unknown,
+  rest: Omit<ParsedConfig, "model" | "models" | "build">,
+  build: ParsedConfig["build"],
+  raw: Record<string, unknown>,
+  add: Add,
+): ModelView {
+  const keyOf = (k: string) => modelKey(id, k);
+  const addHere: Add = (key, value, message, fix) => add(keyOf(key), value, message, fix);
+  const model = { ...pick(entry, MODEL_KEYS), name: id } as StackConfig["model"];
+  const serving = { ...rest.serving, ...(pick(entry, SERVING_KEYS) as Partial<StackConfig["serving"]>) };
+  const config: StackConfig = {
+    ...rest,
+    model,
+    serving,
+    gemm: entry.gemm,
+    build: { ...build, builderInstanceType: builderFor(build.builderInstanceType, entry.instanceType, id, addHere) },
+  };
+  const r = isRecord(rawEntry) ? rawEntry : {};
+  const rawServing = isRecord(raw.serving) ? raw.serving : {};
+  const viewRaw: Record<string, unknown> = {
+    ...raw,
+    model: { ...pick(r, MODEL_KEYS), name: id },
+    serving: { ...rawServing, ...pick(r, SERVING_KEYS) },
+    ...(r.gemm !== undefined ? { gemm: r.gemm } : {}),
+  };
+  delete viewRaw.models;
+  if (r.gemm === undefined) delete viewRaw.gemm;
+  return { id, config, raw: viewRaw, keyOf };
+}

@@ -1,0 +1,141 @@
+/**
+ * The three figures as people read them: synth's summary lines, the Pulumi
+ * program's info messages, `synth --diff`'s change line
+ * ("+$2,140/month, first deploy 41 → 63 min, new replica 3.1 → 4.4 min") and
+ * the pull-request comment's section, which shows the monthly sum as a bar
+ * (low end solid, the autoscaling range shaded) before and after. Pure.
+ */
+import { ASSUMED } from "../catalog/timings";
+import type { CostReport, ModelReport } from "./index";
+import { estimateChange } from "./time";
+
+/** Dollars: whole dollars with thousands separators from $100, cents below. */
+export function usd(n: number): string {
+  return n >= 100 ? `$${Math.round(n).toLocaleString("en-US")}` : `$${n.toFixed(2)}`;
+}
+
+/** A price per 1k tokens: two significant digits (these are fractions of a cent, and the error bars are wider). */
+export function usdPer1k(n: number): string {
+  return `$${n.toPrecision(2)}`;
+}
+
+export function minutes(seconds: number): string {
+  const m = seconds / 60;
+  return m >= 10 ? `${Math.round(m)} min` : `${m.toFixed(1)} min`;
+}
+
+const span = (r: { min: number; max: number }, f: (n: number) => string) =>
+  r.min === r.max ? f(r.min) : `${f(r.min)}–${f(r.max)}`;
+
+const signed = (n: number) => `${n < 0 ? "-" : "+"}${usd(Math.abs(n))}`;
+
+function modelLine(m: ModelReport, priced: boolean): string {
+  const tokens = m.usdPer1kTokens
+    ? `${usdPer1k(m.usdPer1kTokens.central)}/1k tokens (${usdPer1k(m.usdPer1kTokens.low)}–${usdPer1k(m.usdPer1kTokens.high)})`
+    : "$/1k tokens unpriced";
+  const money = priced ? `${span(m.monthlyUsd, usd)}/month` : "unpriced";
+  return `${m.id}: ${money} on ${span(m.nodes, String)} × ${m.instanceType}; first deploy ${minutes(m.firstDeploySeconds)}; new replica ${minutes(m.newReplicaSeconds)}; ${tokens}, ${Math.round(m.tokensPerSecondPerPod.central)} tok/s per pod`;
+}
+
+/** synth's summary (`file`: where it wrote the report) and the program's info messages: the sum, each model's three figures, the warnings. */
+export function summaryLines(r: CostReport, file?: string): string[] {
+  const lines: string[] = [];
+  if (r.priced)
+    lines.push(
+      `cost: ${span(r.monthlyUsd, usd)}/month in ${r.region ?? "?"}${r.monthlyUsd.min !== r.monthlyUsd.max ? " (autoscaling min–max)" : ""}, ${r.items.length} items${file ? ` -> ${file}` : ""}`,
+    );
+  for (const m of r.models) lines.push(`  ${modelLine(m, r.priced)}`);
+  for (const m of r.models)
+    lines.push(`  ${m.id} critical path: ${m.criticalPath.map((s) => `${s.step} ${minutes(s.seconds)}`).join(" > ")}`);
+  for (const b of r.buildRuns)
+    if (b.usd !== undefined) lines.push(`  one build run on ${b.instanceType}: ${b.hours.toFixed(1)} h, ${usd(b.usd)}`);
+  for (const w of r.warnings) lines.push(`  warning: ${w}`);
+  return lines;
+}
+
+/** The change between two estimates of one stack, as `synth --diff` prints it. */
+export function diffLines(before: CostReport | undefined, after: CostReport | undefined): string[] {
+  if (!after) return before ? [`cost: stack removed (was ${span(before.monthlyUsd, usd)}/month)`] : [];
+  const lines: string[] = [];
+  const same = (a: number, b: number) => Math.abs(a - b) < 0.005;
+  const money = !before
+    ? `${span(after.monthlyUsd, usd)}/month (no estimate on the other side)`
+    : same(before.monthlyUsd.min, after.monthlyUsd.min) && same(before.monthlyUsd.max, after.monthlyUsd.max)
+      ? `unchanged (${span(after.monthlyUsd, usd)}/month)`
+      : after.monthlyUsd.min === after.monthlyUsd.max && before.monthlyUsd.min === before.monthlyUsd.max
+        ? `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month (${usd(before.monthlyUsd.min)} → ${usd(after.monthlyUsd.min)})`
+        : `${signed(after.monthlyUsd.min - before.monthlyUsd.min)}/month at min, ${signed(after.monthlyUsd.max - before.monthlyUsd.max)} at max (${span(before.monthlyUsd, usd)} → ${span(after.monthlyUsd, usd)})`;
+  lines.push(`cost: ${money}`);
+  for (const m of after.models) {
+    const old = before?.models.find((x) => x.id === m.id);
+    // "a → b" where the figure moved, just "b" where it did not.
+    const moved = (label: string, a: string | undefined, b: string) =>
+      `${label} ${a !== undefined && a !== b ? `${a} → ` : ""}${b}`;
+    const parts = [
+      moved("first deploy", old && minutes(old.firstDeploySeconds), minutes(m.firstDeploySeconds)),
+      moved("new replica", old && minutes(old.newReplicaSeconds), minutes(m.newReplicaSeconds)),
+    ];
+    if (m.usdPer1kTokens)
+      parts.push(
+        moved(
+          "$/1k tokens",
+          old?.usdPer1kTokens && usdPer1k(old.usdPer1kTokens.central),
+          usdPer1k(m.usdPer1kTokens.central),
+        ),
+      );
+    const change = estimateChange(old?.change, m.change, ASSUMED.builderLaunchSeconds);
+    const what = [
+      ...(change.changedSteps.length ? [`re-runs ${change.changedSteps.join(", ")}`] : []),
+      ...(change.rollout ? [`rolls ${m.change.replicas} pod(s)`] : []),
+    ];
+    parts.push(
+      `this change: ${what.length ? `${minutes(change.seconds)} (${what.join("; ")})` : "no build or rollout"}`,
+    );
+    lines.push(`  ${m.id}: ${parts.join(", ")}`);
+  }
+  for (const m of before?.models ?? [])
+    if (!after.models.some((x) => x.id === m.id))
+      lines.push(`  ${m.id}: removed (was ${span(m.monthlyUsd, usd)}/month)`);
+  // The lines that moved most, so a reviewer sees where the money goes.
+  if (before) {
+    const key = (i: { scope: string; id: string }) => `${i.scope}/${i.id}`;
+    const old = new Map(before.items.map((i) => [key(i), i]));
+    const moved = after.items
+      .map((i) => ({ label: i.label, delta: i.monthlyUsd.max - (old.get(key(i))?.monthlyUsd.max ?? 0) }))
+      .concat(
+        before.items
+          .filter((i) => !after.items.some((j) => key(j) === key(i)))
+          .map((i) => ({ label: `${i.label} (gone)`, delta: -i.monthlyUsd.max })),
+      )
+      .filter((x) => Math.abs(x.delta) >= 0.005)
+      .sort((a, b) => Math.abs(b.delta) - Math.abs(a.delta))
+      .slice(0, 3);
+    for (const x of moved) lines.push(`  ${signed(x.delta)}/month  ${x.label}`);
+  }
+  for (const w of after.warnings) lines.push(`  warning: ${w}`);
+  return lines;
+}
+
+const BAR_WIDTH = 28;
+
+/** A bar: solid to the low end, shaded to the high end, on a common scale. */
+function bar(r: { min: number; max: number }, scale: number): string {
+  const cells = (n: number) => (scale > 0 ? Math.round((n / scale) * BAR_WIDTH) : 0);
+  const solid = cells(r.min);
+  const shaded = Math.max(0, cells(r.max) - solid);
+  return "█".repeat(solid) + "░".repeat(shaded) + " ".repeat(Math.max(0, BAR_WIDTH - solid - shaded));
+}
+
+/** The pull-request comment's section for one stack: the change line, the bars, and the figures. */
+export function diffMarkdown(stack: string, before: CostReport | undefined, after: CostReport | undefined): string {
+  const lines = diffLines(before, after);
+  const head = lines[0]?.replace(/^cost: /, "") ?? "no estimate";
+  const out = [`**${stack}**: ${head}`];
+  const scale = Math.max(before?.monthlyUsd.max ?? 0, after?.monthlyUsd.max ?? 0);
+  const chart: string[] = [];
+  if (before) chart.push(`before ${bar(before.monthlyUsd, scale)} ${span(before.monthlyUsd, usd)}/month`);
+  if (after) chart.push(`after  ${bar(after.monthlyUsd, scale)} ${span(after.monthlyUsd, usd)}/month`);
+  if (chart.length) out.push("```", ...chart, "```");
+  out.push(...lines.slice(1).map((l) => `- ${l.trim()}`));
+  return out.join("\n");
+}

@@ -1,0 +1,207 @@
+/**
+ * The adapter: a resolved stack and its plan as a StackCostInput. The only
+ * module of infra/cost that knows the config's and the plan's shapes; when a
+ * stack serves several models (plan.models), `modelEntries` returns one
+ * entry per model and nothing else changes.
+ *
+ * Every number comes from the plan, the catalog or the one timing source
+ * (catalog/timings.ts): the same step estimates the budgets are made of, the
+ * workload's pull and load seconds, the scaling plan's pull with
+ * FastImagePull. Pure.
+ */
+import { BUILDER_VOLUME } from "../cloud/builderHost";
+import { KEEP_IMAGES, PROTECTED_TAGS } from "../cloud/ecr";
+import { SYSTEM_NODES } from "../cloud/eks";
+import { GPU_MODELS } from "../catalog/gpus";
+import { eksSupport } from "../catalog/eks";
+import { ASSUMED, NLB_PROVISION_SECONDS, NLB_TARGET_REGISTRATION_SECONDS, NODE_BOOT_SECONDS } from "../catalog/timings";
+import type { ResolvedStack } from "../config/stack";
+import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
+import type { Plan } from "../plan";
+import type { StackPlan } from "../plan/stack";
+import { stepEstimates } from "../plan/budgets";
+import { sha256 } from "../plan/hash";
+import { natGatewayCount } from "../plan/network";
+import { budgetInputs } from "../plan/steps";
+import { GATEWAY_IMAGE_BYTES, TRAFFIC } from "./assumptions";
+import type { CapacityType, ModelCostInput, RegistryCostInput, StackCostInput } from "./input";
+
+export interface CostContext {
+  stackName: string;
+  /** aws:region of the stack file (or the provider's region under Pulumi); undefined leaves the sum unpriced. */
+  region: string | undefined;
+  /** ISO date the EKS support phase is read at (catalog/eks.ts). */
+  today: string;
+}
+
+/** The builder of a stack today: one, building for the serving GPU model. */
+const BUILDER_ID = "builder";
+
+function capacityType(s: ResolvedStack): CapacityType {
+  const a = s.config.serving.autoscaling;
+  if (a?.capacityType === "spot") return "spot";
+  return a && a.capacityReservationIds.length > 0 ? "reserved" : "on-demand";
+}
+
+/** The model's entry: its nodes, decode shape, image, build steps and serving timings. */
+export function modelEntry(s: ResolvedStack, plan: Plan, builder: string = BUILDER_ID): ModelCostInput {
+  const sv = s.config.serving;
+  const a = sv.autoscaling;
+  const k = plan.kubernetes;
+  const inst = s.servingInstance;
+  const estimates = stepEstimates(budgetInputs(s));
+  const nodes = a
+    ? // Karpenter holds whole nodes for the pods that run: the floor at min, the ceiling at max.
+      { min: Math.ceil(a.min / k.podsPerNode), max: Math.ceil(a.max / k.podsPerNode) }
+    : // A managed node group runs its fixed size all month, the rollout's surge slot included.
+      { min: k.gpuNodes, max: k.gpuNodes };
+  return {
+    id: plan.model.name,
+    instanceType: inst.type,
+    gpusPerNode: inst.gpuCount,
+    podsPerNode: k.podsPerNode,
+    tensorParallel: sv.tensorParallel,
+    nodes,
+    replicas: a ? { min: a.min, max: a.max } : { min: sv.replicas, max: sv.replicas },
+    autoscaled: a !== undefined,
+    capacityType: capacityType(s),
+    nodeDiskGiB: s.nodeDiskGiB,
+    decode: {
+      maxBatchSize: sv.maxBatchSize,
+      maxInputLen: sv.maxInputLen,
+      maxOutputLen: sv.maxOutputLen,
+      layers: s.model.arch.layers,
+      memoryBandwidthGBps: GPU_MODELS[inst.gpuModel].memoryBandwidthGBps,
+      weightsBytesPerGpu: s.memory.weightsBytes,
+      kvCacheBytesPerGpu: s.memory.kvCacheBytes,
+    },
+    image: { baseBytes: TRITON_WITH_FT_IMAGE_BYTES, weightsBytes: fp16WeightBytes(s.model.family, s.model.arch) },
+    build: {
+      builder,
+      steps: plan.buildSteps.map((step) => ({
+        id: step.id,
+        dependsOn: [...step.dependsOn],
+        seconds: estimates[step.id].seconds,
+        inputHash: step.inputHash,
+      })),
+    },
+    serving: {
+      nodeBootSeconds: NODE_BOOT_SECONDS[inst.gpuModel],
+      pullSeconds: k.pullSeconds,
+      expectedPullSeconds: plan.autoscaling?.expectedPullSeconds ?? k.pullSeconds,
+      loadSeconds: k.loadSeconds,
+      nlbRegistrationSeconds: NLB_TARGET_REGISTRATION_SECONDS,
+      preStopSeconds: k.preStopSeconds,
+      // Without autoscaling a managed node group boots with the cluster; Karpenter launches once pods are pending.
+      nodesWithCluster: a === undefined,
+      rolloutHash: sha256(JSON.stringify({ serving: plan.serving, kubernetes: plan.kubernetes, launch: plan.launch })),
+    },
+  };
+}
+
+/** Every model the stack serves (one today; the multi-model plan maps plan.models here). */
+/**
+ * A stack's models, first to last. A further model's own steps wait for the
+ * shared ones the first model's pipeline runs (triton_with_ft, and the host
+ * check on a shared builder): its critical path starts with them.
+ */
+export function modelEntries(s: ResolvedStack, plan: Plan, several?: SeveralModels): ModelCostInput[] {
+  if (!several) return [modelEntry(s, plan)];
+  const firstEntry = several.plan.models[0];
+  if (!firstEntry) return [];
+  return several.plan.models.map((e, i) => {
+    const m = several.models[i] ?? s;
+    const entry = modelEntry(m, e.plan, several.plan.builders[e.builder]?.name ?? BUILDER_ID);
+    if (e.first) return entry;
+    const first = modelEntry(several.models[0] ?? s, firstEntry.plan);
+    const own = new Set(entry.build.steps.map((st) => st.id));
+    const needed = new Set<string>();
+    const visit = (id: string) => {
+      if (own.has(id) || needed.has(id)) return;
+      needed.add(id);
+      for (const d of first.build.steps.find((st) => st.id === id)?.dependsOn ?? []) visit(d);
+    };
+    for (const st of entry.build.steps) st.dependsOn.forEach(visit);
+    const shared = first.build.steps.filter((st) => needed.has(st.id));
+    return { ...entry, build: { ...entry.build, steps: [...shared, ...entry.build.steps] } };
+  });
+}
+
+/** The models of a stack of several (infra/plan/stack.ts), for its estimate. */
+export interface SeveralModels {
+  models: readonly ResolvedStack[];
+  plan: StackPlan;
+}
+
+/** Content-tagged images a repository keeps, plus the protected ones that may be older (infra/cloud/ecr.ts). */
+const kept = (n: number) => n + PROTECTED_TAGS.length;
+
+function registries(models: ModelCostInput[]): RegistryCostInput[] {
+  return [
+    ...models.map((m) => ({
+      id: `server (${m.id})`,
+      model: m.id,
+      // FROM triton_with_ft: its layers once in the repository, then one weights layer per kept image.
+      sharedBytes: m.image.baseBytes,
+      perImageBytes: m.image.weightsBytes,
+      keptImages: kept(KEEP_IMAGES.server),
+    })),
+    // A rebuild of triton_with_ft recompiles FT: no layer sharing is assumed between kept images.
+    {
+      id: "triton_with_ft",
+      sharedBytes: 0,
+      perImageBytes: TRITON_WITH_FT_IMAGE_BYTES,
+      keptImages: kept(KEEP_IMAGES.tritonWithFt),
+    },
+    { id: "gateway", sharedBytes: 0, perImageBytes: GATEWAY_IMAGE_BYTES, keptImages: kept(KEEP_IMAGES.gateway) },
+  ];
+}
+
+export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, several?: SeveralModels): StackCostInput {
+  const c = s.config.cluster;
+  const n = s.config.network;
+  const sv = s.config.serving;
+  const models = modelEntries(s, plan, several);
+  const support = eksSupport(c.kubernetesVersion, ctx.today).status === "extended" ? "extended" : "standard";
+  // An internet-facing NLB holds one public address per AZ it spans (the public subnets).
+  const azs = n.mode === "create" ? n.availabilityZones : n.publicSubnetIds.length;
+  return {
+    stack: ctx.stackName,
+    region: ctx.region,
+    cluster:
+      c.mode === "create"
+        ? {
+            mode: "create",
+            support,
+            controlPlaneSeconds: ASSUMED.eksControlPlaneSeconds,
+            systemNodes: {
+              instanceType: SYSTEM_NODES.instanceType,
+              count: SYSTEM_NODES.count,
+              diskGiB: SYSTEM_NODES.diskGiB,
+            },
+          }
+        : { mode: "existing" },
+    natGateways: natGatewayCount(n),
+    loadBalancer: {
+      scheme: sv.loadBalancerScheme,
+      publicAddresses: sv.loadBalancerScheme === "internet-facing" ? azs : 0,
+      provisionSeconds: NLB_PROVISION_SECONDS,
+    },
+    builders: (
+      several?.plan.builders ?? [
+        { name: BUILDER_ID, instanceType: plan.build.builderInstanceType, diskGiB: plan.build.builderDiskGiB },
+      ]
+    ).map((b) => ({
+      id: b.name,
+      instanceType: b.instanceType,
+      diskGiB: b.diskGiB,
+      iops: BUILDER_VOLUME.iops,
+      throughputMiBps: BUILDER_VOLUME.throughputMiBps,
+      stopWhenDone: s.config.build.stopBuilderWhenDone,
+    })),
+    registries: registries(models),
+    // serving.store (the teams' counter store) is not in this branch's config; with it, map it here.
+    traffic: { ...TRAFFIC },
+    models,
+  };
+}

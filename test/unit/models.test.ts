@@ -1,0 +1,210 @@
+/**
+ * Several models in one stack (`triton-ft:models`): validation per model,
+ * the two forms, builders per GPU model, scoped build steps and their hashes.
+ */
+import { describe, expect, it } from "vitest";
+import { resolveStack } from "../../infra/config/validate";
+import type { ResolvedStack } from "../../infra/config";
+import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
+import { buildPlan } from "../../infra/plan";
+import { stepConfigPath, type StepId } from "../../infra/plan/stepGraph";
+import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
+import { gpt2Config } from "../lib/fixtures";
+import { SEED_MODELS_STACK, stackFileConfig, toModelsForm } from "../lib/modelsForm";
+
+const hasher = repoPathHasher(REPO_ROOT);
+
+function resolved(raw: Record<string, unknown>): ResolvedStack[] {
+  const r = resolveStack(raw, {}, { today: "2026-11-25" });
+  expect(r.problems).toEqual([]);
+  if (!r.models) throw new Error("no models");
+  return r.models;
+}
+
+function keys(raw: Record<string, unknown>): string[] {
+  return resolveStack(raw, {}, { today: "2026-11-25" }).problems.map((p) => p.key);
+}
+
+const seed = () => stackFileConfig(SEED_MODELS_STACK) as Record<string, Record<string, unknown>>;
+const modelOf = (raw: Record<string, Record<string, unknown>>, id: string) =>
+  (raw.models as Record<string, Record<string, unknown>>)[id] as Record<string, unknown>;
+
+function stepHashes(sp: StackPlan): Record<string, Partial<Record<StepId, string>>> {
+  return Object.fromEntries(
+    sp.models.map((m) => [m.id, Object.fromEntries(m.plan.buildSteps.map((s) => [s.id, s.inputHash]))]),
+  );
+}
+
+describe("triton-ft:models: the two forms", () => {
+  it("a one-entry map is the one-model stack: the same plan, step for step", () => {
+    const one = resolved(gpt2Config());
+    const map = resolved(toModelsForm(gpt2Config(), "gpt2"));
+    expect(map).toHaveLength(1);
+    expect(buildPlan(map[0] as ResolvedStack, "dev", hasher)).toEqual(
+      buildPlan(one[0] as ResolvedStack, "dev", hasher),
+    );
+    // And the stack plan of one model is that plan, unscoped.
+    const sp = buildStackPlan(map, "dev", hasher);
+    expect(sp.models[0]?.plan).toEqual(buildPlan(one[0] as ResolvedStack, "dev", hasher));
+  });
+
+  it("refuses both forms together, and neither", () => {
+    const both = { ...toModelsForm(gpt2Config(), "gpt2"), model: gpt2Config().model };
+    expect(keys(both)).toContain("triton-ft:models");
+    const neither: Record<string, unknown> = { ...gpt2Config() };
+    delete neither.model;
+    expect(keys(neither)).toEqual(["triton-ft:model"]);
+  });
+
+  it("refuses per-model serving keys and gemm at the stack level of the models form", () => {
+    const raw = toModelsForm(gpt2Config(), "gpt2");
+    const k = keys({ ...raw, serving: { maxBatchSize: 4, namespace: "llm" }, gemm: { beamWidth: 1 } });
+    expect(k).toEqual(expect.arrayContaining(["triton-ft:serving.maxBatchSize", "triton-ft:gemm"]));
+    expect(k).not.toContain("triton-ft:serving.namespace");
+  });
+});
+
+describe("triton-ft:models: validation runs per model and names models.<id>.<key>", () => {
+  it("reports every model's problems at once", () => {
+    const raw = seed();
+    // KoGPT has 16 heads: TP 3 does not divide them; CodeGen's 2048 positions cannot hold 4000 + 512.
+    modelOf(raw, "kogpt-6b").tensorParallel = 3;
+    modelOf(raw, "codegen-2b-mono").maxInputLen = 4000;
+    modelOf(raw, "h2ogpt-6-9b").instancetype = "g5.2xlarge";
+    const k = keys(raw);
+    expect(k).toEqual(
+      expect.arrayContaining([
+        "triton-ft:models.kogpt-6b.tensorParallel",
+        "triton-ft:models.codegen-2b-mono.maxInputLen",
+        "triton-ft:models.h2ogpt-6-9b.instancetype",
+      ]),
+    );
+    // Nothing is reported under the one-model names.
+    expect(k.filter((x) => /^triton-ft:(serving|model)\./.test(x))).toEqual([]);
+  });
+
+  it("says a stack-wide problem once, not once per model", () => {
+    const raw = seed();
+    // A rule (not the schema) refuses an internet-facing load balancer open to every address.
+    raw.serving = { ...raw.serving, loadBalancerScheme: "internet-facing" };
+    const lb = keys(raw).filter((x) => x.startsWith("triton-ft:serving."));
+    expect(lb.length).toBeGreaterThan(0);
+    expect(new Set(lb).size).toBe(lb.length);
+  });
+
+  it("needs a builder for every serving GPU model, and refuses one no model uses", () => {
+    const raw = seed();
+    raw.build = { ...raw.build, builderInstanceType: ["g5.4xlarge"] };
+    const missing = resolveStack(raw, {}, { today: "2026-11-25" }).problems.find(
+      (p) => p.key === "triton-ft:build.builderInstanceType",
+    );
+    expect(missing?.message).toContain("L4");
+    expect(missing?.message).toContain("models.codegen-2b-mono");
+    raw.build = { ...raw.build, builderInstanceType: ["g5.4xlarge", "g6.4xlarge", "g6e.4xlarge"] };
+    expect(resolveStack(raw, {}, { today: "2026-11-25" }).problems.map((p) => `${p.key}: ${p.message}`)).toEqual([
+      expect.stringContaining("no model serves on L40S"),
+    ]);
+  });
+});
+
+describe("the stack plan of several models", () => {
+  const models = resolved(seed());
+  const sp = buildStackPlan(models, "seed-models", hasher);
+
+  it("has one builder per GPU model, sized for the models it converts", () => {
+    expect(sp.builders.map((b) => [b.name, b.instanceType, b.models])).toEqual([
+      ["builder", "g5.4xlarge", ["h2ogpt-6-9b", "kogpt-6b"]],
+      ["builder-l4", "g6.4xlarge", ["codegen-2b-mono"]],
+    ]);
+    const [a10g, l4] = sp.builders;
+    // Two models kept side by side need more than either alone, less than two builders.
+    const alone = models.map((m) => m.builderDiskGiB);
+    expect(a10g?.diskGiB).toBeGreaterThan(Math.max(alone[0] ?? 0, alone[1] ?? 0));
+    expect(a10g?.diskGiB).toBeLessThan((alone[0] ?? 0) + (alone[1] ?? 0));
+    expect(l4?.diskGiB).toBe(alone[2]);
+  });
+
+  it("builds triton_with_ft once, for every GPU of the stack", () => {
+    expect(sp.smList).toEqual([86, 89]);
+    const ids = sp.models.map((m) => m.plan.buildSteps.map((s) => s.id));
+    expect(ids).toEqual([
+      ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake", "gateway-image"],
+      ["fetch", "convert", "gemm", "bake"],
+      ["host-ready", "fetch", "convert", "gemm", "bake"],
+    ]);
+  });
+
+  it("keeps two models' steps on one builder apart: configs, plan files, markers", () => {
+    const [h2o, kogpt] = sp.models;
+    const paths = (i: typeof h2o) =>
+      (i?.plan.buildSteps ?? []).flatMap((s) => [stepConfigPath(s.id, s.scope), ...s.files.map((f) => f.remotePath)]);
+    const shared = paths(h2o).filter((p) => paths(kogpt).includes(p));
+    expect(shared).toEqual([]);
+    for (const s of kogpt?.plan.buildSteps ?? []) expect(s.config).toContainEqual(["STEP_SCOPE", "kogpt-6b"]);
+    // The first model's steps stay the one-model ones: no scope.
+    for (const s of h2o?.plan.buildSteps ?? []) expect(s.config.map(([k]) => k)).not.toContain("STEP_SCOPE");
+  });
+
+  it("a change to one model's maxOutputLen re-runs only that model's bake", () => {
+    const raw = seed();
+    modelOf(raw, "kogpt-6b").maxOutputLen = 128;
+    const after = stepHashes(buildStackPlan(resolved(raw), "seed-models", hasher));
+    const before = stepHashes(sp);
+    expect(after["h2ogpt-6-9b"]).toEqual(before["h2ogpt-6-9b"]);
+    expect(after["codegen-2b-mono"]).toEqual(before["codegen-2b-mono"]);
+    const changed = (Object.keys(before["kogpt-6b"] ?? {}) as StepId[]).filter(
+      (id) => after["kogpt-6b"]?.[id] !== before["kogpt-6b"]?.[id],
+    );
+    expect(changed).toEqual(["bake"]);
+  });
+
+  it("a change to one model's revision re-runs only that model's fetch, convert and bake", () => {
+    const raw = seed();
+    (modelOf(raw, "codegen-2b-mono").source as { huggingface: { revision: string } }).huggingface.revision = "1".repeat(
+      40,
+    );
+    const after = stepHashes(buildStackPlan(resolved(raw), "seed-models", hasher));
+    const before = stepHashes(sp);
+    expect(after["h2ogpt-6-9b"]).toEqual(before["h2ogpt-6-9b"]);
+    expect(after["kogpt-6b"]).toEqual(before["kogpt-6b"]);
+    const changed = (Object.keys(before["codegen-2b-mono"] ?? {}) as StepId[]).filter(
+      (id) => after["codegen-2b-mono"]?.[id] !== before["codegen-2b-mono"]?.[id],
+    );
+    // gpt_gemm's shape does not depend on the weights: its tuning is kept.
+    expect(changed).toEqual(["fetch", "convert", "bake"]);
+  });
+
+  it("gives each model GPU nodes of its own", () => {
+    expect(sp.models.map((m) => m.plan.renderInputs.triton.modelNodeLabel?.value)).toEqual([
+      "h2ogpt-6-9b",
+      "kogpt-6b",
+      "codegen-2b-mono",
+    ]);
+    expect(sp.gateway.workload.gpuInstanceTypes).toEqual(["g5.2xlarge", "g6.xlarge"]);
+  });
+});
+
+describe("one gateway in front of several models", () => {
+  it("routes each model id to its own Triton Service, with its own limits and in-flight cap", () => {
+    const sp = buildStackPlan(resolved(seed()), "seed-models", hasher);
+    const routes = sp.gateway.workload.config.models.map((m) => [m.id, m.triton.grpc, m.maxOutputLen, m.maxInflight]);
+    expect(routes).toEqual([
+      ["h2ogpt-6-9b", "triton-h2ogpt-6-9b.triton.svc.cluster.local:8001", 512, 16],
+      ["kogpt-6b", "triton-kogpt-6b.triton.svc.cluster.local:8001", 256, 8],
+      // Autoscaled: two batches per pod of the floor (min 1).
+      ["codegen-2b-mono", "triton-codegen-2b-mono.triton.svc.cluster.local:8001", 512, 16],
+    ]);
+    expect(sp.gateway.workload.config.limits.maxInflight).toBe(40);
+  });
+
+  it("accepts a team scoped to any of the stack's models, and refuses one it does not serve", () => {
+    const raw = seed();
+    raw.serving = {
+      ...raw.serving,
+      consumers: { novelists: { models: ["kogpt-6b"] }, coders: { models: ["codegen-2b-mono"] } },
+    };
+    expect(keys(raw)).toEqual([]);
+    raw.serving = { ...raw.serving, consumers: { novelists: { models: ["gpt-j-6b"] } } };
+    expect(keys(raw)).toEqual(["triton-ft:serving.consumers.novelists.models"]);
+  });
+});
