@@ -20,6 +20,7 @@ import { forceApply } from "./components/forceApply";
 import { Network } from "./components/network";
 import { Registry } from "./components/registry";
 import { GatewayService } from "./components/gatewayService";
+import { sharedStoreOf } from "./components/sharedStore";
 import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
@@ -324,6 +325,13 @@ export function program(): StackOutputs {
     );
   }
   const triton = first(tritons);
+  // The gateway's shared store (serving.store): team limits across its pods, usage per team and model.
+  const store = sharedStoreOf(sp.gateway.workload, {
+    cluster,
+    network: build.network,
+    namespace: triton.namespaceResource,
+    tags,
+  });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
     workload: sp.gateway.workload,
@@ -334,6 +342,7 @@ export function program(): StackOutputs {
     provider: cluster.provider,
     dependsOn: tritons,
     loadBalancerReady: cluster.loadBalancerReady,
+    ...(store ? { store: { host: store.host, ready: store.ready } } : {}),
   });
   // Tag what is deployed once its rollout succeeded, so ECR never expires the running images.
   for (const [i, pipeline] of build.pipelines.entries()) {

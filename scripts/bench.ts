@@ -13,6 +13,9 @@
  *                                          (FT stand-in, decoupled, --step-ms per token) and a
  *                                          gateway in front of it, and bench both in one run:
  *                                          the report then holds the gateway's added latency ratio
+ *   --store                                (--local) also a real Valkey/Redis (test/lib/storeServer.ts) and a
+ *                                          second gateway using it, benched in the same run: the report then
+ *                                          holds what the store adds (ms and ratios at p50/p99)
  * Workload:
  *   --concurrency 1,2,4,8   levels (default 1,2,4,8)
  *   --duration SECS         per level (default 20)
@@ -28,9 +31,11 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { renderGatewayConfig } from "../infra/render/gatewayConfig";
 import { startGateway } from "../test/gateway/harness";
-import { startTritonDecoupled } from "../test/gateway/globalSetup";
-import { type BenchReport, renderHtml } from "./bench/chart";
+import { STORE_PASSWORD_ENV, startTritonDecoupled, storeSection } from "../test/gateway/globalSetup";
+import { StoreServer } from "../test/lib/storeServer";
+import { type BenchReport, renderHtml, type StoreOverhead } from "./bench/chart";
 import { type LevelResult, type Sender, type Workload, gatewaySender, runLevel, tritonSender } from "./bench/loadgen";
+import { measureAdmission } from "./bench/storeAdmission";
 
 function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [bench] ${message}\n`);
@@ -76,6 +81,7 @@ async function main(): Promise<void> {
       triton: { type: "string" },
       ensemble: { type: "string", default: "ensemble" },
       local: { type: "boolean", default: false },
+      store: { type: "boolean", default: false },
       concurrency: { type: "string", default: "1,2,4,8" },
       duration: { type: "string", default: "20" },
       "prompt-words": { type: "string", default: "32" },
@@ -100,12 +106,15 @@ async function main(): Promise<void> {
   if (!values.local && !values.gateway && !values.triton)
     fail("give --gateway URL --key KEY, --triton HOST:PORT, or --local");
   if (values.gateway && !values.key) fail("--gateway needs --key");
+  if (values.store && !values.local) fail("--store needs --local");
 
   const cleanup: Array<() => Promise<void> | void> = [];
   let gateway = values.gateway
     ? { url: values.gateway, key: values.key as string, model: values.model ?? "" }
     : undefined;
   let triton = values.triton;
+  let storeGateway: { url: string; key: string; model: string } | undefined;
+  let storeInfo: Awaited<ReturnType<StoreServer["start"]>> | undefined;
   let environment = "external endpoints";
   try {
     if (values.local) {
@@ -125,6 +134,22 @@ async function main(): Promise<void> {
       const gw = await startGateway(work, "bench", config, [{ name: "bench" }]);
       cleanup.unshift(gw.stop);
       gateway = { url: gw.gateway.url, key: gw.gateway.keys.bench, model: model.id };
+      if (values.store) {
+        const store = new StoreServer(path.join(work, "store"));
+        const info = await store.start();
+        storeInfo = info;
+        cleanup.unshift(() => store.stop());
+        // The same gateway with the store: every request takes its rate, tokens and concurrency there.
+        const sgw = await startGateway(
+          work,
+          "bench-store",
+          { ...config, store: storeSection(info, "bench:") },
+          [{ name: "bench", tokensPerMinute: 1_000_000_000 }],
+          { env: { [STORE_PASSWORD_ENV]: info.password } },
+        );
+        cleanup.unshift(sgw.stop);
+        storeGateway = { url: sgw.gateway.url, key: sgw.gateway.keys.bench, model: model.id };
+      }
       triton = server.info.grpc;
       environment = `local: real tritonserver (nvidia-pytriton, CPU) with the FT stand-in at ${stepMs} ms/token, ${os.cpus().length} CPUs`;
     }
@@ -166,8 +191,38 @@ async function main(): Promise<void> {
       await send(workload);
       report.targets["gateway (OpenAI SSE)"] = await sweep("gateway", send, workload, levels, duration);
     }
+    if (storeInfo) {
+      report.storeAdmission = await measureAdmission(storeInfo);
+      const a = report.storeAdmission;
+      log(
+        `admission over ${a.samples} calls: store p50 ${a.storeMs.p50} ms / p99 ${a.storeMs.p99} ms; pod-local p50 ${a.localMs.p50} ms / p99 ${a.localMs.p99} ms`,
+      );
+    }
+    if (storeGateway) {
+      const send = gatewaySender({ kind: "gateway", ...storeGateway });
+      await send(workload);
+      report.targets["gateway + store (OpenAI SSE)"] = await sweep("gateway+store", send, workload, levels, duration);
+    }
     const d = report.targets["triton (direct gRPC)"];
     const g = report.targets["gateway (OpenAI SSE)"];
+    const gs = report.targets["gateway + store (OpenAI SSE)"];
+    if (g && gs) {
+      const ms = (a: number, b: number): number => Math.round((a - b) * 10) / 10;
+      const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
+      report.storeOverhead = gs.map((sl, i): StoreOverhead => ({
+        concurrency: sl.concurrency,
+        latencyP50AddedMs: ms(sl.latencyMs.p50, g[i].latencyMs.p50),
+        latencyP99AddedMs: ms(sl.latencyMs.p99, g[i].latencyMs.p99),
+        ttftP50AddedMs: ms(sl.ttftMs.p50, g[i].ttftMs.p50),
+        latencyP50Ratio: r(sl.latencyMs.p50, g[i].latencyMs.p50),
+        latencyP99Ratio: r(sl.latencyMs.p99, g[i].latencyMs.p99),
+      }));
+      for (const o of report.storeOverhead) {
+        log(
+          `store added at c=${o.concurrency}: latency p50 ${o.latencyP50AddedMs} ms (x${o.latencyP50Ratio}), p99 ${o.latencyP99AddedMs} ms (x${o.latencyP99Ratio}), TTFT p50 ${o.ttftP50AddedMs} ms`,
+        );
+      }
+    }
     if (d && g) {
       const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
       report.gatewayOverhead = g.map((gl, i) => ({

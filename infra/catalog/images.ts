@@ -33,3 +33,44 @@ export const GATEWAY_NODE_IMAGE: NodeBaseImage = {
 export function nodeImageRef(i: NodeBaseImage = GATEWAY_NODE_IMAGE): string {
   return `node:${i.version}-${i.variant}@${i.digest}`;
 }
+
+/** A third-party image the stack runs, pinned by digest, with where the digest was checked. */
+export interface ImagePin {
+  /** Registry and repository. */
+  repository: string;
+  /** The tag the digest stands for. */
+  tag: string;
+  /** Multi-arch manifest-list (image index) digest. */
+  digest: string;
+  source: string;
+  checked: string;
+  /** The image's own unprivileged user and group (the pod runs as them). */
+  uid: number;
+  gid: number;
+}
+
+/**
+ * The in-cluster shared store of the gateway (serving.store.mode inCluster): Valkey
+ * 9.1.2 on Alpine, Valkey's official image. Its Dockerfile creates the user with
+ * `addgroup -S -g 1000 valkey; adduser -S -G valkey -u 999 valkey` and its entrypoint
+ * only drops privileges when started as root, so running it as 999:1000 from the start
+ * is what the restricted profile needs.
+ */
+export const VALKEY_IMAGE: ImagePin = {
+  repository: "docker.io/valkey/valkey",
+  tag: "9.1.2-alpine",
+  digest: "sha256:48332870af354a799964c0012ae1194a0bf2bf894eb508f945810596dc2d8d11",
+  source:
+    'public code search for "valkey/valkey@sha256:48332870": the same digest pinned by two unrelated repositories, ' +
+    "one a Quadlet config whose updater comment lists its tags (9-alpine, 9.1.2-alpine, 9.1.2-alpine3.24), the other a " +
+    "benchmark write-up naming it 9.1.2-alpine; the uid/gid from public notes quoting the image's Dockerfile " +
+    "(adduser -S -G valkey -u 999, addgroup -S -g 1000) and its /etc/passwd (valkey:x:999:1000)",
+  checked: "2026-11-25",
+  uid: 999,
+  gid: 1000,
+};
+
+/** `<repository>@<digest>`: by digest alone (the pack's DIGEST_REF shape); the tag it stands for is `tag`. */
+export function pinnedRef(i: ImagePin): string {
+  return `${i.repository}@${i.digest}`;
+}

@@ -134,11 +134,14 @@ export class Cluster extends pulumi.ComponentResource {
   readonly systemNodes: pulumi.Resource[];
   /** The stack-installed Prometheus Operator stack, if any: ServiceMonitors and rules wait for its CRDs. */
   readonly monitoringReady: pulumi.Resource[];
+  /** The EKS cluster security group every node (and, with the VPC CNI, every pod) carries: create mode only. */
+  readonly nodeSecurityGroupId: pulumi.Output<string> | undefined;
 
   constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:cluster:Cluster", name, {}, opts);
     const c = args.cluster;
     const created = c.mode === "create" ? this.createEks(name, c, args.tags) : undefined;
+    this.nodeSecurityGroupId = created?.cluster.eksCluster.vpcConfig.clusterSecurityGroupId;
     if (created) {
       this.clusterName = created.clusterName;
       this.kubeconfig = created.kubeconfig;

@@ -35,6 +35,8 @@ export interface GatewayServiceArgs {
   readonly dependsOn: pulumi.Resource[];
   /** The load balancer controller: without it nothing provisions the NLB. */
   readonly loadBalancerReady: pulumi.Resource[];
+  /** The shared store (components/sharedStore.ts): its address goes into the config, and the pods wait for it. */
+  readonly store?: { host: pulumi.Input<string>; ready: pulumi.Resource[] };
 }
 
 /** Prefix of every generated key, so a leaked one is recognisable (secret scanners, logs). */
@@ -48,6 +50,13 @@ const PLACEHOLDER_IMAGE = "gateway:synth";
 
 function sha256Hex(value: string): string {
   return createHash("sha256").update(value, "utf8").digest("hex");
+}
+
+/** The workload with the store's real address in the gateway's config (the plan knows only the in-cluster one). */
+function withStoreHost(w: GatewayWorkloadInput, host: string | undefined): GatewayWorkloadInput {
+  const store = w.config.store;
+  if (!store || host === undefined) return w;
+  return { ...w, config: { ...w.config, store: { ...store, host } } };
 }
 
 export class GatewayService extends pulumi.ComponentResource {
@@ -93,17 +102,27 @@ export class GatewayService extends pulumi.ComponentResource {
       ),
     );
 
-    // Everything but the pod template and the Secret's content is known at preview.
+    // Everything but the pod template, the Secret's content and a managed store's address is known at preview.
     const known = renderGatewayManifests({ ...w, image: PLACEHOLDER_IMAGE, keysJson: "{}" });
-    const rendered = pulumi.all([args.image, keysJson]).apply(([image, json]) => {
+    const workload = pulumi.output(args.store?.host).apply((host) => withStoreHost(w, host));
+    const rendered = pulumi.all([args.image, keysJson, workload]).apply(([image, json, wl]) => {
       if (!isDigestRef(image)) {
         throw new pulumi.ResourceError(notPinnedMessage("gateway image", image), this);
       }
-      return renderGatewayManifests({ ...w, image, keysJson: json });
+      return renderGatewayManifests({ ...wl, image, keysJson: json });
     });
 
-    const after = { ...opt, dependsOn: args.dependsOn };
-    const config = new k8s.core.v1.ConfigMap(`${name}-config`, known.configMap, after);
+    const after = { ...opt, dependsOn: [...args.dependsOn, ...(args.store?.ready ?? [])] };
+    const config = new k8s.core.v1.ConfigMap(
+      `${name}-config`,
+      {
+        metadata: known.configMap.metadata,
+        data: workload.apply(
+          (wl) => renderGatewayManifests({ ...wl, image: PLACEHOLDER_IMAGE, keysJson: "{}" }).configMap.data ?? {},
+        ),
+      },
+      after,
+    );
     const secret = new k8s.core.v1.Secret(
       `${name}-keys`,
       {
@@ -127,7 +146,7 @@ export class GatewayService extends pulumi.ComponentResource {
         metadata: known.deployment.metadata,
         spec: rendered.apply((m) => m.deployment.spec as k8s.types.input.apps.v1.DeploymentSpec),
       },
-      { ...opt, dependsOn: [...args.dependsOn, config, secret, ...policies] },
+      { ...opt, dependsOn: [...args.dependsOn, ...(args.store?.ready ?? []), config, secret, ...policies] },
     );
     this.deployment = deployment;
     new k8s.core.v1.Service(`${name}-metrics`, known.metricsService, after);

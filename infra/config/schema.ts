@@ -186,22 +186,27 @@ const consumerEntry = z
   );
 
 /**
- * A team's own limits (serving.consumers in its map form), each PER GATEWAY POD:
+ * A team's own limits (serving.consumers in its map form), across all gateway
+ * pods with a shared store (serving.store), per gateway pod without one:
  * unset ones take the gateway's defaults (600 requests/minute, concurrency
  * max(2, maxBatchSize), no tokens/minute limit, share 1), and the models it
  * may use (unset: every model).
  */
 export const teamLimitsSchema = z
   .object({
-    requestsPerMinute: positiveInt.optional().describe("Requests per minute per gateway pod. Default 600."),
+    requestsPerMinute: positiveInt
+      .optional()
+      .describe("Requests per minute, across all gateway pods (per pod with serving.store.mode none). Default 600."),
     tokensPerMinute: positiveInt
       .optional()
       .describe(
-        "Tokens (prompt + max_tokens reserved, settled to the real usage) per minute per gateway pod. Default: no limit.",
+        "Tokens (prompt + max_tokens reserved, settled to the real usage) per minute, across all gateway pods (per pod with serving.store.mode none). Default: no limit.",
       ),
     maxConcurrent: positiveInt
       .optional()
-      .describe("Prompts in flight at once per gateway pod. Default max(2, serving.maxBatchSize)."),
+      .describe(
+        "Prompts in flight at once, across all gateway pods (per pod with serving.store.mode none). Default max(2, serving.maxBatchSize).",
+      ),
     share: z
       .number()
       .positive()
@@ -244,6 +249,32 @@ export const consumerSettingsSchema = teamLimitsSchema
   })
   .strict();
 export type ConsumerSettings = z.infer<typeof consumerSettingsSchema>;
+
+/**
+ * The gateway's shared store (Valkey): where team limits are counted across
+ * gateway pods and usage is kept (docs/operating.md "Shared store").
+ */
+export const storeSchema = z
+  .object({
+    mode: z
+      .enum(["managed", "inCluster", "none"])
+      .optional()
+      .describe(
+        "managed: an ElastiCache Serverless cache (Valkey, TLS, AUTH), cluster.mode create only; inCluster: a Valkey Deployment beside the gateway, with a volume; none: every limit and usage count per gateway pod. Default: managed with cluster.mode create, else inCluster.",
+      ),
+    storageGiB: positiveInt
+      .optional()
+      .describe(
+        "inCluster: size of the Valkey volume (its append-only file: counters and usage survive restarts). Default 1.",
+      ),
+    storageClassName: z
+      .string()
+      .regex(K8S_NAMESPACES.label, "a StorageClass name")
+      .optional()
+      .describe("inCluster: StorageClass of the Valkey volume. Default: the cluster's default class."),
+  })
+  .strict();
+export type StoreSettings = z.infer<typeof storeSchema>;
 
 export const servingSchema = z
   .object({
@@ -299,7 +330,7 @@ export const servingSchema = z
       .union([z.array(consumerEntry), z.record(consumerEntry, consumerSettingsSchema)])
       .default([])
       .describe(
-        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?, models?, keySha256?} (limits per gateway pod; unset ones take the gateway's defaults; models limits the team to those model ids). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
+        "Teams that call the gateway: a list of names, or a map name -> {requestsPerMinute?, tokensPerMinute?, maxConcurrent?, share?, models?, keySha256?} (limits across all gateway pods with serving.store, per pod without; unset ones take the gateway's defaults; models limits the team to those model ids). Each entry gets a generated API key (secret output apiKeys.<entry>). `team:v2` adds a second key for the same team (rotation: add it, switch, remove the old entry). Required for an internet-facing load balancer.",
       ),
     tlsCertificateArn: z
       .string()
@@ -309,6 +340,11 @@ export const servingSchema = z
         "ACM certificate for the load balancer's TLS listener (443). Required for internet-facing; without it the listener is plain HTTP on 80.",
       ),
     gatewayReplicas: positiveInt.default(2).describe("Gateway pods (on the system nodes)."),
+    store: storeSchema
+      .prefault({})
+      .describe(
+        "The gateway's shared store, where team limits hold across gateway pods and usage is kept: {mode: managed | inCluster | none, storageGiB, storageClassName}. See docs/operating.md, Shared store.",
+      ),
     int8Mode: z
       .number()
       .int()

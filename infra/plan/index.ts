@@ -29,6 +29,7 @@ import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
 import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
+import { storePlan, type StorePlan } from "./store";
 
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -151,8 +152,10 @@ export interface GatewayPlan {
   consumers: string[];
   /** Entries whose team holds its key (keySha256): their hashes; nothing is generated for them. */
   heldKeys: Record<string, string[]>;
-  /** Each team's own limits (per gateway pod), for the teams that set any; the others take the gateway's defaults. */
+  /** Each team's own limits (across pods with a store), for the teams that set any; the others take the gateway's defaults. */
   teams: Record<string, TeamLimits>;
+  /** serving.store: the shared store the stack provides; absent with mode none. */
+  store?: StorePlan;
   tlsCertificateArn?: string;
   /** Node label the gateway pods require: the stack's system node group (cluster mode create only). */
   systemNodeLabel?: { key: string; value: string };
@@ -185,8 +188,11 @@ export function gatewayPlan(
 ): GatewayPlan {
   const s = stack.config.serving;
   const config = renderGatewayConfig(routes);
+  // One store for the stack's gateway, named after the first model's workload (a one-model stack keeps its names).
+  const store = storePlan(stack, workloadName({ modelName: stack.model.name }), config.limits.maxInflight);
   return {
-    config,
+    config: store ? { ...config, store: store.gateway } : config,
+    ...(store ? { store } : {}),
     replicas: s.gatewayReplicas,
     autoscaled: s.autoscaling !== undefined,
     consumers: consumerEntries(s.consumers),

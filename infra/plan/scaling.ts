@@ -301,6 +301,7 @@ export function scalingInput(
   const a = s.config.serving.autoscaling;
   return {
     workload,
+    sharedStore: g.config.store !== undefined,
     instance: s.servingInstance,
     nodeDiskGiB: s.nodeDiskGiB,
     autoscaling: a && autoscaling ? { config: a, plan: autoscaling } : undefined,

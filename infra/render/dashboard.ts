@@ -144,6 +144,34 @@ function panelSpecs(i: ObservabilityInput) {
         ["ready pods", e.gatewayReadyReplicas],
       ],
     },
+    teamTokens: {
+      title: "Tokens per team (gateway)",
+      description:
+        "Prompt and generated tokens per second by team (the API key's consumer), all pods; GET /v1/usage gives a team its own totals for today and this month.",
+      unit: "none",
+      min: 0,
+      queries: [
+        ["{{consumer}} prompt", e.promptTokensPerSecondByTeam],
+        ["{{consumer}} generated", e.outputTokensPerSecondByTeam],
+      ],
+    },
+    teamRefused: {
+      title: i.sharedStore ? "Refused per team (429) and the shared store" : "Refused per team (429)",
+      description: i.sharedStore
+        ? "Requests refused for a team's own limits (429) per second; pods that cannot reach the shared store (each then enforces the team limits divided by the pod count; alert after 1 minute) and the gateway pods the store counts."
+        : "Requests refused for a team's own limits (429) per second. Without a shared store every limit is per gateway pod.",
+      unit: "none",
+      min: 0,
+      queries: [
+        ["{{consumer}} refused/s", e.refusedPerSecondByTeam],
+        ...(i.sharedStore
+          ? ([
+              ["pods without the store", e.gatewayStoreDegradedPods],
+              ["pods counted in the store", e.gatewayStorePods],
+            ] as Array<[string, string]>)
+          : []),
+      ],
+    },
     errors: {
       title: "Error ratio",
       description: "Failed / all ensemble requests over 5 minutes (alert above 5%).",
@@ -227,8 +255,17 @@ const MODEL_ROW: ReadonlyArray<keyof ReturnType<typeof panelSpecs>> = [
   "replicas",
   "gpuUtil",
 ];
-/** What the models share, above their rows: the gateway in front of them and every GPU's memory. */
-const STACK_PANELS: ReadonlyArray<keyof ReturnType<typeof panelSpecs>> = ["gateway", "latency", "gpuMemory"];
+/**
+ * What the models share, above their rows: the gateway in front of them, its
+ * teams' tokens and refusals (and the shared store), and every GPU's memory.
+ */
+const STACK_PANELS: ReadonlyArray<keyof ReturnType<typeof panelSpecs>> = [
+  "gateway",
+  "latency",
+  "teamTokens",
+  "teamRefused",
+  "gpuMemory",
+];
 
 function panel(s: PanelSpec, id: number, gridPos: GrafanaPanel["gridPos"]): GrafanaPanel {
   return {

@@ -27,6 +27,21 @@ export interface GatewayLimits {
   maxStopBytes: number;
 }
 
+/** The gateway's shared store (StoreConfigSchema in the gateway package, images/gateway/src/store/config.ts). */
+export interface GatewayStoreConfig {
+  host: string;
+  port: number;
+  mode: "standalone" | "cluster";
+  tls: boolean;
+  caFile?: string;
+  keyPrefix: string;
+  username: string;
+  /** The environment variable that carries the password (from a Secret): never the password itself. */
+  passwordEnv: string;
+  assumedPods: number;
+  commandTimeoutMs?: number;
+}
+
 /** A served model and where it runs: its Triton's gRPC address and its in-flight cap. */
 export interface GatewayRoute extends GatewayModel {
   /** host:port of the model's Triton gRPC Service. */
@@ -49,6 +64,7 @@ export interface GatewayConfigFile {
   limits: GatewayLimits;
   listen: { host: string; port: number; metricsPort: number };
   logText: boolean;
+  store?: GatewayStoreConfig;
 }
 
 export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;

@@ -16,7 +16,10 @@
  *   reached on 8080 from anywhere (NLB with IP targets keeps client
  *   addresses) and on 9090 from the metrics scraper; Triton only from the
  *   gateway on 8000/8001 and from the scraper on 8002; egress only to DNS
- *   and, for the gateway, to Triton.
+ *   and, for the gateway, to Triton and its shared store (serving.store).
+ * - With a shared store: the store's password as an environment variable from
+ *   its Secret (never in the ConfigMap) and, for the in-cluster store, the
+ *   CA certificate its TLS is checked against (render/storeManifests.ts).
  */
 import { createHash } from "node:crypto";
 import { stringify } from "yaml";
@@ -48,6 +51,8 @@ import {
   type ScannerSkip,
 } from "./podSecurity";
 import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
+import { STORE_CA_DIR, STORE_PASSWORD_ENV, STORE_PASSWORD_KEY, STORE_PORT, type StorePlan } from "./storeManifests";
+import { storeSelector } from "./storeManifests";
 
 /** Deliberate scanner findings of the gateway Deployment, with why (docs/security.md "Documented exceptions"). */
 export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
@@ -61,6 +66,12 @@ export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
     reason: "runs as the Node.js image's own unprivileged user node (uid 1000), which the image's files belong to",
   },
 ];
+/** With a shared store: its password is an environment variable, as the gateway's config names it (docs/security.md). */
+export const GATEWAY_STORE_SCANNER_SKIP: ScannerSkip = {
+  id: "CKV_K8S_35",
+  reason:
+    "the shared store's password reaches the gateway as GATEWAY_STORE_PASSWORD from its Secret (secretKeyRef), never the ConfigMap; one container, no child processes, read-only root",
+};
 /** The Node.js image's unprivileged user node (GATEWAY_SCANNER_SKIPS CKV_K8S_40). */
 const GATEWAY_UID = 1000;
 /** Declares that every request through this Service is authenticated (the gateway's API keys); policy/rules/kubernetes.ts reads it. */
@@ -94,6 +105,8 @@ export interface GatewayWorkloadInput {
   tlsCertificateArn?: string;
   /** The system node group's label, required of the nodes (cluster mode create); absent for existing clusters. */
   systemNodeLabel?: { key: string; value: string };
+  /** The shared store (serving.store); absent with mode none. */
+  store?: StorePlan;
   /** Every model's serving instance type, kept off (several models); default the one Triton workload's. */
   gpuInstanceTypes?: string[];
   /**
@@ -228,7 +241,14 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
-    metadata: { name, namespace: ns, labels: podLabels, annotations: scannerSkipAnnotations(GATEWAY_SCANNER_SKIPS) },
+    metadata: {
+      name,
+      namespace: ns,
+      labels: podLabels,
+      annotations: scannerSkipAnnotations(
+        input.store ? [...GATEWAY_SCANNER_SKIPS, GATEWAY_STORE_SCANNER_SKIP] : GATEWAY_SCANNER_SKIPS,
+      ),
+    },
     spec: {
       // Autoscaled: left out, so an update does not reset what the HPA chose.
       ...(input.autoscaled ? {} : { replicas: input.replicas }),
@@ -245,10 +265,13 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
           // The system nodes: the stack's system pool when it has one; no GPU toleration, and never the serving GPU instance type.
           affinity: systemNodeAffinity(input.gpuInstanceTypes ?? input.triton.instanceType, input.systemNodeLabel),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
-          containers: [gatewayContainer(input.image)],
+          containers: [gatewayContainer(input.image, input.store)],
           volumes: [
             { name: "config", configMap: { name: `${name}-config` } },
             { name: "keys", secret: { secretName: `${name}-keys` } },
+            ...(input.store?.mode === "inCluster"
+              ? [{ name: "store-ca", configMap: { name: input.store.caConfigMap } }]
+              : []),
           ],
         },
       },
@@ -256,7 +279,7 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
   };
 }
 
-function gatewayContainer(image: string): IContainer {
+function gatewayContainer(image: string, store: StorePlan | undefined): IContainer {
   return {
     name: "gateway",
     image,
@@ -265,6 +288,14 @@ function gatewayContainer(image: string): IContainer {
       { name: "GATEWAY_KEYS_FILE", value: `${KEYS_DIR}/keys.json` },
       // The heap stays well inside the memory limit.
       { name: "NODE_OPTIONS", value: "--max-old-space-size=384" },
+      ...(store
+        ? [
+            {
+              name: STORE_PASSWORD_ENV,
+              valueFrom: { secretKeyRef: { name: store.passwordSecret, key: STORE_PASSWORD_KEY } },
+            },
+          ]
+        : []),
     ],
     ports: [
       { name: "http", containerPort: GATEWAY_PORTS.http, protocol: "TCP" },
@@ -278,6 +309,7 @@ function gatewayContainer(image: string): IContainer {
     volumeMounts: [
       { name: "config", mountPath: CONFIG_DIR, readOnly: true },
       { name: "keys", mountPath: KEYS_DIR, readOnly: true },
+      ...(store?.mode === "inCluster" ? [{ name: "store-ca", mountPath: STORE_CA_DIR, readOnly: true }] : []),
     ],
     startupProbe: {
       httpGet: { path: GATEWAY_LIVE_PATH, port: "http" },
@@ -404,6 +436,7 @@ function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: Gatewa
       ],
       egress: [
         { to: tritons.map((t) => ({ podSelector: { matchLabels: selectorLabels(t) } })), ports: tritonPorts },
+        ...storeEgress(input),
         dns,
       ],
     }),
@@ -419,6 +452,16 @@ function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: Gatewa
       }),
     ),
   ];
+}
+
+/** The gateway's way to its store: the in-cluster Valkey's pods, or ElastiCache in the VPC, on the store's port only. */
+function storeEgress(input: GatewayRenderInput): INetworkPolicyEgressRule[] {
+  const store = input.store;
+  if (!store) return [];
+  const port = [{ protocol: "TCP" as const, port: STORE_PORT }];
+  if (store.mode === "inCluster")
+    return [{ to: [{ podSelector: { matchLabels: storeSelector(input.triton) } }], ports: port }];
+  return [{ ...(store.egressCidr ? { to: [{ ipBlock: { cidr: store.egressCidr } }] } : {}), ports: port }];
 }
 
 /** The gateway's manifests as YAML files for `synth`, after Triton's (render/tritonManifests.ts manifestFiles). */

@@ -135,6 +135,8 @@ export interface ObservabilityInput {
   /** Worst-case time a new pod is unavailable: pull + startup budget (+ node boot when autoscaling). */
   podStartBudgetSeconds: number;
   autoscaling?: AutoscalingPlan;
+  /** The gateway counts team limits and usage in a shared store (serving.store): alert when a pod cannot reach it. */
+  sharedStore: boolean;
   /**
    * A stack of several models: every model, the first included, and the GPU
    * node label naming the model (render/scheduling.ts MODEL_NODE_LABEL_KEY),
@@ -370,6 +372,13 @@ export function expressions(i: ObservabilityInput) {
     gatewayErrorRatio: `sum(rate(${gw}errors_total{${g},status=~"5.."}[5m])) / clamp_min(sum(rate(${gw}requests_total{${g}}[5m])), 1e-9)`,
     gatewayInflight: `sum(${gw}inflight_requests{${g}})`,
     gatewayDesiredReplicas: `kube_deployment_spec_replicas{${gdep}}`,
+    // Per team (the `consumer` label): what each team uses, and what it is refused.
+    promptTokensPerSecondByTeam: `sum by (consumer) (rate(${gw}prompt_tokens_total{${g}}[${w}]))`,
+    outputTokensPerSecondByTeam: `sum by (consumer) (rate(${gw}output_tokens_total{${g}}[${w}]))`,
+    refusedPerSecondByTeam: `sum by (consumer) (rate(${gw}errors_total{${g},status="429"}[${w}]))`,
+    // The shared store (images/gateway/src/metrics.ts store_degraded, store_pods).
+    gatewayStoreDegradedPods: `sum(${gw}store_degraded{${g}})`,
+    gatewayStorePods: `max(${gw}store_pods{${g}})`,
     gatewayReadyReplicas: `kube_deployment_status_replicas_ready{${gdep}}`,
     queueComputeRatio: queueComputeRatioQuery(i.triton),
     requestsPerSecond: `sum(rate(nv_inference_request_success{${ensemble}}[${w}]))`,
@@ -505,6 +514,25 @@ function gatewayErrorsRule(i: ObservabilityInput, forWhat = ""): AlertRule {
   };
 }
 
+/** With a shared store: a gateway pod that cannot reach it (the stack's one store, whatever the model). */
+function storeRules(i: ObservabilityInput): AlertRule[] {
+  if (!i.sharedStore) return [];
+  const e = expressions(i);
+  return [
+    {
+      alert: "GatewayStoreDegraded",
+      expr: `(${e.gatewayStoreDegradedPods}) > 0`,
+      for: "1m",
+      labels: severity("warning"),
+      annotations: {
+        summary: `{{ $value }} pod(s) of ${i.gatewayDeployment} cannot reach the shared store`,
+        description:
+          "Those pods enforce each team's limits divided by the gateway pod count, on their own; usage they serve is kept in memory and written once the store answers. Check the store (ElastiCache, or the in-cluster Valkey pod) and the gateway's 'store unreachable' log line: see docs/operating.md, Shared store.",
+      },
+    },
+  ];
+}
+
 /** Autoscaled: the Deployment sits at its maximum and still queues. */
 function scalingAtMaxRule(i: ObservabilityInput): AlertRule[] {
   const a = i.autoscaling;
@@ -550,10 +578,16 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
               { ...i, scope: { gateway: { [MODEL_SERIES_LABEL]: "" }, gpu: {} } },
               " routed to no model",
             ),
+            ...storeRules(i),
           ],
         },
       ]
-    : [{ name: `${i.name}.rules`, rules: [...tritonRules(i), gatewayErrorsRule(i), ...scalingAtMaxRule(i)] }];
+    : [
+        {
+          name: `${i.name}.rules`,
+          rules: [...tritonRules(i), gatewayErrorsRule(i), ...storeRules(i), ...scalingAtMaxRule(i)],
+        },
+      ];
   return {
     apiVersion: "monitoring.coreos.com/v1",
     kind: "PrometheusRule",

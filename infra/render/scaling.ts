@@ -184,6 +184,8 @@ export interface ScalingInput {
   autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
   /** With serving.autoscaling: the gateway's in-flight scaling (plan/scaling.ts planGatewayScaling). */
   gateway?: GatewayScalingPlan;
+  /** The gateway has a shared store (serving.store): its alert and dashboard panel are rendered. */
+  sharedStore?: boolean;
   refs?: NodeClassRefs;
   /** The serving instance's price (infra/cost), for the dashboard's live cost panels; none when the table has none. */
   pricing?: GpuPricing;
@@ -257,6 +259,7 @@ export function observabilityInput(i: ScalingInput, stack?: readonly ScalingInpu
     gpuMemoryAlertFraction: USABLE_GPU_FRACTION,
     podStartBudgetSeconds: own.podStartBudgetSeconds,
     autoscaling: own.autoscaling,
+    sharedStore: i.sharedStore ?? false,
     ...(own.pricing ? { pricing: own.pricing } : {}),
     ...(stack && stack.length > 1 && nodeLabelKey
       ? { models: { list: stack.map(modelObservability), nodeLabelKey } }

@@ -21,6 +21,7 @@ import { manifestFiles, renderManifests } from "../render/tritonManifests";
 import { modelScalingFiles, renderScaling, scalingFiles, sharedScalingFiles } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 import { renderKeysFile } from "../render/gatewayConfig";
+import { renderStoreManifests, storeManifestFiles } from "../render/storeManifests";
 import type { GatewayPlan, Plan } from "../plan";
 import type { ArtifactWriter, SynthContext, SynthFile } from "./artifacts";
 import { gpuPricing } from "../cost";
@@ -45,7 +46,7 @@ function tritonFiles(ctx: SynthContext): Record<string, string> {
   return manifestFiles(renderManifests({ ...ctx.plan.renderInputs.triton, image: synthServerImage(ctx.stackName) }));
 }
 
-/** The gateway's manifests, by file name. */
+/** The gateway's manifests, by file name, after its shared store's (serving.store), if any. */
 function gatewayFiles(stackName: string, plan: GatewayPlan, workload: GatewayWorkloadInput): Record<string, string> {
   const gatewayImage = synthImageRef(repositoryNames(namePrefix(stackName)).gateway);
   // Keys are generated at pulumi up; synth shows the Secret's shape with one placeholder hash per team.
@@ -53,7 +54,12 @@ function gatewayFiles(stackName: string, plan: GatewayPlan, workload: GatewayWor
     plan.consumers.map((entry) => ({ entry, keySha256: "<sha256 of the generated key>" })),
     plan.teams,
   );
-  return gatewayManifestFiles(renderGatewayManifests({ ...workload, image: gatewayImage, keysJson }));
+  const store = workload.store;
+  const storeFiles = store ? storeManifestFiles(renderStoreManifests({ ...workload, store }), store.mode) : {};
+  return {
+    ...storeFiles,
+    ...gatewayManifestFiles(renderGatewayManifests({ ...workload, image: gatewayImage, keysJson })),
+  };
 }
 
 /** `k8s/<name>` files with the offline header; scaling's own paths (`k8s/…`, `dashboards/…`, `prometheus/…`) as they are. */

@@ -13,6 +13,19 @@ export interface BenchReport {
   targets: Record<string, LevelResult[]>;
   /** Per concurrency: gateway latency p50 / direct latency p50 (and p95). */
   gatewayOverhead?: { concurrency: number; latencyP50Ratio: number; latencyP95Ratio: number; ttftP50Ratio: number }[];
+  /** Per concurrency (--store): what the shared store adds to the gateway's latency, in ms and as ratios. */
+  storeOverhead?: StoreOverhead[];
+  /** (--store) the admission alone, against the store and on the pod's own buckets (bench/storeAdmission.ts). */
+  storeAdmission?: { samples: number; storeMs: { p50: number; p99: number }; localMs: { p50: number; p99: number } };
+}
+
+export interface StoreOverhead {
+  concurrency: number;
+  latencyP50AddedMs: number;
+  latencyP99AddedMs: number;
+  ttftP50AddedMs: number;
+  latencyP50Ratio: number;
+  latencyP99Ratio: number;
 }
 
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
@@ -137,6 +150,20 @@ export function renderHtml(report: BenchReport): string {
           points: o.map((r) => ({ x: r.concurrency, y: r.latencyP95Ratio })),
         },
         { name: "TTFT p50", color: COLORS[2], points: o.map((r) => ({ x: r.concurrency, y: r.ttftP50Ratio })) },
+      ]),
+    );
+  }
+  if (report.storeOverhead) {
+    const o = report.storeOverhead;
+    charts.push(
+      lineChart("Added by the shared store (gateway with ÷ without)", "ratio", xs, [
+        { name: "latency p50", color: COLORS[0], points: o.map((r) => ({ x: r.concurrency, y: r.latencyP50Ratio })) },
+        {
+          name: "latency p99",
+          color: COLORS[1],
+          dash: "2 3",
+          points: o.map((r) => ({ x: r.concurrency, y: r.latencyP99Ratio })),
+        },
       ]),
     );
   }

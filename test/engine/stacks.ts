@@ -51,6 +51,9 @@ export function promotedForm(building: RawConfig, buildingStack: string): RawCon
     delete serving.autoscaling;
     serving.replicas = autoscaling.min ?? 1;
   }
+  // No shared store: the in-cluster one generates its TLS certificate and password with the tls and random
+  // providers, which cannot be had on this machine (docs/development.md, the engine suite).
+  serving.store = { mode: "none" };
   cfg.serving = serving;
   return cfg;
 }

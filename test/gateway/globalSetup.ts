@@ -12,6 +12,12 @@
  * Triton's queue while the stand-in holds (STANDIN_HOLD_FILE); `multi` with
  * both models on the one server, and `split` with the second model on its
  * own server.
+ *
+ * A real Valkey/Redis (test/lib/storeServer.ts, on loopback, stopped by pid)
+ * is the shared store of `main`, `plain` and `multi` (each under its own key
+ * prefix), of two more gateway processes `podA` and `podB` that share one
+ * prefix as two pods of one deployment would, and of `fair`, whose small
+ * in-flight cap the fair-share test fills.
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -19,7 +25,12 @@ import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { findPreset } from "../../infra/model/catalog";
-import { type GatewayConfigFile, type GatewayModel, renderGatewayConfig } from "../../infra/render/gatewayConfig";
+import {
+  type GatewayConfigFile,
+  type GatewayModel,
+  type GatewayStoreConfig,
+  renderGatewayConfig,
+} from "../../infra/render/gatewayConfig";
 import { ENSEMBLE_MODEL, type RepositoryOptions } from "../../infra/render/modelRepository";
 import {
   addQueueLimitedEnsemble,
@@ -29,7 +40,8 @@ import {
   runSynth,
   type HarnessInfo,
 } from "../triton/assemble";
-import { ROOT, type RunningGateway, startGateway } from "./harness";
+import { ROOT, type ConsumerSpec, type RunningGateway, startGateway } from "./harness";
+import { StoreServer, type StoreServerInfo } from "../lib/storeServer";
 import { stop, waitForState, type ServerState } from "../triton/serverProcess";
 import { venvPython } from "../lib/pyenv";
 
@@ -38,6 +50,38 @@ export const STEP_MS = 25;
 export const CHAT_PRESET = "h2ogpt-oig-oasst1-512-6_9b";
 /** The streaming ensemble with one instance and `max_queue_size: 1`: Triton refuses the third concurrent request. */
 export const QUEUED_ENSEMBLE = { name: "ensemble_queued", maxQueueSize: 1 };
+/** The environment variable the test gateways read the store's password from (the config's default). */
+export const STORE_PASSWORD_ENV = "GATEWAY_STORE_PASSWORD";
+
+/** The teams of the two-pod gateways: each test owns one, so their windows and counters never mix. */
+export const POD_TEAMS = {
+  sixPerMinute: { name: "six-per-minute", requestsPerMinute: 6, maxConcurrent: 16 },
+  tokens: { name: "tokens", tokensPerMinute: 100, requestsPerMinute: 600 },
+  settled: { name: "settled", tokensPerMinute: 60, requestsPerMinute: 600 },
+  twoAtOnce: { name: "two-at-once", maxConcurrent: 2 },
+  oneAtATime: { name: "one-at-a-time", maxConcurrent: 1 },
+  usage: { name: "usage" },
+} satisfies Record<string, ConsumerSpec>;
+
+/** The fair-share gateway: five teams of share 1 over an in-flight cap of 10, so each team's fair share is 2. */
+export const FAIR = { maxInflight: 10, teams: ["busy-1", "busy-2", "busy-3", "busy-4", "idle"] } as const;
+
+/** The config section that points a test gateway at the suite's store under its own key prefix. */
+export function storeSection(store: StoreServerInfo, keyPrefix: string, assumedPods = 1): GatewayStoreConfig {
+  return {
+    host: store.host,
+    port: store.port,
+    mode: "standalone",
+    // As the in-cluster store: TLS against the stack's own CA (here the test's).
+    tls: true,
+    caFile: store.caFile,
+    keyPrefix,
+    username: "default",
+    passwordEnv: STORE_PASSWORD_ENV,
+    assumedPods,
+  };
+}
+
 /**
  * The second model: the test stack's model with smaller limits and a smaller
  * vocabulary (preprocessing bounds top_k by it), so a request that one model
@@ -65,9 +109,15 @@ export interface GatewayHarness {
   stepMs: number;
   /** While this file exists the FT stand-in holds every batch before generating. */
   standinHoldFile: string;
+  store: StoreServerInfo;
+  /** Two gateway processes sharing the store under one key prefix: two pods of one deployment. */
+  podA: RunningGateway;
+  podB: RunningGateway;
+  /** In-flight cap FAIR.maxInflight over FAIR.teams. */
+  fair: RunningGateway;
   /** The first model (with h2oGPT's template) and the second (none), as `multi` and `split` serve them. */
   models: { first: ServedTestModel; second: ServedTestModel };
-  /** Both models on the one tritonserver; keys: team-a (every model), only-first, only-second. */
+  /** Both models on the one tritonserver, with the shared store; keys: team-a (every model), only-first, only-second. */
   multi: RunningGateway;
   /** The first model on the shared tritonserver, the second on its own tritonserver; key: team-a. */
   split: RunningGateway;
@@ -203,6 +253,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     second: SECOND_MODEL,
   });
   const stoppers: Array<() => Promise<void>> = [triton.stop];
+  const storeServer = new StoreServer(path.join(work, "store"));
   try {
     const second = triton.second;
     if (!second) throw new Error("the second model was not assembled");
@@ -214,6 +265,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const secondTriton = await serveRepository(work, "second", second.repository, STEP_MS);
     stoppers.push(secondTriton.stop);
     log(`second tritonserver (${second.model.id} alone) ready at grpc ${secondTriton.state.grpc}`);
+    // Stopped after the gateways, before the tritonservers (stoppers run in reverse).
+    stoppers.push(() => storeServer.stop());
+    const store = await storeServer.start();
+    log(`store (${store.pid}) listening on ${store.host}:${store.port}`);
+    const storeEnv = { [STORE_PASSWORD_ENV]: store.password };
 
     const chatTemplate = findPreset(CHAT_PRESET)?.chatTemplate;
     if (!chatTemplate) throw new Error(`preset ${CHAT_PRESET} declares no chat template`);
@@ -235,17 +291,51 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const main = await startGateway(
       work,
       "main",
-      renderGatewayConfig([route(model, triton.info.grpc)], { requestTimeoutSeconds: 20 }),
+      {
+        ...renderGatewayConfig([route(model, triton.info.grpc)], { requestTimeoutSeconds: 20 }),
+        store: storeSection(store, "main:"),
+      },
       consumers,
+      { env: storeEnv },
     );
     stoppers.push(main.stop);
     const plain = await startGateway(
       work,
       "plain",
-      renderGatewayConfig([route(triton.model, triton.info.grpc)], { requestTimeoutSeconds: 1 }),
+      {
+        ...renderGatewayConfig([route(triton.model, triton.info.grpc)], { requestTimeoutSeconds: 1 }),
+        store: storeSection(store, "plain:"),
+      },
       [{ name: "team-a" }],
+      { env: storeEnv },
     );
     stoppers.push(plain.stop);
+    const podConfig = {
+      ...renderGatewayConfig([route(triton.model, triton.info.grpc)], { requestTimeoutSeconds: 60 }),
+      store: storeSection(store, "shared:", 2),
+    };
+    const podA = await startGateway(work, "pod-a", podConfig, Object.values(POD_TEAMS), { env: storeEnv });
+    stoppers.push(podA.stop);
+    const podB = await startGateway(work, "pod-b", podConfig, Object.values(POD_TEAMS), {
+      env: storeEnv,
+      keys: podA.gateway.keys,
+    });
+    stoppers.push(podB.stop);
+    const fair = await startGateway(
+      work,
+      "fair",
+      {
+        // The model's own cap is the gateway's: the fair shares tested are the gateway-wide ones.
+        ...renderGatewayConfig([route(triton.model, triton.info.grpc, FAIR.maxInflight)], {
+          requestTimeoutSeconds: 60,
+          maxInflight: FAIR.maxInflight,
+        }),
+        store: storeSection(store, "fair:"),
+      },
+      FAIR.teams.map((name) => ({ name, maxConcurrent: FAIR.maxInflight })),
+      { env: storeEnv },
+    );
+    stoppers.push(fair.stop);
     const queuedConfig = renderGatewayConfig([route(triton.model, triton.info.grpc, 64)], {
       requestTimeoutSeconds: 60,
       maxConcurrent: 64,
@@ -261,11 +351,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const multiConfig = renderGatewayConfig([route(model, triton.info.grpc), route(second.model, triton.info.grpc)], {
       requestTimeoutSeconds: 20,
     });
-    const multi = await startGateway(work, "multi", withEnsemble(multiConfig, second.model.id, second.ensemble), [
-      { name: "team-a" },
-      { name: "only-first", models: [model.id] },
-      { name: "only-second", models: [second.model.id] },
-    ]);
+    // With the shared store: admission and usage per team and model through it.
+    const multi = await startGateway(
+      work,
+      "multi",
+      { ...withEnsemble(multiConfig, second.model.id, second.ensemble), store: storeSection(store, "multi:") },
+      [
+        { name: "team-a" },
+        { name: "only-first", models: [model.id] },
+        { name: "only-second", models: [second.model.id] },
+      ],
+      { env: storeEnv },
+    );
     stoppers.push(multi.stop);
     const splitConfig = renderGatewayConfig(
       [route(model, triton.info.grpc), route(second.model, secondTriton.state.grpc)],
@@ -277,6 +374,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     stoppers.push(split.stop);
     log(
       `gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}, queued ${queued.gateway.url}, ` +
+        `pods ${podA.gateway.url} ${podB.gateway.url}, fair ${fair.gateway.url}, ` +
         `multi ${multi.gateway.url}, split ${split.gateway.url}`,
     );
     project.provide("gateway", {
@@ -287,6 +385,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
       queued: queued.gateway,
       stepMs: STEP_MS,
       standinHoldFile,
+      store: storeServer.info,
+      podA: podA.gateway,
+      podB: podB.gateway,
+      fair: fair.gateway,
       models: {
         first: { ...model, ensemble: ENSEMBLE_MODEL },
         second: { ...second.model, ensemble: second.ensemble },
@@ -300,9 +402,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     throw error;
   }
   return async () => {
-    // Gateways first, then the servers behind them.
+    // Gateways first, then the store, then the servers behind them.
     for (const s of stoppers.reverse()) await s();
-    log("gateways and tritonservers stopped");
+    log("gateways, store and tritonservers stopped");
     if (!keepWork) rmSync(work, { recursive: true, force: true });
   };
 }

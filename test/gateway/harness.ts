@@ -15,7 +15,9 @@ export const GATEWAY_MAIN = path.join(ROOT, "images/gateway/src/main.ts");
 export interface ConsumerSpec {
   name: string;
   requestsPerMinute?: number;
+  tokensPerMinute?: number;
   maxConcurrent?: number;
+  share?: number;
   /** The model ids the consumer's key may use; absent: every model. */
   models?: string[];
 }
@@ -38,10 +40,15 @@ export function sha256(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex");
 }
 
-export function writeKeysFile(file: string, consumers: ConsumerSpec[]): Record<string, string> {
+/** Writes the hashed keys file; `given` keys are reused (two pods of one deployment share their Secret). */
+export function writeKeysFile(
+  file: string,
+  consumers: ConsumerSpec[],
+  given: Record<string, string> = {},
+): Record<string, string> {
   const keys: Record<string, string> = {};
   const entries = consumers.map((c) => {
-    keys[c.name] = newKey();
+    keys[c.name] = given[c.name] ?? newKey();
     return {
       name: c.name,
       keySha256: [sha256(keys[c.name])],
@@ -53,10 +60,14 @@ export function writeKeysFile(file: string, consumers: ConsumerSpec[]): Record<s
   return keys;
 }
 
+const LIMIT_KEYS = ["requestsPerMinute", "tokensPerMinute", "maxConcurrent", "share"] as const;
+
 function limitsOf(c: ConsumerSpec): Record<string, number> {
   const out: Record<string, number> = {};
-  if (c.requestsPerMinute !== undefined) out.requestsPerMinute = c.requestsPerMinute;
-  if (c.maxConcurrent !== undefined) out.maxConcurrent = c.maxConcurrent;
+  for (const k of LIMIT_KEYS) {
+    const v = c[k];
+    if (v !== undefined) out[k] = v;
+  }
   return out;
 }
 
@@ -86,6 +97,13 @@ function waitForFile(
   });
 }
 
+export interface StartOptions {
+  /** Added to the gateway's environment (the store's password). */
+  env?: Record<string, string>;
+  /** Plain-text keys to reuse by consumer name (another pod's), instead of new ones. */
+  keys?: Record<string, string>;
+}
+
 /**
  * Start one gateway on free loopback ports. Returns it and a stop function
  * (SIGTERM to this child only).
@@ -95,6 +113,7 @@ export async function startGateway(
   name: string,
   config: GatewayConfigFile,
   consumers: ConsumerSpec[],
+  { env = {}, keys: given = {} }: StartOptions = {},
 ): Promise<{ gateway: RunningGateway; stop: () => Promise<void> }> {
   const configFile = path.join(dir, `${name}.config.json`);
   const keysFile = path.join(dir, `${name}.keys.json`);
@@ -105,11 +124,17 @@ export async function startGateway(
     configFile,
     JSON.stringify({ ...config, listen: { host: "127.0.0.1", port: 0, metricsPort: 0 } }, null, 2),
   );
-  const keys = writeKeysFile(keysFile, consumers);
+  const keys = writeKeysFile(keysFile, consumers, given);
   const out = createWriteStream(log);
   const child = spawn(process.execPath, ["--import", "tsx", GATEWAY_MAIN], {
     cwd: ROOT,
-    env: { ...process.env, GATEWAY_CONFIG: configFile, GATEWAY_KEYS_FILE: keysFile, GATEWAY_READY_FILE: readyFile },
+    env: {
+      ...process.env,
+      ...env,
+      GATEWAY_CONFIG: configFile,
+      GATEWAY_KEYS_FILE: keysFile,
+      GATEWAY_READY_FILE: readyFile,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   child.stdout?.pipe(out);

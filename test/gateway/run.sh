@@ -4,9 +4,10 @@
 #      stand-in in decoupled mode), driven by the official `openai` client and
 #      raw HTTP: completions, streaming, chat, the bad-request catalogue,
 #      limits, disconnects, KServe v2, metrics, logs, the latency bound;
-#   2. a short bench (`npm run bench -- --local`): the same workload direct to
-#      Triton and through the gateway in one run; the report records the
-#      gateway's added latency ratio. It counts as one test case: it passes
+#   2. a short bench (`npm run bench -- --local --store`): the same workload
+#      direct to Triton, through the gateway, and through a gateway using a
+#      real shared store, in one run; the report records the gateway's added
+#      latency ratio and what the store adds. It counts as one test case: it passes
 #      when both targets served every request.
 # With TEST_REPORT_DIR set, JUnit reports go to gateway-vitest.xml and
 # gateway-bench.xml there, and the bench report to $TEST_REPORT_DIR/../bench/.
@@ -41,7 +42,7 @@ log "phase: short bench, direct and through the gateway"
 bench_out=${reports:+$reports/../bench}
 bench_out=${bench_out:-out/bench}
 bench_status=0
-npm run --silent bench -- --local --concurrency 1,4 --duration 4 --max-tokens 16 --out "$bench_out" >/dev/null || bench_status=$?
+npm run --silent bench -- --local --store --concurrency 1,4 --duration 4 --max-tokens 16 --out "$bench_out" >/dev/null || bench_status=$?
 if [[ $bench_status -eq 0 ]]; then
   # shellcheck disable=SC2016  # JavaScript, not shell
   bench_status=$(node -e '
@@ -49,6 +50,7 @@ if [[ $bench_status -eq 0 ]]; then
     const levels = Object.values(r.targets).flat();
     const bad = levels.length < 4 || levels.some((l) => l.errors > 0 || l.requests === 0);
     for (const o of r.gatewayOverhead ?? []) console.error(`gateway added latency c=${o.concurrency}: p50 x${o.latencyP50Ratio}, p95 x${o.latencyP95Ratio}`);
+    for (const o of r.storeOverhead ?? []) console.error(`store added latency c=${o.concurrency}: p50 ${o.latencyP50AddedMs} ms, p99 ${o.latencyP99AddedMs} ms`);
     console.log(bad ? 1 : 0);' "$bench_out/bench.json")
 fi
 [[ $bench_status -eq 0 ]] || status=1

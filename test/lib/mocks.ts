@@ -76,6 +76,29 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
     privateKeyOpenssh: `-----BEGIN OPENSSH PRIVATE KEY-----\n${hex(name + "priv", 64)}\n-----END OPENSSH PRIVATE KEY-----\n`,
     privateKeyPem: `-----BEGIN PRIVATE KEY-----\n${hex(name + "pem", 64)}\n-----END PRIVATE KEY-----\n`,
   }),
+  "tls:index/selfSignedCert:SelfSignedCert": (name) => ({
+    certPem: `-----BEGIN CERTIFICATE-----\n${hex(name + "ca", 64)}\n-----END CERTIFICATE-----\n`,
+  }),
+  "tls:index/certRequest:CertRequest": (name) => ({
+    certRequestPem: `-----BEGIN CERTIFICATE REQUEST-----\n${hex(name + "csr", 64)}\n-----END CERTIFICATE REQUEST-----\n`,
+  }),
+  "tls:index/locallySignedCert:LocallySignedCert": (name) => ({
+    certPem: `-----BEGIN CERTIFICATE-----\n${hex(name + "crt", 64)}\n-----END CERTIFICATE-----\n`,
+  }),
+  // ElastiCache Serverless: one endpoint on 6379 (and the reader endpoint on 6380).
+  "aws:elasticache/serverlessCache:ServerlessCache": (name, i) => {
+    const id = `${String(i.name ?? name)}-${hex(name, 6)}`;
+    return {
+      arn: arn("elasticache", `serverlesscache:${String(i.name ?? name)}`),
+      endpoints: [{ address: `${id}.serverless.use1.cache.amazonaws.com`, port: 6379 }],
+      readerEndpoints: [{ address: `${id}.serverless.use1.cache.amazonaws.com`, port: 6380 }],
+      status: "available",
+    };
+  },
+  "aws:elasticache/user:User": (_name, i) => ({ arn: arn("elasticache", `user:${String(i.userId)}`) }),
+  "aws:elasticache/userGroup:UserGroup": (_name, i) => ({
+    arn: arn("elasticache", `usergroup:${String(i.userGroupId)}`),
+  }),
   // Deterministic per name, of the requested length, alphanumeric like `special: false` produces.
   "random:index/randomPassword:RandomPassword": (name, i) => ({
     result: Array.from({ length: Number(i.length ?? 16) }, (_, k) => hex(`${name}-${Math.floor(k / 32)}`, 32)[k % 32])
@@ -113,6 +136,8 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
         name: clusterName,
         arn: arn("eks", `cluster/${clusterName}`),
         endpoint: `https://${hex(name, 32).toUpperCase()}.gr7.${REGION}.eks.amazonaws.com`,
+        // The security group EKS creates and puts on every managed node (and, through the VPC CNI, pod).
+        vpcConfig: { clusterSecurityGroupId: `sg-${hex(name + "eks-cluster-sg", 17)}` },
       },
       kubeconfigJson: JSON.stringify({
         apiVersion: "v1",

@@ -58,7 +58,9 @@ describe("network", () => {
     expect(run.byType("awsx:ec2:Vpc")).toHaveLength(0);
     expect(run.outputs.vpcId).toBe("vpc-0123456789abcdef0");
     expect(run.outputs.privateSubnetIds).toEqual(["subnet-0bbbbbbbbbbbbbbb1", "subnet-0bbbbbbbbbbbbbbb2"]);
-    expect(run.one("aws:ec2/securityGroup:SecurityGroup").inputs.vpcId).toBe("vpc-0123456789abcdef0");
+    expect(run.one("aws:ec2/securityGroup:SecurityGroup", "builder").inputs.vpcId).toBe("vpc-0123456789abcdef0");
+    // The managed store's group (the default with cluster.mode create) goes in the same VPC.
+    expect(run.one("aws:ec2/securityGroup:SecurityGroup", "store-cache").inputs.vpcId).toBe("vpc-0123456789abcdef0");
   });
 
   // A failing lookup check rejects inside an Output, which the engine reports
@@ -162,7 +164,7 @@ describe("builder host", () => {
     for (const r of ingress) expect(r.inputs).toMatchObject({ ipProtocol: "tcp", fromPort: 22, toPort: 22 });
     expect(ingress.some((r) => r.inputs.cidrIpv4 === "0.0.0.0/0" || r.inputs.cidrIpv6 === "::/0")).toBe(false);
     // No inline rules that would slip past the check above.
-    expect(run.one("aws:ec2/securityGroup:SecurityGroup").inputs.ingress).toBeUndefined();
+    expect(run.one("aws:ec2/securityGroup:SecurityGroup", "builder").inputs.ingress).toBeUndefined();
   });
 
   it("IAM: ECR push/pull scoped to the two repository ARNs, token on *, SSM core, EC2 trust", async () => {

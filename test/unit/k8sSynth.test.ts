@@ -28,6 +28,8 @@ describe("synth Kubernetes manifests", () => {
       "k8s/20-service.yaml",
       "k8s/21-metrics-service.yaml",
       "k8s/30-poddisruptionbudget.yaml",
+      // The managed store's password Secret the gateway reads (the cache itself is AWS, not Kubernetes).
+      "k8s/45-store-secrets.yaml",
       "k8s/50-gateway-networkpolicies.yaml",
       "k8s/51-gateway-config.yaml",
       "k8s/52-gateway-keys-secret.yaml",

@@ -20,7 +20,13 @@ const KUBECONFIG = JSON.stringify({
 
 /** The building stack's config in its promoted form: the build section names the stack instead. */
 function promoted(base: RawConfig = gpt2Config(), overrides: Record<string, Record<string, unknown>> = {}): RawConfig {
-  const cfg = withOverrides(base, { cluster: { mode: "kubeconfig" }, ...overrides });
+  // No shared store: the in-cluster one generates its TLS certificate and password (tls, random providers),
+  // which the real-engine suite cannot run; this is the promoted form that suite deploys.
+  const cfg = withOverrides(base, {
+    cluster: { mode: "kubeconfig" },
+    serving: { store: { mode: "none" } },
+    ...overrides,
+  });
   cfg.build = { promoteFrom: { stackReference: STAGING }, ...(overrides.build ?? {}) };
   return cfg;
 }

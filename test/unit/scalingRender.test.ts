@@ -136,9 +136,15 @@ describe("alerts and dashboard", () => {
       "TritonPodsNotReady",
       "TritonMetricsAbsent",
       "GatewayServerErrorsHigh",
+      "GatewayStoreDegraded",
       "TritonScalingAtMax",
     ]);
     const byName = Object.fromEntries(rules.map((r) => [r.alert, r]));
+    // Any gateway pod without the shared store for over a minute (the default managed store here).
+    expect(byName.GatewayStoreDegraded.for).toBe("1m");
+    expect(byName.GatewayStoreDegraded.expr).toBe(
+      '(sum(triton_ft_gateway_store_degraded{namespace="triton",service="triton-gpt-j-6b-gateway-metrics"})) > 0',
+    );
     // Not-ready only counts once a cold start is over.
     expect(byName.TritonPodsNotReady.for).toBe(`${Math.ceil((m.autoscaling?.coldStartBudgetSeconds ?? 0) / 60)}m`);
     expect(byName.TritonGpuMemoryNearFull.expr).toMatch(/> 0\.92$/);
@@ -155,6 +161,8 @@ describe("alerts and dashboard", () => {
       "Request latency p50 / p95 (gateway)",
       "Tokens per second (gateway)",
       "Gateway: requests by status, in flight, pods",
+      "Tokens per team (gateway)",
+      "Refused per team (429) and the shared store",
       "Error ratio",
       "Pending requests and batch size",
       "GPU utilisation",
@@ -164,6 +172,21 @@ describe("alerts and dashboard", () => {
       "GPU $/hour by team (share of generated tokens)",
     ]);
     for (const p of d.panels) expect(p.type === "row" ? [] : p.targets).not.toHaveLength(0);
+    const perTeam = d.panels
+      .flatMap((p) => (p.type === "row" ? [] : [p]))
+      .find((p) => p.title === "Tokens per team (gateway)")!;
+    expect(perTeam.targets.map((t) => t.legendFormat)).toEqual(["{{consumer}} prompt", "{{consumer}} generated"]);
+    for (const t of perTeam.targets) expect(t.expr).toMatch(/^sum by \(consumer\)/);
+  });
+
+  it("has no store alert or store series without a shared store (serving.store.mode none)", () => {
+    const m = renderStackScaling(
+      resolved(withOverrides(gptjAutoscaled(), { serving: { store: { mode: "none" } } })),
+      "dev",
+      REFS,
+    );
+    expect(m.prometheusRule.spec.groups[0].rules.map((r) => r.alert)).not.toContain("GatewayStoreDegraded");
+    expect(JSON.stringify(m.dashboard)).not.toContain("store_degraded");
   });
 
   it("prices the live cost panels at the serving instance's table price: GPU-hours paid ÷ tokens served", () => {
@@ -282,7 +305,8 @@ describe("synth files", () => {
       parseAllDocuments(plain["k8s/70-dcgm-exporter.yaml"] ?? "").map((d) => (d.toJS() as { kind: string }).kind),
     ).toEqual(["ConfigMap", "DaemonSet", "Service", "NetworkPolicy"]);
     const dash = JSON.parse(plain["dashboards/triton-gpt-j-6b.json"] ?? "{}") as { panels: unknown[] };
-    expect(dash.panels).toHaveLength(14);
+    // 12 panels, the two per-team ones (tokens, refusals with the store) and the two live cost ones.
+    expect(dash.panels).toHaveLength(16);
     // The plain scrape config covers the gateway too (its series carry the same namespace/service labels).
     const jobs = (
       parse(plain["prometheus/scrape-config.yaml"] ?? "") as { scrape_configs: Array<{ job_name: string }> }

@@ -10,6 +10,7 @@
  *              (never the prompt or the completion)
  *   drain      once closing (SIGTERM), new requests get 503 server_shutting_down
  *   auth       API keys on every path but the probes
+ *   store      the shared store's link and heartbeats, and the usage ledger
  *   models     `app.routeModel()`: the model a request names, among those its key may use
  *   limits     body size by Content-Length; `app.admit()` for generations
  */
@@ -23,11 +24,14 @@ import { drain } from "./plugins/drain";
 import { errors } from "./plugins/errors";
 import { limits } from "./plugins/limits";
 import { models } from "./plugins/models";
+import { store } from "./plugins/store";
 import { telemetry } from "./plugins/telemetry";
 import { ModelRouter } from "./models";
 import { kserveRoutes } from "./routes/kserve";
 import { openaiRoutes } from "./routes/openai";
 import { probeRoutes } from "./routes/probes";
+import { usageRoutes } from "./routes/usage";
+import type { StoreClient } from "./store/connection";
 import type { TritonClient } from "./triton";
 
 export interface GatewayDeps {
@@ -36,6 +40,8 @@ export interface GatewayDeps {
   /** One Triton client per served model, by model id (each model has its own Triton). */
   tritons: ReadonlyMap<string, TritonClient>;
   metrics?: GatewayMetrics;
+  /** The shared store's client (main.ts connects it when the config has a `store`); absent: per-pod limits and usage. */
+  storeClient?: StoreClient;
   /** Fastify logger options; false silences it (unit tests), a stream captures it. */
   logger?: boolean | { level: string; stream?: { write(line: string): void } };
 }
@@ -61,11 +67,16 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
   void app.register(telemetry, { metrics });
   void app.register(drain);
   void app.register(auth, { keys });
+  void app.register(store, {
+    metrics,
+    ...(config.store && deps.storeClient ? { connection: { client: deps.storeClient, config: config.store } } : {}),
+  });
   void app.register(models, { router });
   void app.register(limits, { config, metrics, keys });
 
   void app.register(openaiRoutes, { config });
   void app.register(kserveRoutes, { config });
+  void app.register(usageRoutes);
   void app.register(probeRoutes);
   return app;
 }

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { StoreConfigSchema } from "./store/config";
 
 const positive = z.number().int().positive();
 
@@ -99,6 +100,8 @@ export const GatewayConfigSchema = z
       .prefault({}),
     /** Log prompt and completion text (off by default: prompts may hold personal data). */
     logText: z.boolean().default(false),
+    /** The shared Valkey/Redis (store/config.ts); without one, every limit and usage count is per pod. */
+    store: StoreConfigSchema.optional(),
   })
   .strict();
 export type GatewayConfig = z.infer<typeof GatewayConfigSchema>;
@@ -111,7 +114,7 @@ export const ConsumerSchema = z
     name: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, "lower-case letters, digits and '-'"),
     /** Hex SHA-256 of each valid key; two during a rotation. */
     keySha256: z.array(z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits")).min(1),
-    /** The team's own limits (per gateway pod); unset ones take `limits`' defaults. */
+    /** The team's own limits (across all pods with a store, else per pod); unset ones take `limits`' defaults. */
     requestsPerMinute: positive.optional(),
     tokensPerMinute: positive.optional(),
     maxConcurrent: positive.optional(),

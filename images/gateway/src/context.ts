@@ -14,6 +14,9 @@ export interface Outcome {
   completionTokens: number;
 }
 
+/** Longest a response waits for what its request held to be given back (a store round trip is ~0.3 ms). */
+export const FINISH_WAIT_MS = 250;
+
 export class RequestContext {
   readonly started = performance.now();
   readonly deadline: number;
@@ -21,6 +24,7 @@ export class RequestContext {
   private readonly timer: NodeJS.Timeout;
   private firstTokenAt: number | undefined;
   private done = false;
+  private readonly finishHooks: Array<(outcome: Outcome) => void | Promise<void>> = [];
   outcome: Outcome | undefined;
 
   constructor(
@@ -66,9 +70,25 @@ export class RequestContext {
     );
   }
 
-  finished(outcome: Outcome): void {
+  /**
+   * Run `hook` when the generation is complete, before the last bytes reach
+   * the client: what the request held (a concurrency permit in the shared
+   * store) is given back before the client can send its next request.
+   */
+  onFinished(hook: (outcome: Outcome) => void | Promise<void>): void {
+    this.finishHooks.push(hook);
+  }
+
+  /**
+   * The generation is complete: the hooks run, and the caller awaits them (at
+   * most FINISH_WAIT_MS: a store that does not answer never holds a response)
+   * before it writes the response's last bytes, so a client's next request,
+   * on any gateway pod, finds what this one held given back.
+   */
+  async finished(outcome: Outcome): Promise<void> {
     this.outcome = outcome;
     this.close();
+    const pending = this.finishHooks.map((hook) => hook(outcome));
     const labels = { consumer: this.consumer.name, model: this.model.config.id };
     this.metrics.promptTokens.inc(labels, outcome.promptTokens);
     this.metrics.outputTokens.inc(labels, outcome.completionTokens);
@@ -81,6 +101,14 @@ export class RequestContext {
         (outcome.completionTokens - 1) / seconds,
       );
     }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(pending),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, FINISH_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
   }
 
   failedMidStream(error: unknown): void {

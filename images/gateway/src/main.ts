@@ -9,6 +9,9 @@
  *   GATEWAY_READY_FILE  optional: written with {"url", "metricsUrl"} once both
  *                       listeners are up (tests and the bench use it)
  *   PORT, METRICS_PORT  optional overrides of listen.port / listen.metricsPort
+ *   the variable store.passwordEnv names (GATEWAY_STORE_PASSWORD by default)
+ *                       the shared store's password, required when the
+ *                       config has a `store`
  * SIGTERM/SIGINT stop accepting connections and let in-flight requests finish.
  */
 import { renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
@@ -16,6 +19,7 @@ import { KeyRing } from "./auth";
 import { buildGateway, buildMetricsServer } from "./app";
 import { type KeysFile, loadConfig, loadKeys } from "./config";
 import { GatewayMetrics } from "./metrics";
+import { type StoreClient, connectStore } from "./store/connection";
 import { TritonGateway } from "./triton";
 
 function required(name: string): string {
@@ -52,10 +56,20 @@ async function main(): Promise<void> {
     process.stderr.write(`gateway: ${(error as Error).message}\n`);
     process.exit(2);
   }
+  let storeClient: StoreClient | undefined;
+  if (config.store) {
+    const password = process.env[config.store.passwordEnv];
+    if (!password) {
+      // Secure by default: an unauthenticated store would let anything in the network rewrite the limits.
+      process.stderr.write(`gateway: the config has a store but ${config.store.passwordEnv} is empty\n`);
+      process.exit(2);
+    }
+    storeClient = connectStore(config.store, password);
+  }
   // One channel per model: each model has its own Triton (Service), reconnecting on its own.
   const tritons = new Map(config.models.map((m) => [m.id, new TritonGateway(m.triton.grpc, m.triton.ensemble)]));
   const metrics = new GatewayMetrics();
-  const app = buildGateway({ config, keys, tritons, metrics });
+  const app = buildGateway({ config, keys, tritons, metrics, ...(storeClient ? { storeClient } : {}) });
   const metricsApp = buildMetricsServer(metrics);
 
   const served = config.models.map((m) => m.id);
@@ -87,7 +101,13 @@ async function main(): Promise<void> {
     port: port("METRICS_PORT", config.listen.metricsPort),
   });
   app.log.info(
-    { url, metricsUrl, models: config.models.map((m) => ({ id: m.id, triton: m.triton.grpc })), keys: keys.size },
+    {
+      url,
+      metricsUrl,
+      models: config.models.map((m) => ({ id: m.id, triton: m.triton.grpc })),
+      keys: keys.size,
+      store: config.store ? `${config.store.host}:${config.store.port}` : "none (per-pod limits)",
+    },
     "gateway listening",
   );
   const readyFile = process.env.GATEWAY_READY_FILE;

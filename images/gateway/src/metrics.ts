@@ -26,6 +26,10 @@ export const METRICS = {
   inflight: `${METRIC_PREFIX}inflight_requests`,
   /** Counter {reason, model}: Triton calls the gateway cancelled (client_disconnect, stop_sequence, timeout). */
   upstreamCancelled: `${METRIC_PREFIX}upstream_cancelled_total`,
+  /** Gauge: 1 while this pod cannot reach the shared store (per-pod limits), else 0; absent without a store. */
+  storeDegraded: `${METRIC_PREFIX}store_degraded`,
+  /** Gauge: gateway pods this pod last counted in the store (the divisor of degraded limits). */
+  storePods: `${METRIC_PREFIX}store_pods`,
 } as const;
 
 export const LABELS = {
@@ -58,6 +62,9 @@ export class GatewayMetrics {
   readonly errors: Counter<"status" | "code" | "consumer" | "model">;
   readonly inflight: Gauge<"consumer" | "model">;
   readonly upstreamCancelled: Counter<"reason" | "model">;
+  /** Only with a store (plugins/store.ts registers them): a pod without one exports neither. */
+  storeDegraded: Gauge | undefined;
+  storePods: Gauge | undefined;
 
   constructor() {
     const registers = [this.registry];
@@ -122,5 +129,20 @@ export class GatewayMetrics {
       labelNames: [LABELS.reason, LABELS.model],
       registers,
     });
+  }
+
+  /** The store's gauges, from the moment a store is configured. */
+  withStore(): { degraded: Gauge; pods: Gauge } {
+    this.storeDegraded ??= new Gauge({
+      name: METRICS.storeDegraded,
+      help: "1 while the shared store is unreachable from this pod (limits divided by the pod count), else 0.",
+      registers: [this.registry],
+    });
+    this.storePods ??= new Gauge({
+      name: METRICS.storePods,
+      help: "Gateway pods counted by their heartbeats in the shared store.",
+      registers: [this.registry],
+    });
+    return { degraded: this.storeDegraded, pods: this.storePods };
   }
 }

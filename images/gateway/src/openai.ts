@@ -207,7 +207,7 @@ async function sendJson(
   request: CompletionRequest | ChatRequest,
 ): Promise<void> {
   await Promise.all(g.generators.map((_, index) => drain(g, index, (event) => g.record(index, event))));
-  ctx.finished(outcomeOf(g.results));
+  await ctx.finished(outcomeOf(g.results));
   const usage = usageOf(g.results);
   const { id, created, model } = g;
   const { n, logprobs } = request.choices;
@@ -325,9 +325,10 @@ async function streamEvents(
         }),
       ),
     );
+    // Before the final chunks: a client that stops reading at [DONE] may send its next request at once.
+    await ctx.finished(outcomeOf(results));
     if (request.includeUsage) send({ id, object, created, model, choices: [], usage: usageOf(results) });
     if (!ctx.signal.aborted) raw.write("data: [DONE]\n\n");
-    ctx.finished(outcomeOf(results));
   } catch (error) {
     const apiError = error instanceof ApiError ? error : undefined;
     ctx.failedMidStream(apiError ?? error);

@@ -9,6 +9,7 @@ import { VPC_PREFIX_RANGE, vpcPrefix } from "../../plan/network";
 import { autoscalingProblems } from "../autoscaling";
 import { platformFindings } from "../platformChecks";
 import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
+import { storeMode } from "../store";
 import type { Add } from "./report";
 
 /**
@@ -54,6 +55,39 @@ export function checkCluster(config: StackConfig, secrets: SecretPresence, add: 
       `is set but cluster.mode is ${c.mode}`,
       "set cluster.mode stackReference, or remove it",
     );
+  }
+  checkStore(config, add);
+}
+
+/** serving.store: managed needs the stack's own cluster; the volume settings belong to inCluster only. */
+function checkStore(config: StackConfig, add: Add): void {
+  const store = config.serving.store;
+  const mode = storeMode(config);
+  if (mode === "managed" && config.cluster.mode !== "create") {
+    add(
+      "serving.store.mode",
+      store.mode,
+      `is managed but cluster.mode is ${config.cluster.mode}: ElastiCache admits only the nodes of a cluster this stack creates (their security group)`,
+      "use mode inCluster (a Valkey Deployment beside the gateway) or none (limits per gateway pod)",
+    );
+  }
+  if (mode === "inCluster" && config.cluster.mode === "create" && store.storageClassName === undefined) {
+    add(
+      "serving.store.mode",
+      store.mode,
+      "is inCluster but the cluster this stack creates has no storage driver or default StorageClass for the store's volume (its claim would stay Pending)",
+      "use mode managed (ElastiCache Serverless, the default here), none, or name a StorageClass you installed in serving.store.storageClassName",
+    );
+  }
+  for (const key of ["storageGiB", "storageClassName"] as const) {
+    if (store[key] !== undefined && mode !== "inCluster") {
+      add(
+        `serving.store.${key}`,
+        store[key],
+        `is set but the store is ${mode}${store.mode === undefined ? ` (the default with cluster.mode ${config.cluster.mode})` : ""}: only an in-cluster Valkey has a volume`,
+        `remove it, or set serving.store.mode inCluster`,
+      );
+    }
   }
 }
 

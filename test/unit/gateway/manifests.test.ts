@@ -21,6 +21,7 @@ import {
   type GatewayManifests,
 } from "../../../infra/render/gatewayManifests";
 import { INSTANCE_TYPE_LABEL, SYSTEM_NODE_LABEL } from "../../../infra/render/scheduling";
+import { STORE_PORT } from "../../../infra/render/storeManifests";
 import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
 import { planOf } from "../../lib/plan";
 import { seedModelsPlan } from "../../lib/scalingFixtures";
@@ -143,11 +144,14 @@ describe("network policies", () => {
     expect(triton.egress?.every((e) => e.ports?.every((p) => p.port === 53))).toBe(true);
   });
 
-  it("let the gateway reach only Triton and DNS", () => {
+  it("let the gateway reach only Triton, DNS and its shared store (managed by default here: the VPC on 6379)", () => {
     const gw = byName("-gateway").spec!;
     expect(gw.podSelector?.matchLabels).toEqual(gatewaySelector);
     const ports = gw.egress!.flatMap((e) => e.ports!.map((p) => p.port));
-    expect(ports.sort()).toEqual([53, 53, PORTS.http, PORTS.grpc].sort());
+    expect(ports.sort()).toEqual([53, 53, PORTS.http, PORTS.grpc, STORE_PORT].sort());
+    const store = gw.egress!.find((e) => e.ports?.some((p) => p.port === STORE_PORT));
+    // ElastiCache sits in the stack's VPC: network.vpcCidr's default.
+    expect(store?.to).toEqual([{ ipBlock: { cidr: "10.42.0.0/16" } }]);
   });
 });
 
@@ -169,15 +173,20 @@ describe("network policies of a stack of several models", () => {
     ]);
   });
 
-  it("let the gateway reach each model's Triton pods on 8000/8001, and only those (and DNS)", () => {
+  it("let the gateway reach each model's Triton pods on 8000/8001, and only those (and its one store, and DNS)", () => {
     const gw = m.networkPolicies.find(
       (p) => p.spec?.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "triton-ft-gateway",
     )!;
-    const [toTriton, dns] = gw.spec!.egress!;
+    const egress = gw.spec!.egress!;
+    const [toTriton] = egress;
+    const dns = egress.at(-1);
     expect(toTriton?.to).toEqual(tritonSelectors.map((matchLabels) => ({ podSelector: { matchLabels } })));
     expect(toTriton?.ports?.map((p) => p.port)).toEqual([PORTS.http, PORTS.grpc]);
     expect(dns?.ports?.every((p) => p.port === 53)).toBe(true);
-    expect(gw.spec!.egress).toHaveLength(2);
+    // The stack's one shared store (the default serving.store), whatever the model count.
+    expect(plan.gateway.workload.store).toBeDefined();
+    expect(egress.slice(1, -1).map((r) => r.ports?.map((p) => p.port))).toEqual([[STORE_PORT]]);
+    expect(egress).toHaveLength(3);
   });
 
   it("admit only the gateway to each model's Triton, and only the scraper to its metrics port", () => {

@@ -1,19 +1,23 @@
 /**
  * Admission: the declared body size, checked right after authentication and
  * before a byte is parsed, and `app.admit()` for the routes that generate:
- * per-key rate and concurrency, the gateway-wide and the model's in-flight
- * caps, the request's context, and release of all of it however the response ends.
+ * the team's rate, tokens and concurrency (in the shared store when there is
+ * one, else on this pod), the pod's and the model's in-flight caps and fair
+ * shares, the request's context, and release of all of it however the
+ * response ends, with the request's usage recorded for its team and model.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
 import { RequestContext } from "../context";
 import { tooLarge } from "../errors";
-import { Admission } from "../limits";
+import { Admission, type KeyLimits } from "../limits";
 import type { GatewayMetrics } from "../metrics";
 import type { ServedModel } from "../models";
 import { PUBLIC_PATHS, pathOf } from "../paths";
 import type { KeyRing } from "../auth";
+import { LocalLimits, SharedLimits, type TeamLimiter } from "../store/sharedLimits";
 import { AUTH_PLUGIN } from "./auth";
+import { STORE_PLUGIN } from "./store";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
@@ -22,7 +26,9 @@ declare module "fastify" {
      * Admit one generation of the authenticated consumer for `model` taking
      * `slots` concurrency slots (one per prompt) and reserving `tokens` of its
      * tokens/minute (reserveTokens), or throw the 429/503 to send. Everything
-     * is released when the response closes, the tokens settled with the real usage.
+     * is released when the response closes, the tokens settled with the real
+     * usage, which is recorded for the team and `model` (the model
+     * `app.routeModel()` routed the request to).
      */
     admit(
       request: FastifyRequest,
@@ -31,7 +37,7 @@ declare module "fastify" {
       model: ServedModel,
       slots: number,
       tokens: number,
-    ): RequestContext;
+    ): Promise<RequestContext>;
   }
 }
 
@@ -66,6 +72,16 @@ export function reserveTokens(
   );
 }
 
+/** The team's limits: its own from the keys file, the config's defaults for the rest. */
+export function limitsOf(consumer: Consumer, config: GatewayConfig): KeyLimits {
+  return {
+    requestsPerMinute: consumer.requestsPerMinute ?? config.limits.requestsPerMinute,
+    maxConcurrent: consumer.maxConcurrent ?? config.limits.maxConcurrent,
+    ...(consumer.tokensPerMinute !== undefined ? { tokensPerMinute: consumer.tokensPerMinute } : {}),
+    ...(consumer.share !== undefined ? { share: consumer.share } : {}),
+  };
+}
+
 /** Read and drop the request body: a client still writing would otherwise see a reset instead of the answer. */
 function drain(request: FastifyRequest): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -79,10 +95,12 @@ function drain(request: FastifyRequest): Promise<void> {
 export const limits = definePlugin<LimitsOptions>(
   async (app, { config, metrics, keys }) => {
     const admission = new Admission(config.limits.maxInflight, () => keys.totalShare);
+    const limiter: TeamLimiter = app.store ? new SharedLimits(app.store, admission) : new LocalLimits(admission);
+    const usage = app.usage;
 
     app.decorate(
       "admit",
-      (
+      async (
         request: FastifyRequest,
         reply: FastifyReply,
         route: string,
@@ -91,26 +109,25 @@ export const limits = definePlugin<LimitsOptions>(
         tokens: number,
       ) => {
         const consumer = request.consumer as Consumer;
-        const admitted = admission.admit(
-          consumer.name,
-          {
-            requestsPerMinute: consumer.requestsPerMinute ?? config.limits.requestsPerMinute,
-            maxConcurrent: consumer.maxConcurrent ?? config.limits.maxConcurrent,
-            ...(consumer.tokensPerMinute !== undefined ? { tokensPerMinute: consumer.tokensPerMinute } : {}),
-            ...(consumer.share !== undefined ? { share: consumer.share } : {}),
-          },
-          slots,
-          tokens,
-          { id: model.config.id, maxInflight: model.config.maxInflight },
-        );
-        const labels = { consumer: consumer.name, model: model.config.id };
+        const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
+          id: model.config.id,
+          maxInflight: model.config.maxInflight,
+        });
+        const modelId = model.config.id;
+        const labels = { consumer: consumer.name, model: modelId };
         metrics.inflight.inc(labels, slots);
         const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
+        // Released when the generation completes, before the response's last bytes (the store's release is
+        // a round trip: a client that sends its next request at once must find its slot free); the close
+        // below releases what ended otherwise (release is idempotent).
+        ctx.onFinished((o) => admitted.release(o.promptTokens + o.completionTokens));
         reply.raw.once("close", () => {
           if (!reply.raw.writableFinished) ctx.clientGone();
           ctx.close();
+          const outcome = ctx.outcome;
           // Without an outcome (a failure before the end) the reservation stands: Triton may have generated it all.
-          admitted.release(ctx.outcome ? ctx.outcome.promptTokens + ctx.outcome.completionTokens : undefined);
+          admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : undefined);
+          usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
           metrics.inflight.dec(labels, slots);
         });
         return ctx;
@@ -132,5 +149,10 @@ export const limits = definePlugin<LimitsOptions>(
       );
     });
   },
-  { name: LIMITS_PLUGIN, fastify: "5.x", dependencies: [AUTH_PLUGIN], decorators: { request: ["consumer"] } },
+  {
+    name: LIMITS_PLUGIN,
+    fastify: "5.x",
+    dependencies: [AUTH_PLUGIN, STORE_PLUGIN],
+    decorators: { request: ["consumer"], fastify: ["store", "usage"] },
+  },
 );

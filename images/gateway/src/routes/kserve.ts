@@ -119,13 +119,13 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
       // Tensors are not read for the reservation: each prompt reserves the model's longest input and output.
       const batch = parsed.inputs[0].shape[0];
       const tokens = batch * (model.config.maxInputLen + model.config.maxOutputLen);
-      const ctx = app.admit(request, reply, "/v2/models/:model/infer", model, batch, tokens);
+      const ctx = await app.admit(request, reply, "/v2/models/:model/infer", model, batch, tokens);
       const result = await infer(model, parsed, {
         signal: ctx.signal,
         deadline: ctx.deadline,
         timeoutSeconds: config.limits.requestTimeoutSeconds,
       });
-      ctx.finished({ promptTokens: result.promptTokens, completionTokens: result.completionTokens });
+      await ctx.finished({ promptTokens: result.promptTokens, completionTokens: result.completionTokens });
       if (result.binary.length === 0) return result.json;
       const json = Buffer.from(JSON.stringify(result.json), "utf8");
       reply.header("inference-header-content-length", String(json.length));

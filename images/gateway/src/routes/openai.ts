@@ -42,7 +42,7 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      const ctx = app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens);
+      const ctx = await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });
@@ -56,7 +56,7 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      const ctx = app.admit(request, reply, "/v1/chat/completions", model, 1, tokens);
+      const ctx = await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens);
       await serveGeneration(ctx, reply, parsed);
       return reply;
     });

@@ -1,0 +1,259 @@
+/**
+ * Usage per team and model: requests, prompt tokens and completion tokens,
+ * today and this month (UTC). Every pod tallies what it served in memory;
+ * with a store it also adds each request to the team's hashes there (one per
+ * day, one per month), so any pod can answer for the whole endpoint and the
+ * figures survive gateway restarts. A write that fails stays pending on the
+ * pod and is retried after the next successful heartbeat, so an outage of
+ * the store loses nothing a surviving pod served.
+ *
+ * Hash fields are `<counter>|<model>` with counter r (requests), p (prompt
+ * tokens) or c (completion tokens); the model id may contain anything after the bar.
+ */
+import type { SharedStore } from "./sharedStore";
+
+/** A day's hash outlives its month; a month's is kept a year and a month, then expires. */
+export const DAY_TTL_SECONDS = 40 * 86_400;
+export const MONTH_TTL_SECONDS = 400 * 86_400;
+/** Requests ending within this window share one write to the store. */
+export const FLUSH_DELAY_MS = 50;
+
+type Counter = "r" | "p" | "c";
+/** field -> count */
+type Tally = Map<string, number>;
+/** period (d:YYYY-MM-DD, m:YYYY-MM) -> tally */
+type Periods = Map<string, Tally>;
+
+export interface UsageCounts {
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface UsagePeriod {
+  /** ISO 8601, UTC: the period is [start, end). */
+  start: string;
+  end: string;
+  total: UsageCounts;
+  /** One entry per model used in the period, by model id. */
+  models: Array<{ model: string } & UsageCounts>;
+}
+
+/** GET /v1/usage's body (docs/consuming.md "Usage"). */
+export interface UsageReport {
+  object: "usage";
+  team: string;
+  /** `cluster`: every gateway pod's requests (from the store); `pod`: only this pod's, since `since`. */
+  scope: "cluster" | "pod";
+  /** Present with scope `pod`: when this pod started counting. */
+  since?: string;
+  /** True when a store is configured but unreachable, so the answer is this pod's own count. */
+  degraded?: boolean;
+  today: UsagePeriod;
+  month: UsagePeriod;
+}
+
+export function dayPeriod(at: Date): string {
+  return `d:${at.toISOString().slice(0, 10)}`;
+}
+export function monthPeriod(at: Date): string {
+  return `m:${at.toISOString().slice(0, 7)}`;
+}
+
+function add(periods: Periods, period: string, field: string, n: number): void {
+  let tally = periods.get(period);
+  if (!tally) {
+    tally = new Map();
+    periods.set(period, tally);
+  }
+  tally.set(field, (tally.get(field) ?? 0) + n);
+}
+
+function merge(into: Periods, from: Periods): void {
+  for (const [period, tally] of from) for (const [field, n] of tally) add(into, period, field, n);
+}
+
+function summarize(tally: Tally, start: Date, end: Date): UsagePeriod {
+  const byModel = new Map<string, UsageCounts>();
+  const total: UsageCounts = { requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  for (const [field, n] of tally) {
+    const bar = field.indexOf("|");
+    if (bar < 0) continue;
+    const counter = field.slice(0, bar) as Counter;
+    const model = field.slice(bar + 1);
+    let counts = byModel.get(model);
+    if (!counts) {
+      counts = { requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+      byModel.set(model, counts);
+    }
+    for (const c of [counts, total]) {
+      if (counter === "r") c.requests += n;
+      else if (counter === "p") c.prompt_tokens += n;
+      else if (counter === "c") c.completion_tokens += n;
+      c.total_tokens = c.prompt_tokens + c.completion_tokens;
+    }
+  }
+  return {
+    start: start.toISOString(),
+    end: end.toISOString(),
+    total,
+    models: [...byModel]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([model, counts]) => ({ model, ...counts })),
+  };
+}
+
+function bounds(at: Date): { day: [Date, Date]; month: [Date, Date] } {
+  const y = at.getUTCFullYear();
+  const m = at.getUTCMonth();
+  const d = at.getUTCDate();
+  return {
+    day: [new Date(Date.UTC(y, m, d)), new Date(Date.UTC(y, m, d + 1))],
+    month: [new Date(Date.UTC(y, m, 1)), new Date(Date.UTC(y, m + 1, 1))],
+  };
+}
+
+export class UsageLedger {
+  /** team -> periods: everything this pod served, for the current day and month only. */
+  private readonly local = new Map<string, Periods>();
+  /** team -> periods: not yet in the store. */
+  private pending = new Map<string, Periods>();
+  private flushing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly since: Date;
+
+  constructor(
+    private readonly store: SharedStore | undefined,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.since = now();
+    store?.onBeat(() => this.flush());
+  }
+
+  /** One request's usage (tokens 0 when it failed before Triton reported them). */
+  record(team: string, model: string, promptTokens: number, completionTokens: number): void {
+    const at = this.now();
+    const periods = [dayPeriod(at), monthPeriod(at)];
+    const fields: Array<[string, number]> = [
+      [`r|${model}`, 1],
+      [`p|${model}`, promptTokens],
+      [`c|${model}`, completionTokens],
+    ];
+    const mine = this.local.get(team) ?? new Map<string, Tally>();
+    this.local.set(team, mine);
+    // Earlier days and months are only in the store now: the pod keeps the current ones.
+    for (const period of mine.keys()) if (!periods.includes(period)) mine.delete(period);
+    for (const period of periods) for (const [field, n] of fields) add(mine, period, field, n);
+    if (!this.store) return;
+    const queued = this.pending.get(team) ?? new Map<string, Tally>();
+    this.pending.set(team, queued);
+    for (const period of periods) for (const [field, n] of fields) add(queued, period, field, n);
+    if (!this.store.isDegraded) this.flushSoon();
+  }
+
+  /**
+   * One write for every request that ends within FLUSH_DELAY_MS: under load a
+   * transaction per team per batch instead of one per request (the profile
+   * showed about 0.8 ms of CPU per request in per-request writes). A report
+   * flushes at once, so no reader waits for the timer.
+   */
+  private flushSoon(): void {
+    if (this.timer) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, FLUSH_DELAY_MS);
+    this.timer.unref();
+  }
+
+  /** Write what is pending to the store; what fails stays pending. Never throws. */
+  flush(): Promise<void> {
+    this.flushing ??= this.flushOnce().finally(() => (this.flushing = undefined));
+    return this.flushing;
+  }
+
+  private async flushOnce(): Promise<void> {
+    const store = this.store;
+    if (!store) return;
+    // Records made while a batch is on the wire go out in the next round.
+    while (this.pending.size > 0 && !store.isDegraded) {
+      const batch = this.pending;
+      this.pending = new Map();
+      for (const [team, periods] of batch) {
+        // One MULTI per team: its keys share a hash tag, so cluster mode keeps them in one slot.
+        const tx = store.client.multi();
+        for (const [period, tally] of periods) {
+          const key = store.keys.usage(team, period);
+          for (const [field, n] of tally) if (n !== 0) tx.hincrby(key, field, n);
+          tx.expire(key, period.startsWith("d:") ? DAY_TTL_SECONDS : MONTH_TTL_SECONDS);
+        }
+        try {
+          const replies = await tx.exec();
+          if (!replies) throw new Error("the store aborted the usage transaction");
+          batch.delete(team);
+        } catch (error) {
+          store.unreachable(error);
+          break;
+        }
+      }
+      // Put back what did not reach the store, behind anything recorded meanwhile.
+      for (const [team, periods] of batch) {
+        const queued = this.pending.get(team) ?? new Map<string, Tally>();
+        merge(queued, periods);
+        this.pending.set(team, queued);
+      }
+    }
+  }
+
+  /** The team's usage today and this month: the whole endpoint's from the store, else this pod's own. */
+  async report(team: string): Promise<UsageReport> {
+    const at = this.now();
+    const day = dayPeriod(at);
+    const month = monthPeriod(at);
+    const b = bounds(at);
+    const store = this.store;
+    if (store && !store.isDegraded) {
+      try {
+        await this.flush();
+        const replies = await store.client
+          .multi()
+          .hgetall(store.keys.usage(team, day))
+          .hgetall(store.keys.usage(team, month))
+          .exec();
+        if (!replies) throw new Error("the store aborted the usage read");
+        const read = (i: number): Tally => {
+          const [error, value] = replies[i] ?? [];
+          if (error) throw error;
+          return new Map(Object.entries((value ?? {}) as Record<string, string>).map(([f, n]) => [f, Number(n)]));
+        };
+        const tallies: Periods = new Map([
+          [day, read(0)],
+          [month, read(1)],
+        ]);
+        // What this pod served but could not write yet is part of the truth too.
+        const queued = this.pending.get(team);
+        if (queued) merge(tallies, queued);
+        return {
+          object: "usage",
+          team,
+          scope: "cluster",
+          today: summarize(tallies.get(day) ?? new Map(), ...b.day),
+          month: summarize(tallies.get(month) ?? new Map(), ...b.month),
+        };
+      } catch (error) {
+        store.unreachable(error);
+      }
+    }
+    const mine = this.local.get(team);
+    return {
+      object: "usage",
+      team,
+      scope: "pod",
+      since: this.since.toISOString(),
+      ...(store ? { degraded: true } : {}),
+      today: summarize(mine?.get(day) ?? new Map(), ...b.day),
+      month: summarize(mine?.get(month) ?? new Map(), ...b.month),
+    };
+  }
+}
