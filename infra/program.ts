@@ -16,7 +16,7 @@ import { BUILDER_SSH_USER } from "./cloud/builderHost";
 import { Builder } from "./components/builder";
 import { BuildPipeline } from "./components/buildPipeline";
 import { Cluster, type ClusterArgs, type ClusterNetwork } from "./components/cluster";
-import { forceApply } from "./components/forceApply";
+import { forceApply } from "./forceApply";
 import { Network } from "./components/network";
 import { Registry } from "./components/registry";
 import { GatewayService } from "./components/gatewayService";
@@ -278,7 +278,7 @@ function clusterSource(
 
 export function program(): StackOutputs {
   const { stack, models, secrets } = loadStack();
-  // Every Kubernetes object's fields are the stack's, also after a hand edit (components/forceApply.ts).
+  // Every Kubernetes object's fields are the stack's, also after a hand edit (infra/forceApply.ts).
   pulumi.runtime.registerResourceTransform(forceApply);
   const stackName = pulumi.getStack();
   const sp = buildStackPlan(models, stackName, repoPathHasher(REPO_ROOT));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type * as pulumi from "@pulumi/pulumi";
-import { FORCE_APPLY_ANNOTATION, forceApply } from "../../infra/components/forceApply";
+import { FORCE_APPLY_ANNOTATION, forceApply } from "../../infra/forceApply";
 
 const args = (type: string, props: Record<string, unknown>): pulumi.ResourceTransformArgs => ({
   type,
