@@ -10,6 +10,7 @@
  * pods that run (this control plane has no CNI to enforce them).
  */
 import * as fs from "node:fs";
+import { STORE_PORT } from "../../infra/render/storeManifests";
 import * as os from "node:os";
 import * as path from "node:path";
 import { isDeepStrictEqual } from "node:util";
@@ -392,6 +393,13 @@ for (const ref of stacks) {
                 "kube-system",
               );
             expect(new Set(ports), `${p.metadata.name}: DNS only`).toEqual(new Set([53]));
+            continue;
+          }
+          if (rule.to?.every((peer) => peer.ipBlock)) {
+            // The managed store (ElastiCache in the stack's VPC, reached by address): its port only.
+            expect(new Set(ports), `${p.metadata.name}: by address, the store's port only`).toEqual(
+              new Set([STORE_PORT]),
+            );
             continue;
           }
           for (const peer of rule.to ?? []) {
