@@ -17,13 +17,13 @@
 import type { ConfigProblem } from "../config";
 import type { AutoscalingConfig } from "../config/autoscaling";
 import type { GpuInstance } from "../catalog/gpus";
-import { FAST_PULL_BYTES_PER_SECOND, NODE_BOOT_SECONDS } from "../catalog/timings";
+import { FAST_PULL_BYTES_PER_SECOND, NLB_TARGET_REGISTRATION_SECONDS, NODE_BOOT_SECONDS } from "../catalog/timings";
 import { RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS } from "../render/prometheus";
 import type { WorkloadInput } from "../render/tritonManifests";
 import { KEDA_POLLING_SECONDS, type ScalingInput } from "../render/scaling";
 import type { ResolvedStack } from "../config/stack";
 import type { GatewayPlan } from "./index";
-import { NLB_TARGET_REGISTRATION_SECONDS, planWorkload, type WorkloadPlan } from "./workload";
+import { planWorkload, type WorkloadPlan } from "./workload";
 
 // --- The Triton pods (plan.json `autoscaling`) ---
 

@@ -26,20 +26,6 @@ import type { ResolvedStack } from "../config/stack";
 
 const MiB = 1024 ** 2;
 
-/**
- * The pull, load, NLB and decode rates are catalog/timings.ts's: the budgets,
- * the scaling plan and the cost estimate read the same figures.
- */
-export {
-  DECODE_BANDWIDTH_EFFICIENCY,
-  NLB_DEREGISTRATION_PROPAGATION_SECONDS,
-  NLB_PROVISION_SECONDS,
-  NLB_TARGET_REGISTRATION_SECONDS,
-  PULL_BYTES_PER_SECOND,
-  SERVER_FIXED_START_SECONDS,
-  WEIGHT_READ_BYTES_PER_SECOND,
-} from "../catalog/timings";
-
 /** The startup budget is this multiple of the estimated load, so a slow disk does not trigger a restart loop. */
 export const STARTUP_SAFETY_FACTOR = 2;
 
