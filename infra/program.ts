@@ -25,7 +25,7 @@ import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
 import { ENSEMBLE_MODEL } from "./render/modelRepository";
-import { renderStackScaling, type ScalingManifests } from "./render/scaling";
+import { renderStackScaling, type ModelScalingManifests } from "./render/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
@@ -212,7 +212,7 @@ function withNetwork(network: ClusterNetwork | undefined): ClusterNetwork {
 function clusterSource(
   stack: ResolvedStack,
   sp: StackPlan,
-  scaling: ScalingManifests[],
+  scaling: readonly ModelScalingManifests[],
   models: readonly ResolvedStack[],
   secrets: StackSecrets,
   network: ClusterNetwork | undefined,
@@ -298,14 +298,16 @@ export function program(): StackOutputs {
     : buildSide(models, sp, secrets, namePrefix(stackName), tags);
   // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model;
   // each model's row prices its own GPU nodes as the estimate does.
-  const scaling = renderStackScaling(
-    sp.models.map((m) => {
+  const scaling = renderStackScaling({
+    models: sp.models.map((m) => {
       const pricing = gpuPricing(cost, m.id);
       return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
     }),
-  );
+    ...(sp.gateway.plan.scaling ? { gateway: sp.gateway.plan.scaling } : {}),
+    sharedStore: sp.gateway.plan.store !== undefined,
+  });
   const cluster = new Cluster("cluster", {
-    cluster: clusterSource(stack, sp, scaling, models, secrets, build.network),
+    cluster: clusterSource(stack, sp, scaling.models, models, secrets, build.network),
     tags,
   });
   // One Triton Deployment per model; the first creates the namespace and keeps a one-model stack's names.
@@ -365,18 +367,17 @@ export function program(): StackOutputs {
   }
   // Autoscaling (KEDA: Triton and the gateway) and observability (DCGM exporter, ServiceMonitors, dashboard, alerts).
   new Scaling("scaling", {
-    manifests: first(scaling),
+    shared: scaling.shared,
+    models: sp.models.flatMap((entry, i) => {
+      const scaledObject = scaling.models[i]?.scaledObject;
+      const deployment = tritons[i]?.deploymentResource;
+      return scaledObject && deployment ? [{ id: entry.id, first: entry.first, scaledObject, deployment }] : [];
+    }),
     provider: cluster.provider,
     systemNodes: cluster.systemNodes,
     monitoringReady: cluster.monitoringReady,
     namespace: triton.namespaceResource,
-    deployment: triton.deploymentResource,
     gateway,
-    furtherModels: sp.models.slice(1).map((entry, i) => ({
-      id: entry.id,
-      scaledObject: scaling[i + 1]?.scaledObject,
-      deployment: tritons[i + 1]?.deploymentResource ?? triton.deploymentResource,
-    })),
   });
   return {
     ...build.outputs,

@@ -187,7 +187,10 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   // The stack file's region prices the cost estimate (cost.json).
   const region = file.awsRegion ? { region: file.awsRegion } : {};
   if (sp.models.length === 1) {
-    const result = synthesize({ stackName: args.stack, stack, plan: firstPlan, readRepoFile, ...region }, writers);
+    const result = synthesize(
+      { stackName: args.stack, stack, plan: firstPlan, gateway: sp.gateway, readRepoFile, ...region },
+      writers,
+    );
     writeResult(result, outDir);
     for (const line of [...modelLines(firstPlan, stack), ...result.summary, `wrote ${outDir}`]) io.stdout(line);
     return 0;

@@ -12,7 +12,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { MONITORING_NAMESPACE } from "../config";
 import { GRAFANA_DASHBOARD_LABEL } from "../render/dashboard";
 import { SCRAPER_NAMESPACE_LABEL } from "../render/gatewayManifests";
-import type { ScaledObject, ScalingManifests } from "../render/scaling";
+import type { ScaledObject, SharedScalingManifests } from "../render/scaling";
 import type { EC2NodeClass, NodePool } from "../render/karpenter";
 import {
   KARPENTER_NAMESPACE,
@@ -108,34 +108,43 @@ export interface KarpenterCluster {
   systemNodes: pulumi.Resource[];
 }
 
+/** One model's ScaledObject (autoscaled models only) and the Deployment it scales. */
+export interface ModelScaler {
+  /** Model id; the stack's first model's keeps a one-model stack's resource name. */
+  readonly id: string;
+  /** The stack's first model: its ScaledObject keeps the one-model name `<name>-scaledobject`. */
+  readonly first: boolean;
+  readonly scaledObject: ScaledObject;
+  /** The Triton Deployment it scales. */
+  readonly deployment: pulumi.Resource;
+}
+
 export interface ScalingArgs {
-  /** The rendered scaling and observability objects (render/scaling.ts). */
-  readonly manifests: ScalingManifests;
+  /** What the stack shares (render/scaling.ts renderSharedScaling): DCGM, dashboard, alerts, the gateway's monitor and scaler. */
+  readonly shared: SharedScalingManifests;
+  /** Each autoscaled model's ScaledObject and Deployment. Default: none (no model autoscales). */
+  readonly models?: readonly ModelScaler[];
   /** The cluster's Kubernetes provider. */
   readonly provider: k8s.Provider;
   /** The untainted nodes KEDA runs on (create mode). */
   readonly systemNodes: pulumi.Resource[];
   /** The stack's Prometheus Operator (when it installs one): the operator objects wait for its CRDs. */
   readonly monitoringReady: pulumi.Resource[];
-  /** The Triton namespace: the scaling objects are created in it, so they wait for it. */
+  /** The serving namespace: the scaling objects are created in it, so they wait for it. */
   readonly namespace: pulumi.Resource;
-  /** The Triton Deployment the ScaledObject scales. */
-  readonly deployment: pulumi.Resource;
   /** The gateway (its ScaledObject targets its Deployment; its ServiceMonitor its metrics Service). */
   readonly gateway: pulumi.Resource;
-  /** The further models of a stack of several: each one's ScaledObject (when autoscaled) and its Deployment. */
-  readonly furtherModels?: ReadonlyArray<{ id: string; scaledObject?: ScaledObject; deployment: pulumi.Resource }>;
 }
 
 /**
- * Pod autoscaling and observability, created after the Triton workload: the
+ * Pod autoscaling and observability, created after the Triton workloads: the
  * DCGM exporter and dashboard always, the operator objects when the Prometheus
- * Operator is present, KEDA and the ScaledObject with serving.autoscaling.
+ * Operator is present, KEDA and the ScaledObjects when any model autoscales.
  */
 export class Scaling extends pulumi.ComponentResource {
   constructor(name: string, args: ScalingArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:scaling:Scaling", name, {}, opts);
-    const m = args.manifests;
+    const m = args.shared;
     const k8sOpts = { parent: this, provider: args.provider, dependsOn: [args.namespace] };
 
     new k8s.core.v1.ConfigMap(`${name}-dcgm-counters`, m.dcgm.configMap, k8sOpts);
@@ -153,8 +162,8 @@ export class Scaling extends pulumi.ComponentResource {
       new k8s.apiextensions.CustomResource(`${name}-gateway-servicemonitor`, m.gatewayServiceMonitor, opOpts);
       new k8s.apiextensions.CustomResource(`${name}-alerts`, m.prometheusRule, opOpts);
     }
-    const further = (args.furtherModels ?? []).filter((f) => f.scaledObject !== undefined);
-    if (m.scaledObject || further.length > 0) {
+    const models = args.models ?? [];
+    if (models.length > 0 || m.gatewayScaledObject) {
       const keda = new k8s.helm.v3.Release(
         `${name}-keda`,
         {
@@ -166,19 +175,12 @@ export class Scaling extends pulumi.ComponentResource {
         },
         { parent: this, provider: args.provider, dependsOn: args.systemNodes },
       );
-      if (m.scaledObject)
-        new k8s.apiextensions.CustomResource(`${name}-scaledobject`, m.scaledObject, {
-          parent: this,
-          provider: args.provider,
-          dependsOn: [keda, args.deployment],
-        });
-      for (const f of further)
-        if (f.scaledObject)
-          new k8s.apiextensions.CustomResource(`${name}-scaledobject-${f.id}`, f.scaledObject, {
-            parent: this,
-            provider: args.provider,
-            dependsOn: [keda, f.deployment],
-          });
+      for (const model of models)
+        new k8s.apiextensions.CustomResource(
+          model.first ? `${name}-scaledobject` : `${name}-scaledobject-${model.id}`,
+          model.scaledObject,
+          { parent: this, provider: args.provider, dependsOn: [keda, model.deployment] },
+        );
       if (m.gatewayScaledObject)
         new k8s.apiextensions.CustomResource(`${name}-gateway-scaledobject`, m.gatewayScaledObject, {
           parent: this,

@@ -8,16 +8,11 @@
  */
 import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
-import { findPreset } from "../model/catalog";
-import { renderGatewayConfig, type GatewayConfigFile, type GatewayRoute } from "../render/gatewayConfig";
-import { PORTS, workloadName, type WorkloadInput } from "../render/tritonManifests";
-import type { GatewayWorkloadInput } from "../render/gatewayManifests";
+import type { WorkloadInput } from "../render/tritonManifests";
 import type { ScalingInput } from "../render/scaling";
-import { MODEL_NODE_LABEL_KEY, SYSTEM_NODE_LABEL } from "../render/scheduling";
+import { MODEL_NODE_LABEL_KEY } from "../render/scheduling";
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
 import type { ResolvedStack } from "../config/stack";
-import type { TeamLimits } from "../config/schema";
-import { consumerEntries, heldKeys, teamLimits } from "../config/teams";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
@@ -29,7 +24,6 @@ import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
 import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
-import { storePlan, type StorePlan } from "./store";
 
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -90,8 +84,6 @@ export interface Plan {
   autoscaling?: AutoscalingPlan;
   /** The remote build steps in graph order, each with its input hash. */
   buildSteps: BuildStep[];
-  /** The gateway in front of Triton. */
-  gateway: GatewayPlan;
   /**
    * The sections above arranged as each renderer takes them (all but the
    * images, known after the bake), so the composition roots and synth render
@@ -102,11 +94,9 @@ export interface Plan {
 }
 
 export interface RenderInputs {
-  /** The Triton workload (render/k8s.ts). */
+  /** The Triton workload (render/tritonManifests.ts). */
   triton: WorkloadInput;
-  /** The gateway's workload (render/k8sGateway.ts), beside the Triton workload it fronts. */
-  gateway: GatewayWorkloadInput;
-  /** Autoscaling, GPU nodes and observability (render/scaling.ts). */
+  /** The model's own autoscaling and GPU nodes, and its share of the observability (render/scaling.ts). */
   scaling: ScalingInput;
 }
 
@@ -138,69 +128,6 @@ export function repositoryOptions(stack: ResolvedStack): RepositoryOptions {
     vocab: a.vocab,
     decoupled: s.streaming,
     ...(s.int8Mode ? { int8Mode: s.int8Mode } : {}),
-  };
-}
-
-/** The gateway's side of the plan: its config file (from the same numbers as the repository) and deployment. */
-export interface GatewayPlan {
-  config: GatewayConfigFile;
-  /** The fixed size, or the floor when autoscaled. */
-  replicas: number;
-  /** serving.autoscaling: a KEDA ScaledObject owns the Deployment's replicas (render/scaling.ts). */
-  autoscaled: boolean;
-  /** serving.consumers' entries: one API key each (`team:v2` is a second key of `team`). */
-  consumers: string[];
-  /** Entries whose team holds its key (keySha256): their hashes; nothing is generated for them. */
-  heldKeys: Record<string, string[]>;
-  /** Each team's own limits (across pods with a store), for the teams that set any; the others take the gateway's defaults. */
-  teams: Record<string, TeamLimits>;
-  /** serving.store: the shared store the stack provides; absent with mode none. */
-  store?: StorePlan;
-  tlsCertificateArn?: string;
-  /** Node label the gateway pods require: the stack's system node group (cluster mode create only). */
-  systemNodeLabel?: { key: string; value: string };
-}
-
-/** A model as the gateway routes to it: its limits, chat template, Triton Service and in-flight cap. */
-export function gatewayRoute(stack: ResolvedStack): GatewayRoute {
-  const s = stack.config.serving;
-  const tritonService = `${workloadName({ modelName: stack.model.name })}.${s.namespace}.svc.cluster.local`;
-  return {
-    id: stack.model.name,
-    maxInputLen: s.maxInputLen,
-    maxOutputLen: s.maxOutputLen,
-    maxBatchSize: s.maxBatchSize,
-    vocab: stack.model.arch.vocab,
-    ...(s.maxChoiceTokens ? { maxChoiceTokens: s.maxChoiceTokens } : {}),
-    ...(stack.model.preset ? { chatTemplate: findPreset(stack.model.preset)?.chatTemplate } : {}),
-    tritonGrpc: `${tritonService}:${PORTS.grpc}`,
-    // Two batches per Triton replica in flight at most: more only lengthens everyone's queue.
-    // Autoscaled: per the floor of Triton pods; more gateway pods follow more load (plan/scaling.ts planGatewayScaling).
-    // The gateway-wide cap (limits.maxInflight) defaults to the sum of the models' caps.
-    maxInflight: 2 * s.maxBatchSize * (s.autoscaling?.min ?? s.replicas),
-  };
-}
-
-/** The gateway in front of `routes` (default: this model alone); the stack-wide settings are the stack's. */
-export function gatewayPlan(
-  stack: ResolvedStack,
-  routes: readonly GatewayRoute[] = [gatewayRoute(stack)],
-): GatewayPlan {
-  const s = stack.config.serving;
-  const config = renderGatewayConfig(routes);
-  // One store for the stack's gateway, named after the first model's workload (a one-model stack keeps its names).
-  const store = storePlan(stack, workloadName({ modelName: stack.model.name }), config.limits.maxInflight);
-  return {
-    config: store ? { ...config, store: store.gateway } : config,
-    ...(store ? { store } : {}),
-    replicas: s.gatewayReplicas,
-    autoscaled: s.autoscaling !== undefined,
-    consumers: consumerEntries(s.consumers),
-    heldKeys: heldKeys(s.consumers),
-    teams: teamLimits(s.consumers),
-    ...(s.tlsCertificateArn ? { tlsCertificateArn: s.tlsCertificateArn } : {}),
-    // The stack labels its own system node group; an existing cluster's pools are not the stack's to name.
-    ...(stack.config.cluster.mode === "create" ? { systemNodeLabel: { ...SYSTEM_NODE_LABEL } } : {}),
   };
 }
 
@@ -257,7 +184,6 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   const launch = launchPlan(tp);
   const workload = planWorkload(stack);
   const autoscaling = stackAutoscalingPlan(stack, workload);
-  const gateway = gatewayPlan(stack);
   const triton: WorkloadInput = {
     ...workloadInput(stack, stackName, launch, workload),
     ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
@@ -332,11 +258,9 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
     buildSteps: topologicalOrder(steps)
       .filter((s) => runs(s.id))
       .map((s) => ({ ...s, inputHash: hashes[s.id] })),
-    gateway,
     renderInputs: {
       triton,
-      gateway: { triton, ...gateway },
-      scaling: scalingInput(stack, triton, autoscaling, gateway),
+      scaling: scalingInput(stack, triton, autoscaling),
     },
   };
 }

@@ -22,7 +22,6 @@ import { RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS } from "../render/promethe
 import type { WorkloadInput } from "../render/tritonManifests";
 import { KEDA_POLLING_SECONDS, type ScalingInput } from "../render/scaling";
 import type { ResolvedStack } from "../config/stack";
-import type { GatewayPlan } from "./index";
 import { planWorkload, type WorkloadPlan } from "./workload";
 
 // --- The Triton pods (plan.json `autoscaling`) ---
@@ -214,7 +213,7 @@ export interface GatewayScalingPlan {
   maxReplicas: number;
   /** In-flight generations per gateway pod the HPA holds (KEDA AverageValue threshold). */
   inflightTarget: number;
-  /** What the Triton pods can hold at max: one running batch and one queued batch each. */
+  /** What every model's Triton pods can hold at max: one running batch and one queued batch each. */
   peakInflight: number;
   scaleUp: HpaRules;
   scaleDown: HpaRules;
@@ -223,12 +222,12 @@ export interface GatewayScalingPlan {
 export interface GatewayScalingInput {
   /** serving.gatewayReplicas: the floor. */
   replicas: number;
-  /** Admission cap of one gateway pod (gateway config limits.maxInflight). */
-  maxInflight: number;
-  /** serving.maxBatchSize: one Triton pod runs one batch of this size at a time. */
-  maxBatchSize: number;
-  /** serving.autoscaling.max: the most Triton pods the gateways feed. */
-  tritonMaxReplicas: number;
+  /**
+   * Every model the gateway feeds: its serving.maxBatchSize (one Triton pod runs one batch of this size
+   * at a time) and the fewest and most Triton pods it can have (serving.autoscaling's min and max, or
+   * its fixed replicas for both).
+   */
+  models: ReadonlyArray<{ maxBatchSize: number; minReplicas: number; maxReplicas: number }>;
 }
 
 /** A gateway pod is up in seconds (small Node.js image on the system nodes): act within one HPA sync. */
@@ -238,10 +237,14 @@ export const GATEWAY_SCALE_DOWN_WINDOW_SECONDS = 300;
 export const GATEWAY_SCALE_DOWN_PERIOD_SECONDS = 60;
 
 export function planGatewayScaling(i: GatewayScalingInput): GatewayScalingPlan {
-  // Half the admission cap: a pod at target absorbs a doubling of its share
-  // before it refuses anything, while the HPA adds pods.
-  const inflightTarget = Math.max(1, Math.ceil(i.maxInflight / 2));
-  const peakInflight = 2 * i.maxBatchSize * i.tritonMaxReplicas;
+  // Two batches (one running, one queued) per Triton pod, summed over every model: what the Triton pods
+  // hold at their floor and at their most.
+  const hold = (pods: (m: GatewayScalingInput["models"][number]) => number) =>
+    i.models.reduce((sum, m) => sum + 2 * m.maxBatchSize * pods(m), 0);
+  // Half of what the floor holds, per pod: a pod at target absorbs a doubling of its share before the
+  // Triton pods at their floor are full, while the HPA adds pods.
+  const inflightTarget = Math.max(1, Math.ceil(hold((m) => m.minReplicas) / 2));
+  const peakInflight = hold((m) => m.maxReplicas);
   return {
     minReplicas: i.replicas,
     maxReplicas: Math.max(i.replicas, Math.ceil(peakInflight / inflightTarget)),
@@ -289,30 +292,20 @@ export function autoscalingPlanProblem(s: ResolvedStack): ConfigProblem | undefi
 }
 
 /**
- * What render/scaling.ts renders from: the Triton workload's input (buildPlan
- * assembles it once), the serving instance, the node disk, the scaling plans.
+ * What render/scaling.ts renders one model's objects from: the Triton workload's
+ * input (buildPlan assembles it once), the serving instance, the node disk, the
+ * model's scaling plan. The gateway's scaling is the stack's (plan/gateway.ts).
  */
 export function scalingInput(
   s: ResolvedStack,
   workload: WorkloadInput,
   autoscaling: AutoscalingPlan | undefined,
-  g: Pick<GatewayPlan, "replicas" | "config">,
 ): ScalingInput {
   const a = s.config.serving.autoscaling;
   return {
     workload,
-    sharedStore: g.config.store !== undefined,
     instance: s.servingInstance,
     nodeDiskGiB: s.nodeDiskGiB,
     autoscaling: a && autoscaling ? { config: a, plan: autoscaling } : undefined,
-    gateway:
-      a && autoscaling
-        ? planGatewayScaling({
-            replicas: g.replicas,
-            maxInflight: g.config.limits.maxInflight,
-            maxBatchSize: s.config.serving.maxBatchSize,
-            tritonMaxReplicas: autoscaling.maxReplicas,
-          })
-        : undefined,
   };
 }

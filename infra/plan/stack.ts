@@ -14,7 +14,8 @@
 import { prometheusOperatorPresent } from "../config/autoscaling";
 import { sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
-import { buildPlan, gatewayPlan, gatewayRoute, type GatewayPlan, type Plan, type PlanOptions } from "./index";
+import { buildPlan, type Plan, type PlanOptions } from "./index";
+import { gatewayPlan, type GatewayPlan } from "./gateway";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
 import type { GatewayWorkloadInput } from "../render/gatewayManifests";
@@ -98,26 +99,27 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     };
     return { id: m.model.name, first, plan: buildPlan(m, stackName, hashPath, opts), builder };
   });
-  const firstPlan = entries[0]?.plan;
-  if (!firstPlan) throw new Error("a stack plan needs at least one model");
-  const gpuTypes = [...new Set(entries.map((e) => e.plan.serving.instanceType))];
-  // One gateway routes to every model; its stack-wide settings (consumers, replicas, TLS) are the same in every view.
-  const firstModel = models[0];
-  if (!firstModel) throw new Error("a stack plan needs at least one model");
-  const gatewaySide = gatewayPlan(firstModel, models.map(gatewayRoute));
+  const first = entries[0]?.plan.renderInputs.triton;
+  const stackView = models[0];
+  if (!first || !stackView) throw new Error("a stack plan needs at least one model");
+  // One gateway routes to every model: its stack-wide settings are the same in every model's view
+  // (config/models.ts); its routes, capacity and scaling come from all of them.
+  const gatewaySide = gatewayPlan(stackView, models);
   const gateway: GatewayWorkloadInput = {
-    ...firstPlan.renderInputs.gateway,
-    ...gatewaySide,
-    // Kept off every model's GPU nodes, not only the first's; may reach every model's Triton, and only those.
-    ...(entries.length > 1
-      ? {
-          gpuInstanceTypes: gpuTypes,
-          tritons: entries.map((e) => ({
-            modelName: e.plan.renderInputs.triton.modelName,
-            stackName: e.plan.renderInputs.triton.stackName,
-          })),
-        }
-      : {}),
+    // Names the gateway: the first model's workload, so a one-model stack keeps its names.
+    triton: first,
+    config: gatewaySide.config,
+    replicas: gatewaySide.replicas,
+    autoscaled: gatewaySide.autoscaled,
+    ...(gatewaySide.tlsCertificateArn ? { tlsCertificateArn: gatewaySide.tlsCertificateArn } : {}),
+    ...(gatewaySide.systemNodeLabel ? { systemNodeLabel: gatewaySide.systemNodeLabel } : {}),
+    ...(gatewaySide.store ? { store: gatewaySide.store } : {}),
+    // Kept off every model's GPU nodes; may reach every model's Triton, and only those.
+    gpuInstanceTypes: [...new Set(entries.map((e) => e.plan.serving.instanceType))],
+    tritons: entries.map((e) => ({
+      modelName: e.plan.renderInputs.triton.modelName,
+      stackName: e.plan.renderInputs.triton.stackName,
+    })),
   };
   return { models: entries, builders, smList: sms, gateway: { workload: gateway, plan: gatewaySide } };
 }

@@ -20,26 +20,14 @@ import {
 } from "../render/storeManifests";
 
 export type { StorePlan };
-import { planGatewayScaling } from "./scaling";
 
 /**
- * Gateway pods a pod assumes before it has counted any (it started while the
- * store was unreachable): the most there can be, so per-pod limits never add
- * up to more than a team's limit.
+ * The store of the stack, or undefined with serving.store.mode none (limits and usage per gateway pod).
+ * `assumedPods`: gateway pods a pod assumes before it has counted any (it started while the store was
+ * unreachable): the most there can be (plan/gateway.ts), so per-pod limits never add up to more than a
+ * team's limit.
  */
-export function assumedGatewayPods(stack: ResolvedStack, maxInflight: number): number {
-  const s = stack.config.serving;
-  if (!s.autoscaling) return s.gatewayReplicas;
-  return planGatewayScaling({
-    replicas: s.gatewayReplicas,
-    maxInflight,
-    maxBatchSize: s.maxBatchSize,
-    tritonMaxReplicas: s.autoscaling.max,
-  }).maxReplicas;
-}
-
-/** The store of the stack, or undefined with serving.store.mode none (limits and usage per gateway pod). */
-export function storePlan(stack: ResolvedStack, workload: string, maxInflight: number): StorePlan | undefined {
+export function storePlan(stack: ResolvedStack, workload: string, assumedPods: number): StorePlan | undefined {
   const mode = storeMode(stack.config);
   if (mode === "none") return undefined;
   const s = stack.config.serving;
@@ -48,7 +36,7 @@ export function storePlan(stack: ResolvedStack, workload: string, maxInflight: n
     port: STORE_PORT,
     keyPrefix: "triton-ft:",
     passwordEnv: STORE_PASSWORD_ENV,
-    assumedPods: assumedGatewayPods(stack, maxInflight),
+    assumedPods,
     commandTimeoutMs: STORE_COMMAND_TIMEOUT_MS,
   };
   const gateway: GatewayStoreConfig =

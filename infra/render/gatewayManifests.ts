@@ -100,21 +100,17 @@ export interface GatewayWorkloadInput {
   config: GatewayConfigFile;
   /** The fixed size, or the floor when autoscaled. */
   replicas: number;
-  /** serving.autoscaling: KEDA owns spec.replicas (render/scaling.ts renders the gateway's ScaledObject). */
-  autoscaled?: boolean;
+  /** Any model autoscales: KEDA owns spec.replicas (render/scaling.ts renders the gateway's ScaledObject). */
+  autoscaled: boolean;
   tlsCertificateArn?: string;
   /** The system node group's label, required of the nodes (cluster mode create); absent for existing clusters. */
   systemNodeLabel?: { key: string; value: string };
   /** The shared store (serving.store); absent with mode none. */
   store?: StorePlan;
-  /** Every model's serving instance type, kept off (several models); default the one Triton workload's. */
-  gpuInstanceTypes?: string[];
-  /**
-   * Every model's Triton workload behind the gateway, the first first (several
-   * models): the gateway may reach each, and each admits the gateway. Default:
-   * the one in `triton`.
-   */
-  tritons?: Array<Pick<WorkloadInput, "modelName" | "stackName">>;
+  /** Every model's serving instance type: the gateway pods are kept off each. */
+  gpuInstanceTypes: string[];
+  /** Every model's Triton workload behind the gateway, the first first: the gateway may reach each, and each admits the gateway. */
+  tritons: Array<Pick<WorkloadInput, "modelName" | "stackName">>;
 }
 
 export interface GatewayRenderInput extends GatewayWorkloadInput {
@@ -263,7 +259,7 @@ function gatewayDeployment(ctx: GatewayContext, checksum: string): IDeployment {
           terminationGracePeriodSeconds: gatewayGracePeriod(input.config),
           securityContext: podSecurityContext(GATEWAY_UID, { fsGroup: true }),
           // The system nodes: the stack's system pool when it has one; no GPU toleration, and never the serving GPU instance type.
-          affinity: systemNodeAffinity(input.gpuInstanceTypes ?? input.triton.instanceType, input.systemNodeLabel),
+          affinity: systemNodeAffinity(input.gpuInstanceTypes, input.systemNodeLabel),
           topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
           containers: [gatewayContainer(input.image, input.store)],
           volumes: [
@@ -399,7 +395,7 @@ function gatewayDisruptionBudget({ input, ns, name, selector, podLabels }: Gatew
  * another stack runs in the namespace.
  */
 function gatewayNetworkPolicies({ input, ns, name, selector, podLabels }: GatewayContext): INetworkPolicy[] {
-  const tritons = input.tritons ?? [input.triton];
+  const tritons = input.tritons;
   const scraper = { namespaceSelector: { matchLabels: { [SCRAPER_NAMESPACE_LABEL]: "true" } } };
   const dns: INetworkPolicyEgressRule = {
     to: [

@@ -174,7 +174,7 @@ export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledOb
 
 // --- The stack's scaling objects ---
 
-/** What the scaling objects are rendered from (plan/scaling.ts scalingInput builds it, buildPlan once). */
+/** What one model's scaling objects are rendered from (plan/scaling.ts scalingInput builds it, buildPlan once). */
 export interface ScalingInput {
   /** The Triton workload's input (its `serviceMonitor` says whether a Prometheus Operator is there). */
   workload: WorkloadInput;
@@ -182,30 +182,47 @@ export interface ScalingInput {
   /** GPU node root volume, GiB. */
   nodeDiskGiB: number;
   autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
-  /** With serving.autoscaling: the gateway's in-flight scaling (plan/scaling.ts planGatewayScaling). */
-  gateway?: GatewayScalingPlan;
-  /** The gateway has a shared store (serving.store): its alert and dashboard panel are rendered. */
-  sharedStore?: boolean;
   refs?: NodeClassRefs;
   /** The serving instance's price (infra/cost), for the dashboard's live cost panels; none when the table has none. */
   pricing?: GpuPricing;
 }
 
-export interface ScalingManifests {
+/** One model's own scaling objects: its ScaledObject and its Karpenter EC2NodeClass and NodePool (autoscaled only). */
+export interface ModelScalingManifests {
   autoscaling?: AutoscalingPlan;
   scaledObject?: ScaledObject;
+  nodePool?: NodePool;
+  ec2NodeClass?: EC2NodeClass;
+}
+
+/** What the stack's shared scaling and observability objects are rendered from. */
+export interface SharedScalingInput {
+  /** Every model's scaling input, in the stack's order (the first model's workload names the shared objects). */
+  models: readonly ScalingInput[];
+  /** The gateway's scaling plan when any model autoscales (plan/gateway.ts): its ScaledObject is rendered. */
+  gateway?: GatewayScalingPlan;
+  /** The gateway has a shared store (serving.store): its alert and dashboard panel are rendered. */
+  sharedStore: boolean;
+}
+
+/** What the stack shares: DCGM on every GPU node, the dashboard and alerts (a row and group per model), the gateway's monitor and scaler. */
+export interface SharedScalingManifests {
   gatewayScaling?: GatewayScalingPlan;
   gatewayScaledObject?: ScaledObject;
   /** The gateway's metrics Service, scraped like Triton's (TTFT, tokens/s, latency percentiles, in flight). */
   gatewayServiceMonitor: ServiceMonitor;
-  nodePool?: NodePool;
-  ec2NodeClass?: EC2NodeClass;
   dcgm: DcgmExporter;
   dashboard: GrafanaDashboard;
   dashboardConfigMap: IConfigMap;
   prometheusRule: PrometheusRule;
   /** ServiceMonitor and PrometheusRule are applied only when the Prometheus Operator is present. */
   operatorPresent: boolean;
+}
+
+/** A stack's scaling objects: what it shares, and each model's own in the stack's order. */
+export interface StackScalingManifests {
+  shared: SharedScalingManifests;
+  models: ModelScalingManifests[];
 }
 
 /** The gateway's metrics Service (render/k8sGateway.ts metricsService): where its series live in Prometheus. */
@@ -238,12 +255,14 @@ export function modelObservability(i: ScalingInput): ModelObservability {
 
 /**
  * What the DCGM exporter, dashboard and alerts are rendered from: the first
- * model's workload names them; with `stack` (every model's scaling input, a
- * stack of several) they cover every model.
+ * model's workload names them (a one-model stack keeps its names); in a stack
+ * of several they cover every model, a row and an alert group each.
  */
-export function observabilityInput(i: ScalingInput, stack?: readonly ScalingInput[]): ObservabilityInput {
-  const w = i.workload;
-  const own = modelObservability(i);
+export function observabilityInput(input: SharedScalingInput): ObservabilityInput {
+  const first = input.models[0];
+  if (!first) throw new Error("observability needs at least one model");
+  const w = first.workload;
+  const own = modelObservability(first);
   const nodeLabelKey = w.modelNodeLabel?.key;
   return {
     namespace: w.namespace,
@@ -259,90 +278,99 @@ export function observabilityInput(i: ScalingInput, stack?: readonly ScalingInpu
     gpuMemoryAlertFraction: USABLE_GPU_FRACTION,
     podStartBudgetSeconds: own.podStartBudgetSeconds,
     autoscaling: own.autoscaling,
-    sharedStore: i.sharedStore ?? false,
+    sharedStore: input.sharedStore,
     ...(own.pricing ? { pricing: own.pricing } : {}),
-    ...(stack && stack.length > 1 && nodeLabelKey
-      ? { models: { list: stack.map(modelObservability), nodeLabelKey } }
+    ...(input.models.length > 1 && nodeLabelKey
+      ? { models: { list: input.models.map(modelObservability), nodeLabelKey } }
       : {}),
   };
 }
 
-/**
- * The scaling objects of every model of a stack, in the stack's order. The
- * first model's also carry what the stack shares (the DCGM exporter on every
- * model's GPU instance types, the dashboard with a row per model, the alerts
- * per model, the gateway's ServiceMonitor and ScaledObject); the others'
- * ScaledObject and NodePool are their own, and their shared objects are
- * left unused. One model: exactly renderScaling's.
- */
-export function renderStackScaling(inputs: readonly ScalingInput[]): ScalingManifests[] {
-  return inputs.map((input, n) => renderScaling(input, n === 0 && inputs.length > 1 ? inputs : undefined));
+/** The Prometheus the stack's scalers query: the first autoscaled model's prometheusUrl, else the stack's own. */
+function scalerPrometheusUrl(models: readonly ScalingInput[]): string {
+  return (
+    models.find((m) => m.autoscaling?.config.prometheusUrl)?.autoscaling?.config.prometheusUrl ?? STACK_PROMETHEUS_URL
+  );
 }
 
-export function renderScaling(input: ScalingInput, stack?: readonly ScalingInput[]): ScalingManifests {
-  const a = input.autoscaling;
-  const obs = observabilityInput(input, stack);
+/** A stack's scaling objects: the shared ones once, each model's own. One model: exactly its own and the shared. */
+export function renderStackScaling(input: SharedScalingInput): StackScalingManifests {
+  return { shared: renderSharedScaling(input), models: input.models.map(renderModelScaling) };
+}
+
+/** What the stack shares: DCGM exporter, dashboard, alerts, the gateway's ServiceMonitor and (autoscaled) ScaledObject. */
+export function renderSharedScaling(input: SharedScalingInput): SharedScalingManifests {
+  const first = input.models[0];
+  if (!first) throw new Error("shared scaling needs at least one model");
+  const obs = observabilityInput(input);
   const dashboard = renderDashboard(obs);
-  const out: ScalingManifests = {
-    autoscaling: a?.plan,
+  const out: SharedScalingManifests = {
     dcgm: renderDcgmExporter(obs),
     dashboard,
     dashboardConfigMap: dashboardConfigMap(obs, dashboard),
     prometheusRule: renderPrometheusRule(obs),
     gatewayServiceMonitor: serviceMonitor(
-      gatewayName(input.workload),
+      gatewayName(first.workload),
       obs.namespace,
-      { ...recommendedLabels(input.workload, GATEWAY_COMPONENT), "app.kubernetes.io/component": "gateway-metrics" },
-      gatewayMetricsSelector(input.workload),
+      { ...recommendedLabels(first.workload, GATEWAY_COMPONENT), "app.kubernetes.io/component": "gateway-metrics" },
+      gatewayMetricsSelector(first.workload),
     ),
-    operatorPresent: input.workload.serviceMonitor,
+    operatorPresent: first.workload.serviceMonitor,
   };
-  if (a) {
-    out.scaledObject = renderScaledObject({
-      name: obs.name,
-      namespace: obs.namespace,
-      labels: { ...obs.labels, "app.kubernetes.io/component": "autoscaler" },
-      deployment: obs.deployment,
-      selector: obs.triton,
-      prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
-      plan: a.plan,
-      pollingIntervalSeconds: KEDA_POLLING_SECONDS,
-    });
-    const k = {
-      name: `${obs.name}-gpu`.slice(0, 63),
-      labels: { ...obs.labels, "app.kubernetes.io/component": "gpu-nodes" },
-      instance: input.instance,
-      plan: a.plan,
-      capacityType: a.config.capacityType,
-      capacityReservationIds: a.config.capacityReservationIds,
-      fastImagePull: a.config.fastImagePull,
-      rootVolumeGiB: input.nodeDiskGiB,
-      taint: { ...GPU_TAINT },
-      nodeLabels: {
-        ...GPU_NODE_LABELS,
-        ...(input.workload.modelNodeLabel
-          ? { [input.workload.modelNodeLabel.key]: input.workload.modelNodeLabel.value }
-          : {}),
-      },
-      refs: input.refs ?? SYNTH_REFS,
-    };
-    out.nodePool = renderNodePool(k);
-    out.ec2NodeClass = renderEC2NodeClass(k);
-  }
-  if (a && input.gateway) {
+  if (input.gateway) {
     out.gatewayScaling = input.gateway;
     out.gatewayScaledObject = renderGatewayScaledObject({
       name: obs.gatewayDeployment,
       namespace: obs.namespace,
-      labels: { ...recommendedLabels(input.workload, GATEWAY_COMPONENT), "app.kubernetes.io/component": "autoscaler" },
+      labels: { ...recommendedLabels(first.workload, GATEWAY_COMPONENT), "app.kubernetes.io/component": "autoscaler" },
       deployment: obs.gatewayDeployment,
       selector: obs.gateway,
-      prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
+      prometheusUrl: scalerPrometheusUrl(input.models),
       plan: input.gateway,
       pollingIntervalSeconds: KEDA_POLLING_SECONDS,
     });
   }
   return out;
+}
+
+/** One model's own scaling objects: with serving.autoscaling, its ScaledObject, EC2NodeClass and NodePool. */
+export function renderModelScaling(input: ScalingInput): ModelScalingManifests {
+  const a = input.autoscaling;
+  if (!a) return {};
+  const own = modelObservability(input);
+  const w = input.workload;
+  const labels = recommendedLabels(w);
+  const k = {
+    name: `${own.deployment}-gpu`.slice(0, 63),
+    labels: { ...labels, "app.kubernetes.io/component": "gpu-nodes" },
+    instance: input.instance,
+    plan: a.plan,
+    capacityType: a.config.capacityType,
+    capacityReservationIds: a.config.capacityReservationIds,
+    fastImagePull: a.config.fastImagePull,
+    rootVolumeGiB: input.nodeDiskGiB,
+    taint: { ...GPU_TAINT },
+    nodeLabels: {
+      ...GPU_NODE_LABELS,
+      ...(w.modelNodeLabel ? { [w.modelNodeLabel.key]: w.modelNodeLabel.value } : {}),
+    },
+    refs: input.refs ?? SYNTH_REFS,
+  };
+  return {
+    autoscaling: a.plan,
+    scaledObject: renderScaledObject({
+      name: own.deployment,
+      namespace: w.namespace,
+      labels: { ...labels, "app.kubernetes.io/component": "autoscaler" },
+      deployment: own.deployment,
+      selector: own.triton,
+      prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
+      plan: a.plan,
+      pollingIntervalSeconds: KEDA_POLLING_SECONDS,
+    }),
+    nodePool: renderNodePool(k),
+    ec2NodeClass: renderEC2NodeClass(k),
+  };
 }
 
 /** A Triton workload as the scrape config and synth's files know it. */
@@ -400,15 +428,17 @@ export function scrapeConfig(workloads: readonly ScrapedWorkload[]): Record<stri
 const YAML_OPTIONS = { aliasDuplicateObjects: false } as const;
 
 /**
- * synth files: `k8s/7x-8x-*.yaml` (applied objects), `dashboards/`, `prometheus/` (own-Prometheus config).
+ * synth files: `k8s/7x-8x-*.yaml` (applied objects), `dashboards/`, `prometheus/` (own-Prometheus config)
+ * of a one-model stack, where the shared and the model's own files sit side by side.
  * `workloads`: every model's Triton workload (the first first), whose metrics the scrape config collects.
  */
-export function scalingFiles(m: ScalingManifests, workloads: readonly ScrapedWorkload[]): Record<string, string> {
-  return { ...sharedScalingFiles(m, workloads), ...modelScalingFiles(m) };
+export function scalingFiles(m: StackScalingManifests, workloads: readonly ScrapedWorkload[]): Record<string, string> {
+  const own = m.models[0];
+  return { ...sharedScalingFiles(m.shared, workloads), ...(own ? modelScalingFiles(own) : {}) };
 }
 
 /** The files of one model's own scaling objects: its ScaledObject, EC2NodeClass and NodePool. */
-export function modelScalingFiles(m: ScalingManifests): Record<string, string> {
+export function modelScalingFiles(m: ModelScalingManifests): Record<string, string> {
   const files: Record<string, string> = {};
   if (m.scaledObject) files["k8s/80-scaledobject.yaml"] = stringify(m.scaledObject, YAML_OPTIONS);
   if (m.ec2NodeClass) files["k8s/81-ec2nodeclass.yaml"] = stringify(m.ec2NodeClass, YAML_OPTIONS);
@@ -416,8 +446,11 @@ export function modelScalingFiles(m: ScalingManifests): Record<string, string> {
   return files;
 }
 
-/** The files of what the stack shares (the first model's render): DCGM, dashboard, alerts, the gateway's monitor and scaler. */
-export function sharedScalingFiles(m: ScalingManifests, workloads: readonly ScrapedWorkload[]): Record<string, string> {
+/** The files of what the stack shares: DCGM, dashboard, alerts, the gateway's monitor and scaler. */
+export function sharedScalingFiles(
+  m: SharedScalingManifests,
+  workloads: readonly ScrapedWorkload[],
+): Record<string, string> {
   const w = workloads[0];
   if (!w) throw new Error("scaling files need at least one workload");
   const files: Record<string, string> = {
@@ -439,18 +472,17 @@ export function sharedScalingFiles(m: ScalingManifests, workloads: readonly Scra
   return files;
 }
 
-/** The CRD-based objects (validated against the vendored CRDs; applied as CustomResources). */
-export function crdObjects(
-  m: ScalingManifests,
-): Array<ScaledObject | NodePool | EC2NodeClass | ServiceMonitor | PrometheusRule> {
-  const out: Array<ScaledObject | NodePool | EC2NodeClass | ServiceMonitor | PrometheusRule> = [
-    m.dcgm.serviceMonitor,
-    m.gatewayServiceMonitor,
-    m.prometheusRule,
-  ];
-  if (m.scaledObject) out.push(m.scaledObject);
-  if (m.gatewayScaledObject) out.push(m.gatewayScaledObject);
-  if (m.ec2NodeClass) out.push(m.ec2NodeClass);
-  if (m.nodePool) out.push(m.nodePool);
+type CrdObject = ScaledObject | NodePool | EC2NodeClass | ServiceMonitor | PrometheusRule;
+
+/** The CRD-based objects (validated against the vendored CRDs; applied as CustomResources): the shared ones, then each model's. */
+export function crdObjects(m: StackScalingManifests): CrdObject[] {
+  const s = m.shared;
+  const out: CrdObject[] = [s.dcgm.serviceMonitor, s.gatewayServiceMonitor, s.prometheusRule];
+  if (s.gatewayScaledObject) out.push(s.gatewayScaledObject);
+  for (const own of m.models) {
+    if (own.scaledObject) out.push(own.scaledObject);
+    if (own.ec2NodeClass) out.push(own.ec2NodeClass);
+    if (own.nodePool) out.push(own.nodePool);
+  }
   return out;
 }

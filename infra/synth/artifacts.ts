@@ -23,6 +23,8 @@ export interface SynthContext {
   stackName: string;
   stack: ResolvedStack;
   plan: Plan;
+  /** The stack's gateway (plan/stack.ts): a one-model stack's k8s files and plan.json show it beside the model's. */
+  gateway: StackPlan["gateway"];
   /** Read a file of this repository (relative path), or undefined when it does not exist. */
   readRepoFile(path: string): string | undefined;
   /** The stack file's aws:region, which the cost estimate prices in (cost.json warns without it). */
@@ -214,6 +216,7 @@ export function synthesizeStack(
       stackName: stack.stackName,
       stack: resolved,
       plan: entry.plan,
+      gateway: sp.gateway,
       readRepoFile: stack.readRepoFile,
       ...(stack.region ? { region: stack.region } : {}),
       ...(stack.today ? { today: stack.today } : {}),
@@ -236,6 +239,7 @@ export function synthesizeStack(
     models: modelDocs,
     builders: sp.builders,
     smList: sp.smList,
+    gateway: sp.gateway.plan,
   };
   const summary: string[] = [];
   for (const w of writers) {

@@ -18,11 +18,20 @@
 import { synthImageRef } from "../imageRef";
 import { namePrefix, repositoryNames } from "../naming";
 import { manifestFiles, renderManifests } from "../render/tritonManifests";
-import { modelScalingFiles, renderScaling, scalingFiles, sharedScalingFiles } from "../render/scaling";
+import {
+  modelScalingFiles,
+  renderModelScaling,
+  renderStackScaling,
+  scalingFiles,
+  sharedScalingFiles,
+  type ScalingInput,
+} from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 import { renderKeysFile } from "../render/gatewayConfig";
 import { renderStoreManifests, storeManifestFiles } from "../render/storeManifests";
-import type { GatewayPlan, Plan } from "../plan";
+import type { Plan } from "../plan";
+import type { GatewayPlan } from "../plan/gateway";
+import type { StackPlan } from "../plan/stack";
 import type { ArtifactWriter, SynthContext, SynthFile } from "./artifacts";
 import { gpuPricing } from "../cost";
 import { costReport, stackCostReport } from "./costArtifacts";
@@ -71,6 +80,15 @@ function withHeader(stackName: string, k8s: Record<string, string>, scaling: Rec
   return files;
 }
 
+/** The stack's shared scaling input: every model's, with the gateway's scaling and store. */
+function sharedScalingInput(gateway: StackPlan["gateway"], models: ScalingInput[]) {
+  return {
+    models,
+    ...(gateway.plan.scaling ? { gateway: gateway.plan.scaling } : {}),
+    sharedStore: gateway.plan.store !== undefined,
+  };
+}
+
 /** The plan's workload and autoscaling numbers, as the summary prints them. */
 function workloadSummary(plan: Plan, where: string): string[] {
   const p = plan.kubernetes;
@@ -93,22 +111,32 @@ export const k8sManifestsWriter: ArtifactWriter = {
     // Autoscaling, GPU nodes and observability (render/scaling.ts), applied after the workload.
     // The dashboard's live cost panels price the serving instance as the estimate does (cost.json).
     const pricing = gpuPricing(costReport(ctx));
-    const scaling = scalingFiles(renderScaling({ ...inputs.scaling, ...(pricing ? { pricing } : {}) }), [
-      inputs.triton,
-    ]);
+    const scaling = scalingFiles(
+      renderStackScaling(sharedScalingInput(ctx.gateway, [{ ...inputs.scaling, ...(pricing ? { pricing } : {}) }])),
+      [inputs.triton],
+    );
     const files = withHeader(
       ctx.stackName,
-      { ...tritonFiles(ctx), ...gatewayFiles(ctx.stackName, ctx.plan.gateway, inputs.gateway) },
+      { ...tritonFiles(ctx), ...gatewayFiles(ctx.stackName, ctx.gateway.plan, ctx.gateway.workload) },
       scaling,
     );
-    return { files, summary: workloadSummary(ctx.plan, `${K8S_OUT}/ (${files.length} files)`) };
+    // plan.json shows the stack's gateway beside the model's plan, as before the gateway became the stack's.
+    return {
+      files,
+      plan: { gateway: ctx.gateway.plan },
+      summary: workloadSummary(ctx.plan, `${K8S_OUT}/ (${files.length} files)`),
+    };
   },
   // Several models: this model's Triton workload (the namespace is the stack's) and its own ScaledObject and NodePool.
   writeModel(ctx) {
     const triton = tritonFiles(ctx);
     delete triton[NAMESPACE_FILE];
     // A model's ScaledObject and NodePool depend on it alone; the shared objects are writeShared's.
-    const files = withHeader(ctx.stackName, triton, modelScalingFiles(renderScaling(ctx.plan.renderInputs.scaling)));
+    const files = withHeader(
+      ctx.stackName,
+      triton,
+      modelScalingFiles(renderModelScaling(ctx.plan.renderInputs.scaling)),
+    );
     return { files, summary: workloadSummary(ctx.plan, `${K8S_OUT}/ (${files.length} files)`) };
   },
   // Several models: the namespace, the gateway in front of every model, and the observability they share.
@@ -122,10 +150,8 @@ export const k8sManifestsWriter: ArtifactWriter = {
       const pricing = gpuPricing(report, e.id);
       return { ...e.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
     });
-    const [firstInput] = scalingInputs;
-    if (!firstInput) throw new Error("synth: a stack plan has at least one model");
-    const shared = renderScaling(firstInput, scalingInputs);
-    const ctx: SynthContext = { ...stack, stack: firstStack, plan: first.plan };
+    const shared = renderStackScaling(sharedScalingInput(stack.stackPlan.gateway, scalingInputs)).shared;
+    const ctx: SynthContext = { ...stack, stack: firstStack, plan: first.plan, gateway: stack.stackPlan.gateway };
     const namespace = tritonFiles(ctx)[NAMESPACE_FILE] ?? "";
     const files = withHeader(
       stack.stackName,

@@ -8,7 +8,7 @@
 import { describe, expect, inject, it } from "vitest";
 import { gpt2Config } from "../lib/fixtures";
 import { metricNames } from "../lib/promqlMetrics";
-import { gptjAutoscaled, renderStackScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
+import { gptjAutoscaled, renderOneModelScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
 
 const h = inject("gateway");
 
@@ -48,8 +48,8 @@ describe("gateway metrics used by the dashboard, alerts and autoscaler", () => {
     const missing: string[] = [];
     let checked = 0;
     for (const m of [
-      renderStackScaling(resolvedStack(gptjAutoscaled())),
-      renderStackScaling(resolvedStack(gpt2Config())),
+      renderOneModelScaling(resolvedStack(gptjAutoscaled())),
+      renderOneModelScaling(resolvedStack(gpt2Config())),
     ])
       for (const { where, expr } of shippedQueries(m))
         for (const name of metricNames(expr).filter((n) => n.startsWith("triton_ft_gateway_"))) {

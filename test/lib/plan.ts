@@ -1,5 +1,6 @@
 /** The plan as the composition roots compute it, for tests: the real repository hasher unless one is given. */
 import { buildPlan, type BuildStep, type Plan } from "../../infra/plan";
+import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
 import type { PathHasher, StepId } from "../../infra/plan/stepGraph";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 import type { ResolvedStack } from "../../infra/config";
@@ -8,6 +9,15 @@ const repoHasher = repoPathHasher(REPO_ROOT);
 
 export function planOf(stack: ResolvedStack, hashPath: PathHasher = repoHasher, stackName = "test"): Plan {
   return buildPlan(stack, stackName, hashPath);
+}
+
+/** A one-model stack's gateway (its plan and the workload its renderers take), as the composition roots plan it. */
+export function gatewayOf(
+  stack: ResolvedStack,
+  hashPath: PathHasher = repoHasher,
+  stackName = "test",
+): StackPlan["gateway"] {
+  return buildStackPlan([stack], stackName, hashPath).gateway;
 }
 
 /** The plan's build steps and their input hashes. */

@@ -3,14 +3,14 @@ import { resolveStack, formatProblems } from "../../infra/config/validate";
 import type { ResolvedStack } from "../../infra/config/stack";
 import type { NodeClassRefs } from "../../infra/render/karpenter";
 import {
-  renderScaling,
   renderStackScaling as renderStackScalingOf,
-  type ScalingManifests,
+  type ModelScalingManifests,
+  type SharedScalingManifests,
+  type StackScalingManifests,
 } from "../../infra/render/scaling";
 import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
 import { SEED_MODELS_STACK, stackFileConfig } from "./modelsForm";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "./fixtures";
-import { planOf } from "./plan";
 import { estimateCost, gpuPricing } from "../../infra/cost";
 import { costInput } from "../../infra/cost/fromStack";
 
@@ -33,10 +33,19 @@ export function resolvedStack(cfg: RawConfig): ResolvedStack {
   return stack;
 }
 
-/** Every PromQL expression a stack ships: the scaler query, the alert rules, the dashboard panels. */
-export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr: string }> {
+/** What the stack shares beside one model's own objects: a one-model stack's whole render, as tests read it. */
+export type ScalingView = SharedScalingManifests & ModelScalingManifests;
+
+/** Model `n`'s own scaling objects beside the stack's shared ones. */
+export function scalingView(m: StackScalingManifests, n = 0): ScalingView {
+  return { ...m.shared, ...m.models[n] };
+}
+
+/** Every PromQL expression a stack ships: the scaler queries, the alert rules, the dashboard panels. */
+export function shippedQueries(stack: StackScalingManifests): Array<{ where: string; expr: string }> {
   const out: Array<{ where: string; expr: string }> = [];
-  for (const so of [m.scaledObject, m.gatewayScaledObject])
+  const m = stack.shared;
+  for (const so of [...stack.models.map((own) => own.scaledObject), m.gatewayScaledObject])
     for (const t of so?.spec.triggers ?? [])
       out.push({ where: `ScaledObject ${t.name}`, expr: t.metadata.query ?? "" });
   for (const g of m.prometheusRule.spec.groups)
@@ -51,11 +60,26 @@ export function shippedQueries(m: ScalingManifests): Array<{ where: string; expr
  * The scaling objects of a resolved stack, as the composition roots render them: from the plan's
  * scaling input, priced in us-east-1 (the dashboard's live cost panels).
  */
-export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: NodeClassRefs): ScalingManifests {
+export function renderOneModelScaling(
+  s: ResolvedStack,
+  stackName = "dev",
+  refs?: NodeClassRefs,
+): StackScalingManifests {
   // Build-step hashes play no part in scaling: a stand-in hasher spares reading the repository.
-  const plan = planOf(s, (p) => `h:${p}`, stackName);
+  const sp = buildStackPlan([s], stackName, (p) => `h:${p}`);
+  const plan = sp.models[0]?.plan;
+  if (!plan) throw new Error("a stack plan has at least one model");
   const pricing = gpuPricing(estimateCost(costInput(s, plan, { stackName, region: "us-east-1", today: "2026-11-25" })));
-  return renderScaling({ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) });
+  return renderStackScalingOf({
+    models: [{ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) }],
+    ...(sp.gateway.plan.scaling ? { gateway: sp.gateway.plan.scaling } : {}),
+    sharedStore: sp.gateway.plan.store !== undefined,
+  });
+}
+
+/** A one-model stack's scaling objects as one view: its own beside the shared ones. */
+export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: NodeClassRefs): ScalingView {
+  return scalingView(renderOneModelScaling(s, stackName, refs));
 }
 
 /** The example stack of several models (test/stacks/models/Pulumi.seed-models.yaml), resolved and planned as the composition roots do. */
@@ -67,10 +91,10 @@ export function seedModelsPlan(stackName = "seed-models"): { models: ResolvedSta
 }
 
 /**
- * The scaling objects of the example stack of several models: the first carries what they share.
+ * The scaling objects of the example stack of several models: what they share, and each model's own.
  * `priced`: each model's GPU nodes priced as the roots price them (the stack's estimate in us-east-1).
  */
-export function renderSeedModelsScaling(priced = false): ScalingManifests[] {
+export function renderSeedModelsScaling(priced = false): StackScalingManifests {
   const { models, plan } = seedModelsPlan();
   const first = models[0];
   const firstPlan = plan.models[0]?.plan;
@@ -85,10 +109,12 @@ export function renderSeedModelsScaling(priced = false): ScalingManifests[] {
         ),
       )
     : undefined;
-  return renderStackScalingOf(
-    plan.models.map((m) => {
+  return renderStackScalingOf({
+    models: plan.models.map((m) => {
       const pricing = report ? gpuPricing(report, m.id) : undefined;
       return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
     }),
-  );
+    ...(plan.gateway.plan.scaling ? { gateway: plan.gateway.plan.scaling } : {}),
+    sharedStore: plan.gateway.plan.store !== undefined,
+  });
 }

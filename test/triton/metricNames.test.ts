@@ -12,7 +12,7 @@ import { ENSEMBLE_MODEL } from "../../infra/render/modelRepository";
 import { gpt2Config } from "../lib/fixtures";
 import { metricNames } from "../lib/promqlMetrics";
 import { gptjAutoscaled, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
-import { renderStackScaling } from "../lib/scalingFixtures";
+import { renderOneModelScaling } from "../lib/scalingFixtures";
 
 const triton = inject("triton");
 
@@ -39,8 +39,8 @@ describe("Triton metrics used by the scaler, alerts and dashboard", () => {
     const missing: string[] = [];
     let checked = 0;
     for (const m of [
-      renderStackScaling(resolvedStack(gptjAutoscaled())),
-      renderStackScaling(resolvedStack(gpt2Config())),
+      renderOneModelScaling(resolvedStack(gptjAutoscaled())),
+      renderOneModelScaling(resolvedStack(gpt2Config())),
     ]) {
       for (const { where, expr } of shippedQueries(m)) {
         for (const name of metricNames(expr).filter((n) => n.startsWith("nv_"))) {

@@ -12,7 +12,7 @@ import {
   stackAutoscalingPlan,
   type PodTiming,
 } from "../../infra/plan/scaling";
-import { gatewayPlan } from "../../infra/plan";
+import { gatewayPlan } from "../../infra/plan/gateway";
 import { installsMonitoring, prometheusOperatorPresent, type ResolvedStack } from "../../infra/config";
 import { planWorkload } from "../../infra/plan/workload";
 import { gpt2Config, type RawConfig } from "../lib/fixtures";
@@ -204,8 +204,8 @@ describe("serving.autoscaling validation", () => {
 
 describe("gateway scaling (plan/scaling.ts)", () => {
   it("holds half the admission cap per pod and reaches what the Triton pods hold at max", () => {
-    // prod: maxBatchSize 8, Triton 2..6, gatewayReplicas 2 -> maxInflight 2 × 8 × 2 = 32 per pod.
-    const p = planGatewayScaling({ replicas: 2, maxInflight: 32, maxBatchSize: 8, tritonMaxReplicas: 6 });
+    // prod: maxBatchSize 8, Triton 2..6, gatewayReplicas 2 -> the floor holds 2 × 8 × 2 = 32, target 16 per pod.
+    const p = planGatewayScaling({ replicas: 2, models: [{ maxBatchSize: 8, minReplicas: 2, maxReplicas: 6 }] });
     expect(p).toMatchObject({ minReplicas: 2, inflightTarget: 16, peakInflight: 96, maxReplicas: 6 });
     // Pods start in seconds: no scale-up window, doubling per 30 s; down one pod a minute after 5 quiet minutes.
     expect(p.scaleUp).toMatchObject({ stabilizationWindowSeconds: 0, selectPolicy: "Max" });
@@ -217,23 +217,35 @@ describe("gateway scaling (plan/scaling.ts)", () => {
   });
 
   it("never goes below gatewayReplicas, and rounds the target and the pod count up", () => {
-    expect(planGatewayScaling({ replicas: 3, maxInflight: 8, maxBatchSize: 1, tritonMaxReplicas: 1 })).toMatchObject({
+    expect(
+      planGatewayScaling({ replicas: 3, models: [{ maxBatchSize: 4, minReplicas: 1, maxReplicas: 1 }] }),
+    ).toMatchObject({
       minReplicas: 3,
       maxReplicas: 3,
       inflightTarget: 4,
     });
-    expect(planGatewayScaling({ replicas: 1, maxInflight: 5, maxBatchSize: 4, tritonMaxReplicas: 3 })).toMatchObject({
+    expect(
+      planGatewayScaling({ replicas: 1, models: [{ maxBatchSize: 5, minReplicas: 1, maxReplicas: 3 }] }),
+    ).toMatchObject({
+      inflightTarget: 5,
+      peakInflight: 30,
+      maxReplicas: 6,
+    });
+    // An odd floor rounds the target up: 2 × 3 × 1 = 6 / 2 = 3; 2 × 3 × 4 = 24 / 3 = 8 pods.
+    expect(
+      planGatewayScaling({ replicas: 1, models: [{ maxBatchSize: 3, minReplicas: 1, maxReplicas: 4 }] }),
+    ).toMatchObject({
       inflightTarget: 3,
       peakInflight: 24,
       maxReplicas: 8,
     });
   });
 
-  it("follows the stack: the gateway's admission cap is per the floor of Triton pods when autoscaled", () => {
+  it("follows the stack: the gateway's admission cap is per the most Triton pods when autoscaled", () => {
     const s = resolvedStack(gptjAutoscaled());
     const g = gatewayPlan(s);
     expect(g).toMatchObject({ autoscaled: true, replicas: 2 });
-    expect(g.config.limits.maxInflight).toBe(2 * s.config.serving.maxBatchSize * 2);
+    expect(g.config.limits.maxInflight).toBe(2 * s.config.serving.maxBatchSize * 8);
     expect(gatewayPlan(resolvedStack(gpt2Config())).autoscaled).toBe(false);
   });
 });

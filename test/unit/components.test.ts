@@ -13,7 +13,7 @@ import { resolveStack } from "../../infra/config/validate";
 import type { TeamLimitsFile } from "../../infra/render/gatewayConfig";
 import { gpt2Config } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
-import { planOf } from "../lib/plan";
+import { gatewayOf, planOf } from "../lib/plan";
 import { runComponents } from "../lib/pulumi";
 
 const ROOT = join(__dirname, "..", "..");
@@ -22,7 +22,7 @@ const DIGEST = `${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-test/server
 function gpt2Plan() {
   const { stack } = resolveStack(gpt2Config(), {});
   if (!stack) throw new Error("fixture must resolve");
-  return { stack, plan: planOf(stack, (p) => `h:${p}`) };
+  return { stack, plan: planOf(stack, (p) => `h:${p}`), gateway: gatewayOf(stack, (p) => `h:${p}`) };
 }
 
 describe("Registry", () => {
@@ -258,14 +258,14 @@ describe("GatewayService", () => {
   const sha = (v: string) => createHash("sha256").update(v, "utf8").digest("hex");
   /** One GatewayService for the teams search (with a second key, search:v2) and chat. */
   const runGateway = (teams?: Record<string, TeamLimitsFile>) => {
-    const { plan } = gpt2Plan();
+    const { gateway } = gpt2Plan();
     return runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
       const { GatewayService } = await import("../../infra/components/gatewayService");
       return () => {
         const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
         const g = new GatewayService("gateway", {
-          workload: plan.renderInputs.gateway,
+          workload: gateway.workload,
           consumers: ["search", "search:v2", "chat"],
           ...(teams ? { teams } : {}),
           image,

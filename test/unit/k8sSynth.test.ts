@@ -5,13 +5,19 @@ import { ARTIFACT_WRITERS, synthesize, type SynthContext } from "../../infra/syn
 import { K8S_OUT, k8sManifestsWriter, synthServerImage } from "../../infra/synth/k8sArtifacts";
 import { resolveStack } from "../../infra/config/validate";
 import { gpt2Config } from "../lib/fixtures";
-import { planOf } from "../lib/plan";
+import { gatewayOf, planOf } from "../lib/plan";
 import { gptjAutoscaled, resolvedStack } from "../lib/scalingFixtures";
 
 function ctx(): SynthContext {
   const { stack } = resolveStack(gpt2Config(), { hfToken: false, kubeconfig: false });
   if (!stack) throw new Error("fixture does not resolve");
-  return { stackName: "dev", stack, plan: planOf(stack, undefined, "dev"), readRepoFile: () => undefined };
+  return {
+    stackName: "dev",
+    stack,
+    plan: planOf(stack, undefined, "dev"),
+    gateway: gatewayOf(stack, undefined, "dev"),
+    readRepoFile: () => undefined,
+  };
 }
 
 describe("synth Kubernetes manifests", () => {
@@ -71,13 +77,14 @@ describe("synth Kubernetes manifests", () => {
 
 describe("the plan's render inputs", () => {
   it("are the plan's own sections, assembled once: every renderer input shares them", () => {
-    const { plan } = ctx();
+    const { plan, gateway } = ctx();
     const r = plan.renderInputs;
     expect(r.triton.stackName).toBe("dev");
     expect(r.triton.workload).toBe(plan.kubernetes);
     expect(r.triton.launch).toBe(plan.launch);
-    expect(r.gateway.triton).toBe(r.triton);
-    expect(r.gateway.config).toBe(plan.gateway.config);
+    // The gateway is the stack's: named after the first model's workload, its config the gateway plan's.
+    expect(gateway.workload.triton).toEqual(r.triton);
+    expect(gateway.workload.config).toBe(gateway.plan.config);
     expect(r.scaling.workload).toBe(r.triton);
   });
 
@@ -85,7 +92,8 @@ describe("the plan's render inputs", () => {
     const plan = planOf(resolvedStack(gptjAutoscaled()), (p) => `h:${p}`, "dev");
     expect(plan.autoscaling).toBeDefined();
     expect(plan.renderInputs.scaling.autoscaling?.plan).toBe(plan.autoscaling);
-    expect(plan.renderInputs.scaling.gateway?.maxReplicas).toBeGreaterThanOrEqual(plan.gateway.replicas);
+    const gateway = gatewayOf(resolvedStack(gptjAutoscaled()), (p) => `h:${p}`, "dev").plan;
+    expect(gateway.scaling?.maxReplicas).toBeGreaterThanOrEqual(gateway.replicas);
   });
 
   it("stay out of plan.json, which shows each number once", () => {

@@ -21,8 +21,8 @@ import { exportedSeriesNames } from "../lib/exposition";
 import { gpt2Config } from "../lib/fixtures";
 import { PromQLSyntaxError, metricNames } from "../lib/promqlMetrics";
 import { gptjAutoscaled, renderSeedModelsScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
-import { renderStackScaling } from "../lib/scalingFixtures";
-import type { ScalingManifests } from "../../infra/render/scaling";
+import { renderOneModelScaling } from "../lib/scalingFixtures";
+import type { StackScalingManifests } from "../../infra/render/scaling";
 
 const DATA = path.resolve(__dirname, "../data/metrics");
 
@@ -41,11 +41,11 @@ function kubeStateMetrics(): Set<string> {
   return new Set(lines.map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")));
 }
 
-const stacks: Record<string, () => ScalingManifests[]> = {
-  autoscaled: () => [renderStackScaling(resolvedStack(gptjAutoscaled()))],
-  fixed: () => [renderStackScaling(resolvedStack(gpt2Config()))],
+const stacks: Record<string, () => StackScalingManifests[]> = {
+  autoscaled: () => [renderOneModelScaling(resolvedStack(gptjAutoscaled()))],
+  fixed: () => [renderOneModelScaling(resolvedStack(gpt2Config()))],
   // The first model's render carries the stack's dashboard rows and per-model alerts; each its own scaler.
-  "several models": () => renderSeedModelsScaling(),
+  "several models": () => [renderSeedModelsScaling()],
 };
 
 describe("PromQL metric-name extraction", () => {

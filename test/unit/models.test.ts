@@ -192,10 +192,10 @@ describe("one gateway in front of several models", () => {
     expect(routes).toEqual([
       ["h2ogpt-6-9b", "triton-h2ogpt-6-9b.triton.svc.cluster.local:8001", 512, 16],
       ["kogpt-6b", "triton-kogpt-6b.triton.svc.cluster.local:8001", 256, 8],
-      // Autoscaled: two batches per pod of the floor (min 1).
-      ["codegen-2b-mono", "triton-codegen-2b-mono.triton.svc.cluster.local:8001", 512, 16],
+      // Autoscaled: two batches per Triton pod at its most (max 3), not at its floor.
+      ["codegen-2b-mono", "triton-codegen-2b-mono.triton.svc.cluster.local:8001", 512, 48],
     ]);
-    expect(sp.gateway.workload.config.limits.maxInflight).toBe(40);
+    expect(sp.gateway.workload.config.limits.maxInflight).toBe(72);
   });
 
   it("accepts a team scoped to any of the stack's models, and refuses one it does not serve", () => {

@@ -6,7 +6,7 @@ import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { resolveStack, formatProblems } from "../../infra/config/validate";
 import type { ResolvedStack } from "../../infra/config/stack";
-import { crdObjects, scalingFiles, scrapeConfig } from "../../infra/render/scaling";
+import { crdObjects, scalingFiles, scrapeConfig, type StackScalingManifests } from "../../infra/render/scaling";
 import { queueComputeRatioQuery } from "../../infra/render/prometheus";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
 import { DCGM_COUNTERS, MODEL_SERIES_LABEL, nodeLabelMetaName } from "../../infra/render/observability";
@@ -15,9 +15,16 @@ import { planWorkload } from "../../infra/plan/workload";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { gptjAutoscaled, renderSeedModelsScaling, seedModelsPlan, shippedQueries } from "../lib/scalingFixtures";
-import { renderStackScaling } from "../lib/scalingFixtures";
-import { planOf } from "../lib/plan";
+import {
+  gptjAutoscaled,
+  renderOneModelScaling,
+  renderSeedModelsScaling,
+  renderStackScaling,
+  scalingView,
+  seedModelsPlan,
+  shippedQueries,
+} from "../lib/scalingFixtures";
+import { gatewayOf } from "../lib/plan";
 
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
 function resolved(cfg: RawConfig): ResolvedStack {
@@ -233,20 +240,25 @@ describe("restricted pod security profile", () => {
 });
 
 describe("schemas", () => {
-  const variants: Array<[string, () => ReturnType<typeof scaled>]> = [
-    ["on-demand", () => scaled()],
-    ["spot", () => scaled({ capacityType: "spot" })],
-    ["reservations", () => scaled({ capacityReservationIds: ["cr-0123456789abcdef0"] })],
-    ["fixed size", () => renderStackScaling(resolved(gpt2Config()))],
-    // The first model's render carries the stack's DCGM (node metadata, relabeling), dashboard and alerts.
-    ["several models", () => renderSeedModelsScaling()[0] as ReturnType<typeof scaled>],
+  const autoscaled = (extra: Record<string, unknown> = {}) => {
+    const cfg = gptjAutoscaled(extra);
+    cfg.serving.serviceMonitor = true;
+    return renderOneModelScaling(resolved(cfg), "dev", REFS);
+  };
+  const variants: Array<[string, () => StackScalingManifests]> = [
+    ["on-demand", () => autoscaled()],
+    ["spot", () => autoscaled({ capacityType: "spot" })],
+    ["reservations", () => autoscaled({ capacityReservationIds: ["cr-0123456789abcdef0"] })],
+    ["fixed size", () => renderOneModelScaling(resolved(gpt2Config()))],
+    // The stack's DCGM (node metadata, relabeling), dashboard and alerts, and every model's own objects.
+    ["several models", () => renderSeedModelsScaling()],
   ];
   for (const [label, make] of variants) {
     it(`validates every CRD-based object against its vendored CRD (${label})`, () => {
       for (const obj of crdObjects(make())) validateCustomResource(obj);
     });
     it(`validates the built-in objects with kubernetes-models (${label})`, () => {
-      const m = make();
+      const m = make().shared;
       new ConfigMap(m.dcgm.configMap).validate();
       new DaemonSet(m.dcgm.daemonSet).validate();
       new Service(m.dcgm.service).validate();
@@ -282,7 +294,7 @@ describe("synth files", () => {
     const s = resolved(gptjAutoscaled());
     const w = [{ modelName: s.model.name, namespace: s.config.serving.namespace }];
     const withOp = scalingFiles(
-      renderStackScaling({ ...s, config: { ...s.config, serving: { ...s.config.serving, serviceMonitor: true } } }),
+      renderOneModelScaling({ ...s, config: { ...s.config, serving: { ...s.config.serving, serviceMonitor: true } } }),
       w,
     );
     expect(Object.keys(withOp).sort()).toEqual([
@@ -297,7 +309,7 @@ describe("synth files", () => {
       "k8s/81-ec2nodeclass.yaml",
       "k8s/82-nodepool.yaml",
     ]);
-    const plain = scalingFiles(renderStackScaling(s), w);
+    const plain = scalingFiles(renderOneModelScaling(s), w);
     expect(Object.keys(plain)).toContain("prometheus/scrape-config.yaml");
     expect(Object.keys(plain)).toContain("prometheus/rules.yaml");
     expect(Object.keys(plain)).not.toContain("k8s/73-prometheusrule.yaml");
@@ -333,7 +345,7 @@ describe("the gateway's ServiceMonitor and ScaledObject", () => {
     const s = resolved(gptjAutoscaled());
     const m = renderStackScaling(s, "dev", REFS);
     const g = renderGatewayManifests({
-      ...planOf(s, (p) => `h:${p}`, "dev").renderInputs.gateway,
+      ...gatewayOf(s, (p) => `h:${p}`, "dev").workload,
       image: "gateway:synth",
       keysJson: "{}",
     });
@@ -361,7 +373,7 @@ describe("the gateway's ServiceMonitor and ScaledObject", () => {
 
 describe("a stack of several models (test/stacks/models)", () => {
   const { plan } = seedModelsPlan();
-  const [shared] = renderSeedModelsScaling();
+  const shared = renderSeedModelsScaling().shared;
   const models = plan.models.map((e) => ({
     id: e.id,
     deployment: `triton-${e.id}`,
@@ -413,7 +425,7 @@ describe("a stack of several models (test/stacks/models)", () => {
     // The label the relabeling reads is on every model's GPU nodes: its pods require it, its NodePool sets it.
     for (const e of plan.models)
       expect(e.plan.renderInputs.triton.modelNodeLabel).toEqual({ key: MODEL_NODE_LABEL_KEY, value: e.id });
-    const codegen = renderSeedModelsScaling()[2];
+    const codegen = renderSeedModelsScaling().models[2];
     expect(codegen?.nodePool?.spec.template.metadata.labels[MODEL_NODE_LABEL_KEY]).toBe("codegen-2b-mono");
   });
 
@@ -446,7 +458,7 @@ describe("a stack of several models (test/stacks/models)", () => {
   });
 
   it("prices each model's row at its own GPU nodes' price, over its own tokens", () => {
-    const [priced] = renderSeedModelsScaling(true);
+    const priced = renderSeedModelsScaling(true).shared;
     const panels = priced?.dashboard.panels ?? [];
     const rows = panels.flatMap((p, n) => (p.type === "row" ? [n] : []));
     const prices = new Set<string>();
@@ -528,11 +540,12 @@ describe("a stack of several models (test/stacks/models)", () => {
   });
 
   it("leaves a one-model stack's DCGM, dashboard and alerts without rows or model matchers", () => {
-    const m = renderStackScaling(resolved(gpt2Config()));
+    const stack = renderOneModelScaling(resolved(gpt2Config()));
+    const m = scalingView(stack);
     expect(m.dashboard.panels.some((p) => p.type === "row")).toBe(false);
     expect(m.dcgm.serviceMonitor.spec.attachMetadata).toBeUndefined();
     expect(m.prometheusRule.spec.groups).toHaveLength(1);
-    for (const q of shippedQueries(m))
+    for (const q of shippedQueries(stack))
       for (const s of selectors(q.expr))
         if (!s.metric.startsWith("nv_")) expect(s.labels.model, q.where).toBeUndefined();
   });

@@ -12,7 +12,7 @@ import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClai
 import { Service } from "kubernetes-models/v1/Service";
 import { GatewayConfigSchema } from "../../images/gateway/src/config";
 import { resolveStack } from "../../infra/config/validate";
-import { gatewayPlan } from "../../infra/plan";
+import { gatewayPlan } from "../../infra/plan/gateway";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import {
   MANAGED_HOST_PLACEHOLDER,
@@ -24,7 +24,7 @@ import {
 import { VALKEY_IMAGE } from "../../infra/catalog/images";
 import { gatewayAccessString } from "../../infra/components/sharedStore";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { planOf } from "../lib/plan";
+import { gatewayOf } from "../lib/plan";
 import { runComponents } from "../lib/pulumi";
 
 const KUBECONFIG = { kubeconfig: true };
@@ -100,15 +100,15 @@ describe("the gateway's view of the store", () => {
 
   it("in-cluster: standalone over TLS, checked against the mounted CA, to the Service's name", () => {
     const stack = resolved(inCluster());
-    const p = planOf(stack);
-    const store = p.gateway.store!;
-    expect(p.gateway.config.store).toMatchObject({
+    const p = gatewayOf(stack);
+    const store = p.plan.store!;
+    expect(p.plan.config.store).toMatchObject({
       host: `${store.name}.${store.namespace}.svc.cluster.local`,
       mode: "standalone",
       tls: true,
       caFile: "/etc/triton-ft-store-ca/ca.crt",
     });
-    const m = renderGatewayManifests({ ...p.renderInputs.gateway, image: "gw:synth", keysJson: "{}" });
+    const m = renderGatewayManifests({ ...p.workload, image: "gw:synth", keysJson: "{}" });
     const pod = m.deployment.spec!.template.spec!;
     const container = pod.containers[0]!;
     expect(container.env).toContainEqual({
@@ -124,23 +124,23 @@ describe("the gateway's view of the store", () => {
     // The gateway reaches the store's pods on 6379 and nothing else new.
     const egress = m.networkPolicies.find((n) => n.metadata?.name?.endsWith("-gateway"))!.spec!.egress!;
     const toStore = egress.find((e) => e.ports?.some((x) => x.port === STORE_PORT))!;
-    const storeManifests = renderStoreManifests({ ...p.renderInputs.gateway, store });
+    const storeManifests = renderStoreManifests({ ...p.workload, store });
     expect(toStore.to).toEqual([
       { podSelector: { matchLabels: storeManifests.deployment.spec!.selector.matchLabels } },
     ]);
   });
 
   it("none: no password variable, no store egress", () => {
-    const p = planOf(resolved(withOverrides(gpt2Config(), { serving: { store: { mode: "none" } } })));
-    const m = renderGatewayManifests({ ...p.renderInputs.gateway, image: "gw:synth", keysJson: "{}" });
+    const p = gatewayOf(resolved(withOverrides(gpt2Config(), { serving: { store: { mode: "none" } } })));
+    const m = renderGatewayManifests({ ...p.workload, image: "gw:synth", keysJson: "{}" });
     expect(JSON.stringify(m.deployment)).not.toContain(STORE_PASSWORD_ENV);
     expect(JSON.stringify(m.networkPolicies)).not.toContain(String(STORE_PORT));
   });
 });
 
 describe("the in-cluster Valkey", () => {
-  const p = planOf(resolved(inCluster({ storageGiB: 2, storageClassName: "gp3" })));
-  const m = renderStoreManifests({ ...p.renderInputs.gateway, store: p.gateway.store! });
+  const p = gatewayOf(resolved(inCluster({ storageGiB: 2, storageClassName: "gp3" })));
+  const m = renderStoreManifests({ ...p.workload, store: p.plan.store! });
 
   it("valid objects: one pod replaced (not surged) over its volume, the Service, the claim of the configured size and class", () => {
     new Deployment(m.deployment).validate();
@@ -202,15 +202,15 @@ describe("the in-cluster Valkey", () => {
 
 describe("SharedStore component", () => {
   const run = (cfg: RawConfig) => {
-    const p = planOf(resolved(cfg));
+    const p = gatewayOf(resolved(cfg));
     return runComponents(async () => {
       const k8s = await import("@pulumi/kubernetes");
       const { SharedStore } = await import("../../infra/components/sharedStore");
       return () => {
         const provider = new k8s.Provider("k8s", { kubeconfig: "{}" });
         const s = new SharedStore("store", {
-          plan: p.gateway.store!,
-          workload: p.renderInputs.gateway,
+          plan: p.plan.store!,
+          workload: p.workload,
           provider,
           dependsOn: [],
           managed: {

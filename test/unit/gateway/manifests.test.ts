@@ -23,7 +23,7 @@ import {
 import { INSTANCE_TYPE_LABEL, SYSTEM_NODE_LABEL } from "../../../infra/render/scheduling";
 import { STORE_PORT } from "../../../infra/render/storeManifests";
 import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
-import { planOf } from "../../lib/plan";
+import { gatewayOf } from "../../lib/plan";
 import { seedModelsPlan } from "../../lib/scalingFixtures";
 
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
@@ -39,9 +39,8 @@ function render(tlsCertificateArn?: string, image = DIGEST): GatewayManifests {
     serving: { consumers: ["team-a"], ...(tlsCertificateArn ? { tlsCertificateArn } : {}) },
   });
   const s = resolved(cfg);
-  const plan = planOf(s);
   return renderGatewayManifests({
-    ...plan.renderInputs.gateway,
+    ...gatewayOf(s).workload,
     image,
     keysJson: JSON.stringify({ consumers: [{ name: "team-a", keySha256: ["0".repeat(64)] }] }),
   });
@@ -91,10 +90,10 @@ describe("gateway manifests", () => {
       kubeconfig: true,
     });
     if (!stack) throw new Error(JSON.stringify(problems));
-    const plan = planOf(stack);
-    expect(plan.gateway.systemNodeLabel).toBeUndefined();
+    const gateway = gatewayOf(stack);
+    expect(gateway.plan.systemNodeLabel).toBeUndefined();
     const existing = renderGatewayManifests({
-      ...plan.renderInputs.gateway,
+      ...gateway.workload,
       image: DIGEST,
       keysJson: "{}",
     });
