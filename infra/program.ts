@@ -139,7 +139,7 @@ function buildSide(
       steps: entry.plan.buildSteps,
       connection: connection(builder),
       instanceId: builder.instance.id,
-      ...(pipelines[0] ? { shared: { pipeline: pipelines[0], sameHost: host !== undefined } } : {}),
+      ...(pipelines[0] ? { shared: { stack: pipelines[0], ...(host ? { host } : {}) } } : {}),
       ...(hostedStepHashes && Object.keys(hostedStepHashes).length > 0 ? { hostedStepHashes } : {}),
     });
     if (!host) hostOf.set(entry.builder, pipeline);

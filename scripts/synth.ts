@@ -119,9 +119,8 @@ function stackSummary(
   }
   for (const b of sp.builders)
     lines.push(
-      `builder ${b.name}: ${b.instanceType} (${b.gpuModel}), ${b.diskGiB} GiB disk; converts ${b.models.join(", ")}`,
+      `builder ${b.name}: ${b.instanceType} (${b.gpuModel}), ${b.diskGiB} GiB disk; builds triton_with_ft for SM ${b.smList.join(",")}; converts ${b.models.join(", ")}`,
     );
-  lines.push(`triton_with_ft: built once for SM ${sp.smList.join(",")}`);
   return [...lines, ...shared];
 }
 

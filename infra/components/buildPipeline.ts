@@ -53,13 +53,16 @@ export interface BuildPipelineArgs {
    */
   readonly stageTree: (tree: string) => string;
   /**
-   * A further model's pipeline (the stack serves several): the pipeline that
-   * runs the shared steps (triton_with_ft, the gateway image) supplies them,
-   * and with `sameHost` also the host it prepared (start, /opt, shipped trees),
-   * so nothing is shipped twice to one builder. Its own steps are the model's
-   * fetch, convert, gemm and bake (plus host-ready on a builder of its own).
+   * A further model's pipeline (the stack serves several). `stack`: the
+   * stack's first pipeline, which builds the gateway image. `host`: on a
+   * builder another model's pipeline owns, that pipeline, which supplies the
+   * host it prepared (start, /opt, shipped trees: nothing is shipped twice to
+   * one builder) and the builder's triton_with_ft. Without `host` the pipeline
+   * owns its builder: host-ready and triton_with_ft (for its GPU family) are
+   * its own steps beside the model's fetch, convert, gemm and bake.
+   * Default: none (the stack's first pipeline runs every step).
    */
-  readonly shared?: { readonly pipeline: BuildPipeline; readonly sameHost: boolean };
+  readonly shared?: { readonly stack: BuildPipeline; readonly host?: BuildPipeline };
   /**
    * Input hashes of the further models' steps that run on this pipeline's
    * builder (keyed `<model>/<step>`): a change to any of them must start a
@@ -108,8 +111,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
     };
 
     const shared = args.shared;
-    if (shared) this.deployValues.tritonWithFtImage = shared.pipeline.tritonWithFtImage;
-    const host = shared?.sameHost ? shared.pipeline.hostSetup() : this.ownHost();
+    if (shared?.host) this.deployValues.tritonWithFtImage = shared.host.tritonWithFtImage;
+    const host = shared?.host ? shared.host.hostSetup() : this.ownHost();
 
     const commands: Partial<Record<StepId, command.remote.Command>> = {};
     const images: Partial<Record<"tritonWithFtImage" | "serverImage" | "gatewayImage", pulumi.Output<string>>> = {};
@@ -129,11 +132,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
       }
     }
     this.commands = commands;
-    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.pipeline.tritonWithFtImage;
-    const gatewayImage = images.gatewayImage ?? shared?.pipeline.gatewayImage;
+    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.host?.tritonWithFtImage;
+    const gatewayImage = images.gatewayImage ?? shared?.stack.gatewayImage;
     if (!tritonWithFtImage || !images.serverImage || !gatewayImage)
       throw new pulumi.ResourceError(
-        "the build steps must include bake, and triton-with-ft and gateway-image unless a shared pipeline runs them",
+        "the build steps must include bake, triton-with-ft unless the builder's owning pipeline runs it, and gateway-image unless the stack's first pipeline runs it",
         this,
       );
     this.tritonWithFtImage = tritonWithFtImage;
@@ -171,9 +174,9 @@ export class BuildPipeline extends pulumi.ComponentResource {
     return { restart, prepare, trees: this.shipTrees(prepare) };
   }
 
-  /** A step this one waits for: in this pipeline, or a shared step of the pipeline it builds on. */
+  /** A step this one waits for: in this pipeline, or a step of the pipeline that owns its builder. */
   private upstream(id: StepId, own: Partial<Record<StepId, command.remote.Command>>): command.remote.Command {
-    const found = own[id] ?? this.args.shared?.pipeline.commands[id];
+    const found = own[id] ?? this.args.shared?.host?.commands[id];
     if (!found) throw new pulumi.ResourceError(`build step ${id} is waited for but no pipeline runs it`, this);
     return found;
   }
@@ -209,7 +212,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
         ),
     );
     // A further model on a shared builder leaves starting and stopping to the pipeline that owns the host.
-    if (this.args.stopBuilderWhenDone && !this.args.shared?.sameHost) {
+    if (this.args.stopBuilderWhenDone && !this.args.shared?.host) {
       new aws.ec2transitgateway.InstanceState(
         `${this.name}-stopped`,
         { instanceId: this.args.instanceId, state: "stopped" },

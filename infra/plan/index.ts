@@ -144,16 +144,20 @@ export interface PlanOptions {
    * under its id (plan/scope.ts). Unset for the first model and one-model stacks.
    */
   scope?: string;
-  /** CUDA archs triton_with_ft is built for: every GPU of the stack. Default: this model's serving and builder GPUs. */
+  /**
+   * CUDA archs of the triton_with_ft this model's convert, gemm and bake use: its builder's, built for every
+   * model that builder converts (one GPU family). Default: this model's serving and builder GPUs.
+   */
   smList?: number[];
   /** The builder's root volume when it converts several models. Default: this model's. */
   builderDiskGiB?: number;
   /**
    * Which steps this model's pipeline runs: every step (the first model's,
-   * which also builds the shared images), its model steps and the host check
-   * (first model on a builder of its own), or only its model steps.
+   * which also builds the gateway image), the host check, its builder's
+   * triton_with_ft and its model steps (first model on a builder of its own),
+   * or only its model steps.
    */
-  steps?: "all" | "model-and-host" | "model";
+  steps?: "all" | "builder-and-model" | "model";
   /** The stack serves several models: each gets GPU nodes of its own (render/scheduling.ts MODEL_NODE_LABEL_KEY). */
   severalModels?: boolean;
   /**
@@ -167,7 +171,7 @@ export interface PlanOptions {
 
 const PIPELINE_STEPS: Record<NonNullable<PlanOptions["steps"]>, (id: StepId) => boolean> = {
   all: () => true,
-  "model-and-host": (id) => id === "host-ready" || MODEL_STEP_IDS.includes(id),
+  "builder-and-model": (id) => id === "host-ready" || id === "triton-with-ft" || MODEL_STEP_IDS.includes(id),
   model: (id) => MODEL_STEP_IDS.includes(id),
 };
 

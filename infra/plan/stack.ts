@@ -1,12 +1,14 @@
 /**
  * The plan of a whole stack: one model plan per model (infra/plan/index.ts,
  * unchanged for one model) and what the models share: the builders (one per
- * GPU model the models serve on: gpt_gemm tunes for the GPU that serves),
- * triton_with_ft (built once, for every GPU of the stack) and the gateway.
+ * GPU model the models serve on: gpt_gemm tunes for the GPU that serves), each
+ * with its own triton_with_ft (built on it, for its GPU family's SMs only: a
+ * model on a new GPU family builds what it needs and changes no other model's
+ * step hashes), and the gateway (plan/gateway.ts).
  *
  * The first model is the stack's "first": its plan is exactly a one-model
- * stack's (same steps, paths and hashes), its pipeline builds the shared
- * images, and its resources keep the one-model names. Every further model's
+ * stack's (same steps, paths and hashes), its pipeline builds the gateway
+ * image, and its resources keep the one-model names. Every further model's
  * steps are scoped to its id (plan/scope.ts) and run on its GPU model's builder.
  *
  * Pure: no Pulumi.
@@ -38,15 +40,16 @@ export interface BuilderPlan {
   diskGiB: number;
   /** Ids of the models converted and tuned here, first to last. */
   models: string[];
+  /** CUDA archs of the triton_with_ft built on this builder: its models' serving GPUs and its own (one GPU family). */
+  smList: number[];
 }
 
 export interface StackPlan {
   models: ModelPlanEntry[];
   /** The one gateway in front of every model (its names are the first model's, as in a one-model stack). */
   gateway: { workload: GatewayWorkloadInput; plan: GatewayPlan };
+  /** One per GPU model, each building its own triton_with_ft. */
   builders: BuilderPlan[];
-  /** CUDA archs of the one triton_with_ft build: every serving and builder GPU of the stack. */
-  smList: number[];
 }
 
 /** The component name of a further model's resource: `<base>-<id>`; the first model keeps `<base>`. */
@@ -56,8 +59,6 @@ export function modelResourceName(base: string, entry: Pick<ModelPlanEntry, "id"
 
 export function buildStackPlan(models: readonly ResolvedStack[], stackName: string, hashPath: PathHasher): StackPlan {
   if (models.length === 0) throw new Error("a stack plan needs at least one model");
-  // Every model's serving GPU and its builder's (a promoted stack has no builder: stackSmList).
-  const sms = [...new Set(models.flatMap((m) => stackSmList(m)))].sort((a, b) => a - b);
   // One builder per GPU model, in the order the models first need it.
   const builders: BuilderPlan[] = [];
   const builderOf = models.map((m) => {
@@ -71,6 +72,7 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
         gpuModel: gpu,
         diskGiB: 0,
         models: [],
+        smList: [],
       });
     }
     builders[i]?.models.push(m.model.name);
@@ -80,6 +82,9 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     const hosted = models.filter((_, j) => builderOf[j] === i);
     const explicit = hosted[0]?.config.build.builderDiskGiB;
     b.diskGiB = explicit ?? sharedBuilderDiskGiB(hosted.map((m) => m.model));
+    // Every GPU that runs this builder's triton_with_ft: its models' serving GPUs and the builder's own
+    // (a promoted stack has no builder: stackSmList).
+    b.smList = [...new Set(hosted.flatMap((m) => stackSmList(m)))].sort((x, y) => x - y);
   }
   // One Prometheus for the stack: a model that installs the operator brings it for every model.
   const operator = models.some((m) =>
@@ -92,10 +97,10 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     const ownHost = !seenBuilder.has(builder);
     seenBuilder.add(builder);
     const opts: PlanOptions = {
-      smList: sms,
+      smList: builders[builder]?.smList ?? stackSmList(m),
       ...(models.length > 1 ? { severalModels: true, prometheusOperator: operator } : {}),
       builderDiskGiB: builders[builder]?.diskGiB,
-      ...(first ? {} : { scope: m.model.name, steps: ownHost ? "model-and-host" : "model" }),
+      ...(first ? {} : { scope: m.model.name, steps: ownHost ? "builder-and-model" : "model" }),
     };
     return { id: m.model.name, first, plan: buildPlan(m, stackName, hashPath, opts), builder };
   });
@@ -121,5 +126,5 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
       stackName: e.plan.renderInputs.triton.stackName,
     })),
   };
-  return { models: entries, builders, smList: sms, gateway: { workload: gateway, plan: gatewaySide } };
+  return { models: entries, builders, gateway: { workload: gateway, plan: gatewaySide } };
 }

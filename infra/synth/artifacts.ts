@@ -238,7 +238,6 @@ export function synthesizeStack(
     stack: stack.stackName,
     models: modelDocs,
     builders: sp.builders,
-    smList: sp.smList,
     gateway: sp.gateway.plan,
   };
   const summary: string[] = [];

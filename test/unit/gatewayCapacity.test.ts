@@ -89,7 +89,7 @@ describe("a stack of fixed-size models", () => {
   it("keeps the gateway at its fixed size and each pod's assumed peers at that size", () => {
     const raw = twoModels("fixed-first");
     const all = raw.models as Record<string, ModelEntry>;
-    const codegen = { ...all["codegen-2b-mono"], replicas: 2 };
+    const codegen: ModelEntry = { ...all["codegen-2b-mono"], replicas: 2 };
     delete codegen.autoscaling;
     all["codegen-2b-mono"] = codegen;
     const { sp } = plan(raw);

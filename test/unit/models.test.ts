@@ -125,14 +125,38 @@ describe("the stack plan of several models", () => {
     expect(l4?.diskGiB).toBe(alone[2]);
   });
 
-  it("builds triton_with_ft once, for every GPU of the stack", () => {
-    expect(sp.smList).toEqual([86, 89]);
+  it("builds triton_with_ft on each builder, for its GPU family's SMs only", () => {
+    expect(sp.builders.map((b) => [b.name, b.smList])).toEqual([
+      ["builder", [86]],
+      ["builder-l4", [89]],
+    ]);
     const ids = sp.models.map((m) => m.plan.buildSteps.map((s) => s.id));
     expect(ids).toEqual([
       ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake", "gateway-image"],
       ["fetch", "convert", "gemm", "bake"],
-      ["host-ready", "fetch", "convert", "gemm", "bake"],
+      ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake"],
     ]);
+    expect(sp.models.map((m) => m.plan.build.smList)).toEqual([[86], [86], [89]]);
+  });
+
+  it("a model on a new GPU family builds its own triton_with_ft and changes no other model's step hashes", () => {
+    // The example stack without CodeGen (L4): the two A10G models alone.
+    const raw = seed();
+    const a10gOnly = Object.fromEntries(
+      Object.entries(raw.models as Record<string, unknown>).filter(([id]) => id !== "codegen-2b-mono"),
+    );
+    const before = stepHashes(
+      buildStackPlan(
+        resolved({ ...raw, models: a10gOnly, build: { ...raw.build, builderInstanceType: ["g5.4xlarge"] } }),
+        "seed-models",
+        hasher,
+      ),
+    );
+    // Adding CodeGen on L4 (SM 89) is the example stack: the A10G models' every step keeps its hash.
+    const after = stepHashes(sp);
+    expect(after["h2ogpt-6-9b"]).toEqual(before["h2ogpt-6-9b"]);
+    expect(after["kogpt-6b"]).toEqual(before["kogpt-6b"]);
+    expect(Object.keys(after["codegen-2b-mono"] ?? {})).toContain("triton-with-ft");
   });
 
   it("keeps two models' steps on one builder apart: configs, plan files, markers", () => {

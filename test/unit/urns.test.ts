@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseStackFile } from "../../infra/synth/stackFile";
 import { runProgram, type RunOptions } from "../lib/pulumi";
-import { toModelsForm } from "../lib/modelsForm";
+import { SEED_MODELS_STACK, stackFileConfig, toModelsForm } from "../lib/modelsForm";
 
 const ROOT = join(__dirname, "..", "..");
 const SNAPSHOTS = join(__dirname, "golden", "urns");
@@ -67,6 +67,8 @@ const CASES: Case[] = [
     stack: "dev",
     config: () => ({ ...stackConfig("dev"), cluster: { mode: "stackReference", stackReference: "acme/gpu/prod" } }),
   },
+  // The example stack of several models (test/stacks/models): its first model keeps the one-model names.
+  { name: "seed-models", stack: "seed-models", config: () => stackFileConfig(SEED_MODELS_STACK) },
 ];
 
 describe("resource names (URNs) of the committed stacks", () => {
