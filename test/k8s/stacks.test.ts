@@ -183,6 +183,64 @@ for (const ref of stacks) {
       }
     });
 
+    it("sizes the stack's gateway from every model: each route's cap from its own model, its scaler from all", async () => {
+      // As the API server stored them: the gateway's config and, when any model autoscales, its ScaledObject.
+      const config = stack.objects.find(
+        (o) => o.kind === "ConfigMap" && o.metadata.labels?.["app.kubernetes.io/name"] === "triton-ft-gateway",
+      );
+      if (!config) throw new Error("no gateway ConfigMap rendered");
+      const stored = await kube.json<{ data: Record<string, string> }>([
+        "get",
+        "configmap",
+        "-n",
+        config.metadata.namespace ?? "default",
+        config.metadata.name,
+        "-o",
+        "json",
+      ]);
+      const file = JSON.parse(stored.data["config.json"] ?? "{}") as {
+        models: Array<{ id: string; maxInflight: number }>;
+        limits: { maxInflight: number };
+      };
+      // Two batches (one running, one queued) per Triton pod the model can have at its most (plan.json).
+      const held = (m: RenderedModel) => 2 * m.maxBatchSize * (m.autoscaling?.maxReplicas ?? m.kubernetes.replicas);
+      expect(Object.fromEntries(file.models.map((r) => [r.id, r.maxInflight]))).toEqual(
+        Object.fromEntries(stack.models.map((m) => [m.id, held(m)])),
+      );
+      expect(file.limits.maxInflight).toBe(stack.models.reduce((sum, m) => sum + held(m), 0));
+      const gatewayDeployment = stack.objects.find(
+        (o) =>
+          o.kind === "Deployment" &&
+          podTemplate(o)?.metadata?.labels?.["app.kubernetes.io/name"] === "triton-ft-gateway",
+      );
+      const gatewayScaler = stack.objects.find(
+        (o) =>
+          o.kind === "ScaledObject" &&
+          (o.spec as { scaleTargetRef?: { name?: string } } | undefined)?.scaleTargetRef?.name ===
+            gatewayDeployment?.metadata.name,
+      );
+      const anyAutoscaled = stack.models.some((m) => m.autoscaling !== undefined);
+      expect(gatewayScaler !== undefined, "the gateway scales when any model does").toBe(anyAutoscaled);
+      if (!gatewayScaler) return;
+      const so = await kube.json<{ spec: { maxReplicaCount: number; minReplicaCount: number } }>([
+        "get",
+        "scaledobject",
+        "-n",
+        gatewayScaler.metadata.namespace ?? "default",
+        gatewayScaler.metadata.name,
+        "-o",
+        "json",
+      ]);
+      // Its range reaches what every model's Triton pods hold at their most, at half of the floor's hold per pod.
+      const floor = stack.models.reduce(
+        (sum, m) => sum + 2 * m.maxBatchSize * (m.autoscaling?.minReplicas ?? m.kubernetes.replicas),
+        0,
+      );
+      const peak = stack.models.reduce((sum, m) => sum + held(m), 0);
+      expect(so.spec.maxReplicaCount).toBe(Math.max(so.spec.minReplicaCount, Math.ceil(peak / Math.ceil(floor / 2))));
+      if (stack.models.length > 1) expect(so.spec.maxReplicaCount).toBeGreaterThan(so.spec.minReplicaCount);
+    });
+
     it("schedules every pod onto the intended node type: GPU pods on their model's GPU nodes, the rest on system nodes", async () => {
       const workloads = stack.objects.filter((o) => podTemplate(o) !== undefined);
       expect(workloads.length).toBeGreaterThan(0);

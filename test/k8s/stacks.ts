@@ -44,6 +44,10 @@ export interface RenderedModel {
   several: boolean;
   servingInstanceType: string;
   kubernetes: WorkloadNumbers;
+  /** plan.json serving.maxBatchSize: one Triton pod runs one batch of this size at a time. */
+  maxBatchSize: number;
+  /** plan.json autoscaling (autoscaled models only): the most Triton pods it can have. */
+  autoscaling?: { minReplicas: number; maxReplicas: number };
   /** Its own objects: its Triton workload (several models), or every object of a one-model stack. */
   objects: K8sObject[];
 }
@@ -63,8 +67,9 @@ export interface RenderedStack extends StackRef {
 /** plan.json: one model's plan at the top, or several under `models`. */
 interface ModelPlanJson {
   model: { name: string };
-  serving: { instanceType: string };
+  serving: { instanceType: string; maxBatchSize: number };
   kubernetes: WorkloadNumbers;
+  autoscaling?: { minReplicas: number; maxReplicas: number };
 }
 type PlanJson = ModelPlanJson | { models: Record<string, ModelPlanJson> };
 
@@ -126,7 +131,15 @@ export function renderStack(ref: StackRef, workDir: string): RenderedStack {
   const models = entries.map(([id, p], n): RenderedModel => {
     const own = several ? (perDir[n + 1] ?? []) : objects;
     if (own.length === 0) throw new Error(`synth rendered no manifests for model ${id}`);
-    return { id, several, servingInstanceType: p.serving.instanceType, kubernetes: p.kubernetes, objects: own };
+    return {
+      id,
+      several,
+      servingInstanceType: p.serving.instanceType,
+      kubernetes: p.kubernetes,
+      maxBatchSize: p.serving.maxBatchSize,
+      ...(p.autoscaling ? { autoscaling: p.autoscaling } : {}),
+      objects: own,
+    };
   });
   const stackFile = parseYaml(fs.readFileSync(path.join(ref.dir, `Pulumi.${ref.name}.yaml`), "utf8")) as {
     config?: Record<string, unknown>;
