@@ -41,7 +41,7 @@ export const STACK_OUTPUT_CONTRACT = {
     type: "object",
     secret: false,
     description:
-      "Per model id: `{id, family, source, tensorParallel, instanceType, serverImage, tritonService}` (`tritonService`: the in-cluster gRPC `host:port` of its Triton). Every stack has it; the single-model outputs (`modelFamily`, `modelSource`, `tensorParallel`, `serverImage`) describe the first model.",
+      "Per model id: `{id, family, source, tensorParallel, instanceType, serverImage, tritonService, modelPlan, modelPlanFingerprint}` (`tritonService`: the in-cluster gRPC `host:port` of its Triton; `modelPlan` and its fingerprint: what its image is built from, which a stack promoted from this one compares per model). Every stack has it; the single-model outputs (`modelFamily`, `modelSource`, `tensorParallel`, `serverImage`, `modelPlan`, `modelPlanFingerprint`) describe the first model.",
   },
   apiKeys: {
     type: "object",
@@ -88,7 +88,7 @@ export const STACK_OUTPUT_CONTRACT = {
     type: "string",
     secret: false,
     description:
-      "The model plan the served image is built for, as canonical JSON: model, family, source, architecture, tensorParallel, the limits (maxBatchSize, maxInputLen, maxOutputLen), streaming, int8Mode, the gpt_gemm shape, GPU model, SM list, Triton release. A stack promoted from this one (`build.promoteFrom`) must plan the same (docs/delivery.md, Promotion).",
+      "What the first model's image is built from, as canonical JSON (infra/plan/fingerprint.ts): the bake step and every step it consumes (triton_with_ft, fetch, convert, gemm), each with its script and input files' hashes, its rendered files' hashes (config.pbtxt, expected weights) and its config entries, less the deploy-time values and the named builder-host entries. A stack promoted from this one (`build.promoteFrom`) must plan the same for each model (docs/delivery.md, Promotion).",
   },
   modelPlanFingerprint: {
     type: "string",

@@ -190,11 +190,15 @@ function first<T>(items: readonly T[]): T {
   return item;
 }
 
-/** A promoted stack's images as the serving side takes them (one model: validation refuses promoting several). */
-function fromPromoted(side: PromotedSide): BuildSide {
+/** A promoted stack's images as the serving side takes them: every model's, in the stack plan's order. */
+function fromPromoted(side: PromotedSide, sp: StackPlan): BuildSide {
   return {
     ...(side.network ? { network: side.network } : {}),
-    serverImages: [side.serverImage],
+    serverImages: sp.models.map((m) => {
+      const image = side.serverImages[m.id];
+      if (!image) throw new Error(`promotion returned no image for model ${m.id}`);
+      return image;
+    }),
     tritonWithFtImage: side.tritonWithFtImage,
     gatewayImage: side.gatewayImage,
     outputs: side.outputs,
@@ -290,11 +294,19 @@ export function program(): StackOutputs {
   );
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const tags = stackTags(PROJECT, stackName, stack);
-  const modelPlan = modelPlanOf(plan, stack.config.serving.int8Mode);
+  const modelPlan = modelPlanOf(plan);
   // Promoted: the images another stack built, checked against this stack's model plan; nothing is built.
   const promoteFrom = stack.config.build.promoteFrom;
   const build: BuildSide = promoteFrom
-    ? fromPromoted(promotedSide(stack, promoteFrom, modelPlan, tags))
+    ? fromPromoted(
+        promotedSide(
+          stack,
+          promoteFrom,
+          sp.models.map((m) => ({ id: m.id, plan: modelPlanOf(m.plan) })),
+          tags,
+        ),
+        sp,
+      )
     : buildSide(models, sp, secrets, namePrefix(stackName), tags);
   // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model;
   // each model's row prices its own GPU nodes as the estimate does.
@@ -403,6 +415,9 @@ export function program(): StackOutputs {
             instanceType: m.plan.serving.instanceType,
             serverImage: build.serverImages[i],
             tritonService: tritons[i]?.grpcTarget,
+            // What its image was built from (plan/fingerprint.ts): a promoted stack compares these.
+            modelPlan: serializeModelPlan(modelPlanOf(m.plan)),
+            modelPlanFingerprint: m.plan.image.fingerprint,
           },
         ]),
       ),

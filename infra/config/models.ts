@@ -125,13 +125,6 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
     return [];
   }
   checkOneModelKeysUnused(raw, add);
-  if (build.promoteFrom && Object.keys(models).length > 1)
-    add(
-      "build.promoteFrom",
-      build.promoteFrom,
-      "promotes one model's images, and this stack lists several models",
-      "promote a stack of one model, or build here (remove build.promoteFrom); promoting several models is not supported yet",
-    );
   const rawModels = isRecord(raw.models) ? raw.models : {};
   const entries = Object.entries(models);
   if (Array.isArray(build.builderInstanceType))

@@ -172,7 +172,7 @@ export const buildSchema = z
     promoteFrom: promoteFromSchema
       .optional()
       .describe(
-        "{stackReference}: build nothing; serve the images (by digest) that the named stack built, after checking its model plan equals this stack's (docs/delivery.md, Promotion). Only build.tritonVersion may be set beside it.",
+        "{stackReference}: build nothing; serve the images (by digest) that the named stack built, after checking each model's model plan (what its image is built from) equals this stack's (docs/delivery.md, Promotion). Only build.tritonVersion, build.backendCommit and build.ftCommit (the pins the images carry) may be set beside it.",
       ),
   })
   .strict();

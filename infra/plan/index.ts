@@ -22,6 +22,7 @@ import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition
 import { MODEL_STEP_IDS, scopeSteps } from "./scope";
 import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
+import { fingerprintOf, imageFingerprint, type ImageFingerprint } from "./fingerprint";
 import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
 import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
 
@@ -84,6 +85,12 @@ export interface Plan {
   autoscaling?: AutoscalingPlan;
   /** The remote build steps in graph order, each with its input hash. */
   buildSteps: BuildStep[];
+  /**
+   * What the model's server image is built from (plan/fingerprint.ts): the bake step's hashed inputs
+   * and its upstream steps', minus deploy-time values; a promoted stack serves an image only when the
+   * building stack exported the same `fingerprint`.
+   */
+  image: { fingerprint: string; document: ImageFingerprint };
   /**
    * The sections above arranged as each renderer takes them (all but the
    * images, known after the bake), so the composition roots and synth render
@@ -210,6 +217,8 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
     smList,
   });
   const steps = opts.scope ? scopeSteps(defined, opts.scope) : defined;
+  // Unscoped: the same model fingerprints alike whether it is its stack's first or not.
+  const fingerprint = imageFingerprint(defined, hashPath);
   // Hashed as one graph (a model's convert hashes the shared triton_with_ft step), then cut to this pipeline's.
   const hashes = stepInputHashes(steps, hashPath);
   const runs = PIPELINE_STEPS[opts.steps ?? "all"];
@@ -262,6 +271,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
     buildSteps: topologicalOrder(steps)
       .filter((s) => runs(s.id))
       .map((s) => ({ ...s, inputHash: hashes[s.id] })),
+    image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
     renderInputs: {
       triton,
       scaling: scalingInput(stack, triton, autoscaling),

@@ -97,7 +97,8 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     const ownHost = !seenBuilder.has(builder);
     seenBuilder.add(builder);
     const opts: PlanOptions = {
-      smList: builders[builder]?.smList ?? stackSmList(m),
+      // A promoted stack has no builder: each model's image carries its own GPU family's SMs (stackSmList).
+      smList: m.config.build.promoteFrom ? stackSmList(m) : (builders[builder]?.smList ?? stackSmList(m)),
       ...(models.length > 1 ? { severalModels: true, prometheusOperator: operator } : {}),
       builderDiskGiB: builders[builder]?.diskGiB,
       ...(first ? {} : { scope: m.model.name, steps: ownHost ? "builder-and-model" : "model" }),

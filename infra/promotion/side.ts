@@ -9,13 +9,13 @@ import type * as pulumi from "@pulumi/pulumi";
 import type { ClusterNetwork } from "../components/cluster";
 import { Network } from "../components/network";
 import type { ResolvedStack } from "../config/stack";
-import { Promotion } from "./reference";
-import type { ModelPlan } from "./modelPlan";
+import { Promotion, type PlannedModel } from "./reference";
 
 export interface PromotedSide {
   /** Only with cluster.mode create. */
   network?: ClusterNetwork;
-  serverImage: pulumi.Output<string>;
+  /** Each model's server image, by model id. */
+  serverImages: Record<string, pulumi.Output<string>>;
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs beside the contract's. */
@@ -25,7 +25,7 @@ export interface PromotedSide {
 export function promotedSide(
   stack: ResolvedStack,
   promoteFrom: { stackReference: string },
-  planned: ModelPlan,
+  planned: readonly PlannedModel[],
   tags: Record<string, string>,
 ): PromotedSide {
   const promotion = new Promotion("promotion", { stackReference: promoteFrom.stackReference, planned });
@@ -42,7 +42,7 @@ export function promotedSide(
   }
   return {
     ...(network ? { network } : {}),
-    serverImage: promotion.serverImage,
+    serverImages: promotion.serverImages,
     tritonWithFtImage: promotion.tritonWithFtImage,
     gatewayImage: promotion.gatewayImage,
     outputs,

@@ -34,7 +34,15 @@ import {
   type Engine,
   type StepRecord,
 } from "./engine";
-import { buildOutputs, committedConfig, heldKey, planOf, promotedForm, type RawConfig } from "./stacks";
+import {
+  buildOutputs,
+  committedConfig,
+  heldKey,
+  planOf,
+  promotedForm,
+  type BuiltOutputs,
+  type RawConfig,
+} from "./stacks";
 
 const info = inject("k8s");
 const kube = new Kube(info.binDir, info.kubeconfig);
@@ -62,7 +70,7 @@ function config(keys: { sha256: string }[], serving: Record<string, unknown> = {
 }
 
 /** What the building stack exports after building `servingOverrides` (a label stands for the build's run). */
-function published(run: string, servingOverrides: Record<string, unknown> = {}): Record<string, string> {
+function published(run: string, servingOverrides: Record<string, unknown> = {}): BuiltOutputs {
   const cfg = structuredClone(building);
   cfg.serving = { ...cfg.serving, ...servingOverrides };
   return buildOutputs(cfg, BUILDING, run);

@@ -38,11 +38,13 @@ export function committedConfig(stack: string): RawConfig {
  */
 export function promotedForm(building: RawConfig, buildingStack: string): RawConfig {
   const cfg = structuredClone(building);
-  const tritonVersion = building.build?.tritonVersion;
-  cfg.build = {
-    promoteFrom: { stackReference: `${ORG}/${PROJECT}/${buildingStack}` },
-    ...(tritonVersion !== undefined ? { tritonVersion } : {}),
-  };
+  // The pins the images carry are part of the model plan promotion compares (PROMOTED_BUILD_KEYS).
+  const pins = Object.fromEntries(
+    (["tritonVersion", "backendCommit", "ftCommit"] as const).flatMap((k) =>
+      building.build?.[k] !== undefined ? [[k, building.build[k]]] : [],
+    ),
+  );
+  cfg.build = { promoteFrom: { stackReference: `${ORG}/${PROJECT}/${buildingStack}` }, ...pins };
   cfg.cluster = { mode: "kubeconfig" };
   delete cfg.network;
   const serving = { ...(cfg.serving ?? {}) };
@@ -69,21 +71,35 @@ function digest(seed: string): string {
   return createHash("sha256").update(seed).digest("hex");
 }
 
+/** What a building stack exports that promotion reads: its images, and each model's image and model plan. */
+export interface BuiltOutputs {
+  serverImage: string;
+  tritonWithFtImage: string;
+  gatewayImage: string;
+  modelPlan: string;
+  modelPlanFingerprint: string;
+  models: Record<string, { serverImage: string; modelPlan: string; modelPlanFingerprint: string }>;
+}
+
 /**
  * The outputs a building stack exports after its pulumi up, for `build`
  * (a label standing for one run of the build): its images by digest, and its
  * model plan computed by the real plan code from its config.
  */
-export function buildOutputs(building: RawConfig, stackName: string, build: string): Record<string, string> {
+export function buildOutputs(building: RawConfig, stackName: string, build: string): BuiltOutputs {
   const plan = planOf(building, stackName);
-  const mp = modelPlanOf(plan, Number(building.serving?.int8Mode ?? 0));
+  const mp = modelPlanOf(plan);
   const repo = `123456789012.dkr.ecr.us-east-1.amazonaws.com/${stackName}-${plan.model.name}`;
+  const serverImage = `${repo}-server@sha256:${digest(`${build}:server`)}`;
+  const modelPlan = serializeModelPlan(mp);
+  const fingerprint = modelPlanFingerprint(mp);
   return {
-    serverImage: `${repo}-server@sha256:${digest(`${build}:server`)}`,
+    serverImage,
     tritonWithFtImage: `${repo}-triton-with-ft@sha256:${digest(`${build}:triton-with-ft`)}`,
     gatewayImage: `${repo}-gateway@sha256:${digest(`${build}:gateway`)}`,
-    modelPlan: serializeModelPlan(mp),
-    modelPlanFingerprint: modelPlanFingerprint(mp),
+    modelPlan,
+    modelPlanFingerprint: fingerprint,
+    models: { [plan.model.name]: { serverImage, modelPlan, modelPlanFingerprint: fingerprint } },
   };
 }
 

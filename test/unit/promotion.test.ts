@@ -3,11 +3,12 @@
  * stack's outputs come from the real program run in build mode, and the
  * promoted stack reads them through its StackReference.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { resolveStack } from "../../infra/config/validate";
 import { modelPlanDifferences, type ModelPlan } from "../../infra/promotion/modelPlan";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { REFERENCED_STACKS } from "../lib/mocks";
+import { SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
 import { runProgram } from "../lib/pulumi";
 
 const STAGING = "acme/triton-ft/staging";
@@ -27,7 +28,15 @@ function promoted(base: RawConfig = gpt2Config(), overrides: Record<string, Reco
     serving: { store: { mode: "none" } },
     ...overrides,
   });
-  cfg.build = { promoteFrom: { stackReference: STAGING }, ...(overrides.build ?? {}) };
+  // The pins the images carry are part of the model plan: a promoted stack states them (PROMOTED_BUILD_KEYS).
+  const { tritonVersion, backendCommit, ftCommit } = base.build as Record<string, unknown>;
+  cfg.build = {
+    promoteFrom: { stackReference: STAGING },
+    tritonVersion,
+    backendCommit,
+    ftCommit,
+    ...(overrides.build ?? {}),
+  };
   return cfg;
 }
 
@@ -61,6 +70,7 @@ describe("promotion: build.promoteFrom", () => {
     ])
       expect(types.has(t), t).toBe(false);
     expect(run.outputs.serverImage).toBe(built.serverImage);
+    expect(run.outputs.models).toEqual(built.models);
     expect(run.outputs.gatewayImage).toBe(built.gatewayImage);
     expect(run.outputs.tritonWithFtImage).toBe(built.tritonWithFtImage);
     expect(run.outputs.modelPlanFingerprint).toBe(built.modelPlanFingerprint);
@@ -84,17 +94,25 @@ describe("promotion: build.promoteFrom", () => {
   });
 
   it("refuses an image that is not pinned by digest, naming the output, its value and the fix", async () => {
-    publish({ serverImage: "123456789012.dkr.ecr.us-east-1.amazonaws.com/staging-gpt2-server:latest" });
+    const models = built.models as Record<string, Record<string, unknown>>;
+    publish({
+      models: {
+        gpt2: {
+          ...models.gpt2,
+          serverImage: "123456789012.dkr.ecr.us-east-1.amazonaws.com/staging-gpt2-server:latest",
+        },
+      },
+    });
     await expect(runProgram(promoted(), { stack: "prod", secrets: { kubeconfig: KUBECONFIG } })).rejects.toThrow(
-      /triton-ft:build\.promoteFrom: cannot promote from acme\/triton-ft\/staging:\n {2}1\. output serverImage of stack acme\/triton-ft\/staging = "123456789012\.dkr\.ecr\.us-east-1\.amazonaws\.com\/staging-gpt2-server:latest": is not an image pinned by digest .*; fix: promote from a stack that built its images/,
+      /triton-ft:build\.promoteFrom: cannot promote from acme\/triton-ft\/staging:\n {2}1\. output models\.gpt2\.serverImage of stack acme\/triton-ft\/staging = "123456789012\.dkr\.ecr\.us-east-1\.amazonaws\.com\/staging-gpt2-server:latest": is not an image pinned by digest .*; fix: promote from a stack that built its images/,
     );
   });
 
-  it("refuses a build for another model plan, naming each field that differs and the key that sets it", async () => {
+  it("refuses a build for another model plan, naming each entry that differs and the key that sets it", async () => {
     publish();
     const cfg = promoted(gpt2Config(), { serving: { maxOutputLen: 512 } });
     await expect(runProgram(cfg, { stack: "prod", secrets: { kubeconfig: KUBECONFIG } })).rejects.toThrow(
-      /output modelPlanFingerprint of stack acme\/triton-ft\/staging = "sha256:[0-9a-f]{64}": its images were built for another model plan than this stack's: maxOutputLen built 256, planned here 512 \(serving\.maxOutputLen\); fix: set serving\.maxOutputLen as acme\/triton-ft\/staging has them, or build the change in acme\/triton-ft\/staging first/,
+      /output models\.gpt2\.modelPlanFingerprint of stack acme\/triton-ft\/staging = "sha256:[0-9a-f]{64}": gpt2's image was built for another model plan than this stack's: bake\.files\.\/opt\/triton-ft\/plan\/model-repository\/[a-z]+\/config\.pbtxt built "[0-9a-f]{64}", planned here "[0-9a-f]{64}" \(serving\.maxBatchSize \/ maxInputLen \/ maxOutputLen .*\); fix: set serving\.maxBatchSize .* as acme\/triton-ft\/staging has them, or build the change in acme\/triton-ft\/staging first/,
     );
   });
 
@@ -105,27 +123,33 @@ describe("promotion: build.promoteFrom", () => {
       () => undefined,
       (e: unknown) => String(e),
     );
-    expect(err).toMatch(/tensorParallel built 1, planned here 2 \(serving\.tensorParallel\)/);
-    expect(err).toMatch(/gpuModel built "A10G", planned here "L4" \(serving\.instanceType\)/);
-    expect(err).toMatch(/smList built \[86\], planned here \[89\] \(serving\.instanceType\)/);
-  });
-
-  it("refuses a building stack that exports no model plan (deployed before promotion existed)", async () => {
-    publish({ modelPlanFingerprint: undefined, modelPlan: undefined });
-    await expect(runProgram(promoted(), { stack: "prod", secrets: { kubeconfig: KUBECONFIG } })).rejects.toThrow(
-      /output modelPlanFingerprint of stack acme\/triton-ft\/staging = \(not exported\): the stack exports no model plan.*fix: pulumi up acme\/triton-ft\/staging with this version/,
+    expect(err).toMatch(/convert\.TP built 1, planned here 2 \(serving\.tensorParallel\)/);
+    expect(err).toMatch(
+      /triton-with-ft\.SM_LIST built "86", planned here "89" \(serving\.instanceType \(its GPU's SM\)\)/,
     );
   });
 
-  it("the model plan diff compares whole values, and a field an older plan lacks differs", () => {
+  it("refuses a building stack that exports no model plan (deployed before promotion existed)", async () => {
+    const models = built.models as Record<string, Record<string, unknown>>;
+    publish({ models: { gpt2: { serverImage: models.gpt2?.serverImage } } });
+    await expect(runProgram(promoted(), { stack: "prod", secrets: { kubeconfig: KUBECONFIG } })).rejects.toThrow(
+      /output models\.gpt2\.modelPlanFingerprint of stack acme\/triton-ft\/staging = \(not exported\): the stack exports no model plan for gpt2.*fix: pulumi up acme\/triton-ft\/staging with this version/,
+    );
+  });
+
+  it("the model plan diff compares whole values, names the entry and its key, and a plan of another version differs as a whole", () => {
     const plan = JSON.parse(String(built.modelPlan)) as ModelPlan;
     expect(modelPlanDifferences(plan as unknown as Record<string, unknown>, plan)).toEqual([]);
-    const older: Record<string, unknown> = { ...plan };
-    delete older.gemm;
-    expect(modelPlanDifferences(older, plan).map((d) => d.field)).toEqual(["gemm"]);
-    expect(
-      modelPlanDifferences({ ...plan, arch: { ...plan.arch, layers: plan.arch.layers + 1 } }, plan).map((d) => d.key),
-    ).toEqual(["model.preset / model.arch"]);
+    expect(modelPlanDifferences({ ...plan, version: 1 }, plan).map((d) => d.field)).toEqual(["version"]);
+    const fetch = plan.steps.fetch;
+    if (!fetch) throw new Error("no fetch step in the model plan");
+    const moved = {
+      ...plan,
+      steps: { ...plan.steps, fetch: { ...fetch, config: { ...fetch.config, HF_REVISION: "1".repeat(40) } } },
+    };
+    expect(modelPlanDifferences(moved, plan).map((d) => [d.field, d.key])).toEqual([
+      ["fetch.HF_REVISION", "model.source.huggingface.revision"],
+    ]);
   });
 });
 
@@ -137,13 +161,22 @@ describe("promotion: config checks at preview", () => {
     expect(check(promoted())).toEqual([]);
   });
 
+  it("a promoted stack states the pins its images carry: the backend and FT commits are required", () => {
+    const cfg = promoted();
+    cfg.build = { promoteFrom: { stackReference: STAGING } };
+    expect(check(cfg).map((p) => p.key)).toEqual(["triton-ft:build.backendCommit", "triton-ft:build.ftCommit"]);
+  });
+
   it("refuses a build setting beside promoteFrom, naming the key, the value and the fix", () => {
     const cfg = promoted();
-    cfg.build = { ...cfg.build, backendCommit: "c6936c39be6fc57c161db34cfe5c45d1bef81ee2", sshAllowedCidrs: [] };
+    cfg.build = { ...cfg.build, builderInstanceType: "g5.4xlarge", sshAllowedCidrs: [] };
     const problems = check(cfg);
-    expect(problems.map((p) => p.key)).toEqual(["triton-ft:build.backendCommit", "triton-ft:build.sshAllowedCidrs"]);
+    expect(problems.map((p) => p.key)).toEqual([
+      "triton-ft:build.builderInstanceType",
+      "triton-ft:build.sshAllowedCidrs",
+    ]);
     expect(problems[0]).toMatchObject({
-      value: "c6936c39be6fc57c161db34cfe5c45d1bef81ee2",
+      value: "g5.4xlarge",
       message: expect.stringMatching(/with build\.promoteFrom this stack builds nothing .* so it would be ignored/),
       fix: expect.stringMatching(/^remove it \(acme\/triton-ft\/staging keeps its build settings\)/),
     });
@@ -151,11 +184,11 @@ describe("promotion: config checks at preview", () => {
 
   it("refuses a stack reference that is not <org>/<project>/<stack>, and an unknown key inside promoteFrom", () => {
     const cfg = promoted();
-    cfg.build = { promoteFrom: { stackReference: "staging" } };
+    cfg.build = { ...cfg.build, promoteFrom: { stackReference: "staging" } };
     expect(check(cfg)).toEqual([
       expect.objectContaining({ key: "triton-ft:build.promoteFrom.stackReference", value: "staging" }),
     ]);
-    cfg.build = { promoteFrom: { stackReference: STAGING, stack: "x" } };
+    cfg.build = { ...cfg.build, promoteFrom: { stackReference: STAGING, stack: "x" } };
     expect(check(cfg)).toEqual([
       expect.objectContaining({
         key: "triton-ft:build.promoteFrom.stack",
@@ -167,5 +200,89 @@ describe("promotion: config checks at preview", () => {
   it("a created cluster must say who reaches its endpoint (there are no builder CIDRs to default from)", () => {
     const cfg = promoted(gpt2Config(), { cluster: { mode: "create" } });
     expect(check(cfg)).toEqual([expect.objectContaining({ key: "triton-ft:cluster.endpointAccess" })]);
+  });
+});
+
+describe("promotion of a stack of several models (test/stacks/models)", () => {
+  const SEED_STAGING = "acme/triton-ft/seed-staging";
+  let seedBuilt: Record<string, unknown>;
+  const seed = () => stackFileConfig(SEED_MODELS_STACK) as Record<string, Record<string, unknown>>;
+
+  /** The example stack in its promoted form: its own cluster (CodeGen autoscales), no store, the build section names the stack. */
+  function promotedSeed(models?: Record<string, unknown>): Record<string, unknown> {
+    const raw = seed();
+    const { tritonVersion, backendCommit, ftCommit } = raw.build as Record<string, unknown>;
+    return {
+      ...raw,
+      ...(models ? { models } : {}),
+      build: { promoteFrom: { stackReference: SEED_STAGING }, tritonVersion, backendCommit, ftCommit },
+      cluster: { mode: "create", endpointAccess: "private" },
+      serving: { ...raw.serving, store: { mode: "none" } },
+    };
+  }
+
+  beforeAll(async () => {
+    seedBuilt = (await runProgram(seed(), { stack: "seed-staging" })).outputs;
+  }, 120_000);
+  beforeEach(() =>
+    REFERENCED_STACKS.set(SEED_STAGING, { name: SEED_STAGING, outputs: seedBuilt, secretOutputNames: ["kubeconfig"] }),
+  );
+
+  it("serves every model's image by digest from the building stack, each in its own Deployment", async () => {
+    const cfg = promotedSeed();
+    const run = await runProgram(cfg, { stack: "seed-prod", secrets: { kubeconfig: KUBECONFIG } });
+    const built = seedBuilt.models as Record<string, { serverImage: string; modelPlanFingerprint: string }>;
+    const served = run.outputs.models as Record<string, { serverImage: string; modelPlanFingerprint: string }>;
+    expect(Object.keys(served)).toEqual(["h2ogpt-6-9b", "kogpt-6b", "codegen-2b-mono"]);
+    for (const [id, m] of Object.entries(served)) {
+      expect(m.serverImage, id).toBe(built[id]?.serverImage);
+      expect(m.modelPlanFingerprint, id).toBe(built[id]?.modelPlanFingerprint);
+    }
+    // Three different images, one per model's Triton Deployment.
+    expect(new Set(Object.values(served).map((m) => m.serverImage)).size).toBe(3);
+    const images = run
+      .byType("kubernetes:apps/v1:Deployment")
+      .flatMap((d) =>
+        (d.inputs.spec as { template: { spec: { containers: { image: string }[] } } }).template.spec.containers.map(
+          (c) => c.image,
+        ),
+      );
+    for (const m of Object.values(served)) expect(images).toContain(m.serverImage);
+    for (const t of new Set(run.resources.map((r) => r.type)))
+      expect(t).not.toMatch(
+        /^(command|tls):|^aws:ecr|^aws:ec2\/instance:|^triton-ft:(builder|buildPipeline|registry):/,
+      );
+  });
+
+  it("refuses a model the building stack does not serve, and one it serves that this stack does not, naming each", async () => {
+    const models = seed().models as Record<string, unknown>;
+    const cfg = promotedSeed({
+      "h2ogpt-6-9b": models["h2ogpt-6-9b"],
+      "kogpt-6b": models["kogpt-6b"],
+      "codegen-2b": models["codegen-2b-mono"],
+    });
+    const err = await runProgram(cfg, { stack: "seed-prod", secrets: { kubeconfig: KUBECONFIG } }).then(
+      () => "",
+      (e: unknown) => String(e),
+    );
+    expect(err).toMatch(
+      /model codegen-2b: stack acme\/triton-ft\/seed-staging serves no such model \(its models: codegen-2b-mono, h2ogpt-6-9b, kogpt-6b\); fix: add codegen-2b to acme\/triton-ft\/seed-staging/,
+    );
+    expect(err).toMatch(
+      /model codegen-2b-mono: stack acme\/triton-ft\/seed-staging serves it and this stack does not.*fix: add codegen-2b-mono to this stack's triton-ft:models/,
+    );
+  });
+
+  it("refuses one model's changed limits, naming that model only", async () => {
+    const models = seed().models as Record<string, Record<string, unknown>>;
+    const cfg = promotedSeed({ ...models, "kogpt-6b": { ...models["kogpt-6b"], maxOutputLen: 128 } });
+    const err = await runProgram(cfg, { stack: "seed-prod", secrets: { kubeconfig: KUBECONFIG } }).then(
+      () => "",
+      (e: unknown) => String(e),
+    );
+    expect(err).toMatch(
+      /output models\.kogpt-6b\.modelPlanFingerprint .* kogpt-6b's image was built for another model plan/,
+    );
+    expect(err).not.toMatch(/models\.(h2ogpt-6-9b|codegen-2b-mono)\./);
   });
 });

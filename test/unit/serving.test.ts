@@ -79,6 +79,8 @@ describe("stack-output contract", () => {
         instanceType: "g5.xlarge",
         serverImage: o.serverImage,
         tritonService: "triton-gpt2.triton.svc.cluster.local:8001",
+        modelPlan: o.modelPlan,
+        modelPlanFingerprint: o.modelPlanFingerprint,
       },
     });
     const keys = o.apiKeys as Record<string, string>;

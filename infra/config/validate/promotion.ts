@@ -9,12 +9,20 @@ import { PULUMI_STACK_REFERENCE } from "../limits";
 import type { StackConfig } from "../schema";
 import type { Add } from "./report";
 
-/** Build keys a promoted stack may set: the reference itself, and the Triton release the images carry (its version label, support window). */
-export const PROMOTED_BUILD_KEYS = ["promoteFrom", "tritonVersion"] as const;
+/**
+ * Build keys a promoted stack may set: the reference itself, and the pins its images carry: the Triton
+ * release (its version label, support window) and the backend and FT commits triton_with_ft was compiled
+ * from. The pins are part of the model plan promotion compares (plan/fingerprint.ts), so a promoted
+ * stack states the ones it expects to serve.
+ */
+export const PROMOTED_BUILD_KEYS = ["promoteFrom", "tritonVersion", "backendCommit", "ftCommit"] as const;
 
 /** Keys of the checks that are about building, left out for a promoted stack. */
 export function isBuildOnlyKey(key: string): boolean {
-  return key === "build" || (key.startsWith("build.") && !key.startsWith("build.tritonVersion"));
+  if (key === "build") return true;
+  if (!key.startsWith("build.")) return false;
+  const name = key.slice("build.".length).split(".")[0] ?? "";
+  return !(PROMOTED_BUILD_KEYS as readonly string[]).includes(name) || name === "promoteFrom";
 }
 
 export function isPromoted(config: StackConfig): boolean {
