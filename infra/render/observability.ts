@@ -196,7 +196,7 @@ export interface DcgmExporter {
   configMap: IConfigMap;
   daemonSet: IDaemonSet;
   service: IService;
-  /** The namespace denies ingress by default (k8sGateway.ts): only the metrics scraper reaches 9400. */
+  /** The namespace denies ingress by default (render/gatewayManifests.ts): only the metrics scraper reaches 9400. */
   networkPolicy: INetworkPolicy;
   serviceMonitor: ServiceMonitor;
 }

@@ -225,7 +225,7 @@ export interface StackScalingManifests {
   models: ModelScalingManifests[];
 }
 
-/** The gateway's metrics Service (render/k8sGateway.ts metricsService): where its series live in Prometheus. */
+/** The gateway's metrics Service (render/gatewayManifests.ts metricsService): where its series live in Prometheus. */
 export function gatewayMetrics(w: Pick<WorkloadInput, "modelName" | "namespace">): MetricsSelector {
   return { namespace: w.namespace, service: `${gatewayName(w)}-metrics` };
 }

@@ -8,7 +8,7 @@
 # Usage: build-engine.sh
 # Cache: ${TRITON_FT_CACHE:-~/.cache/triton-ft}/engine/<cli>+kubernetes-<provider>/bin.
 # A second run on the same machine returns at once; a cold run compiles both
-# (see docs/testing.md for the minutes measured on 2 cores).
+# (see docs/development.md, "The real engine suite", for the minutes measured on 2 cores).
 set -euo pipefail
 
 # The Pulumi CLI release (a tag of the pkg/v3 module).
