@@ -40,7 +40,7 @@ import { isoDate } from "./catalog/eks";
 import { estimateCost, gpuPricing } from "./cost";
 import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
-import { stackTags } from "./tags";
+import { modelTags, stackTags } from "./tags";
 
 /**
  * The stack-output contract other teams consume (infra/outputs.ts: documented
@@ -56,6 +56,8 @@ interface BuildSide {
   network?: ClusterNetwork;
   /** Per model, in the stack plan's order. */
   serverImages: pulumi.Output<string>[];
+  /** Per model: the repository its images are pushed to (plan/registry.ts); none for a promoted stack. */
+  serverRepositoryUrls: pulumi.Output<string>[];
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in docs/outputs.md). */
@@ -70,12 +72,13 @@ function buildSide(
   sp: StackPlan,
   secrets: StackSecrets,
   prefix: string,
-  tags: Record<string, string>,
+  tags: StackTags,
 ): BuildSide {
   const stack = first(models);
   const b = stack.config.build;
-  const network = new Network("network", { network: stack.config.network, tags });
-  const registry = new Registry("registry", { namePrefix: prefix, tags });
+  const network = new Network("network", { network: stack.config.network, tags: tags.stack });
+  // One server repository per model: each has its own deployed/previous tags (plan/registry.ts).
+  const registry = new Registry("registry", { plan: sp.registry, tags: tags.stack, modelTags: tags.models });
   const subnetId = network.publicSubnetIds.apply((ids) => {
     const id = ids[0];
     if (!id) throw new pulumi.ResourceError("the network has no public subnet for the builder", network);
@@ -96,15 +99,20 @@ function buildSide(
         namePrefix: i === 0 ? prefix : `${prefix}-${bp.gpuModel.toLowerCase()}`,
         vpcId: network.vpcId,
         subnetId,
-        repositoryArns: [registry.tritonWithFt.arn, registry.server.arn, registry.gateway.arn],
-        tags,
+        // The one-model list first (its policy unchanged), then the further models' repositories.
+        repositoryArns: [
+          registry.tritonWithFt.arn,
+          registry.server.arn,
+          registry.gateway.arn,
+          ...registry.servers.slice(1).map((r) => r.arn),
+        ],
+        tags: tags.stack,
       }),
   );
   const common = {
     region: aws.getRegionOutput().region,
     ecrRegistry: registry.tritonWithFt.repositoryUrl.apply((u) => u.split("/")[0] ?? u),
     tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
-    serverRepositoryUrl: registry.server.repositoryUrl,
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
@@ -122,8 +130,10 @@ function buildSide(
   });
   const pipelines: BuildPipeline[] = [];
   const hostOf = new Map<number, BuildPipeline>();
-  for (const entry of sp.models) {
+  for (const [i, entry] of sp.models.entries()) {
     const builder = builders[entry.builder];
+    const serverRepository = registry.servers[i];
+    if (!serverRepository) throw new Error(`model ${entry.id} has no server repository`);
     if (!builder) throw new Error(`model ${entry.id} has no builder in the plan`);
     const host = hostOf.get(entry.builder);
     // Further models' hashes on this host start a stopped builder too.
@@ -136,6 +146,7 @@ function buildSide(
         );
     const pipeline = new BuildPipeline(modelResourceName("build", entry), {
       ...common,
+      serverRepositoryUrl: serverRepository.repositoryUrl,
       steps: entry.plan.buildSteps,
       connection: connection(builder),
       instanceId: builder.instance.id,
@@ -176,11 +187,25 @@ function buildSide(
   return {
     network,
     serverImages: pipelines.map((p) => p.serverImage),
+    serverRepositoryUrls: registry.servers.map((r) => r.repositoryUrl),
     tritonWithFtImage: firstPipeline.tritonWithFtImage,
     gatewayImage: firstPipeline.gatewayImage,
     outputs,
     pipelines,
   };
+}
+
+/** The stack's tags, and each model's (infra/tags.ts): a model's own resources carry its id. */
+interface StackTags {
+  stack: Record<string, string>;
+  models: Record<string, Record<string, string>>;
+}
+
+/** A model's tag map; the program made one for every model of the plan. */
+function tagsOf(tags: StackTags, id: string): Record<string, string> {
+  const t = tags.models[id];
+  if (!t) throw new Error(`model ${id} has no tags`);
+  return t;
 }
 
 /** The first of a list the plan guarantees non-empty. */
@@ -195,6 +220,7 @@ function fromPromoted(side: PromotedSide): BuildSide {
   return {
     ...(side.network ? { network: side.network } : {}),
     serverImages: [side.serverImage],
+    serverRepositoryUrls: [],
     tritonWithFtImage: side.tritonWithFtImage,
     gatewayImage: side.gatewayImage,
     outputs: side.outputs,
@@ -216,6 +242,7 @@ function clusterSource(
   models: readonly ResolvedStack[],
   secrets: StackSecrets,
   network: ClusterNetwork | undefined,
+  tags: StackTags,
 ) {
   const c = stack.config.cluster;
   const plan = first(sp.models).plan;
@@ -231,6 +258,7 @@ function clusterSource(
           gpuInstanceType: plan.serving.instanceType,
           gpuNodes: plan.kubernetes.gpuNodes,
           gpuNodeDiskGiB: stack.nodeDiskGiB,
+          gpuNodeTags: tagsOf(tags, first(sp.models).id),
           endpoint: endpointAccess({
             access: c.endpointAccess,
             publicAccessCidrs: c.endpointPublicAccessCidrs,
@@ -255,6 +283,7 @@ function clusterSource(
                       nodes: entry.plan.kubernetes.gpuNodes,
                       diskGiB: models[i + 1]?.nodeDiskGiB ?? stack.nodeDiskGiB,
                       nodeLabel,
+                      tags: tagsOf(tags, entry.id),
                       ...(m.nodePool && m.ec2NodeClass
                         ? { nodePool: { nodePool: m.nodePool, ec2NodeClass: m.ec2NodeClass } }
                         : {}),
@@ -289,12 +318,17 @@ export function program(): StackOutputs {
     costInput(stack, plan, { stackName, region, today: isoDate(new Date()) }, { models, plan: sp }),
   );
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
-  const tags = stackTags(PROJECT, stackName, stack);
+  const shared = stackTags(PROJECT, stackName, stack);
+  // triton-ft:model only on a model's own resources; what the models share carries the stack's tags.
+  const tags: StackTags = {
+    stack: shared,
+    models: Object.fromEntries(sp.models.map((m) => [m.id, modelTags(shared, m.id)])),
+  };
   const modelPlan = modelPlanOf(plan, stack.config.serving.int8Mode);
   // Promoted: the images another stack built, checked against this stack's model plan; nothing is built.
   const promoteFrom = stack.config.build.promoteFrom;
   const build: BuildSide = promoteFrom
-    ? fromPromoted(promotedSide(stack, promoteFrom, modelPlan, tags))
+    ? fromPromoted(promotedSide(stack, promoteFrom, modelPlan, tags.stack))
     : buildSide(models, sp, secrets, namePrefix(stackName), tags);
   // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model;
   // each model's row prices its own GPU nodes as the estimate does.
@@ -305,8 +339,8 @@ export function program(): StackOutputs {
     }),
   );
   const cluster = new Cluster("cluster", {
-    cluster: clusterSource(stack, sp, scaling, models, secrets, build.network),
-    tags,
+    cluster: clusterSource(stack, sp, scaling, models, secrets, build.network, tags),
+    tags: tags.stack,
   });
   // One Triton Deployment per model; the first creates the namespace and keeps a one-model stack's names.
   const tritons: TritonService[] = [];
@@ -330,7 +364,7 @@ export function program(): StackOutputs {
     cluster,
     network: build.network,
     namespace: triton.namespaceResource,
-    tags,
+    tags: tags.stack,
   });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {
@@ -401,6 +435,7 @@ export function program(): StackOutputs {
             tensorParallel: m.plan.serving.tensorParallel,
             instanceType: m.plan.serving.instanceType,
             serverImage: build.serverImages[i],
+            ...(build.serverRepositoryUrls[i] ? { serverRepositoryUrl: build.serverRepositoryUrls[i] } : {}),
             tritonService: tritons[i]?.grpcTarget,
           },
         ]),

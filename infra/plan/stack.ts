@@ -15,6 +15,8 @@ import { prometheusOperatorPresent } from "../config/autoscaling";
 import { sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, gatewayPlan, gatewayRoute, type GatewayPlan, type Plan, type PlanOptions } from "./index";
+import { namePrefix } from "../naming";
+import { registryPlan, type RegistryPlan } from "./registry";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
 import type { GatewayWorkloadInput } from "../render/gatewayManifests";
@@ -44,6 +46,8 @@ export interface StackPlan {
   /** The one gateway in front of every model (its names are the first model's, as in a one-model stack). */
   gateway: { workload: GatewayWorkloadInput; plan: GatewayPlan };
   builders: BuilderPlan[];
+  /** The ECR repositories: the shared ones and one server repository per model (plan/registry.ts). */
+  registry: RegistryPlan;
   /** CUDA archs of the one triton_with_ft build: every serving and builder GPU of the stack. */
   smList: number[];
 }
@@ -119,5 +123,14 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
         }
       : {}),
   };
-  return { models: entries, builders, smList: sms, gateway: { workload: gateway, plan: gatewaySide } };
+  return {
+    models: entries,
+    builders,
+    registry: registryPlan(
+      namePrefix(stackName),
+      entries.map((e) => e.id),
+    ),
+    smList: sms,
+    gateway: { workload: gateway, plan: gatewaySide },
+  };
 }
