@@ -56,8 +56,6 @@ interface BuildSide {
   network?: ClusterNetwork;
   /** Per model, in the stack plan's order. */
   serverImages: pulumi.Output<string>[];
-  /** Per model: the repository its images are pushed to (plan/registry.ts); none for a promoted stack. */
-  serverRepositoryUrls: pulumi.Output<string>[];
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in docs/outputs.md). */
@@ -179,6 +177,10 @@ function buildSide(
         { instanceId: builders[i]?.instance.id, publicIp: builders[i]?.publicIp, models: bp.models },
       ]),
     );
+    // Each model's own repository (plan/registry.ts): the first is serverRepositoryUrl.
+    outputs.modelServerRepositoryUrls = Object.fromEntries(
+      sp.models.map((m, i) => [m.id, registry.servers[i]?.repositoryUrl]),
+    );
     outputs.modelBuildStepHashes = Object.fromEntries(
       sp.models.map((m) => [m.id, Object.fromEntries(m.plan.buildSteps.map((s) => [s.id, s.inputHash]))]),
     );
@@ -187,7 +189,6 @@ function buildSide(
   return {
     network,
     serverImages: pipelines.map((p) => p.serverImage),
-    serverRepositoryUrls: registry.servers.map((r) => r.repositoryUrl),
     tritonWithFtImage: firstPipeline.tritonWithFtImage,
     gatewayImage: firstPipeline.gatewayImage,
     outputs,
@@ -220,7 +221,6 @@ function fromPromoted(side: PromotedSide): BuildSide {
   return {
     ...(side.network ? { network: side.network } : {}),
     serverImages: [side.serverImage],
-    serverRepositoryUrls: [],
     tritonWithFtImage: side.tritonWithFtImage,
     gatewayImage: side.gatewayImage,
     outputs: side.outputs,
@@ -435,7 +435,6 @@ export function program(): StackOutputs {
             tensorParallel: m.plan.serving.tensorParallel,
             instanceType: m.plan.serving.instanceType,
             serverImage: build.serverImages[i],
-            ...(build.serverRepositoryUrls[i] ? { serverRepositoryUrl: build.serverRepositoryUrls[i] } : {}),
             tritonService: tritons[i]?.grpcTarget,
           },
         ]),
