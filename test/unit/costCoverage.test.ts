@@ -113,7 +113,7 @@ describe("the estimate covers every resource it creates", () => {
 
   it("finds the billable resource the map forgets (a priced type removed)", () => {
     const s = run("dev");
-    const { ["aws:kms/key:Key"]: _kms, ...withoutKms } = COST_COVERAGE;
+    const withoutKms = Object.fromEntries(Object.entries(COST_COVERAGE).filter(([type]) => type !== "aws:kms/key:Key"));
     expect(coverageProblems(s.inventory.resources, s.cost, ctxOf(s), withoutKms)).toEqual([
       "aws:kms/key:Key (cluster-secrets): neither priced by a cost line nor listed as free or unpriced",
       "cost line kms-keys (stack: KMS key (EKS secrets encryption): 1) is carried by no resource of the inventory",
