@@ -40,7 +40,7 @@ import { isoDate } from "./catalog/eks";
 import { estimateCost, gpuPricing } from "./cost";
 import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
-import { stackTags } from "./tags";
+import { modelTags, stackTags } from "./tags";
 
 /**
  * The stack-output contract other teams consume (infra/outputs.ts: documented
@@ -70,12 +70,13 @@ function buildSide(
   sp: StackPlan,
   secrets: StackSecrets,
   prefix: string,
-  tags: Record<string, string>,
+  tags: StackTags,
 ): BuildSide {
   const stack = first(models);
   const b = stack.config.build;
-  const network = new Network("network", { network: stack.config.network, tags });
-  const registry = new Registry("registry", { namePrefix: prefix, tags });
+  const network = new Network("network", { network: stack.config.network, tags: tags.stack });
+  // One server repository per model: each has its own deployed/previous tags (plan/registry.ts).
+  const registry = new Registry("registry", { plan: sp.registry, tags: tags.stack, modelTags: tags.models });
   const subnetId = network.publicSubnetIds.apply((ids) => {
     const id = ids[0];
     if (!id) throw new pulumi.ResourceError("the network has no public subnet for the builder", network);
@@ -96,15 +97,20 @@ function buildSide(
         namePrefix: i === 0 ? prefix : `${prefix}-${bp.gpuModel.toLowerCase()}`,
         vpcId: network.vpcId,
         subnetId,
-        repositoryArns: [registry.tritonWithFt.arn, registry.server.arn, registry.gateway.arn],
-        tags,
+        // The one-model list first (its policy unchanged), then the further models' repositories.
+        repositoryArns: [
+          registry.tritonWithFt.arn,
+          registry.server.arn,
+          registry.gateway.arn,
+          ...registry.servers.slice(1).map((r) => r.arn),
+        ],
+        tags: tags.stack,
       }),
   );
   const common = {
     region: aws.getRegionOutput().region,
     ecrRegistry: registry.tritonWithFt.repositoryUrl.apply((u) => u.split("/")[0] ?? u),
     tritonWithFtRepositoryUrl: registry.tritonWithFt.repositoryUrl,
-    serverRepositoryUrl: registry.server.repositoryUrl,
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
@@ -122,8 +128,10 @@ function buildSide(
   });
   const pipelines: BuildPipeline[] = [];
   const hostOf = new Map<number, BuildPipeline>();
-  for (const entry of sp.models) {
+  for (const [i, entry] of sp.models.entries()) {
     const builder = builders[entry.builder];
+    const serverRepository = registry.servers[i];
+    if (!serverRepository) throw new Error(`model ${entry.id} has no server repository`);
     if (!builder) throw new Error(`model ${entry.id} has no builder in the plan`);
     const host = hostOf.get(entry.builder);
     // Further models' hashes on this host start a stopped builder too.
@@ -136,6 +144,7 @@ function buildSide(
         );
     const pipeline = new BuildPipeline(modelResourceName("build", entry), {
       ...common,
+      serverRepositoryUrl: serverRepository.repositoryUrl,
       steps: entry.plan.buildSteps,
       connection: connection(builder),
       instanceId: builder.instance.id,
@@ -168,6 +177,10 @@ function buildSide(
         { instanceId: builders[i]?.instance.id, publicIp: builders[i]?.publicIp, models: bp.models },
       ]),
     );
+    // Each model's own repository (plan/registry.ts): the first is serverRepositoryUrl.
+    outputs.modelServerRepositoryUrls = Object.fromEntries(
+      sp.models.map((m, i) => [m.id, registry.servers[i]?.repositoryUrl]),
+    );
     outputs.modelBuildStepHashes = Object.fromEntries(
       sp.models.map((m) => [m.id, Object.fromEntries(m.plan.buildSteps.map((s) => [s.id, s.inputHash]))]),
     );
@@ -181,6 +194,19 @@ function buildSide(
     outputs,
     pipelines,
   };
+}
+
+/** The stack's tags, and each model's (infra/tags.ts): a model's own resources carry its id. */
+interface StackTags {
+  stack: Record<string, string>;
+  models: Record<string, Record<string, string>>;
+}
+
+/** A model's tag map; the program made one for every model of the plan. */
+function tagsOf(tags: StackTags, id: string): Record<string, string> {
+  const t = tags.models[id];
+  if (!t) throw new Error(`model ${id} has no tags`);
+  return t;
 }
 
 /** The first of a list the plan guarantees non-empty. */
@@ -220,6 +246,7 @@ function clusterSource(
   models: readonly ResolvedStack[],
   secrets: StackSecrets,
   network: ClusterNetwork | undefined,
+  tags: StackTags,
 ) {
   const c = stack.config.cluster;
   const plan = first(sp.models).plan;
@@ -235,6 +262,7 @@ function clusterSource(
           gpuInstanceType: plan.serving.instanceType,
           gpuNodes: plan.kubernetes.gpuNodes,
           gpuNodeDiskGiB: stack.nodeDiskGiB,
+          gpuNodeTags: tagsOf(tags, first(sp.models).id),
           endpoint: endpointAccess({
             access: c.endpointAccess,
             publicAccessCidrs: c.endpointPublicAccessCidrs,
@@ -259,6 +287,7 @@ function clusterSource(
                       nodes: entry.plan.kubernetes.gpuNodes,
                       diskGiB: models[i + 1]?.nodeDiskGiB ?? stack.nodeDiskGiB,
                       nodeLabel,
+                      tags: tagsOf(tags, entry.id),
                       ...(m.nodePool && m.ec2NodeClass
                         ? { nodePool: { nodePool: m.nodePool, ec2NodeClass: m.ec2NodeClass } }
                         : {}),
@@ -293,7 +322,12 @@ export function program(): StackOutputs {
     costInput(stack, plan, { stackName, region, today: isoDate(new Date()) }, { models, plan: sp }),
   );
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
-  const tags = stackTags(PROJECT, stackName, stack);
+  const shared = stackTags(PROJECT, stackName, stack);
+  // triton-ft:model only on a model's own resources; what the models share carries the stack's tags.
+  const tags: StackTags = {
+    stack: shared,
+    models: Object.fromEntries(sp.models.map((m) => [m.id, modelTags(shared, m.id)])),
+  };
   const modelPlan = modelPlanOf(plan);
   // Promoted: the images another stack built, checked against this stack's model plan; nothing is built.
   const promoteFrom = stack.config.build.promoteFrom;
@@ -303,7 +337,7 @@ export function program(): StackOutputs {
           stack,
           promoteFrom,
           sp.models.map((m) => ({ id: m.id, plan: modelPlanOf(m.plan) })),
-          tags,
+          tags.stack,
         ),
         sp,
       )
@@ -319,8 +353,8 @@ export function program(): StackOutputs {
     sharedStore: sp.gateway.plan.store !== undefined,
   });
   const cluster = new Cluster("cluster", {
-    cluster: clusterSource(stack, sp, scaling.models, models, secrets, build.network),
-    tags,
+    cluster: clusterSource(stack, sp, scaling.models, models, secrets, build.network, tags),
+    tags: tags.stack,
   });
   // One Triton Deployment per model; the first creates the namespace and keeps a one-model stack's names.
   const tritons: TritonService[] = [];
@@ -344,7 +378,7 @@ export function program(): StackOutputs {
     cluster,
     network: build.network,
     namespace: triton.namespaceResource,
-    tags,
+    tags: tags.stack,
   });
   // The only thing behind the load balancer: keys, limits, OpenAI API, streaming.
   const gateway = new GatewayService("gateway", {

@@ -1,15 +1,35 @@
-/** AWS tags every resource carries, so cost reports and cleanups can find the stack. */
+/**
+ * AWS tags, so cost reports and cleanups can find the stack and each model.
+ *
+ * Two maps: the stack's (what every resource carries: the configured `tags`,
+ * the project and the stack) and a model's (the stack's plus
+ * `triton-ft:model`). A model's map goes only on what that model alone runs
+ * on or pulls from: its GPU nodes (their node group or Karpenter node class,
+ * launch template, instances and volumes) and its server image repository.
+ * What the models share (network, cluster, system nodes, builders, the
+ * gateway's store, the shared repositories, the KMS key) carries the stack's
+ * map only, so a cost report grouped by `triton-ft:model` puts each model's
+ * resources under it and the shared ones under no model: the same split as
+ * cost.json's per-model and `stack` lines (test/unit/costCoverage.test.ts).
+ */
 import type { ResolvedStack } from "./config";
 import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS } from "./plan/network";
 
+/** The tag key naming the model a resource belongs to. */
+export const MODEL_TAG_KEY = "triton-ft:model";
+
 /** The stack's own tags; they win over a `tags` entry with the same key. */
-export function ownTags(project: string, stackName: string, modelName: string): Record<string, string> {
+export function ownStackTags(project: string, stackName: string): Record<string, string> {
   return {
     "app.kubernetes.io/part-of": project,
     "pulumi:project": project,
     "pulumi:stack": stackName,
-    "triton-ft:model": modelName,
   };
+}
+
+/** Every tag the program itself may put on a resource, the model's included (for the per-resource count). */
+export function ownTags(project: string, stackName: string, modelName: string): Record<string, string> {
+  return { ...ownStackTags(project, stackName), [MODEL_TAG_KEY]: modelName };
 }
 
 /**
@@ -29,6 +49,12 @@ export const ROLE_TAG_KEYS: readonly string[] = [
   ...Object.keys(PRIVATE_SUBNET_TAGS),
 ];
 
+/** The tags of what the stack's models share. */
 export function stackTags(project: string, stackName: string, s: ResolvedStack): Record<string, string> {
-  return { ...s.config.tags, ...ownTags(project, stackName, s.model.name) };
+  return { ...s.config.tags, ...ownStackTags(project, stackName) };
+}
+
+/** The tags of one model's own resources: the stack's and the model's id. */
+export function modelTags(stack: Record<string, string>, modelId: string): Record<string, string> {
+  return { ...stack, [MODEL_TAG_KEY]: modelId };
 }

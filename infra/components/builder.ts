@@ -28,9 +28,9 @@ export interface BuilderArgs {
   readonly vpcId: pulumi.Input<string>;
   /** A public subnet of that VPC. */
   readonly subnetId: pulumi.Input<string>;
-  /** ARNs of the two repositories the builder may push to and pull from. */
+  /** ARNs of the stack's repositories the builder may push to and pull from (every model's server repository among them). */
   readonly repositoryArns: pulumi.Input<string>[];
-  /** AWS tags for every resource of the builder (stackTags). */
+  /** AWS tags for every resource of the builder (the stack's: a builder may serve several models). */
   readonly tags: Record<string, string>;
 }
 

@@ -55,6 +55,8 @@ export interface CreatedCluster {
   gpuNodes: number;
   /** GPU node root volume, GiB (room for two server images). */
   gpuNodeDiskGiB: number;
+  /** AWS tags of the first model's GPU nodes (infra/tags.ts modelTags): its node group or node class, instances, volumes. */
+  gpuNodeTags: Record<string, string>;
   /** Who reaches the API endpoint (plan/clusterAccess.ts). */
   endpoint: EndpointAccess;
   /** With serving.autoscaling: Karpenter launches the GPU nodes from these, instead of the fixed node group. */
@@ -74,6 +76,8 @@ export interface CreatedCluster {
       nodes: number;
       diskGiB: number;
       nodeLabel: { key: string; value: string };
+      /** AWS tags of this model's GPU nodes (infra/tags.ts modelTags). */
+      tags: Record<string, string>;
       nodePool?: { nodePool: NodePool; ec2NodeClass: EC2NodeClass };
     }>;
   };
@@ -97,7 +101,7 @@ export interface ReferencedCluster {
 export interface ClusterArgs {
   /** How the stack gets its cluster: created here, from the kubeconfig secret, or from another stack's outputs. */
   readonly cluster: CreatedCluster | KubeconfigCluster | ReferencedCluster;
-  /** AWS tags for every AWS resource of a created cluster (unused by the other modes). */
+  /** AWS tags (the stack's) for the shared AWS resources of a created cluster (unused by the other modes). */
   readonly tags: Record<string, string>;
 }
 
@@ -170,10 +174,17 @@ export class Cluster extends pulumi.ComponentResource {
     if (created && c.mode === "create") {
       const devicePlugin = this.installDevicePlugin(name, created);
       const lbController = this.installLoadBalancerController(name, created);
-      const furtherPools = (c.models?.further ?? []).flatMap((f) => (f.nodePool ? [{ id: f.id, ...f.nodePool }] : []));
+      const furtherPools = (c.models?.further ?? []).flatMap((f) =>
+        f.nodePool ? [{ id: f.id, tags: f.tags, ...f.nodePool }] : [],
+      );
       const pool =
         c.gpuNodePool || furtherPools.length > 0
-          ? this.installGpuNodePool(name, created, { ...c.gpuNodePool, furtherPools }, args.tags)
+          ? this.installGpuNodePool(
+              name,
+              created,
+              { ...c.gpuNodePool, nodeTags: c.gpuNodeTags, furtherPools },
+              args.tags,
+            )
           : undefined;
       this.gpuReady = [
         ...(created.gpuNodes ? [created.gpuNodes] : []),
@@ -280,7 +291,7 @@ export class Cluster extends pulumi.ComponentResource {
         ),
     );
     // Launch templates: encrypted root volumes and IMDSv2 with hop limit 1 (cloud/eks.ts).
-    const template = (pool: string, diskGiB: number) => {
+    const template = (pool: string, diskGiB: number, tags: Record<string, string>) => {
       const lt = new aws.ec2.LaunchTemplate(
         `${name}-${pool}`,
         {
@@ -303,7 +314,7 @@ export class Cluster extends pulumi.ComponentResource {
         nodeRoleArn: nodeRole.arn,
         amiType: SYSTEM_NODES.amiType,
         instanceTypes: [SYSTEM_NODES.instanceType],
-        launchTemplate: template("system", SYSTEM_NODES.diskGiB),
+        launchTemplate: template("system", SYSTEM_NODES.diskGiB, tags),
         subnetIds: c.network.privateSubnetIds,
         scalingConfig: { minSize: SYSTEM_NODES.count, desiredSize: SYSTEM_NODES.count, maxSize: SYSTEM_NODES.count },
         // The gateway's node affinity selects this pool (render/scheduling.ts).
@@ -314,7 +325,13 @@ export class Cluster extends pulumi.ComponentResource {
     );
     const gpuGroup = (
       suffix: string,
-      g: { instanceType: string; nodes: number; diskGiB: number; nodeLabel?: { key: string; value: string } },
+      g: {
+        instanceType: string;
+        nodes: number;
+        diskGiB: number;
+        nodeLabel?: { key: string; value: string };
+        tags: Record<string, string>;
+      },
     ) =>
       new eks.ManagedNodeGroup(
         `${name}-gpu${suffix}`,
@@ -325,14 +342,15 @@ export class Cluster extends pulumi.ComponentResource {
           instanceTypes: [g.instanceType],
           capacityType: "ON_DEMAND",
           // Room for two server images side by side during a rollout (model/sizing.ts nodeDiskGiB).
-          launchTemplate: template(`gpu${suffix}`, g.diskGiB),
+          launchTemplate: template(`gpu${suffix}`, g.diskGiB, g.tags),
           subnetIds: c.network.privateSubnetIds,
           // No autoscaler: a fixed pool with one spare pod slot for the rolling update's surge pod.
           scalingConfig: { minSize: g.nodes, desiredSize: g.nodes, maxSize: g.nodes },
           taints: [GPU_NODE_TAINT],
           // Several models: each model's pods require its own label (render/scheduling.ts MODEL_NODE_LABEL_KEY).
           labels: gpuNodeGroupLabels(g.nodeLabel),
-          tags,
+          // The model's: its GPU nodes are its cost.
+          tags: g.tags,
         },
         { parent: this, dependsOn: attachments },
       );
@@ -344,6 +362,7 @@ export class Cluster extends pulumi.ComponentResource {
       nodes: c.gpuNodes,
       diskGiB: c.gpuNodeDiskGiB,
       nodeLabel: c.models?.firstNodeLabel,
+      tags: c.gpuNodeTags,
     });
     return { systemNodes, gpuNodes, furtherGpuNodes, nodeRole };
   }
@@ -435,7 +454,7 @@ export class Cluster extends pulumi.ComponentResource {
   private installGpuNodePool(
     name: string,
     e: EksParts,
-    pool: Pick<GpuNodePoolArgs, "nodePool" | "ec2NodeClass" | "furtherPools">,
+    pool: Pick<GpuNodePoolArgs, "nodePool" | "ec2NodeClass" | "nodeTags" | "furtherPools">,
     tags: Record<string, string>,
   ): GpuNodePool {
     return new GpuNodePool(

@@ -197,11 +197,18 @@ export interface GpuNodePoolArgs {
   readonly nodePool?: NodePool;
   /** The rendered EC2NodeClass (render/karpenter.ts); the node role, subnets, security group and tags are filled in here. */
   readonly ec2NodeClass?: EC2NodeClass;
-  /** Further models' pools (a stack of several), each named after its model id. */
-  readonly furtherPools?: ReadonlyArray<{ id: string; nodePool: NodePool; ec2NodeClass: EC2NodeClass }>;
+  /** AWS tags of the nodes the first model's pool launches (infra/tags.ts modelTags). */
+  readonly nodeTags: Record<string, string>;
+  /** Further models' pools (a stack of several), each named after its model id, with its model's tags. */
+  readonly furtherPools?: ReadonlyArray<{
+    id: string;
+    nodePool: NodePool;
+    ec2NodeClass: EC2NodeClass;
+    tags: Record<string, string>;
+  }>;
   /** The cluster's Kubernetes provider. */
   readonly provider: k8s.Provider;
-  /** AWS tags for Karpenter's role, interruption queue and rules, and for the EC2 nodes it launches. */
+  /** AWS tags (the stack's) for Karpenter's role, interruption queue and rules. */
   readonly tags: Record<string, string>;
   /** The created EKS cluster's parts Karpenter needs (name, node role, OIDC provider, subnets, system nodes). */
   readonly cluster: KarpenterCluster;
@@ -221,12 +228,13 @@ export class GpuNodePool extends pulumi.ComponentResource {
     const karpenter = this.installKarpenter(name, kc, args);
     const pools = [
       ...(args.nodePool && args.ec2NodeClass
-        ? [{ suffix: "", nodePool: args.nodePool, ec2NodeClass: args.ec2NodeClass }]
+        ? [{ suffix: "", nodePool: args.nodePool, ec2NodeClass: args.ec2NodeClass, tags: args.nodeTags }]
         : []),
       ...(args.furtherPools ?? []).map((p) => ({
         suffix: `-${p.id}`,
         nodePool: p.nodePool,
         ec2NodeClass: p.ec2NodeClass,
+        tags: p.tags,
       })),
     ];
     const ready: pulumi.Resource[] = [karpenter];
@@ -238,7 +246,7 @@ export class GpuNodePool extends pulumi.ComponentResource {
   /** One model's EC2NodeClass and NodePool, on the cluster's role, subnets and security group. */
   private pool(
     name: string,
-    m: { suffix: string; nodePool: NodePool; ec2NodeClass: EC2NodeClass },
+    m: { suffix: string; nodePool: NodePool; ec2NodeClass: EC2NodeClass; tags: Record<string, string> },
     karpenter: pulumi.Resource,
     args: GpuNodePoolArgs,
   ): pulumi.Resource[] {
@@ -252,7 +260,8 @@ export class GpuNodePool extends pulumi.ComponentResource {
           role: kc.nodeRole.name,
           subnetSelectorTerms: pulumi.output(kc.subnetIds).apply((ids) => ids.map((id) => ({ id }))),
           securityGroupSelectorTerms: [{ id: kc.securityGroupId }],
-          tags: args.tags,
+          // The model's: the EC2 nodes Karpenter launches for it are its cost.
+          tags: m.tags,
         },
       },
       { parent: this, provider: args.provider, dependsOn: [karpenter] },

@@ -18,13 +18,17 @@ import { ASSUMED, NLB_PROVISION_SECONDS, NLB_TARGET_REGISTRATION_SECONDS, NODE_B
 import type { ResolvedStack } from "../config/stack";
 import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import type { Plan } from "../plan";
+import { gatewayPlan } from "../plan/gateway";
 import type { StackPlan } from "../plan/stack";
 import { stepEstimates } from "../plan/budgets";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../plan/network";
+import { registryPlan, type RegistryPlan } from "../plan/registry";
+import { namePrefix } from "../naming";
 import { budgetInputs } from "../plan/steps";
-import { GATEWAY_IMAGE_BYTES, TRAFFIC } from "./assumptions";
-import type { CapacityType, ModelCostInput, RegistryCostInput, StackCostInput } from "./input";
+import { GATEWAY_IMAGE_BYTES, STORE, TRAFFIC } from "./assumptions";
+import type { CapacityType, ModelCostInput, RegistryCostInput, StackCostInput, StoreCostInput } from "./input";
+import type { StorePlan } from "../plan/store";
 
 export interface CostContext {
   stackName: string;
@@ -136,25 +140,46 @@ export interface SeveralModels {
 /** Content-tagged images a repository keeps, plus the protected ones that may be older (infra/cloud/ecr.ts). */
 const kept = (n: number) => n + PROTECTED_TAGS.length;
 
-function registries(models: ModelCostInput[]): RegistryCostInput[] {
+/** One entry per ECR repository the stack creates (plan/registry.ts): each model's server repository, then the shared ones. */
+function registries(plan: RegistryPlan, models: ModelCostInput[]): RegistryCostInput[] {
   return [
-    ...models.map((m) => ({
-      id: `server (${m.id})`,
-      model: m.id,
-      // FROM triton_with_ft: its layers once in the repository, then one weights layer per kept image.
-      sharedBytes: m.image.baseBytes,
-      perImageBytes: m.image.weightsBytes,
-      keptImages: kept(KEEP_IMAGES.server),
-    })),
+    ...plan.servers.map((repo) => {
+      const m = models.find((x) => x.id === repo.model);
+      if (!m) throw new Error(`repository ${repo.name} serves ${repo.model}, which has no cost entry`);
+      return {
+        id: repo.name,
+        label: `server (${m.id})`,
+        model: m.id,
+        // FROM triton_with_ft: its layers once in the repository, then one weights layer per kept image.
+        sharedBytes: m.image.baseBytes,
+        perImageBytes: m.image.weightsBytes,
+        keptImages: kept(KEEP_IMAGES.server),
+      };
+    }),
     // A rebuild of triton_with_ft recompiles FT: no layer sharing is assumed between kept images.
     {
-      id: "triton_with_ft",
+      id: plan.tritonWithFt,
+      label: "triton_with_ft",
       sharedBytes: 0,
       perImageBytes: TRITON_WITH_FT_IMAGE_BYTES,
       keptImages: kept(KEEP_IMAGES.tritonWithFt),
     },
-    { id: "gateway", sharedBytes: 0, perImageBytes: GATEWAY_IMAGE_BYTES, keptImages: kept(KEEP_IMAGES.gateway) },
+    {
+      id: plan.gateway,
+      label: "gateway",
+      sharedBytes: 0,
+      perImageBytes: GATEWAY_IMAGE_BYTES,
+      keptImages: kept(KEEP_IMAGES.gateway),
+    },
   ];
+}
+
+/** The gateway's store as the estimate prices it (plan/store.ts); none with serving.store.mode none. */
+function storeCost(store: StorePlan | undefined): StoreCostInput | undefined {
+  if (!store) return undefined;
+  return store.mode === "managed"
+    ? { mode: "managed", storedGiB: STORE.minimumGiB, ecpuPerRequest: STORE.ecpuPerRequest }
+    : { mode: "inCluster", volumeGiB: store.storageGiB };
 }
 
 export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, several?: SeveralModels): StackCostInput {
@@ -162,6 +187,9 @@ export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, severa
   const n = s.config.network;
   const sv = s.config.serving;
   const models = modelEntries(s, plan, several);
+  const promoted = s.config.build.promoteFrom !== undefined;
+  // The stack's gateway store: a one-model stack's gateway plan is its model's alone (plan/gateway.ts).
+  const store = storeCost((several?.plan.gateway.plan ?? gatewayPlan(s)).store);
   const support = eksSupport(c.kubernetesVersion, ctx.today).status === "extended" ? "extended" : "standard";
   // An internet-facing NLB holds one public address per AZ it spans (the public subnets).
   const azs = n.mode === "create" ? n.availabilityZones : n.publicSubnetIds.length;
@@ -187,10 +215,11 @@ export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, severa
       publicAddresses: sv.loadBalancerScheme === "internet-facing" ? azs : 0,
       provisionSeconds: NLB_PROVISION_SECONDS,
     },
-    builders: (
-      several?.plan.builders ?? [
-        { name: BUILDER_ID, instanceType: plan.build.builderInstanceType, diskGiB: plan.build.builderDiskGiB },
-      ]
+    builders: (promoted
+      ? []
+      : (several?.plan.builders ?? [
+          { name: BUILDER_ID, instanceType: plan.build.builderInstanceType, diskGiB: plan.build.builderDiskGiB },
+        ])
     ).map((b) => ({
       id: b.name,
       instanceType: b.instanceType,
@@ -199,8 +228,13 @@ export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, severa
       throughputMiBps: BUILDER_VOLUME.throughputMiBps,
       stopWhenDone: s.config.build.stopBuilderWhenDone,
     })),
-    registries: registries(models),
-    // serving.store (the teams' counter store) is not in this branch's config; with it, map it here.
+    // A promoted stack builds nothing: no builder, no repository of its own (it pulls another stack's images).
+    registries: promoted
+      ? []
+      : registries(several?.plan.registry ?? registryPlan(namePrefix(ctx.stackName), [plan.model.name]), models),
+    ...(store ? { store } : {}),
+    // The EKS secrets key (components/cluster.ts): one per created cluster.
+    kmsKeys: c.mode === "create" ? 1 : 0,
     traffic: { ...TRAFFIC },
     models,
   };

@@ -87,7 +87,10 @@ export interface BuilderCostInput {
 
 /** A repository the stack keeps images in: a base stored once, and one layer set per kept image. */
 export interface RegistryCostInput {
+  /** The ECR repository's name (plan/registry.ts): one entry, and one line, per repository. */
   id: string;
+  /** How the line names it ("server (gpt2)", "triton_with_ft"). */
+  label: string;
   /** The model it serves, or undefined for a repository the stack shares. */
   model?: string;
   /** Layers every kept image shares (stored once per repository). */
@@ -98,13 +101,21 @@ export interface RegistryCostInput {
   keptImages: number;
 }
 
-/** The teams' counter store (ElastiCache Serverless for Valkey), when the stack has one. */
-export interface StoreCostInput {
-  /** Data stored, GiB (the metered minimum when the counters are smaller). */
-  storedGiB: number;
-  /** ECPUs a month at the assumed traffic. */
-  ecpuPerMonth: number;
-}
+/**
+ * The gateway's shared store (serving.store), when the stack has one: an
+ * ElastiCache Serverless cache for Valkey (managed), metered by data stored
+ * and by ECPUs per request; or a Valkey pod whose data sits on a volume
+ * (inCluster), the pod itself on the system nodes already priced.
+ */
+export type StoreCostInput =
+  | {
+      mode: "managed";
+      /** Data stored, GiB (the metered minimum when the counters are smaller). */
+      storedGiB: number;
+      /** ECPUs one request costs (its counters, permit and usage entry). */
+      ecpuPerRequest: number;
+    }
+  | { mode: "inCluster"; volumeGiB: number };
 
 export interface StackCostInput {
   stack: string;
@@ -130,6 +141,8 @@ export interface StackCostInput {
   builders: BuilderCostInput[];
   registries: RegistryCostInput[];
   store?: StoreCostInput;
+  /** KMS customer managed keys the stack creates (the EKS secrets key with cluster.mode create). */
+  kmsKeys: number;
   /** The stated traffic assumptions every usage-priced line uses (cost/assumptions.ts). */
   traffic: {
     /** Share of full-batch throughput served on average. */
@@ -157,4 +170,10 @@ export interface LineItem {
   /** The arithmetic, for people: "2 × 730 h × $0.0832". */
   basis: string;
   note?: string;
+  /**
+   * Why the line prices something the stack uses but does not create (an
+   * existing cluster's GPU nodes): its owner pays it, and a cost report by
+   * this stack's tags cannot show it.
+   */
+  outsideStack?: string;
 }

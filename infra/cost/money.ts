@@ -1,9 +1,12 @@
 /**
  * The monthly sum, itemised: every line is quantity × unit price from the
  * vendored table, with the arithmetic written out beside it. Lines a model
- * owns (its GPU nodes, their volumes, its server images, the NAT bytes its
- * pulls cost) carry the model's id; the rest are the stack's (control plane,
- * system nodes, NAT and NLB hours, builders, shared images, counter store).
+ * owns (its GPU nodes, their volumes, its server image repository) carry the
+ * model's id: they are the resources tagged with it (infra/tags.ts), so a
+ * cost report by tag gives each model the same sum. The rest are the
+ * stack's (control plane, system nodes, NAT and NLB hours, the NAT bytes of
+ * every model's image pulls, which AWS bills on the shared NAT gateway,
+ * builders, shared images, the gateway's store, the KMS key).
  *
  * Each line has a low and a high end: an autoscaled model at its floor
  * (`min`) and at its ceiling (`max`); a fixed size is the same at both.
@@ -11,7 +14,7 @@
  * stated traffic of cost/assumptions.ts. A unit the table cannot price
  * becomes a line without a price and a warning, never a guess.
  */
-import { HOURS_PER_MONTH, NLCU_TCP } from "./assumptions";
+import { HOURS_PER_MONTH, NLCU_TCP, STORE } from "./assumptions";
 import type { CapacityType, LineItem, ModelCostInput, StackCostInput } from "./input";
 import { instanceHourly, unitPrice, type Priced, type RegionPrices, type UnitKey } from "./prices";
 import { estimateTokens } from "./tokens";
@@ -39,6 +42,7 @@ interface LineSpec {
   price: Priced | undefined;
   basis: (q: number, usd: number) => string;
   note?: string;
+  outsideStack?: string;
 }
 
 function line(s: LineSpec): LineItem {
@@ -59,6 +63,7 @@ function line(s: LineSpec): LineItem {
   };
   if (p) item.price = { usd: p.usd, key: s.key, source: p.source };
   if (s.note) item.note = s.note;
+  if (s.outsideStack) item.outsideStack = s.outsideStack;
   return item;
 }
 
@@ -69,7 +74,7 @@ const CAPACITY_NOTE: Record<CapacityType, string | undefined> = {
     "capacity reservations bill at the on-demand rate whether or not a node runs in them: the reservation's own size, not priced here, is the real floor",
 };
 
-/** One model's lines: GPU nodes, their root volumes, its server images, the NAT bytes its pulls cost. */
+/** One model's lines: GPU nodes, their root volumes, its server images. */
 export function modelLines(stack: StackCostInput, m: ModelCostInput, r: RegionPrices, warnings: string[]): LineItem[] {
   const hourly = instanceHourly(r, m.instanceType);
   const priced = "usd" in hourly ? hourly : undefined;
@@ -78,12 +83,12 @@ export function modelLines(stack: StackCostInput, m: ModelCostInput, r: RegionPr
       `${m.id}: no on-demand price for ${m.instanceType} in the table (${hourly.missing}); its GPU nodes are left out of the sum`,
     );
   const range = m.nodes.min === m.nodes.max ? `${m.nodes.min}` : `${m.nodes.min}..${m.nodes.max}`;
+  // On an existing cluster the model's pods take GPU nodes the stack does not create.
+  const outsideStack =
+    stack.cluster.mode === "existing"
+      ? "an existing cluster's GPU nodes: the cluster's owner pays them, and they carry its tags, not this stack's"
+      : undefined;
   const server = stack.registries.find((g) => g.model === m.id);
-  const imageGiB = (m.image.baseBytes + m.image.weightsBytes) / GiB;
-  const pulls = {
-    min: m.nodes.min * stack.traffic.pullsPerNodePerMonth,
-    max: m.nodes.max * stack.traffic.pullsPerNodePerMonth,
-  };
   const items = [
     line({
       id: "gpu-nodes",
@@ -95,6 +100,7 @@ export function modelLines(stack: StackCostInput, m: ModelCostInput, r: RegionPr
       price: priced,
       basis: (q, usd) => `${qty(q / H)} nodes × ${H} h × ${money(usd)}/h`,
       note: CAPACITY_NOTE[m.capacityType],
+      outsideStack,
     }),
     line({
       id: "gpu-node-volumes",
@@ -105,23 +111,9 @@ export function modelLines(stack: StackCostInput, m: ModelCostInput, r: RegionPr
       key: "ebsGp3GbMonth",
       price: unitPrice(r, "ebsGp3GbMonth"),
       basis: (q, usd) => `${qty(q)} GB × ${money(usd)}`,
+      outsideStack,
     }),
   ];
-  // The GPU nodes sit in private subnets: their pulls from ECR go through the stack's NAT gateway.
-  if (stack.natGateways > 0)
-    items.push(
-      line({
-        id: "nat-image-pulls",
-        scope: m.id,
-        label: `NAT data: server image pulls (${stack.traffic.pullsPerNodePerMonth} per node per month × ${imageGiB.toFixed(1)} GiB)`,
-        quantity: { min: pulls.min * imageGiB, max: pulls.max * imageGiB },
-        unit: "GB processed",
-        key: "natGatewayGb",
-        price: unitPrice(r, "natGatewayGb"),
-        basis: (q, usd) => `${qty(q)} GB × ${money(usd)}`,
-        note: "assumed traffic (cost/assumptions.ts TRAFFIC.pullsPerNodePerMonth)",
-      }),
-    );
   if (server) items.push(...registryLine(server, r));
   return items;
 }
@@ -132,7 +124,7 @@ function registryLine(g: StackCostInput["registries"][number], r: RegionPrices):
     line({
       id: `ecr-${g.id}`,
       scope: g.model ?? "stack",
-      label: `ECR ${g.id}: up to ${g.keptImages} kept image(s)`,
+      label: `ECR ${g.label}: up to ${g.keptImages} kept image(s)`,
       quantity: both(gib),
       unit: "GB-months",
       key: "ecrStorageGbMonth",
@@ -143,7 +135,7 @@ function registryLine(g: StackCostInput["registries"][number], r: RegionPrices):
   ];
 }
 
-/** The stack's shared lines: control plane, system nodes, NAT and NLB, builders, shared images, counter store. */
+/** The stack's shared lines: control plane, KMS key, system nodes, NAT and NLB, builders, shared images, the gateway's store. */
 export function stackLines(stack: StackCostInput, r: RegionPrices, warnings: string[]): LineItem[] {
   const items: LineItem[] = [];
   const c = stack.cluster;
@@ -210,36 +202,117 @@ export function stackLines(stack: StackCostInput, r: RegionPrices, warnings: str
       }),
     );
   }
+  for (const m of stack.models) items.push(...natPullLines(stack, m, r));
   items.push(...loadBalancerLines(stack, r));
   for (const b of stack.builders) items.push(...builderLines(b, r, warnings));
   for (const g of stack.registries.filter((x) => x.model === undefined)) items.push(...registryLine(g, r));
-  if (stack.store) {
-    const s = stack.store;
-    items.push(
-      line({
-        id: "store-data",
-        scope: "stack",
-        label: `counter store (ElastiCache Serverless, Valkey): ${s.storedGiB} GB stored`,
-        quantity: both(s.storedGiB * H),
-        unit: "GB-hours",
-        key: "valkeyServerlessGbHour",
-        price: unitPrice(r, "valkeyServerlessGbHour"),
-        basis: (q, usd) => `${qty(q)} GB-h × ${money(usd)}`,
-      }),
-      line({
-        id: "store-ecpu",
-        scope: "stack",
-        label: "counter store ECPUs at the assumed traffic",
-        quantity: both(s.ecpuPerMonth / 1e6),
-        unit: "million ECPUs",
-        key: "valkeyServerlessMillionEcpu",
-        price: unitPrice(r, "valkeyServerlessMillionEcpu"),
-        basis: (q, usd) => `${qty(q)} M × ${money(usd)}`,
-        note: "assumed traffic (cost/assumptions.ts TRAFFIC.utilisation, STORE.ecpuPerRequest)",
-      }),
-    );
-  }
+  items.push(...storeLines(stack, r), ...kmsLines(stack, r));
   return items;
+}
+
+/**
+ * Requests a month at the assumed traffic, every model's pods at one end: the
+ * tokens they generate (decode throughput × utilisation) over the tokens a
+ * request generates (its maxOutputLen: the fewest requests, so the fewest
+ * store operations, the throughput estimate allows).
+ */
+function requestsPerMonth(stack: StackCostInput, end: "min" | "max"): number {
+  let requests = 0;
+  for (const m of stack.models) {
+    const tps = estimateTokens(m, undefined).tokensPerSecondPerPod.central;
+    requests += (m.replicas[end] * tps * stack.traffic.utilisation * 3600 * H) / m.decode.maxOutputLen;
+  }
+  return requests;
+}
+
+/** The gateway's store: the managed cache's data and ECPUs, or the in-cluster store's volume. */
+function storeLines(stack: StackCostInput, r: RegionPrices): LineItem[] {
+  const s = stack.store;
+  if (!s) return [];
+  if (s.mode === "inCluster")
+    return [
+      line({
+        id: "store-volume",
+        scope: "stack",
+        label: `gateway store (in-cluster Valkey): ${s.volumeGiB} GiB volume`,
+        quantity: both(s.volumeGiB),
+        unit: "GB-months",
+        key: "ebsGp3GbMonth",
+        price: unitPrice(r, "ebsGp3GbMonth"),
+        basis: (q, usd) => `${q} GB × ${money(usd)}`,
+        note: "at the gp3 rate: the volume's class is the cluster's default (serving.store.storageClassName)",
+      }),
+    ];
+  const ecpu = (end: "min" | "max") => (requestsPerMonth(stack, end) * s.ecpuPerRequest) / 1e6;
+  return [
+    line({
+      id: "store-data",
+      scope: "stack",
+      label: `gateway store (ElastiCache Serverless, Valkey): ${s.storedGiB} GB stored`,
+      quantity: both(s.storedGiB * H),
+      unit: "GB-hours",
+      key: "valkeyServerlessGbHour",
+      price: unitPrice(r, "valkeyServerlessGbHour"),
+      basis: (q, usd) => `${qty(q)} GB-h × ${money(usd)}`,
+      note: `the metered minimum (${STORE.minimumGiB} GB): counters and usage hashes take far less`,
+    }),
+    line({
+      id: "store-ecpu",
+      scope: "stack",
+      label: "gateway store ECPUs at the assumed traffic",
+      quantity: { min: ecpu("min"), max: ecpu("max") },
+      unit: "million ECPUs",
+      key: "valkeyServerlessMillionEcpu",
+      price: unitPrice(r, "valkeyServerlessMillionEcpu"),
+      basis: (q, usd) => `${qty(q)} M × ${money(usd)}`,
+      note: `assumed traffic: requests of maxOutputLen tokens at TRAFFIC.utilisation, ${s.ecpuPerRequest} ECPUs each (cost/assumptions.ts STORE)`,
+    }),
+  ];
+}
+
+/** Customer managed KMS keys: a monthly fee each; their requests are usage-priced and not in the table. */
+function kmsLines(stack: StackCostInput, r: RegionPrices): LineItem[] {
+  if (stack.kmsKeys === 0) return [];
+  return [
+    line({
+      id: "kms-keys",
+      scope: "stack",
+      label: `KMS key (EKS secrets encryption): ${stack.kmsKeys}`,
+      quantity: both(stack.kmsKeys),
+      unit: "key-months",
+      key: "kmsKeyMonth",
+      price: unitPrice(r, "kmsKeyMonth"),
+      basis: (q, usd) => `${q} × ${money(usd)}`,
+      note: "yearly rotation: the first two rotations add a key-month each (after 1 and 2 years), not priced; requests are usage-priced and few (the API server caches its data key), not priced",
+    }),
+  ];
+}
+
+/**
+ * The NAT bytes of one model's image pulls: the GPU nodes sit in private
+ * subnets, so their pulls from ECR go through the stack's NAT gateway, which
+ * AWS bills (and a tag report shows) as the stack's.
+ */
+function natPullLines(stack: StackCostInput, m: ModelCostInput, r: RegionPrices): LineItem[] {
+  if (stack.natGateways === 0) return [];
+  const imageGiB = (m.image.baseBytes + m.image.weightsBytes) / GiB;
+  const pulls = {
+    min: m.nodes.min * stack.traffic.pullsPerNodePerMonth,
+    max: m.nodes.max * stack.traffic.pullsPerNodePerMonth,
+  };
+  return [
+    line({
+      id: `nat-image-pulls-${m.id}`,
+      scope: "stack",
+      label: `NAT data: ${m.id} server image pulls (${stack.traffic.pullsPerNodePerMonth} per node per month × ${imageGiB.toFixed(1)} GiB)`,
+      quantity: { min: pulls.min * imageGiB, max: pulls.max * imageGiB },
+      unit: "GB processed",
+      key: "natGatewayGb",
+      price: unitPrice(r, "natGatewayGb"),
+      basis: (q, usd) => `${qty(q)} GB × ${money(usd)}`,
+      note: "assumed traffic (cost/assumptions.ts TRAFFIC.pullsPerNodePerMonth)",
+    }),
+  ];
 }
 
 /** NLB hours, capacity units at the assumed traffic, and an internet-facing NLB's public addresses. */

@@ -24,7 +24,15 @@
 import type { UnitKey } from "./prices";
 
 /** The offers the table draws on. */
-export const OFFERS = ["AmazonEC2", "AmazonEKS", "AWSELB", "AmazonVPC", "AmazonECR", "AmazonElastiCache"] as const;
+export const OFFERS = [
+  "AmazonEC2",
+  "AmazonEKS",
+  "AWSELB",
+  "AmazonVPC",
+  "AmazonECR",
+  "AmazonElastiCache",
+  "AWSKMS",
+] as const;
 export type OfferCode = (typeof OFFERS)[number];
 
 /** Column and attribute names compared without case, spaces or punctuation. */
@@ -171,6 +179,8 @@ export const UNIT_RULES: Record<Exclude<UnitKey, "eksClusterHourExtendedSupport"
     usage: /(ECPU|ProcessingUnits)$/,
     scale: (unit) => (/million/i.test(unit) ? 1 : 1e6),
   },
+  // Unchecked usage type (a customer managed key's monthly fee; requests are KMS-Requests, not priced here).
+  kmsKeyMonth: { offer: "AWSKMS", where: {}, usage: /KMS-Keys$/ },
 };
 
 /** EC2 instance rows: on-demand Linux, shared tenancy, no pre-installed software, capacity used (not a reservation's idle part). */
@@ -296,6 +306,7 @@ export function regionTable(
     ecrStorageGbMonth: "GB-month",
     valkeyServerlessGbHour: "GB-hour (100 MB minimum)",
     valkeyServerlessMillionEcpu: "million ECPUs",
+    kmsKeyMonth: "key-month",
   };
   const pick = (name: string, rule: UnitRule): number | undefined => {
     const o = need(rule.offer);

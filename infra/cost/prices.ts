@@ -27,6 +27,7 @@ export const UNIT_KEYS = [
   "ecrStorageGbMonth",
   "valkeyServerlessGbHour",
   "valkeyServerlessMillionEcpu",
+  "kmsKeyMonth",
 ] as const;
 export type UnitKey = (typeof UNIT_KEYS)[number];
 

@@ -18,6 +18,8 @@ import { sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, type Plan, type PlanOptions } from "./index";
 import { gatewayPlan, type GatewayPlan } from "./gateway";
+import { namePrefix } from "../naming";
+import { registryPlan, type RegistryPlan } from "./registry";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
 import type { GatewayWorkloadInput } from "../render/gatewayManifests";
@@ -50,6 +52,8 @@ export interface StackPlan {
   gateway: { workload: GatewayWorkloadInput; plan: GatewayPlan };
   /** One per GPU model, each building its own triton_with_ft. */
   builders: BuilderPlan[];
+  /** The ECR repositories: the shared ones and one server repository per model (plan/registry.ts). */
+  registry: RegistryPlan;
 }
 
 /** The component name of a further model's resource: `<base>-<id>`; the first model keeps `<base>`. */
@@ -127,5 +131,13 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
       stackName: e.plan.renderInputs.triton.stackName,
     })),
   };
-  return { models: entries, builders, gateway: { workload: gateway, plan: gatewaySide } };
+  return {
+    models: entries,
+    builders,
+    registry: registryPlan(
+      namePrefix(stackName),
+      entries.map((e) => e.id),
+    ),
+    gateway: { workload: gateway, plan: gatewaySide },
+  };
 }

@@ -305,6 +305,16 @@ const ROWS: Row[] = [
     message: /Kubernetes Service name "triton-gpt2-", which is not a DNS-1035 label/,
     fix: /ending with a letter or digit/,
   },
+  {
+    title: "a model.name with two '-' in a row: its own server repository name ECR refuses",
+    overrides: { model: { name: "gpt--2" } },
+    severity: "problem",
+    key: "model.name",
+    value: "gpt--2",
+    message:
+      /ECR repository name "triton-ft-dev\/server\/gpt--2" \(the model's own server images in a stack of several models\), which ECR refuses/,
+    fix: /no '--'/,
+  },
   // Disks
   {
     title: "a GPU node root volume smaller than the server image twice",

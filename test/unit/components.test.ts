@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
+import { registryPlan } from "../../infra/plan/registry";
 import { stepConfigPath } from "../../infra/plan/stepGraph";
 import { resolveStack } from "../../infra/config/validate";
 import type { TeamLimitsFile } from "../../infra/render/gatewayConfig";
@@ -30,7 +31,11 @@ describe("Registry", () => {
     const run = await runComponents(async () => {
       const { Registry } = await import("../../infra/components/registry");
       return () => {
-        const r = new Registry("registry", { namePrefix: "triton-ft-unit", tags: { team: "ml" } });
+        const r = new Registry("registry", {
+          plan: registryPlan("triton-ft-unit", ["gpt2"]),
+          tags: { team: "ml" },
+          modelTags: { gpt2: { team: "ml" } },
+        });
         return { server: r.server.repositoryUrl };
       };
     });

@@ -139,7 +139,7 @@ describe("a change: prod from g5.12xlarge to p4d.24xlarge", () => {
     const lines = diffLines(before, after);
     const dMin = after.monthlyUsd.min - before.monthlyUsd.min;
     expect(lines[0]).toBe(
-      `cost: +$${Math.round(dMin).toLocaleString("en-US")}/month at min, +$${Math.round(after.monthlyUsd.max - before.monthlyUsd.max).toLocaleString("en-US")} at max ($4,521–$12,834 → $${Math.round(after.monthlyUsd.min).toLocaleString("en-US")}–$${Math.round(after.monthlyUsd.max).toLocaleString("en-US")})`,
+      `cost: +$${Math.round(dMin).toLocaleString("en-US")}/month at min, +$${Math.round(after.monthlyUsd.max - before.monthlyUsd.max).toLocaleString("en-US")} at max ($4,528–$12,842 → $${Math.round(after.monthlyUsd.min).toLocaleString("en-US")}–$${Math.round(after.monthlyUsd.max).toLocaleString("en-US")})`,
     );
     // A100 hosts boot slower (NVSwitch); the 96-vCPU builder compiles triton_with_ft faster.
     expect(lines[1]).toMatch(
@@ -148,7 +148,7 @@ describe("a change: prod from g5.12xlarge to p4d.24xlarge", () => {
     expect(lines[2]).toMatch(/^ {2}\+\$19,636\/month {2}GPU nodes: 1\.\.2 × p4d\.24xlarge/);
     const md = diffMarkdown("prod", before, after);
     expect(md).toContain("before ████░░░░░░░");
-    expect(md).toContain("after  ██████████████░░░░░░░░░░░░░░ $16,411–$32,460/month");
+    expect(md).toContain("after  ██████████████░░░░░░░░░░░░░░ $16,418–$32,467/month");
   });
 
   it("a change that touches nothing the build or the pods read takes no time", () => {
@@ -260,6 +260,7 @@ function stack(over: Partial<StackCostInput> = {}): StackCostInput {
       { id: "b", instanceType: "g5.4xlarge", diskGiB: 200, iops: 6000, throughputMiBps: 500, stopWhenDone: true },
     ],
     registries: [],
+    kmsKeys: 0,
     traffic: { utilisation: 0.5, nlbBytesPerToken: 200, pullsPerNodePerMonth: 2 },
     models: [model()],
     ...over,
@@ -351,12 +352,30 @@ describe("lines that depend on the input", () => {
     expect(reserved.items.find((i) => i.id === "gpu-nodes")?.note).toMatch(/reservations bill at the on-demand rate/);
   });
 
-  it("the counter store is priced only when the stack has one", () => {
+  it("the gateway's store is priced only when the stack has one: the managed cache's data and ECPUs, or the in-cluster volume", () => {
     expect(estimateCost(stack()).items.some((i) => i.id.startsWith("store-"))).toBe(false);
-    const r = estimateCost(stack({ store: { storedGiB: 0.1, ecpuPerMonth: 4e6 } }));
+    const r = estimateCost(stack({ store: { mode: "managed", storedGiB: 0.1, ecpuPerRequest: 4 } }));
     const data = r.items.find((i) => i.id === "store-data");
     expect(data?.monthlyUsd.min).toBeCloseTo(0.1 * H * 0.084, 9);
-    expect(r.items.find((i) => i.id === "store-ecpu")?.monthlyUsd.min).toBeCloseTo(4 * 0.0023, 9);
+    // Requests of maxOutputLen tokens from every pod at the assumed utilisation, at each end of the replica range.
+    const m = model();
+    const tps = estimateTokens(m, undefined).tokensPerSecondPerPod.central;
+    const requests = (replicas: number) => (replicas * tps * 0.5 * 3600 * H) / m.decode.maxOutputLen;
+    const ecpu = r.items.find((i) => i.id === "store-ecpu");
+    expect(ecpu?.monthlyUsd.min).toBeCloseTo(((requests(2) * 4) / 1e6) * 0.0023, 9);
+    expect(ecpu?.monthlyUsd.max).toBeCloseTo(((requests(6) * 4) / 1e6) * 0.0023, 9);
+    const volume = estimateCost(stack({ store: { mode: "inCluster", volumeGiB: 3 } })).items.filter((i) =>
+      i.id.startsWith("store-"),
+    );
+    expect(volume.map((i) => [i.id, i.monthlyUsd.min])).toEqual([["store-volume", 3 * 0.08]]);
+  });
+
+  it("a KMS key is a key-month each", () => {
+    expect(estimateCost(stack()).items.some((i) => i.id === "kms-keys")).toBe(false);
+    expect(estimateCost(stack({ kmsKeys: 1 })).items.find((i) => i.id === "kms-keys")?.monthlyUsd).toEqual({
+      min: 1,
+      max: 1,
+    });
   });
 
   it("an instance type without an on-demand price is left out with a warning, not guessed", () => {
@@ -371,7 +390,7 @@ describe("lines that depend on the input", () => {
   it("an existing cluster and network bring no control plane, system nodes or NAT", () => {
     const r = estimateCost(stack({ cluster: { mode: "existing" }, natGateways: 0 }));
     const ids = r.items.map((i) => i.id);
-    for (const id of ["eks-control-plane", "system-nodes", "nat-gateways", "nat-image-pulls"])
+    for (const id of ["eks-control-plane", "system-nodes", "nat-gateways", "nat-image-pulls-m", "kms-keys"])
       expect(ids).not.toContain(id);
   });
 

@@ -9,6 +9,7 @@ import {
   lifecycleRules,
   type LifecycleRule,
 } from "../../infra/cloud/ecr";
+import { registryPlan, type RegistryPlan } from "../../infra/plan/registry";
 
 interface Image {
   digest: string;
@@ -124,5 +125,124 @@ describe("ECR retention", () => {
   it("only the protected tags are mutable", () => {
     expect(TAG_MUTABILITY.imageTagMutability).toBe("IMMUTABLE_WITH_EXCLUSION");
     expect(TAG_MUTABILITY.imageTagMutabilityExclusionFilters.map((f) => f.filter)).toEqual([...PROTECTED_TAGS]);
+  });
+});
+
+/**
+ * A stack of several models as ECR sees it: each model pushes its bakes to the
+ * repository the plan gives it (plan/registry.ts), the bake moves `live` and
+ * `previous` there (scripts/remote/lib/ecr.sh ecr_protect), a successful
+ * rollout moves `deployed` and `deployed-previous` (tag-deployed.sh), and
+ * ECR's daily lifecycle run expires what the rules let it.
+ */
+describe("ECR retention in a stack of several models", () => {
+  const MODELS = ["gpt-j-6b", "codegen-6b", "neox-20b"] as const;
+
+  class Ecr {
+    readonly repos = new Map<string, Image[]>();
+    private pushed = 0;
+
+    constructor(readonly plan: RegistryPlan) {
+      for (const s of plan.servers) this.repos.set(s.name, []);
+    }
+
+    private repoOf(model: string): Image[] {
+      const name = this.plan.servers.find((s) => s.model === model)?.name;
+      const repo = name ? this.repos.get(name) : undefined;
+      if (!repo) throw new Error(`no repository for ${model}`);
+      return repo;
+    }
+
+    /** ecr_rotate_tag: <tag> to the digest, <previous> to the digest <tag> named before. */
+    private rotate(repo: Image[], digest: string, tag: string, previous: string): void {
+      const current = repo.find((i) => i.tags.includes(tag));
+      if (current?.digest === digest) return;
+      for (const i of repo) i.tags = i.tags.filter((t) => t !== previous);
+      if (current) {
+        current.tags = current.tags.filter((t) => t !== tag);
+        current.tags.push(previous);
+      }
+      repo.find((i) => i.digest === digest)?.tags.push(tag);
+    }
+
+    /** One build and rollout of a model on `day`; returns the digest it runs. */
+    deploy(model: string, day: number): string {
+      const repo = this.repoOf(model);
+      const digest = `${model}#${++this.pushed}`;
+      repo.push({ digest, tags: [`${TAG_PREFIX.server}${this.pushed}`], pushedDay: day });
+      this.rotate(repo, digest, "live", "previous");
+      this.rotate(repo, digest, "deployed", "deployed-previous");
+      this.expire(day);
+      return digest;
+    }
+
+    /** The lifecycle run of every repository. */
+    expire(day: number): void {
+      for (const [name, images] of this.repos) {
+        const gone = evaluate(lifecycleRules("server"), images, day);
+        this.repos.set(
+          name,
+          images.filter((i) => !gone.has(i.digest)),
+        );
+      }
+    }
+
+    has(digest: string): boolean {
+      return [...this.repos.values()].some((r) => r.some((i) => i.digest === digest));
+    }
+  }
+
+  /** Every model deployed twice (a running image and its rollback target), then 50 rebuilds of the first. */
+  function rebuildOne(plan: RegistryPlan): { lost: string[]; runningOfFirst: string } {
+    const ecr = new Ecr(plan);
+    const running = new Map<string, { now: string; before: string }>();
+    let day = 0;
+    for (const m of MODELS) {
+      const before = ecr.deploy(m, day++);
+      running.set(m, { before, now: ecr.deploy(m, day++) });
+    }
+    let runningOfFirst = "";
+    const lost = new Set<string>();
+    for (let i = 0; i < 50; i++) {
+      runningOfFirst = ecr.deploy(MODELS[0], day++);
+      for (const m of MODELS.slice(1)) {
+        const r = running.get(m);
+        if (r && !ecr.has(r.now)) lost.add(`${m} running ${r.now} (after rebuild ${i + 1})`);
+        if (r && !ecr.has(r.before)) lost.add(`${m} rollback ${r.before} (after rebuild ${i + 1})`);
+      }
+    }
+    return { lost: [...lost], runningOfFirst };
+  }
+
+  it("gives each model a repository of its own; the first keeps the one-model stack's", () => {
+    const plan = registryPlan("triton-ft-prod", MODELS);
+    expect(plan.servers.map((s) => s.name)).toEqual([
+      "triton-ft-prod/server",
+      "triton-ft-prod/server/codegen-6b",
+      "triton-ft-prod/server/neox-20b",
+    ]);
+    expect(plan.servers.map((s) => s.key)).toEqual(["server", "server-codegen-6b", "server-neox-20b"]);
+    expect(new Set(plan.servers.map((s) => s.name)).size).toBe(MODELS.length);
+    // One model: exactly the one-model names.
+    expect(registryPlan("triton-ft-dev", ["gpt2"]).servers).toEqual([
+      { model: "gpt2", key: "server", name: "triton-ft-dev/server" },
+    ]);
+  });
+
+  it("keeps every other model's deployed and previous images over 50 rebuilds of one model", () => {
+    const { lost, runningOfFirst } = rebuildOne(registryPlan("triton-ft-prod", MODELS));
+    expect(lost).toEqual([]);
+    expect(runningOfFirst).not.toBe("");
+  });
+
+  it("one repository shared by the models loses the others' running images (the defect the per-model repositories fix)", () => {
+    const plan = registryPlan("triton-ft-prod", MODELS);
+    const shared: RegistryPlan = {
+      ...plan,
+      servers: plan.servers.map((s) => ({ ...s, name: "triton-ft-prod/server" })),
+    };
+    const { lost } = rebuildOne(shared);
+    expect(lost.length).toBeGreaterThan(0);
+    expect(lost.some((l) => l.startsWith("codegen-6b running"))).toBe(true);
   });
 });

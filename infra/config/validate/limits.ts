@@ -26,6 +26,7 @@ import {
   VPC_QUOTAS,
 } from "../limits";
 import { namePrefix, repositoryNames } from "../../naming";
+import { serverRepositoryName } from "../../plan/registry";
 import { gatewayName } from "../../render/gatewayManifests";
 import { workloadName } from "../../render/tritonManifests";
 import type { StackConfig } from "../schema";
@@ -286,8 +287,11 @@ export function checkNames(
   add: Add,
 ): void {
   const e = ECR_REPOSITORY_NAME;
+  const refused = (repo: string) => repo.length < e.minChars || repo.length > e.maxChars || !e.pattern.test(repo);
+  let stackNamesOk = true;
   for (const repo of Object.values(repositoryNames(namePrefix(stackName)))) {
-    if (repo.length < e.minChars || repo.length > e.maxChars || !e.pattern.test(repo))
+    if (refused(repo)) stackNamesOk = false;
+    if (refused(repo))
       addName(
         "stack name",
         stackName,
@@ -295,6 +299,15 @@ export function checkNames(
         "use a stack name that starts and ends with a letter or digit, with no two of '-', '_', '.' in a row",
       );
   }
+  // A model's own server repository in a stack of several (plan/registry.ts); the id may be any entry's.
+  const own = serverRepositoryName(namePrefix(stackName), modelName, false);
+  if (stackNamesOk && refused(own))
+    add(
+      "model.name",
+      modelName,
+      `makes the ECR repository name ${JSON.stringify(own)} (the model's own server images in a stack of several models), which ECR refuses: ${e.minChars} to ${e.maxChars} lowercase letters and digits, groups joined by one '.', '_' or '-' ${cite(e)}`,
+      "use an id whose groups of letters and digits are joined by one '-' (no '--')",
+    );
   const k = K8S_NAMES;
   for (const name of [workloadName({ modelName }), gatewayName({ modelName })]) {
     if (name.length > k.maxLabelChars || !k.dns1035Label.test(name))
