@@ -282,16 +282,18 @@ async function referenceRun(
   cloud: MockCloud,
   kinds: ValueKinds,
 ): Promise<ReferenceValues> {
-  const run = await runUnderMocks({
-    pulumi: opts.pulumi,
-    program: opts.program,
-    project: opts.project,
-    stack: opts.stack,
-    config,
-    secretKeys: opts.secretKeys,
-    preview: false,
-    cloud,
-  });
+  const run = await quietly(() =>
+    runUnderMocks({
+      pulumi: opts.pulumi,
+      program: opts.program,
+      project: opts.project,
+      stack: opts.stack,
+      config,
+      secretKeys: opts.secretKeys,
+      preview: false,
+      cloud,
+    }),
+  );
   const ignore: MaskCounts = { secrets: 0, unknowns: 0 };
   const inputs = new Map<string, Reference>();
   for (const r of run.registrations)
@@ -301,4 +303,20 @@ async function referenceRun(
     for (const [key, v] of Object.entries(run.result))
       if (v !== undefined) outputs.set(key, { value: await normalizeValue(v, kinds, ignore, { reveal: true }) });
   return { inputs, outputs };
+}
+
+/**
+ * Runs `fn` with the console silent: without an engine the SDK prints the
+ * program's log lines (warnings, the cost summary) to the console, and the
+ * first run has printed them already.
+ */
+async function quietly<T>(fn: () => Promise<T>): Promise<T> {
+  const saved = { log: console.log, error: console.error, warn: console.warn };
+  const mute = () => undefined;
+  Object.assign(console, { log: mute, error: mute, warn: mute });
+  try {
+    return await fn();
+  } finally {
+    Object.assign(console, saved);
+  }
 }

@@ -4,6 +4,7 @@
  * Outputs, what a change does, and diffs against format-1 inventories.
  * The program here is a small one of its own under the same mock runtime.
  */
+import type * as Pulumi from "@pulumi/pulumi";
 import { describe, expect, it, vi } from "vitest";
 import { buildInventory } from "../../infra/mock/inventory";
 import type { MockCloud } from "../../infra/mock/runtime";
@@ -27,8 +28,8 @@ async function inventory(routes: string, options: { reference?: boolean } = {}):
   vi.resetModules();
   const pulumi = await import("@pulumi/pulumi");
   class Thing extends pulumi.CustomResource {
-    declare readonly endpoint: pulumi.Output<string>;
-    constructor(name: string, args: Record<string, unknown>, opts?: pulumi.CustomResourceOptions) {
+    declare readonly endpoint: Pulumi.Output<string>;
+    constructor(name: string, args: Record<string, unknown>, opts?: Pulumi.CustomResourceOptions) {
       super("test:index:Thing", name, { ...args, endpoint: undefined }, opts);
     }
   }
