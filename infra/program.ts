@@ -74,7 +74,11 @@ function buildSide(
 ): BuildSide {
   const stack = first(models);
   const b = stack.config.build;
-  const network = new Network("network", { network: stack.config.network, tags });
+  const network = new Network("network", {
+    network: stack.config.network,
+    tags,
+    eksControlPlane: stack.config.cluster.mode === "create",
+  });
   const registry = new Registry("registry", { namePrefix: prefix, tags });
   const subnetId = network.publicSubnetIds.apply((ids) => {
     const id = ids[0];

@@ -10,6 +10,7 @@ import { idleGpus } from "../../infra/config/validate/idleGpus";
 import { findGpuInstance } from "../../infra/catalog/gpus";
 import { AWS_REGIONS, EKS_UNSUPPORTED_AZS, RESERVED_TAG_KEYS } from "../../infra/config/awsFacts";
 import type { StackConfig } from "../../infra/config/schema";
+import { createdVpcZoneProblems, existingNetworkProblems } from "../../infra/plan/network";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 
 const TODAY = "2026-11-25";
@@ -139,5 +140,37 @@ describe("the facts are data with their sources", () => {
     for (const p of RESERVED_TAG_KEYS.prefixes) expect(p.source).toMatch(/https:\/\//);
     for (const r of Object.values(EKS_UNSUPPORTED_AZS.regions))
       for (const id of r.unsupported) expect(r.azIds).toContain(id);
+  });
+});
+
+describe("Availability Zones at deploy time (the names only the account's lookup maps to IDs)", () => {
+  const zones = {
+    names: ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1e", "us-east-1f"],
+    zoneIds: ["use1-az4", "use1-az3", "use1-az6", "use1-az1", "use1-az2", "use1-az5"],
+  };
+
+  it("refuses a created VPC whose first AZ names include one EKS does not use, naming both", () => {
+    const [p, ...rest] = createdVpcZoneProblems("us-east-1", zones, 2);
+    expect(rest).toEqual([]);
+    expect(p).toContain("us-east-1b (use1-az3)");
+    expect(p).toContain("use fewer (the AZs before us-east-1b)");
+    expect(createdVpcZoneProblems("us-east-1", zones, 1)).toEqual([]);
+    // The same IDs are no concern in a Region without any on record.
+    expect(createdVpcZoneProblems("eu-west-1", zones, 6)).toEqual([]);
+  });
+
+  it("refuses an existing private subnet in such an AZ when the stack creates the cluster there", () => {
+    const s = (id: string, az: string, azId: string) => ({
+      id,
+      vpcId: "vpc-1",
+      availabilityZone: az,
+      availabilityZoneId: azId,
+    });
+    const priv = [s("subnet-a", "us-east-1a", "use1-az4"), s("subnet-b", "us-east-1b", "use1-az3")];
+    expect(existingNetworkProblems("vpc-1", [], priv, "us-east-1")).toEqual([
+      expect.stringContaining("subnet subnet-b is in us-east-1b (use1-az3), where EKS places no control-plane subnets"),
+    ]);
+    // An existing cluster (no control plane created here): not this stack's concern.
+    expect(existingNetworkProblems("vpc-1", [], priv)).toEqual([]);
   });
 });
