@@ -120,7 +120,8 @@ export function checkTagKeyCase(config: StackConfig, add: Add): void {
         `keep one of ${first} and ${key}`,
       );
     else seen.set(lower, key);
-    const mine = own.find((k) => k !== key && k.toLowerCase() === lower);
+    // A reserved key (the role tags are kubernetes.io/…) is reported once, by checkReservedTagKeys.
+    const mine = reservedTagPrefix(key) ? undefined : own.find((k) => k !== key && k.toLowerCase() === lower);
     if (mine)
       add(
         `tags.${key}`,

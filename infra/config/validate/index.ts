@@ -89,8 +89,11 @@ export function resolveStack(
   opts: ResolveOptions = {},
 ): ResolvedModels {
   const parsed = parseConfig(raw);
-  if (!parsed.config) return { problems: parsed.problems, warnings: [] };
-  const problems: ConfigProblem[] = [...parsed.problems];
+  // The Region is not a triton-ft key: checked whatever the namespace's values are.
+  const regionProblems: ConfigProblem[] = [];
+  checkRegion(opts.region, (key, value, message, fix) => regionProblems.push({ key, value, message, fix }));
+  if (!parsed.config) return { problems: [...parsed.problems, ...regionProblems], warnings: [] };
+  const problems: ConfigProblem[] = [...parsed.problems, ...regionProblems];
   const warnings: ConfigProblem[] = [];
   const seen = new Set<string>();
   const collect =
@@ -127,7 +130,6 @@ export function resolveStack(
   // Teams' model scopes name the stack's models: every model id, so checked once for the stack.
   const first = views[0];
   // What AWS's geography and its controllers refuse is about the stack: checked once.
-  checkRegion(opts.region, (key, value, message, fix) => problems.push({ key, value, message, fix }));
   if (first) {
     checkRegionalArns(first.config, opts.region, add);
     checkEksZones(first.config, opts.region, add);
