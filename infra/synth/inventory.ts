@@ -147,9 +147,9 @@ export async function normalizeValue(
   const output = kinds.output?.(value);
   if (output !== undefined) {
     const o = await output;
-    if (!o.known) return unknownValue(ref, counts);
-    if (o.secret && !options.reveal) return maskSecret(await normalizeValue(o.value, kinds, counts, options), counts);
-    return normalizeValue(o.value, kinds, counts, options);
+    const inner = o.known ? await normalizeValue(o.value, kinds, counts, options) : unknownValue(ref, counts);
+    // A secret not known yet is a secret all the same.
+    return o.secret && !options.reveal ? maskSecret(inner, counts) : inner;
   }
   const secret = kinds.secret(value);
   if (secret) {
@@ -199,9 +199,15 @@ function maskSecret(value: InventoryValue, counts: MaskCounts): InventoryValue {
   return maskLeaves("secret", value);
 }
 
-/** `value`'s shape, every leaf replaced by `[<kind>:<its fingerprint>]`; masks already there are kept. */
+/**
+ * `value`'s shape, every leaf replaced by `[<kind>:<its fingerprint>]`. A mask
+ * already there keeps its fingerprint; inside a secret it becomes a secret
+ * (a secret whose value is not known yet is still a secret, as format 1 and
+ * the engine show it).
+ */
 function maskLeaves(kind: MaskKind, value: InventoryValue): InventoryValue {
-  if (parseMask(value)) return value;
+  const mask = parseMask(value);
+  if (mask) return kind === "secret" ? maskValue("secret", mask.fingerprint) : value;
   if (Array.isArray(value) && value.length > 0) return value.map((v) => maskLeaves(kind, v));
   if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length > 0)
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskLeaves(kind, v)]));

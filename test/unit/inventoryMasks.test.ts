@@ -22,7 +22,8 @@ const REFERENCE: MockCloud = {
 
 /**
  * Runs a program with a store (endpoint computed by the cloud) and a config
- * map computed from its endpoint, the config value `routes` and a secret.
+ * computed from its endpoint and the config value `routes`, a secret, and a
+ * token computed from both.
  */
 async function inventory(routes: string, options: { reference?: boolean } = {}): Promise<Inventory> {
   vi.resetModules();
@@ -38,12 +39,10 @@ async function inventory(routes: string, options: { reference?: boolean } = {}):
     const store = new Thing("store", { size: 1 });
     const key = cfg.requireSecret("key");
     const config = new Thing("config", {
-      data: pulumi.all([store.endpoint, key]).apply(([endpoint, k]) => ({
-        routes: cfg.require("routes"),
-        endpoint,
-        keyLength: k.length,
-      })),
+      data: store.endpoint.apply((endpoint) => ({ routes: cfg.require("routes"), endpoint })),
       password: key,
+      // Secret and not known before deploy: a secret all the same.
+      token: pulumi.all([store.endpoint, key]).apply(([endpoint, k]) => `${endpoint}/${k}`),
     });
     return {
       builders: { b: { host: store.endpoint, models: ["m1"], name: pulumi.output("b1") } },
@@ -81,7 +80,7 @@ describe("masked values", () => {
     const b = await inventory("b");
     const data = (inv: Inventory) => config(inv).inputs.data as Record<string, string>;
     // The shape comes from the reference run; every leaf is masked with its own fingerprint.
-    expect(Object.keys(data(a)).sort()).toEqual(["endpoint", "keyLength", "routes"]);
+    expect(Object.keys(data(a)).sort()).toEqual(["endpoint", "routes"]);
     expect(data(a)).toEqual(data(again));
     expect(data(a).routes).not.toBe(data(b).routes);
     expect(data(a).endpoint).toBe(data(b).endpoint);
@@ -95,6 +94,7 @@ describe("masked values", () => {
     const password = parseMask(config(inv).inputs.password);
     expect(password).toMatchObject({ kind: "secret", fingerprint: expect.stringMatching(/^[0-9a-f]{12}$/) });
     expect(JSON.stringify(inv)).not.toContain("stand-in");
+    expect(parseMask(config(inv).inputs.token)?.kind).toBe("secret");
   });
 
   it("--diff shows the change behind [unknown], not its value", async () => {
@@ -110,7 +110,9 @@ describe("masked values", () => {
       ...neu,
       format: 1,
       resources: neu.resources.map((r) =>
-        r.name === "config" ? { ...r, inputs: { ...r.inputs, data: "[unknown]", password: "[secret]" } } : r,
+        r.name === "config"
+          ? { ...r, inputs: { ...r.inputs, data: "[unknown]", password: "[secret]", token: "[secret]" } }
+          : r,
       ),
       outputs: { ...neu.outputs, builders: { b: { host: "[unknown]", models: ["m1"], name: "b1" } } },
     };
