@@ -74,7 +74,11 @@ function buildSide(
 ): BuildSide {
   const stack = first(models);
   const b = stack.config.build;
-  const network = new Network("network", { network: stack.config.network, tags: tags.stack });
+  const network = new Network("network", {
+    network: stack.config.network,
+    tags: tags.stack,
+    eksControlPlane: stack.config.cluster.mode === "create",
+  });
   // One server repository per model: each has its own deployed/previous tags (plan/registry.ts).
   const registry = new Registry("registry", { plan: sp.registry, tags: tags.stack, modelTags: tags.models });
   const subnetId = network.publicSubnetIds.apply((ids) => {

@@ -167,7 +167,10 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
     );
   }
 
-  const { stack, models, problems, warnings } = resolveStack(file.raw, file.secrets, { stackName: args.stack });
+  const { stack, models, problems, warnings } = resolveStack(file.raw, file.secrets, {
+    stackName: args.stack,
+    ...(file.awsRegion ? { region: file.awsRegion } : {}),
+  });
   if (warnings.length > 0) io.stderr(formatWarnings(args.stack, warnings));
   if (!stack) {
     io.stderr(formatProblems(args.stack, problems));

@@ -5,11 +5,11 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { createHash } from "node:crypto";
 import { PROJECT, SECRET_KEYS } from "../infra/config";
 import {
   INVENTORY_FILE,
   INVENTORY_SUMMARY_FILE,
-  SECRET_MARK,
   UNKNOWN_MARK,
   inventoryJson,
   inventorySummary,
@@ -18,8 +18,8 @@ import {
 } from "../infra/synth/inventory";
 import { diffInventories, formatDiff } from "../infra/synth/inventoryDiff";
 import { buildInventory, engineConfig } from "../infra/mock/inventory";
-import type { PulumiSdk } from "../infra/mock/runtime";
-import { CALL_RESULTS } from "../test/lib/mocks";
+import type { MockCloud, PulumiSdk } from "../infra/mock/runtime";
+import { CALL_RESULTS, resourceState } from "../test/lib/mocks";
 import type { CostReport } from "../infra/cost";
 import { diffLines, diffMarkdown } from "../infra/cost/format";
 import { COST_FILE, parseCostReport } from "../infra/synth/costArtifacts";
@@ -40,10 +40,15 @@ export async function loadProgram(): Promise<LoadedProgram> {
  * What the program sees for a `secure:` value synth cannot decrypt: something it
  * can parse, naming nothing real. Only the kubeconfig is parsed (for the cluster
  * name, which then shows as [unknown]); every other secret is an opaque string.
+ * Each carries a hash of the ciphertext, so setting the secret anew (a new
+ * ciphertext in the stack file) changes the fingerprints of what it flows
+ * into: the inventory diff shows the change, as `pulumi preview` would.
  */
-export function secretStandIn(key: string): string {
+export function secretStandIn(key: string, ciphertext = ""): string {
+  const hash = createHash("sha256").update(ciphertext).digest("hex").slice(0, 12);
   if (key === `${PROJECT}:kubeconfig`)
     return [
+      `# synth's stand-in for a secure value (ciphertext sha256 ${hash})`,
       "apiVersion: v1",
       "kind: Config",
       "current-context: offline",
@@ -52,8 +57,24 @@ export function secretStandIn(key: string): string {
       "users: [{name: offline, user: {}}]",
       "",
     ].join("\n");
-  return SECRET_MARK;
+  return `synth stand-in for a secure value (ciphertext sha256 ${hash})`;
 }
+
+/**
+ * The reference run's cloud (infra/mock/inventory.ts): the unit tests' mock
+ * cloud, whose ids, ARNs and endpoints are stand-ins derived from the
+ * resource names, the same on every run.
+ */
+const REFERENCE_CLOUD: MockCloud = {
+  newResource({ type, name, inputs, id }) {
+    const r = resourceState(type, name, inputs);
+    return { id: id || r.id, state: r.state };
+  },
+  call({ token, inputs }) {
+    const fn = CALL_RESULTS[token];
+    return fn ? fn(inputs) : inputs;
+  },
+};
 
 export interface InventoryArgs {
   stackName: string;
@@ -76,6 +97,7 @@ export async function writeInventory(args: InventoryArgs): Promise<string> {
     repoRoot: args.repoRoot,
     // The unit tests' mock cloud knows the result shape of every data source the program calls.
     invokeShapes: CALL_RESULTS,
+    reference: REFERENCE_CLOUD,
   });
   fs.mkdirSync(args.outDir, { recursive: true });
   fs.writeFileSync(path.join(args.outDir, INVENTORY_FILE), inventoryJson(inventory));

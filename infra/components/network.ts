@@ -13,6 +13,7 @@ import {
   NAT_GATEWAY_STRATEGY,
   PRIVATE_SUBNET_TAGS,
   PUBLIC_SUBNET_TAGS,
+  createdVpcZoneProblems,
   existingNetworkProblems,
   subnetPrefixLengths,
   type SubnetFacts,
@@ -23,6 +24,11 @@ export interface NetworkArgs {
   readonly network: StackConfig["network"];
   /** AWS tags for the VPC and its subnets (the subnet role tags are added here). */
   readonly tags: Record<string, string>;
+  /**
+   * The stack creates its EKS cluster in these subnets: their AZs are checked
+   * against the ones where EKS places no control-plane subnets, at preview.
+   */
+  readonly eksControlPlane?: boolean;
 }
 
 export class Network extends pulumi.ComponentResource {
@@ -33,6 +39,9 @@ export class Network extends pulumi.ComponentResource {
   constructor(name: string, args: NetworkArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:network:Network", name, {}, opts);
     const n = args.network;
+    // The AZ check needs the Region only when an EKS control plane goes into these subnets.
+    const region = args.eksControlPlane ? aws.getRegionOutput({}, { parent: this }).region : undefined;
+    let zonesChecked: pulumi.Output<string[]> | undefined;
     if (n.mode === "create") {
       const lengths = subnetPrefixLengths(n.vpcCidr);
       // awsx.ec2.Vpc is a multi-language (remote) component: the subnets, route
@@ -59,23 +68,37 @@ export class Network extends pulumi.ComponentResource {
       this.vpcId = vpc.vpcId;
       this.publicSubnetIds = vpc.publicSubnetIds;
       this.privateSubnetIds = vpc.privateSubnetIds;
+      if (region) {
+        // The names awsx will take, looked up as awsx does; a preview has them (an
+        // invoke), so a refused AZ fails the preview, before any subnet exists.
+        const zones = aws.getAvailabilityZonesOutput({}, { parent: this });
+        zonesChecked = pulumi.all([region, zones.names, zones.zoneIds]).apply(([r, names, zoneIds]) => {
+          const problems = createdVpcZoneProblems(r, { names, zoneIds }, n.availabilityZones);
+          if (problems.length > 0)
+            throw new pulumi.ResourceError(`the VPC's AZs are not usable:\n  - ${problems.join("\n  - ")}`, this);
+          return names.slice(0, n.availabilityZones);
+        });
+      }
     } else {
       const vpcId = n.vpcId ?? "";
       const vpc = aws.ec2.getVpcOutput({ id: vpcId }, { parent: this });
       const lookup = (ids: string[]) =>
         pulumi.all(
           ids.map((id) =>
-            aws.ec2
-              .getSubnetOutput({ id }, { parent: this })
-              .apply((s): SubnetFacts => ({ id: s.id, vpcId: s.vpcId, availabilityZone: s.availabilityZone })),
+            aws.ec2.getSubnetOutput({ id }, { parent: this }).apply((s): SubnetFacts => ({
+              id: s.id,
+              vpcId: s.vpcId,
+              availabilityZone: s.availabilityZone,
+              availabilityZoneId: s.availabilityZoneId,
+            })),
           ),
         );
       // Every consumer reads the ids through this check, so a wrong id fails the
       // update before a builder or a cluster is created in the wrong place.
       const checked = pulumi
-        .all([vpc.id, lookup(n.publicSubnetIds), lookup(n.privateSubnetIds)])
-        .apply(([id, pub, priv]) => {
-          const problems = existingNetworkProblems(id, pub, priv);
+        .all([vpc.id, lookup(n.publicSubnetIds), lookup(n.privateSubnetIds), region])
+        .apply(([id, pub, priv, r]) => {
+          const problems = existingNetworkProblems(id, pub, priv, r);
           if (problems.length > 0)
             throw new pulumi.ResourceError(`the existing network is not usable:\n  - ${problems.join("\n  - ")}`, this);
           return { vpcId: id, publicSubnetIds: pub.map((s) => s.id), privateSubnetIds: priv.map((s) => s.id) };
@@ -88,6 +111,8 @@ export class Network extends pulumi.ComponentResource {
       vpcId: this.vpcId,
       publicSubnetIds: this.publicSubnetIds,
       privateSubnetIds: this.privateSubnetIds,
+      // Registered so the AZ check runs (and fails the preview) even while the subnets are unknown.
+      ...(zonesChecked ? { availabilityZones: zonesChecked } : {}),
     });
   }
 }

@@ -26,6 +26,17 @@ export const AWS_TAGS = {
 } as const satisfies Cited & Record<string, unknown>;
 
 /**
+ * IAM compares the tag keys of users and roles without case (it keeps the
+ * case written): `Team` and `team` are one key, the later replacing the
+ * earlier. The stack tags its IAM roles with every tag.
+ */
+export const IAM_TAG_KEY_CASE = {
+  source:
+    "https://docs.aws.amazon.com/IAM/latest/UserGuide/id_tags.html (Rules for tagging in IAM and AWS STS: Case sensitivity)",
+  read: "2026-11-27",
+} as const satisfies Cited;
+
+/**
  * gp3 volume sizes (the builder's and the GPU nodes' root volumes are gp3):
  * 1 GiB to 65,536 GiB (64 TiB). The EC2 API reference of CreateVolume and
  * ModifyVolume lists gp3 up to 65,536 GiB; older pages (the user guide's

@@ -39,7 +39,12 @@ export function loadStack(): LoadedStack {
     if (value !== undefined) secrets[key] = value;
   }
   const presence = Object.fromEntries(Object.keys(secrets).map((k) => [k, true]));
-  const { stack, models, problems, warnings } = resolveStack(raw, presence, { stackName: pulumi.getStack() });
+  // The AWS provider's Region: the Region, ARNs, EKS zones and idle GPUs' price are checked against it.
+  const region = new pulumi.Config("aws").get("region");
+  const { stack, models, problems, warnings } = resolveStack(raw, presence, {
+    stackName: pulumi.getStack(),
+    ...(region ? { region } : {}),
+  });
   if (warnings.length > 0) void pulumi.log.warn(formatWarnings(pulumi.getStack(), warnings));
   if (!stack || !models) throw new ConfigError(pulumi.getStack(), problems);
   return { stack, models, secrets };

@@ -11,6 +11,7 @@
  * Pure: plain values in, plain values out.
  */
 import { GPU_INSTANCES, findGpuInstance as findInstance } from "../catalog/gpus";
+import { MODEL_ID_RULE, modelIdFaults, suggestModelId } from "./modelIds";
 import { MODEL_SERVING_KEYS, type ModelEntry, type ParsedConfig, type StackConfig } from "./schema";
 import type { Add } from "./validate/report";
 
@@ -133,7 +134,31 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
       entries.map(([, e]) => e.instanceType),
       add,
     );
-  return entries.map(([id, entry]) => modelView(id, entry, rawModels[id], rest, build, raw, add));
+  const ids = entries.map(([id]) => id);
+  return entries.map(([id, entry]) =>
+    modelView(id, checkModelId(id, ids, add), entry, rawModels[id], rest, build, raw, add),
+  );
+}
+
+/**
+ * The name a model's resources get: its id, or, when the id breaks the rule
+ * (reported here, once), the valid id offered as the fix. The model is then
+ * checked under that name, so nothing derived from the bad id adds noise.
+ */
+function checkModelId(id: string, ids: readonly string[], add: Add): string {
+  const faults = modelIdFaults(id);
+  if (faults.length === 0) return id;
+  const suggestion = suggestModelId(
+    id,
+    ids.filter((other) => other !== id),
+  );
+  add(
+    `models.${id}`,
+    id,
+    `is not a model id: it has ${faults.join(", ")}; a model id is ${MODEL_ID_RULE}`,
+    `rename it, e.g. to ${suggestion}, here and in any serving.consumers.<team>.models that names it`,
+  );
+  return suggestion;
 }
 
 function firstBuilder(build: ParsedConfig["build"]): string {
@@ -164,6 +189,7 @@ function checkOneModelKeysUnused(raw: Record<string, unknown>, add: Add): void {
 
 function modelView(
   id: string,
+  name: string,
   entry: ModelEntry,
   rawEntry: unknown,
   rest: Omit<ParsedConfig, "model" | "models" | "build">,
@@ -173,7 +199,7 @@ function modelView(
 ): ModelView {
   const keyOf = (k: string) => modelKey(id, k);
   const addHere: Add = (key, value, message, fix) => add(keyOf(key), value, message, fix);
-  const model = { ...pick(entry, MODEL_KEYS), name: id } as StackConfig["model"];
+  const model = { ...pick(entry, MODEL_KEYS), name } as StackConfig["model"];
   const serving = { ...rest.serving, ...(pick(entry, SERVING_KEYS) as Partial<StackConfig["serving"]>) };
   const config: StackConfig = {
     ...rest,
@@ -186,7 +212,7 @@ function modelView(
   const rawServing = isRecord(raw.serving) ? raw.serving : {};
   const viewRaw: Record<string, unknown> = {
     ...raw,
-    model: { ...pick(r, MODEL_KEYS), name: id },
+    model: { ...pick(r, MODEL_KEYS), name },
     serving: { ...rawServing, ...pick(r, SERVING_KEYS) },
     ...(r.gemm !== undefined ? { gemm: r.gemm } : {}),
   };

@@ -451,8 +451,15 @@ export const MODEL_SERVING_KEYS = [
 ] as const;
 export type ModelServingKey = (typeof MODEL_SERVING_KEYS)[number];
 
-/** A model id: the OpenAI `model` clients send, and the name in its resources (same rule as model.name). */
+/**
+ * A model id: the OpenAI `model` clients send, and the name in its resources
+ * (same rule as model.name). The schema takes any text as a key of `models`;
+ * infra/config/modelIds.ts applies this rule, so a bad id gets one problem that
+ * says what is wrong with it, and its model stays in the stack (no follow-on
+ * problems from a model that vanished).
+ */
 export const MODEL_ID = /^[a-z0-9][a-z0-9-]{0,38}$/;
+export const MODEL_ID_MAX_CHARS = 39;
 
 /**
  * One entry of `triton-ft:models`: what `triton-ft:model`, the per-model keys of
@@ -473,13 +480,10 @@ export const configSchema = z
   .object({
     model: modelSchema.optional().describe("The one model of a one-model stack. Exclusive with triton-ft:models."),
     models: z
-      .record(
-        z.string().regex(MODEL_ID, "a model id: lowercase letters, digits and '-', at most 39 characters"),
-        modelEntrySchema,
-      )
+      .record(z.string(), modelEntrySchema)
       .optional()
       .describe(
-        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/operating.md, Several models.",
+        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/operating.md, Several models.",
       ),
     build: buildSchema.prefault({}),
     serving: servingSchema.prefault({}),

@@ -25,10 +25,11 @@ import {
   type InventoryResource,
   type InventoryValue,
   type MaskCounts,
+  type Reference,
   type ValueKinds,
 } from "../synth/inventory";
 import { treeHash, type TreeEntry } from "../repoFiles";
-import { ROOT_STACK_TYPE, runUnderMocks, type PulumiSdk } from "./runtime";
+import { ROOT_STACK_TYPE, runUnderMocks, type MockCloud, type PulumiSdk, type Registration } from "./runtime";
 
 export interface InventoryRunOptions {
   /** A freshly loaded `@pulumi/pulumi` (its runtime state is process-global). */
@@ -44,6 +45,8 @@ export interface InventoryRunOptions {
   repoRoot: string;
   /** Per provider function token, a sample result: its field names become unknown values. */
   invokeShapes: Record<string, (inputs: Record<string, unknown>) => Record<string, unknown>>;
+  /** A cloud answering with stand-in values, for the reference run that fingerprints unknowns (see above). */
+  reference?: MockCloud;
 }
 
 export interface EngineConfig {
@@ -54,7 +57,7 @@ export interface EngineConfig {
 /**
  * The config the Pulumi engine would hand the program for a stack file: every
  * namespace, objects as they are. A `secure:` value cannot be decrypted here, so
- * the program sees `standIn(key)` in its place (shaped like the real value where
+ * the program sees `standIn(key, ciphertext)` in its place (shaped like the real value where
  * the program parses it; masked in the inventory like any secret); secret keys
  * stored in plain text (a mistake synth warns about) keep their value but are
  * passed as secrets, as `pulumi config set --secret` would have made them.
@@ -62,14 +65,14 @@ export interface EngineConfig {
 export function engineConfig(
   stackFileText: string,
   secretKeys: readonly string[],
-  standIn: (key: string) => string = () => SECRET_MARK,
+  standIn: (key: string, ciphertext: string) => string = () => SECRET_MARK,
 ): EngineConfig {
   const doc = parse(stackFileText) as { config?: Record<string, unknown> } | null;
   const config: Record<string, unknown> = {};
   const secrets: string[] = [];
   for (const [key, value] of Object.entries(doc?.config ?? {})) {
     const secure = value !== null && typeof value === "object" && !Array.isArray(value) && "secure" in value;
-    config[key] = secure ? standIn(key) : value;
+    config[key] = secure ? standIn(key, String((value as { secure: unknown }).secure)) : value;
     if (secure || secretKeys.includes(key)) secrets.push(key);
   }
   return { config, secretKeys: secrets };
@@ -125,6 +128,15 @@ function valueKinds(pulumi: PulumiSdk, repoRoot: string): ValueKinds {
   };
   const kinds: ValueKinds = {
     isUnknown: (v) => pulumi.isUnknown(v),
+    output(v) {
+      if (!pulumi.Output.isInstance(v)) return undefined;
+      const o = v as unknown as { isKnown: Promise<boolean>; isSecret: Promise<boolean>; promise(): Promise<unknown> };
+      return Promise.all([o.isKnown, o.isSecret]).then(async ([known, secret]) => ({
+        known,
+        secret,
+        value: known ? await o.promise() : undefined,
+      }));
+    },
     secret(v) {
       if (v !== null && typeof v === "object" && (v as Record<string, unknown>)[sigKey] === secretSig)
         return { value: (v as { value?: unknown }).value };
@@ -173,19 +185,6 @@ function providerLabel(ref: string | undefined): string | undefined {
   return type && name ? `${type}::${name}` : ref;
 }
 
-async function outputValue(
-  pulumi: PulumiSdk,
-  v: unknown,
-  kinds: ValueKinds,
-  counts: MaskCounts,
-): Promise<InventoryValue> {
-  if (!pulumi.Output.isInstance(v)) return normalizeValue(v, kinds, counts);
-  const out = v as unknown as { isKnown: Promise<boolean>; isSecret: Promise<boolean>; promise(): Promise<unknown> };
-  if (await out.isSecret) return SECRET_MARK;
-  if (!(await out.isKnown)) return UNKNOWN_MARK;
-  return normalizeValue(await out.promise(), kinds, counts);
-}
-
 /** Runs the program offline and returns its inventory; throws what the program throws (config problems). */
 export async function buildInventory(opts: InventoryRunOptions): Promise<Inventory> {
   const { pulumi } = opts;
@@ -217,11 +216,14 @@ export async function buildInventory(opts: InventoryRunOptions): Promise<Invento
   });
 
   const kinds = valueKinds(pulumi, opts.repoRoot);
+  const reference = opts.reference ? await referenceRun(opts, config, opts.reference, kinds) : undefined;
   const counts: MaskCounts = { secrets: 0, unknowns: 0 };
   const resources: InventoryResource[] = [];
   for (const r of run.registrations) {
     if (r.type === ROOT_STACK_TYPE) continue;
-    const inputs = (await normalizeValue(r.inputs, kinds, counts)) as Record<string, InventoryValue>;
+    const inputs = (await normalizeValue(r.inputs, kinds, counts, {
+      reference: reference?.inputs.get(registrationKey(r)),
+    })) as Record<string, InventoryValue>;
     const entry: InventoryResource = {
       type: r.type,
       name: r.name,
@@ -237,7 +239,8 @@ export async function buildInventory(opts: InventoryRunOptions): Promise<Invento
   if (run.result !== null && typeof run.result === "object") {
     for (const key of Object.keys(run.result).sort()) {
       const v = (run.result as Record<string, unknown>)[key];
-      if (v !== undefined) outputs[key] = await outputValue(pulumi, v, kinds, counts);
+      if (v !== undefined)
+        outputs[key] = await normalizeValue(v, kinds, counts, { reference: reference?.outputs.get(key) });
     }
   }
   return {
@@ -247,8 +250,9 @@ export async function buildInventory(opts: InventoryRunOptions): Promise<Invento
     source: "npm run synth: the Pulumi program run under Pulumi's mock runtime in preview mode; no cloud calls",
     legend: {
       [UNKNOWN_MARK]:
-        "computed by the cloud at deploy time (ids, ARNs, image digests); pulumi preview shows it as output<T>",
-      [SECRET_MARK]: "a secret value, masked",
+        "computed by the cloud at deploy time (ids, ARNs, image digests); pulumi preview shows it as output<T>; [unknown:<fingerprint>] changes when what it is computed from in this repository and stack file does",
+      [SECRET_MARK]:
+        "a secret value, masked; [secret:<fingerprint>] changes when the value does (a structured secret keeps its keys)",
       "remote-component": "expanded by its provider at deploy time (awsx, eks): the resources inside are not listed",
       $resource: "a reference to another resource of this inventory (<type>::<name>)",
     },
@@ -256,4 +260,63 @@ export async function buildInventory(opts: InventoryRunOptions): Promise<Invento
     resources: sortResources(resources),
     outputs,
   };
+}
+
+/** A registration's identity across the two runs: Pulumi's URN is unique on parent, type and name. */
+function registrationKey(r: Registration): string {
+  return `${r.parent ?? ""}|${r.type}::${r.name}`;
+}
+
+interface ReferenceValues {
+  inputs: Map<string, Reference>;
+  outputs: Map<string, Reference>;
+}
+
+/**
+ * The program deployed against `cloud`: every input and output as plain
+ * values (secrets unwrapped: they are only fingerprinted, never written).
+ */
+async function referenceRun(
+  opts: InventoryRunOptions,
+  config: Record<string, string>,
+  cloud: MockCloud,
+  kinds: ValueKinds,
+): Promise<ReferenceValues> {
+  const run = await quietly(() =>
+    runUnderMocks({
+      pulumi: opts.pulumi,
+      program: opts.program,
+      project: opts.project,
+      stack: opts.stack,
+      config,
+      secretKeys: opts.secretKeys,
+      preview: false,
+      cloud,
+    }),
+  );
+  const ignore: MaskCounts = { secrets: 0, unknowns: 0 };
+  const inputs = new Map<string, Reference>();
+  for (const r of run.registrations)
+    inputs.set(registrationKey(r), { value: await normalizeValue(r.inputs, kinds, ignore, { reveal: true }) });
+  const outputs = new Map<string, Reference>();
+  if (run.result !== null && typeof run.result === "object")
+    for (const [key, v] of Object.entries(run.result))
+      if (v !== undefined) outputs.set(key, { value: await normalizeValue(v, kinds, ignore, { reveal: true }) });
+  return { inputs, outputs };
+}
+
+/**
+ * Runs `fn` with the console silent: without an engine the SDK prints the
+ * program's log lines (warnings, the cost summary) to the console, and the
+ * first run has printed them already.
+ */
+async function quietly<T>(fn: () => Promise<T>): Promise<T> {
+  const saved = { log: console.log, error: console.error, warn: console.warn };
+  const mute = () => undefined;
+  Object.assign(console, { log: mute, error: mute, warn: mute });
+  try {
+    return await fn();
+  } finally {
+    Object.assign(console, saved);
+  }
 }

@@ -1,7 +1,9 @@
 /**
  * Pure network planning: subnet sizes derived from the VPC CIDR, the subnet tags
- * load balancers look for, and the checks on an existing VPC's looked-up subnets.
+ * load balancers look for, and the checks on an existing VPC's looked-up subnets
+ * and on the AZs a created VPC will span.
  */
+import { EKS_UNSUPPORTED_AZS, eksUnsupportedAzIds } from "../config/awsFacts";
 
 /** The subnet tags the AWS load balancer controller and EKS use to place load balancers. */
 export const PUBLIC_SUBNET_TAGS = { "kubernetes.io/role/elb": "1" } as const;
@@ -48,6 +50,32 @@ export interface SubnetFacts {
   id: string;
   vpcId: string;
   availabilityZone: string;
+  /** The AZ's ID (`use1-az3`): the same AZ in every account, unlike its name. */
+  availabilityZoneId?: string;
+}
+
+const EKS_AZS_CITE = `(${EKS_UNSUPPORTED_AZS.source}, read ${EKS_UNSUPPORTED_AZS.read})`;
+
+/**
+ * A created VPC spans the first `count` AZ names the account lists (awsx
+ * takes `getAvailabilityZones().names.slice(0, count)`); the names map to AZ
+ * IDs differently in every account, so only the lookup at deploy time (a
+ * preview has it) knows whether one is an AZ where EKS places no
+ * control-plane subnets.
+ */
+export function createdVpcZoneProblems(
+  region: string,
+  zones: { names: readonly string[]; zoneIds: readonly string[] },
+  count: number,
+): string[] {
+  const unsupported = eksUnsupportedAzIds(region);
+  const chosen = zones.names.slice(0, count).map((name, i) => ({ name, id: zones.zoneIds[i] ?? "" }));
+  const bad = chosen.filter((z) => unsupported.includes(z.id));
+  if (bad.length === 0) return [];
+  const usable = zones.names.length - zones.zoneIds.filter((id) => unsupported.includes(id)).length;
+  return [
+    `network.availabilityZones = ${count}: the VPC would span ${bad.map((z) => `${z.name} (${z.id})`).join(", ")}, where EKS places no control-plane subnets ${EKS_AZS_CITE}; fix: this account lists ${zones.names.length} AZs in ${region}, ${usable} usable by EKS, and awsx takes the first ${count}: use fewer (the AZs before ${bad[0]?.name}), or network.mode existing with subnets outside ${unsupported.join(", ")}`,
+  ];
 }
 
 /**
@@ -58,8 +86,16 @@ export function existingNetworkProblems(
   vpcId: string,
   publicSubnets: SubnetFacts[],
   privateSubnets: SubnetFacts[],
+  /** The Region, when the stack creates an EKS cluster in these subnets: their AZs must be ones EKS uses. */
+  eksRegion?: string,
 ): string[] {
   const problems: string[] = [];
+  const unsupported = eksRegion ? eksUnsupportedAzIds(eksRegion) : [];
+  for (const s of privateSubnets)
+    if (s.availabilityZoneId && unsupported.includes(s.availabilityZoneId))
+      problems.push(
+        `network.privateSubnetIds: subnet ${s.id} is in ${s.availabilityZone} (${s.availabilityZoneId}), where EKS places no control-plane subnets ${EKS_AZS_CITE}; fix: list private subnets in other AZs`,
+      );
   for (const [kind, list] of [
     ["publicSubnetIds", publicSubnets],
     ["privateSubnetIds", privateSubnets],

@@ -32,7 +32,7 @@ export function promotedSide(
   const outputs: Record<string, pulumi.Input<unknown>> = { promotedFrom: promoteFrom.stackReference };
   let network: ClusterNetwork | undefined;
   if (stack.config.cluster.mode === "create") {
-    const n = new Network("network", { network: stack.config.network, tags });
+    const n = new Network("network", { network: stack.config.network, tags, eksControlPlane: true });
     network = n;
     Object.assign(outputs, {
       vpcId: n.vpcId,

@@ -5,15 +5,58 @@
  * readable tree (`resources.txt`), so a reviewer without cloud credentials sees
  * an AWS or Kubernetes change as a diff of a file.
  *
+ * A masked value still shows when it changes: a secret is recorded as
+ * `[secret:<fingerprint>]`, and a value the cloud computes as
+ * `[unknown:<fingerprint>]` when a reference run gave it a value
+ * (infra/mock/inventory.ts: the same program against a cloud answering with
+ * stand-ins); a structured value keeps its keys, each leaf masked. A fingerprint is the first 12
+ * hex digits of the SHA-256 of the value as synth saw it, and synth never
+ * sees a real secret: a `secure:` value reaches the program as a stand-in, so
+ * what is hashed is derived from the stack file and the repository alone.
+ *
  * Pure: recognising the SDK's runtime values (secrets, unknowns, resource
- * references, assets) is delegated to a `ValueKinds` the caller provides.
+ * references, assets, outputs) is delegated to a `ValueKinds` the caller provides.
  */
+import { createHash } from "node:crypto";
 
 export const SECRET_MARK = "[secret]";
 export const UNKNOWN_MARK = "[unknown]";
 export const INVENTORY_FILE = "resources.json";
 export const INVENTORY_SUMMARY_FILE = "resources.txt";
-export const INVENTORY_FORMAT = 1;
+/** 2: masks carry fingerprints (`[secret:…]`, `[unknown:…]`). */
+export const INVENTORY_FORMAT = 2;
+/** The formats this code reads: a base branch's format-1 inventory diffs against a format-2 one without fingerprints. */
+export const READABLE_FORMATS: readonly number[] = [1, 2];
+
+export type MaskKind = "secret" | "unknown";
+
+/** `[secret]`, or `[secret:3f9a0c1b2d4e]` with a fingerprint. */
+export function maskValue(kind: MaskKind, fingerprint?: string): string {
+  return fingerprint ? `[${kind}:${fingerprint}]` : `[${kind}]`;
+}
+
+/** The kind and fingerprint of a mask; undefined for any other value. */
+export function parseMask(value: unknown): { kind: MaskKind; fingerprint?: string } | undefined {
+  if (typeof value !== "string") return undefined;
+  const m = /^\[(secret|unknown)(?::([0-9a-f]{12}))?\]$/.exec(value);
+  if (!m) return undefined;
+  return m[2] ? { kind: m[1] as MaskKind, fingerprint: m[2] } : { kind: m[1] as MaskKind };
+}
+
+/** JSON with object keys sorted at every level: equal values give equal text. */
+function canonical(value: InventoryValue): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object")
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(value[k] as InventoryValue)}`)
+      .join(",")}}`;
+  return JSON.stringify(value);
+}
+
+export function fingerprint(value: InventoryValue): string {
+  return createHash("sha256").update(canonical(value)).digest("hex").slice(0, 12);
+}
 
 export type InventoryValue = null | boolean | number | string | InventoryValue[] | { [key: string]: InventoryValue };
 
@@ -50,6 +93,8 @@ export interface Inventory {
 /** How to recognise the SDK's special runtime values; supplied by the code that ran the program. */
 export interface ValueKinds {
   isUnknown(value: unknown): boolean;
+  /** When `value` is an Output (a stack output, or one nested in it): whether it is known and secret, and its value. */
+  output?(value: unknown): Promise<{ known: boolean; secret: boolean; value: unknown }> | undefined;
   /** The wrapped value when `value` is a secret, otherwise undefined. */
   secret(value: unknown): { value: unknown } | undefined;
   /** `<type>::<name>` when `value` is a resource reference. */
@@ -63,27 +108,67 @@ export interface MaskCounts {
   unknowns: number;
 }
 
-/** Plain JSON for one input value; secrets become SECRET_MARK and unknowns UNKNOWN_MARK. */
-export async function normalizeValue(value: unknown, kinds: ValueKinds, counts: MaskCounts): Promise<InventoryValue> {
-  if (kinds.secret(value)) {
-    counts.secrets++;
-    return SECRET_MARK;
+/**
+ * The value of a reference run at the same place as the value being
+ * normalised (`{ value }`), or nothing: an unknown then has no fingerprint.
+ */
+export type Reference = { value: InventoryValue } | undefined;
+
+function child(ref: Reference, key: string | number): Reference {
+  const v = ref?.value;
+  if (typeof key === "number")
+    return Array.isArray(v) && key < v.length ? { value: v[key] as InventoryValue } : undefined;
+  if (v === null || v === undefined || typeof v !== "object" || Array.isArray(v) || !(key in v)) return undefined;
+  return { value: v[key] as InventoryValue };
+}
+
+export interface NormalizeOptions {
+  /** The reference run's value here (see Reference). */
+  reference?: Reference;
+  /**
+   * Unwrap secrets instead of masking them: for the reference run's values,
+   * which are only ever fingerprinted, never written.
+   */
+  reveal?: boolean;
+}
+
+/**
+ * Plain JSON for one input value: a secret becomes `[secret:<fingerprint>]`
+ * (an object or list keeps its shape, each leaf masked), an unknown
+ * `[unknown:<fingerprint of the reference value>]` or `[unknown]`.
+ */
+export async function normalizeValue(
+  value: unknown,
+  kinds: ValueKinds,
+  counts: MaskCounts,
+  options: NormalizeOptions = {},
+): Promise<InventoryValue> {
+  const ref = options.reference;
+  const output = kinds.output?.(value);
+  if (output !== undefined) {
+    const o = await output;
+    const inner = o.known ? await normalizeValue(o.value, kinds, counts, options) : unknownValue(ref, counts);
+    // A secret not known yet is a secret all the same.
+    return o.secret && !options.reveal ? maskSecret(inner, counts) : inner;
   }
-  if (kinds.isUnknown(value)) {
-    counts.unknowns++;
-    return UNKNOWN_MARK;
+  const secret = kinds.secret(value);
+  if (secret) {
+    const inner = await normalizeValue(secret.value, kinds, counts, options);
+    return options.reveal ? inner : maskSecret(inner, counts);
   }
+  if (kinds.isUnknown(value)) return unknownValue(ref, counts);
   if (value === null || value === undefined) return null;
   if (typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") return Number.isFinite(value) ? value : String(value);
   if (typeof value === "bigint") return value.toString();
-  const ref = kinds.resourceRef(value);
-  if (ref !== undefined) return { $resource: ref };
+  const resource = kinds.resourceRef(value);
+  if (resource !== undefined) return { $resource: resource };
   const asset = kinds.asset(value);
   if (asset !== undefined) return asset;
   if (Array.isArray(value)) {
     const out: InventoryValue[] = [];
-    for (const v of value) out.push(await normalizeValue(v, kinds, counts));
+    for (const [i, v] of value.entries())
+      out.push(await normalizeValue(v, kinds, counts, { ...options, reference: child(ref, i) }));
     return out;
   }
   if (typeof value === "object") {
@@ -91,11 +176,42 @@ export async function normalizeValue(value: unknown, kinds: ValueKinds, counts: 
     for (const key of Object.keys(value).sort()) {
       const v = (value as Record<string, unknown>)[key];
       if (v === undefined) continue;
-      out[key] = await normalizeValue(v, kinds, counts);
+      out[key] = await normalizeValue(v, kinds, counts, { ...options, reference: child(ref, key) });
     }
     return out;
   }
   return String(value);
+}
+
+/**
+ * An unknown: with a reference value, that value's shape with each leaf
+ * masked by its fingerprint (a Deployment spec computed from the store's
+ * endpoint still says which of its fields changed); without one, `[unknown]`.
+ */
+function unknownValue(ref: Reference, counts: MaskCounts): InventoryValue {
+  counts.unknowns++;
+  return ref ? maskLeaves("unknown", ref.value) : maskValue("unknown");
+}
+
+/** Every leaf of a normalised secret masked with its own fingerprint (unknowns stay as they are). */
+function maskSecret(value: InventoryValue, counts: MaskCounts): InventoryValue {
+  counts.secrets++;
+  return maskLeaves("secret", value);
+}
+
+/**
+ * `value`'s shape, every leaf replaced by `[<kind>:<its fingerprint>]`. A mask
+ * already there keeps its fingerprint; inside a secret it becomes a secret
+ * (a secret whose value is not known yet is still a secret, as format 1 and
+ * the engine show it).
+ */
+function maskLeaves(kind: MaskKind, value: InventoryValue): InventoryValue {
+  const mask = parseMask(value);
+  if (mask) return kind === "secret" ? maskValue("secret", mask.fingerprint) : value;
+  if (Array.isArray(value) && value.length > 0) return value.map((v) => maskLeaves(kind, v));
+  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length > 0)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, maskLeaves(kind, v)]));
+  return maskValue(kind, fingerprint(value));
 }
 
 /** `<type>::<name>`, the way the inventory names a resource everywhere. */
@@ -130,16 +246,18 @@ export function parseInventory(text: string, where: string): Inventory {
   const inv = doc as Partial<Inventory>;
   if (!inv || typeof inv !== "object" || !Array.isArray(inv.resources) || typeof inv.stack !== "string")
     throw new Error(`${where}: not an inventory written by \`npm run synth\` (no stack/resources)`);
-  if (inv.format !== INVENTORY_FORMAT)
-    throw new Error(`${where}: inventory format ${String(inv.format)}, this synth reads ${INVENTORY_FORMAT}`);
+  if (typeof inv.format !== "number" || !READABLE_FORMATS.includes(inv.format))
+    throw new Error(
+      `${where}: inventory format ${String(inv.format)}, this synth reads ${READABLE_FORMATS.join(" and ")}`,
+    );
   return inv as Inventory;
 }
 
-function countLeaves(value: InventoryValue, mark: string): number {
-  if (value === mark) return 1;
-  if (Array.isArray(value)) return value.reduce<number>((n, v) => n + countLeaves(v, mark), 0);
+function countLeaves(value: InventoryValue, kind: MaskKind): number {
+  if (parseMask(value)?.kind === kind) return 1;
+  if (Array.isArray(value)) return value.reduce<number>((n, v) => n + countLeaves(v, kind), 0);
   if (value !== null && typeof value === "object")
-    return Object.values(value).reduce<number>((n, v) => n + countLeaves(v, mark), 0);
+    return Object.values(value).reduce<number>((n, v) => n + countLeaves(v, kind), 0);
   return 0;
 }
 
@@ -150,8 +268,8 @@ export function inventorySummary(inv: Inventory): string[] {
   let unknowns = 0;
   for (const r of inv.resources) {
     kinds[r.kind]++;
-    secrets += countLeaves(r.inputs, SECRET_MARK);
-    unknowns += countLeaves(r.inputs, UNKNOWN_MARK);
+    secrets += countLeaves(r.inputs, "secret");
+    unknowns += countLeaves(r.inputs, "unknown");
   }
   const lines = [
     `${inv.project} / ${inv.stack}: ${inv.resources.length} resources (${kinds.custom} cloud resources, ${kinds["remote-component"]} expanded by their providers, ${kinds.component} components, ${kinds.provider} explicit providers)`,

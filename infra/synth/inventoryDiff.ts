@@ -3,12 +3,24 @@
  * <old-out> <new-out>`): resources added, removed and changed, and for each
  * changed one the fields that differ, old -> new. JSON documents held in
  * strings (IAM policies, kubeconfigs) are compared field by field; multi-line
- * text (step configs, scripts) line by line.
+ * text (step configs, scripts) line by line. A masked value whose fingerprint
+ * changed (`[secret:…]`, `[unknown:…]`, infra/synth/inventory.ts) is a change
+ * like any other, shown without its value; the list opens with what the
+ * changes do (infra/synth/effects.ts: "rolls the gateway").
  *
  * Pure; the output is plain text that reads well in a terminal and inside a
  * ```diff block of a pull-request comment.
  */
-import { resourceKey, resourceLabel, type Inventory, type InventoryResource, type InventoryValue } from "./inventory";
+import { diffEffects, effectLines, effectsOf, maskedChange } from "./effects";
+import {
+  maskValue,
+  parseMask,
+  resourceKey,
+  resourceLabel,
+  type Inventory,
+  type InventoryResource,
+  type InventoryValue,
+} from "./inventory";
 
 export interface FieldChange {
   /** Dotted path into the inputs (`[i]` for array items, `{json}` where a string holds JSON). */
@@ -103,7 +115,43 @@ export function diffFields(
   return changes;
 }
 
-export function diffInventories(before: Inventory, after: Inventory): InventoryDiff {
+/**
+ * A value as an inventory without fingerprints (format 1) records it: a mask
+ * loses its fingerprint, and a shape whose every leaf is masked (format 2
+ * keeps the keys of a structured secret or unknown) is one mask again.
+ */
+export function withoutFingerprints(value: InventoryValue): InventoryValue {
+  const kinds = new Set<string>();
+  const allMasked = (v: InventoryValue): boolean => {
+    const m = parseMask(v);
+    if (m) return kinds.add(m.kind) !== undefined;
+    if (Array.isArray(v)) return v.length > 0 && v.every(allMasked);
+    if (v !== null && typeof v === "object") return Object.keys(v).length > 0 && Object.values(v).every(allMasked);
+    return false;
+  };
+  if (allMasked(value)) return maskValue(kinds.has("secret") ? "secret" : "unknown");
+  if (Array.isArray(value)) return value.map(withoutFingerprints);
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutFingerprints(v)]));
+  return value;
+}
+
+/** Both sides comparable: fingerprints only count when both inventories have them. */
+function comparable(before: Inventory, after: Inventory): [Inventory, Inventory] {
+  if (before.format >= 2 && after.format >= 2) return [before, after];
+  const strip = (inv: Inventory): Inventory => ({
+    ...inv,
+    resources: inv.resources.map((r) => ({
+      ...r,
+      inputs: withoutFingerprints(r.inputs) as Record<string, InventoryValue>,
+    })),
+    outputs: withoutFingerprints(inv.outputs ?? {}) as Record<string, InventoryValue>,
+  });
+  return [strip(before), strip(after)];
+}
+
+export function diffInventories(beforeInv: Inventory, afterInv: Inventory): InventoryDiff {
+  const [before, after] = comparable(beforeInv, afterInv);
   const old = new Map(before.resources.map((r) => [resourceKey(r), r]));
   const neu = new Map(after.resources.map((r) => [resourceKey(r), r]));
   const changes: ResourceChange[] = [];
@@ -149,12 +197,24 @@ export interface FormatOptions {
 
 function show(value: InventoryValue | undefined, max: number): string {
   if (value === undefined) return "(absent)";
+  const mask = parseMask(value);
+  if (mask) return maskValue(mask.kind);
   const text = JSON.stringify(value);
   return text.length > max ? `${text.slice(0, max)}… (${text.length} chars)` : text;
 }
 
+/** What a change between two masked values is, since neither value can be shown. */
+const MASKED_CHANGE = {
+  secret: "changed (a secret: the value is not shown)",
+  unknown: "changed (computed at deploy time from values that changed)",
+} as const;
+
 function fieldLines(f: FieldChange, o: Required<FormatOptions>, op: ResourceChange["op"]): string[] {
   if (op === "add") return [`      ${f.path}: ${show(f.after, o.maxValue)}`];
+  if (maskedChange(f)) {
+    const kind = parseMask(f.after)?.kind ?? "unknown";
+    return [`    ~ ${f.path}: ${maskValue(kind)} ${MASKED_CHANGE[kind]}`];
+  }
   if (f.lines) {
     const out = [`    ~ ${f.path}: text changed (${f.lines.removed.length} lines out, ${f.lines.added.length} in)`];
     const side = (sign: string, lines: string[]) => {
@@ -178,10 +238,13 @@ export function formatDiff(diff: InventoryDiff, options: FormatOptions = {}): st
     `stack ${diff.stack}: ${count("add")} to add, ${count("change")} to change, ${count("remove")} to remove (${diff.unchanged} unchanged)` +
       (diff.outputs.length ? `; ${diff.outputs.length} output field(s) changed` : ""),
   ];
+  const effects = diffEffects(diff);
+  lines.push(...effectLines(effects));
   const sign = { add: "+", remove: "-", change: "~" };
   for (const c of diff.changes) {
     const where = c.resource.parent ? `  (in ${c.resource.parent})` : "";
     lines.push(`${sign[c.op]} ${c.resource.type} ${c.resource.name}${where}`);
+    for (const says of effectsOf(effects, c)) lines.push(`    => ${says}`);
     if (c.op === "add") {
       for (const f of c.fields.slice(0, o.maxAddedFields)) lines.push(...fieldLines(f, o, c.op));
       if (o.maxAddedFields && c.fields.length > o.maxAddedFields)

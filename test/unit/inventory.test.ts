@@ -3,7 +3,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
-import { SECRET_MARK, UNKNOWN_MARK, parseInventory, type Inventory } from "../../infra/synth/inventory";
+import { parseInventory, parseMask, type Inventory } from "../../infra/synth/inventory";
 import { diffInventories, formatDiff } from "../../infra/synth/inventoryDiff";
 import { cli } from "../../scripts/synth";
 import type { LoadedProgram } from "../../scripts/synthInventory";
@@ -66,7 +66,7 @@ describe("offline inventory (resources.json)", () => {
     });
     expect(rule?.inputs.cidrIpv4).toBe("198.51.100.7/32");
     // The security group's id exists only after deploy.
-    expect(rule?.inputs.securityGroupId).toBe(UNKNOWN_MARK);
+    expect(parseMask(rule?.inputs.securityGroupId)?.kind).toBe("unknown");
     // Both the AWS and the Kubernetes side are there.
     const types = new Set(inv.resources.map((r) => r.type));
     expect(types).toContain("awsx:ec2:Vpc");
@@ -157,9 +157,42 @@ describe("offline inventory (resources.json)", () => {
       c["triton-ft:kubeconfig"] = { secure: "v1:bm90LWEtcmVhbC1jaXBoZXJ0ZXh0" };
     });
     const provider = run.inventory.resources.find((r) => r.type === "pulumi:providers:kubernetes");
-    expect(provider?.inputs.kubeconfig).toBe(SECRET_MARK);
-    expect(run.inventory.outputs.clusterName).toBe(UNKNOWN_MARK);
+    expect(parseMask(provider?.inputs.kubeconfig)?.kind).toBe("secret");
+    expect(parseMask(run.inventory.outputs.clusterName)?.kind).toBe("unknown");
     expect(run.text).not.toContain("bm90LWEtcmVhbC1jaXBoZXJ0ZXh0");
+  });
+
+  it("--diff shows a change behind masked values, and what it does: a team added rolls the gateway", async () => {
+    // The gateway's config holds the store's endpoint (known after deploy) and its keys are secret:
+    // without fingerprints both would read [unknown]/[secret] on both sides and the roll would not show.
+    await inventoryOf("team", (c) => {
+      obj(c, "serving").consumers = ["search"];
+    });
+    await inventoryOf("teams", (c) => {
+      obj(c, "serving").consumers = ["search", "novelists"];
+    });
+    const { out } = await diffText("team", "teams");
+    expect(out).toContain("~ kubernetes:apps/v1:Deployment gateway-deployment");
+    expect(out).toMatch(
+      /\n {4}~ spec\.template\.metadata\.annotations\["triton-ft\.io\/config-checksum"\]: \[(unknown|secret)\] changed/,
+    );
+    expect(out).toMatch(/\nwhat it does:\n(.*\n)* {2}rolls the gateway: new pods replace the old ones one by one/);
+    expect(out).toContain("    => rolls the gateway");
+  });
+
+  it("--diff shows a secret set anew: a new ciphertext in the stack file is a change", async () => {
+    const kubeconfigMode = (ciphertext: string) => (c: Cfg) => {
+      c["triton-ft:cluster"] = { mode: "kubeconfig" };
+      c["triton-ft:kubeconfig"] = { secure: ciphertext };
+    };
+    await inventoryOf("secret-a", kubeconfigMode("v1:YWFhYWFhYWFhYWFhYWFhYQ=="));
+    await inventoryOf("secret-a2", kubeconfigMode("v1:YWFhYWFhYWFhYWFhYWFhYQ=="));
+    await inventoryOf("secret-b", kubeconfigMode("v1:YmJiYmJiYmJiYmJiYmJiYg=="));
+    expect((await diffText("secret-a", "secret-a2")).out).toMatch(/^stack dev: 0 to add, 0 to change, 0 to remove/);
+    const { out } = await diffText("secret-a", "secret-b");
+    expect(out).toContain("~ pulumi:providers:kubernetes");
+    expect(out).toContain("    ~ kubeconfig: [secret] changed (a secret: the value is not shown)");
+    expect(out).not.toMatch(/YWFh|YmJi/);
   });
 
   it("never contains a secret's value: the sentinel is masked where it flows", async () => {
@@ -175,7 +208,9 @@ describe("offline inventory (resources.json)", () => {
     expect(all).not.toContain("SENTINEL");
     // The token did reach the fetch step (so the test can fail), masked.
     const fetch = run.inventory.resources.find((r) => r.name === "build-fetch");
-    expect(fetch?.inputs.environment).toBe(SECRET_MARK);
+    expect(parseMask((fetch?.inputs.environment as Record<string, unknown> | undefined)?.HF_TOKEN)?.kind).toBe(
+      "secret",
+    );
   });
 });
 

@@ -6,8 +6,9 @@
  * This file runs the rules in order; each group lives in its own file:
  * model.ts (which model, pinned where), fit.ts (does it fit the hardware),
  * access.ts (who can reach what), cluster.ts (what it runs on), limits.ts
- * (what AWS, Kubernetes or the Hub would refuse), report.ts (how problems
- * are reported).
+ * (what AWS, Kubernetes or the Hub would refuse), aws.ts (Regions, ARNs, EKS
+ * zones, reserved and case-colliding tag keys: once per stack), idleGpus.ts
+ * (GPUs paid for and never used), report.ts (how problems are reported).
  */
 import { isoDate } from "../../catalog/eks";
 import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../../model/sizing";
@@ -16,6 +17,8 @@ import { touchesDropped } from "../issues";
 import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../schema";
 import type { GemmShape, ResolvedStack } from "../stack";
 import { checkAccess, checkConsumerModels } from "./access";
+import { checkEksZones, checkRegion, checkRegionalArns, checkReservedTagKeys, checkTagKeyCase } from "./aws";
+import { checkIdleGpus } from "./idleGpus";
 import { checkAutoscaling, checkCluster, checkNetwork, checkPlatform } from "./cluster";
 import {
   checkArchitecture,
@@ -57,6 +60,11 @@ export interface ResolveOptions {
    * it (naming.ts), so with it given those names are checked too.
    */
   stackName?: string;
+  /**
+   * `aws:region`, the AWS provider's Region: with it, the Region itself, the
+   * Region of ARNs, the AZs EKS can use and the price of idle GPUs are checked.
+   */
+  region?: string;
 }
 
 /** The resolved models of a stack, first to last as the config lists them (a one-model stack has one). */
@@ -81,8 +89,11 @@ export function resolveStack(
   opts: ResolveOptions = {},
 ): ResolvedModels {
   const parsed = parseConfig(raw);
-  if (!parsed.config) return { problems: parsed.problems, warnings: [] };
-  const problems: ConfigProblem[] = [...parsed.problems];
+  // The Region is not a triton-ft key: checked whatever the namespace's values are.
+  const regionProblems: ConfigProblem[] = [];
+  checkRegion(opts.region, (key, value, message, fix) => regionProblems.push({ key, value, message, fix }));
+  if (!parsed.config) return { problems: [...parsed.problems, ...regionProblems], warnings: [] };
+  const problems: ConfigProblem[] = [...parsed.problems, ...regionProblems];
   const warnings: ConfigProblem[] = [];
   const seen = new Set<string>();
   const collect =
@@ -118,6 +129,13 @@ export function resolveStack(
   }
   // Teams' model scopes name the stack's models: every model id, so checked once for the stack.
   const first = views[0];
+  // What AWS's geography and its controllers refuse is about the stack: checked once.
+  if (first) {
+    checkRegionalArns(first.config, opts.region, add);
+    checkEksZones(first.config, opts.region, add);
+    checkTagKeyCase(first.config, add);
+    checkReservedTagKeys(first.config, add);
+  }
   const served = first?.id !== undefined ? views.map((v) => v.id ?? "") : models.map((m) => m.model.name);
   if (first && served.length > 0) checkConsumerModels(first.config, served, add);
   if (problems.length > 0 || models.length === 0 || models.length !== views.length) return { problems, warnings };
@@ -184,6 +202,7 @@ function resolveModelView(
   }
   if (servingInstance && builderInstance && !promoted) checkSameGpu(servingInstance, builderInstance, addAndFail);
   if (servingInstance) checkCapacity(config, servingInstance, warn);
+  if (servingInstance && model) checkIdleGpus(config, servingInstance, opts.region, warn);
 
   if (failed || !model || !servingInstance || !builderInstance || !memory) return undefined;
   const stack: ResolvedStack = {
