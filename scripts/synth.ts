@@ -33,7 +33,7 @@ import {
   type SynthResult,
 } from "../infra/synth/artifacts";
 import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
-import { formatProblems, formatWarnings, resolveStack } from "../infra/config/validate";
+import { formatProblems, formatWarnings, resolveStack } from "../infra/resolve";
 import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventory";
 import { INVENTORY_FILE, INVENTORY_SUMMARY_FILE } from "../infra/synth/inventory";
 

@@ -5,11 +5,11 @@
  */
 import { type InferResponse, type TritonClient, outputNumbers, outputStrings } from "./api";
 import type { Tensor } from "./tensors";
-import { ENSEMBLE_MODEL, MODEL_NAMES } from "../render/modelRepository";
+import { ENSEMBLE_MODEL, MODEL_NAMES } from "../plan/modelRepository";
 
 export { ENSEMBLE_MODEL };
 
-/** Models the rendered repository serves (render/modelRepository.ts); readiness of all four is a healthy deployment. */
+/** Models the rendered repository serves (plan/modelRepository.ts); readiness of all four is a healthy deployment. */
 export const REPOSITORY_MODELS = MODEL_NAMES;
 
 export interface GenerateOptions {

@@ -15,7 +15,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { isDigestRef, notPinnedMessage } from "../imageRef";
-import { renderKeysFile, type TeamLimitsFile } from "../render/gatewayConfig";
+import { renderKeysFile, type TeamLimitsFile } from "../plan/gatewayConfig";
 import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
 
 export interface GatewayServiceArgs {

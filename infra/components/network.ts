@@ -16,7 +16,7 @@ import {
   existingNetworkProblems,
   subnetPrefixLengths,
   type SubnetFacts,
-} from "../plan/network";
+} from "../resolve/network";
 
 export interface NetworkArgs {
   /** The stack's network config: create a VPC from network.vpcCidr, or use the existing VPC and subnet ids. */
@@ -50,7 +50,7 @@ export class Network extends pulumi.ComponentResource {
             { type: "Private", cidrMask: lengths.private, tags: { ...args.tags, ...PRIVATE_SUBNET_TAGS } },
             { type: "Public", cidrMask: lengths.public, tags: { ...args.tags, ...PUBLIC_SUBNET_TAGS } },
           ],
-          // One NAT gateway (plan/network.ts NAT_GATEWAY_STRATEGY, priced by infra/cost).
+          // One NAT gateway (resolve/network.ts NAT_GATEWAY_STRATEGY, priced by infra/cost).
           natGateways: { strategy: NAT_GATEWAY_STRATEGY },
           tags: args.tags,
         },

@@ -25,7 +25,7 @@ import {
 import { minutes } from "../render/quantities";
 
 export interface TritonServiceArgs {
-  /** Everything the manifests are rendered from but the image (plan/workload.ts workloadInput). */
+  /** Everything the manifests are rendered from but the image (resolve/workload.ts workloadInput). */
   readonly workload: WorkloadInput;
   /** Server image by digest, from the build pipeline: an input of the Deployment's rendering. */
   readonly image: pulumi.Input<string>;

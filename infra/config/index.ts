@@ -5,7 +5,7 @@
  * may import it.
  *
  * Two entry points of this folder are deliberately not re-exported here:
- * - `config/validate` (resolveStack, formatProblems, ConfigError) sits above
+ * - `resolve/` (resolveStack, formatProblems, ConfigError) sits above
  *   the plan: it plans the workload to check that the pods fit. Re-exporting
  *   it would make every plan module import itself through this file.
  * - `config/loader` (loadStack) reads the config through the Pulumi engine;

@@ -6,7 +6,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./schema";
 import { namespaceKeys } from "./keys";
-import { ConfigError, formatWarnings, resolveStack } from "./validate";
+import { ConfigError, formatWarnings, resolveStack } from "../resolve";
 import type { ResolvedStack } from "./stack";
 
 export type StackSecrets = Partial<Record<SecretKey, pulumi.Output<string>>>;

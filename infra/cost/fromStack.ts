@@ -21,7 +21,7 @@ import type { Plan } from "../plan";
 import type { StackPlan } from "../plan/stack";
 import { stepEstimates } from "../plan/budgets";
 import { sha256 } from "../plan/hash";
-import { natGatewayCount } from "../plan/network";
+import { natGatewayCount } from "../resolve/network";
 import { budgetInputs } from "../plan/steps";
 import { GATEWAY_IMAGE_BYTES, TRAFFIC } from "./assumptions";
 import type { CapacityType, ModelCostInput, RegistryCostInput, StackCostInput } from "./input";

@@ -11,7 +11,7 @@ import type { Family, ModelArch } from "../model/types";
 import type { WorkloadInput } from "../render/tritonManifests";
 import type { ScalingInput } from "../render/scaling";
 import { MODEL_NODE_LABEL_KEY } from "../render/scheduling";
-import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
+import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "./modelRepository";
 import type { ResolvedStack } from "../config/stack";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
@@ -22,8 +22,8 @@ import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition
 import { MODEL_STEP_IDS, scopeSteps } from "./scope";
 import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
-import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
-import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
+import { planWorkload, workloadInput, type WorkloadPlan } from "../resolve/workload";
+import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "../resolve/scaling";
 
 export const PLAN_SCHEMA_VERSION = 1;
 
@@ -78,9 +78,9 @@ export interface Plan {
     tokenizerPath: string;
     checkpointPath: string;
   };
-  /** The Kubernetes workload's numbers (plan/workload.ts). */
+  /** The Kubernetes workload's numbers (resolve/workload.ts). */
   kubernetes: WorkloadPlan;
-  /** With serving.autoscaling: the scaling numbers (plan/scaling.ts). */
+  /** With serving.autoscaling: the scaling numbers (resolve/scaling.ts). */
   autoscaling?: AutoscalingPlan;
   /** The remote build steps in graph order, each with its input hash. */
   buildSteps: BuildStep[];

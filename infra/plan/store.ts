@@ -7,7 +7,7 @@
  */
 import { DEFAULT_STORE_STORAGE_GIB, storeMode } from "../config/store";
 import type { ResolvedStack } from "../config/stack";
-import type { GatewayStoreConfig } from "../render/gatewayConfig";
+import type { GatewayStoreConfig } from "./gatewayConfig";
 import {
   MANAGED_HOST_PLACEHOLDER,
   MANAGED_USER,

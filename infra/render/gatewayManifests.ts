@@ -32,7 +32,7 @@ import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/Netw
 import type { INetworkPolicyEgressRule } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyEgressRule";
 import type { INetworkPolicyPort } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyPort";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { GATEWAY_PORTS, type GatewayConfigFile } from "./gatewayConfig";
+import { GATEWAY_PORTS, type GatewayConfigFile } from "../plan/gatewayConfig";
 import {
   NLB_HEALTH_CHECK,
   NLB_LOAD_BALANCER_CLASS,
@@ -87,7 +87,7 @@ export const NLB_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06";
 const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
 const CONFIG_DIR = "/etc/triton-ft-gateway";
 const KEYS_DIR = "/etc/triton-ft-gateway-keys";
-/** NLB deregistration: the same propagation the Triton pods wait for (plan/workload.ts). */
+/** NLB deregistration: the same propagation the Triton pods wait for (resolve/workload.ts). */
 const PRE_STOP_SECONDS = 50;
 
 /** What the gateway manifests are rendered from, besides the image and the keys (known at deploy time). */

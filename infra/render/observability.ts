@@ -12,7 +12,7 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./gatewayManifests";
-import { ENSEMBLE_MODEL } from "./modelRepository";
+import { ENSEMBLE_MODEL } from "../plan/modelRepository";
 import { serviceMonitor, type ServiceMonitor, type ServiceMonitorRelabeling } from "./serviceMonitor";
 import {
   podSecurityContext,
@@ -20,7 +20,7 @@ import {
   supportContainerSecurityContext,
   type ScannerSkip,
 } from "./podSecurity";
-import type { AutoscalingPlan } from "../plan/scaling";
+import type { AutoscalingPlan } from "../resolve/scaling";
 import {
   RATE_WINDOW_SECONDS,
   labelMatchers,
@@ -49,7 +49,7 @@ export const DCGM_EXPORTER_IMAGE = `nvcr.io/nvidia/k8s/dcgm-exporter@${DCGM_EXPO
 export const DCGM_PORT = 9400;
 /**
  * The exporter's requests on every serving node: next to EKS's own DaemonSets, the
- * serving pods' budget leaves room for them (plan/workload.ts GPU_NODE_DAEMONSET_*).
+ * serving pods' budget leaves room for them (resolve/workload.ts GPU_NODE_DAEMONSET_*).
  */
 export const DCGM_EXPORTER_REQUESTS = { cpuMillis: 100, memoryBytes: 128 * 1024 ** 2 } as const;
 /** Non-root UID for the exporter (NVIDIA's chart documents UID 1000 for the non-profiling mode). */

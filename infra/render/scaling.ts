@@ -1,7 +1,7 @@
 /**
  * Scaling, the renderers' side: everything `serving.autoscaling` and
  * observability add to a stack's Kubernetes side, rendered from the plan's
- * scaling input (plan/scaling.ts): the KEDA ScaledObjects (Triton's on the
+ * scaling input (resolve/scaling.ts): the KEDA ScaledObjects (Triton's on the
  * fastertransformer model's queue/compute time ratio, the gateway's on
  * in-flight generations, with the HPA behaviour the plan derives; validated
  * against KEDA's CRD, test/data/crds/keda.sh_scaledobjects.yaml), the
@@ -16,7 +16,7 @@ import { stringify } from "yaml";
 import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../config/autoscaling";
 import type { GpuInstance } from "../catalog/gpus";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
-import type { AutoscalingPlan, GatewayScalingPlan, HpaRules } from "../plan/scaling";
+import type { AutoscalingPlan, GatewayScalingPlan, HpaRules } from "../resolve/scaling";
 import {
   SCRAPE_INTERVAL_SECONDS,
   gatewayInflightQuery,
@@ -154,7 +154,7 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
 
 export type GatewayScaledObjectInput = ScaledObjectInput<GatewayScalingPlan>;
 
-/** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (plan/scaling.ts planGatewayScaling). */
+/** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (resolve/scaling.ts planGatewayScaling). */
 export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledObject {
   return scaledDeployment(i, i.plan, {
     type: "prometheus",
@@ -174,7 +174,7 @@ export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledOb
 
 // --- The stack's scaling objects ---
 
-/** What one model's scaling objects are rendered from (plan/scaling.ts scalingInput builds it, buildPlan once). */
+/** What one model's scaling objects are rendered from (resolve/scaling.ts scalingInput builds it, buildPlan once). */
 export interface ScalingInput {
   /** The Triton workload's input (its `serviceMonitor` says whether a Prometheus Operator is there). */
   workload: WorkloadInput;

@@ -25,7 +25,7 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { stringify } from "yaml";
 import { VALKEY_IMAGE, pinnedRef } from "../catalog/images";
-import type { GatewayStoreConfig } from "./gatewayConfig";
+import type { GatewayStoreConfig } from "../plan/gatewayConfig";
 import {
   podSecurityContext,
   scannerSkipAnnotations,

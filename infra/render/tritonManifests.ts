@@ -7,7 +7,7 @@
  * Pure: no Pulumi. The TritonService component turns these objects into
  * resources (rendering the Deployment with the real image reference) and
  * `synth` writes them as YAML, so what is reviewed offline is what is applied.
- * Every number comes from the plan's workload section (plan/workload.ts
+ * Every number comes from the plan's workload section (resolve/workload.ts
  * `WorkloadPlan`); this module never computes one.
  */
 import type { INamespace } from "kubernetes-models/v1/Namespace";
@@ -19,7 +19,7 @@ import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/O
 import { stringify } from "yaml";
 import { GPU_RESOURCE } from "../catalog/gpus";
 import type { LaunchPlan } from "../plan/launch";
-import type { WorkloadPlan } from "../plan/workload";
+import type { WorkloadPlan } from "../resolve/workload";
 import { PROJECT } from "../config";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import {

@@ -27,7 +27,7 @@ import {
   type ScalingInput,
 } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
-import { renderKeysFile } from "../render/gatewayConfig";
+import { renderKeysFile } from "../plan/gatewayConfig";
 import { renderStoreManifests, storeManifestFiles } from "../render/storeManifests";
 import type { Plan } from "../plan";
 import type { GatewayPlan } from "../plan/gateway";

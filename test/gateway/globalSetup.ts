@@ -30,8 +30,8 @@ import {
   type GatewayModel,
   type GatewayStoreConfig,
   renderGatewayConfig,
-} from "../../infra/render/gatewayConfig";
-import { ENSEMBLE_MODEL, type RepositoryOptions } from "../../infra/render/modelRepository";
+} from "../../infra/plan/gatewayConfig";
+import { ENSEMBLE_MODEL, type RepositoryOptions } from "../../infra/plan/modelRepository";
 import {
   addQueueLimitedEnsemble,
   addSecondModel,

@@ -17,7 +17,7 @@ import {
   eksNodeShape,
   type InstanceFacts,
   type NodeShape,
-} from "../../infra/plan/nodeShape";
+} from "../../infra/resolve/nodeShape";
 import type { K8sObject, RenderedModel, RenderedStack } from "./stacks";
 
 const MiB = 1024 ** 2;
@@ -29,7 +29,7 @@ export function instanceFacts(type: string): InstanceFacts {
   const gpu = findGpuInstance(type);
   if (gpu) return gpu;
   const sys = SYSTEM_NODE_INSTANCES.find((i) => i.type === type);
-  if (!sys) throw new Error(`no instance facts for ${type}: add it to SYSTEM_NODE_INSTANCES (infra/plan/nodeShape.ts)`);
+  if (!sys) throw new Error(`no instance facts for ${type}: add it to SYSTEM_NODE_INSTANCES (infra/resolve/nodeShape.ts)`);
   return sys;
 }
 

@@ -19,7 +19,7 @@ import { SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
 import { SCRAPER_NAMESPACE_LABEL } from "../../infra/render/gatewayManifests";
 import { MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
 import { PORTS } from "../../infra/render/tritonManifests";
-import { eksNodeShape, podFitProblems, GPU_NODE_DAEMONSET_REQUESTS } from "../../infra/plan/nodeShape";
+import { eksNodeShape, podFitProblems, GPU_NODE_DAEMONSET_REQUESTS } from "../../infra/resolve/nodeShape";
 import { Kube, podReady, until, type LabelSelector, type Pod } from "./kube";
 import {
   STACK_LABEL,

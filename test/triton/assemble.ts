@@ -26,7 +26,7 @@ import {
   renderModelRepository,
   type RepositoryFile,
   type RepositoryOptions,
-} from "../../infra/render/modelRepository";
+} from "../../infra/plan/modelRepository";
 
 export const ROOT = path.resolve(__dirname, "../..");
 /** synth reads Pulumi.<stack>.yaml from its working directory: this folder. */

@@ -17,7 +17,7 @@ import type { ModelCostInput, StackCostInput, StepTiming } from "../../infra/cos
 import { PRICE_TABLE } from "../../infra/cost/prices";
 import { estimateChange, estimateTime, longestPath, changeInputs } from "../../infra/cost/time";
 import { estimateTokens, meanContextShare } from "../../infra/cost/tokens";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { BUDGET_FACTOR } from "../../infra/plan/budgets";
 import { parseStackFile } from "../../infra/synth/stackFile";

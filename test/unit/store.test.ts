@@ -11,7 +11,7 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Service } from "kubernetes-models/v1/Service";
 import { GatewayConfigSchema } from "../../images/gateway/src/config";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { gatewayPlan } from "../../infra/plan/gateway";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import {

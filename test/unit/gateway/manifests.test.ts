@@ -12,7 +12,7 @@ import { Service } from "kubernetes-models/v1/Service";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { resolveStack } from "../../../infra/config/validate";
+import { resolveStack } from "../../../infra/resolve";
 import type { ResolvedStack } from "../../../infra/config/stack";
 import { PORTS, selectorLabels } from "../../../infra/render/tritonManifests";
 import {

@@ -3,7 +3,7 @@
  * with its key, value, reason and fix, so a bad stack file is fixed in one
  * round trip; warnings in the same shape. The rule files take an `Add`.
  */
-import { PROJECT, type ConfigProblem } from "../schema";
+import { PROJECT, type ConfigProblem } from "../config/schema";
 
 /** Records one problem (or warning) under `triton-ft:<key>`. */
 export type Add = (key: string, value: unknown, message: string, fix: string) => void;

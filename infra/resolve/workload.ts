@@ -21,7 +21,7 @@ import {
 } from "../catalog/timings";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import { NLB_HEALTH_CHECK, type WorkloadInput } from "../render/tritonManifests";
-import type { LaunchPlan } from "./launch";
+import type { LaunchPlan } from "../plan/launch";
 import type { ResolvedStack } from "../config/stack";
 
 const MiB = 1024 ** 2;

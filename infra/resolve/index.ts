@@ -9,12 +9,12 @@
  * (what AWS, Kubernetes or the Hub would refuse), report.ts (how problems
  * are reported).
  */
-import { isoDate } from "../../catalog/eks";
-import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../../model/sizing";
-import { autoscalingPlanProblem } from "../../plan/scaling";
-import { touchesDropped } from "../issues";
-import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../schema";
-import type { GemmShape, ResolvedStack } from "../stack";
+import { isoDate } from "../catalog/eks";
+import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../model/sizing";
+import { autoscalingPlanProblem } from "./scaling";
+import { touchesDropped } from "../config/issues";
+import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../config/schema";
+import type { GemmShape, ResolvedStack } from "../config/stack";
 import { checkAccess, checkConsumerModels } from "./access";
 import { checkAutoscaling, checkCluster, checkNetwork, checkPlatform } from "./cluster";
 import {
@@ -43,7 +43,7 @@ import {
   checkVolumes,
 } from "./limits";
 import { resolveModel } from "./model";
-import { modelViews, type ModelView } from "../models";
+import { modelViews, type ModelView } from "../config/models";
 import { checkPromotion, isBuildOnlyKey, isPromoted } from "./promotion";
 import type { Add } from "./report";
 

@@ -246,7 +246,7 @@ export function maxPromptBytes(maxInputLen: number): number {
   return maxInputLen * PROMPT_BYTES_PER_TOKEN;
 }
 
-const HEADER = ["Rendered by triton-ft (infra/render/modelRepository.ts) from the stack config; do not edit by hand."];
+const HEADER = ["Rendered by triton-ft (infra/plan/modelRepository.ts) from the stack config; do not edit by hand."];
 
 function tensor(spec: TensorSpec): PbMessage {
   return msg(

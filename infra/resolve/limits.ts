@@ -8,10 +8,10 @@
  * is not the preset's.
  */
 import ipaddr from "ipaddr.js";
-import type { GpuInstance } from "../../catalog/gpus";
-import { MODEL_PRESETS, findPreset } from "../../model/catalog";
-import { PROGRAM_TAG_KEYS, ROLE_TAG_KEYS } from "../../tags";
-import { MONITORING_NAMESPACE } from "../autoscaling";
+import type { GpuInstance } from "../catalog/gpus";
+import { MODEL_PRESETS, findPreset } from "../model/catalog";
+import { PROGRAM_TAG_KEYS, ROLE_TAG_KEYS } from "../tags";
+import { MONITORING_NAMESPACE } from "../config/autoscaling";
 import {
   AWS_TAGS,
   EBS_GP3_GIB,
@@ -24,11 +24,11 @@ import {
   PRIVATE_RANGES,
   PULUMI_STACK_REFERENCE,
   VPC_QUOTAS,
-} from "../limits";
-import { namePrefix, repositoryNames } from "../../naming";
-import { gatewayName } from "../../render/gatewayManifests";
-import { workloadName } from "../../render/tritonManifests";
-import type { StackConfig } from "../schema";
+} from "../config/limits";
+import { namePrefix, repositoryNames } from "../naming";
+import { gatewayName } from "../render/gatewayManifests";
+import { workloadName } from "../render/tritonManifests";
+import type { StackConfig } from "../config/schema";
 import type { Add } from "./report";
 
 /** Namespaces the stack installs its own charts into (components/scaling.ts): a second Namespace of that name fails. */

@@ -1,6 +1,6 @@
 /** Who can reach what: the rules on the endpoint's exposure, its consumers and the builder's SSH key pair. */
-import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
-import { consumerEntries, repeatedKeyHashes, teamOf, teamsWithLimitsTwice } from "../teams";
+import { PROJECT, type SecretPresence, type StackConfig } from "../config/schema";
+import { consumerEntries, repeatedKeyHashes, teamOf, teamsWithLimitsTwice } from "../config/teams";
 import type { Add } from "./report";
 
 /** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */

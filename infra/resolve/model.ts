@@ -2,10 +2,10 @@
  * Which model the stack serves: the preset or the family and architecture
  * given by hand, and its weights' source pinned to a commit or a checksum.
  */
-import { MODEL_PRESETS, findPreset, type ModelPreset } from "../../model/catalog";
-import type { Family, ModelSource } from "../../model/types";
-import type { StackConfig } from "../schema";
-import type { ResolvedModel } from "../stack";
+import { MODEL_PRESETS, findPreset, type ModelPreset } from "../model/catalog";
+import type { Family, ModelSource } from "../model/types";
+import type { StackConfig } from "../config/schema";
+import type { ResolvedModel } from "../config/stack";
 import type { Add } from "./report";
 
 const COMMIT = /^[0-9a-f]{40}$/;

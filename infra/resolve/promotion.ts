@@ -5,8 +5,8 @@
  * config is checked here. The images themselves are checked once the
  * referenced stack's outputs are read (infra/promotion/reference.ts).
  */
-import { PULUMI_STACK_REFERENCE } from "../limits";
-import type { StackConfig } from "../schema";
+import { PULUMI_STACK_REFERENCE } from "../config/limits";
+import type { StackConfig } from "../config/schema";
 import type { Add } from "./report";
 
 /** Build keys a promoted stack may set: the reference itself, and the Triton release the images carry (its version label, support window). */
