@@ -330,7 +330,7 @@ export class Cluster extends pulumi.ComponentResource {
           // No autoscaler: a fixed pool with one spare pod slot for the rolling update's surge pod.
           scalingConfig: { minSize: g.nodes, desiredSize: g.nodes, maxSize: g.nodes },
           taints: [GPU_NODE_TAINT],
-          // Several models: each model's pods require its own label (render/scheduling.ts MODEL_NODE_LABEL_KEY).
+          // Several models: each model's pods require its own label (conventions/workload.ts MODEL_NODE_LABEL_KEY).
           labels: gpuNodeGroupLabels(g.nodeLabel),
           tags,
         },

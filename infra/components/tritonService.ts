@@ -12,7 +12,6 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { isDigestRef, notPinnedMessage } from "../imageRef";
 import {
-  PORTS,
   deploymentMetadata,
   deploymentSpec,
   renderMetricsService,
@@ -20,10 +19,11 @@ import {
   renderPodDisruptionBudget,
   renderService,
   renderServiceMonitor,
-  type WorkloadInput,
 } from "../render/tritonManifests";
 import { minutes } from "../render/quantities";
 
+import { PORTS } from "../conventions/workload";
+import type { WorkloadInput } from "../plan/types";
 export interface TritonServiceArgs {
   /** Everything the manifests are rendered from but the image (resolve/workload.ts workloadInput). */
   readonly workload: WorkloadInput;

@@ -11,8 +11,7 @@
  * Pure: plain values in, plain values out.
  */
 import { GPU_INSTANCES, findGpuInstance as findInstance } from "../catalog/gpus";
-import { MODEL_SERVING_KEYS, type ModelEntry, type ParsedConfig, type StackConfig } from "./schema";
-import type { Add } from "../resolve/report";
+import { MODEL_SERVING_KEYS, type ModelEntry, type ParsedConfig, type StackConfig, type Add } from "./schema";
 
 export interface ModelView {
   /** The map key in the `models` form; undefined in the one-model form (the id is then derived). */

@@ -9,14 +9,14 @@
  */
 import { findPreset } from "../model/catalog";
 import { renderGatewayConfig, type GatewayConfigFile, type GatewayRoute } from "./gatewayConfig";
-import { PORTS, workloadName } from "../render/tritonManifests";
-import { SYSTEM_NODE_LABEL } from "../render/scheduling";
+
 import type { ResolvedStack } from "../config/stack";
 import type { TeamLimits } from "../config/schema";
 import { consumerEntries, heldKeys, teamLimits } from "../config/teams";
 import { planGatewayScaling, type GatewayScalingPlan } from "../resolve/scaling";
 import { storePlan, type StorePlan } from "./store";
 
+import { PORTS, workloadName, SYSTEM_NODE_LABEL } from "../conventions/workload";
 /** The gateway's side of the plan: its config file (from the same numbers as the model repositories) and deployment. */
 export interface GatewayPlan {
   config: GatewayConfigFile;

@@ -20,8 +20,8 @@ import { buildPlan, type Plan, type PlanOptions } from "./index";
 import { gatewayPlan, type GatewayPlan } from "./gateway";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
-import type { GatewayWorkloadInput } from "../render/gatewayManifests";
 
+import type { GatewayWorkloadInput } from "./types";
 export interface ModelPlanEntry {
   /** The model id clients send (the one-model form's model name). */
   id: string;

@@ -8,6 +8,7 @@
 import { DEFAULT_STORE_STORAGE_GIB, storeMode } from "../config/store";
 import type { ResolvedStack } from "../config/stack";
 import type { GatewayStoreConfig } from "./gatewayConfig";
+
 import {
   MANAGED_HOST_PLACEHOLDER,
   MANAGED_USER,
@@ -16,9 +17,8 @@ import {
   STORE_COMMAND_TIMEOUT_MS,
   STORE_PASSWORD_ENV,
   STORE_PORT,
-  type StorePlan,
-} from "../render/storeManifests";
-
+} from "../conventions/store";
+import type { StorePlan } from "./types";
 export type { StorePlan };
 
 /**

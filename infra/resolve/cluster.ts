@@ -8,9 +8,8 @@ import { endpointAccessProblems } from "./clusterAccess";
 import { VPC_PREFIX_RANGE, vpcPrefix } from "./network";
 import { autoscalingProblems } from "../config/autoscaling";
 import { platformFindings } from "../config/platformChecks";
-import { PROJECT, type SecretPresence, type StackConfig } from "../config/schema";
+import { PROJECT, type SecretPresence, type StackConfig, type Add } from "../config/schema";
 import { storeMode } from "../config/store";
-import type { Add } from "./report";
 
 /**
  * What names things outside this repository: the backend/FT pins (40-hex; a

@@ -26,8 +26,8 @@ import { planWorkload } from "./workload";
 import type { WorkloadPlan } from "./workload";
 import type { StackConfig } from "../config/schema";
 import type { GemmShape, ResolvedModel, ResolvedStack } from "../config/stack";
-import type { Add } from "./report";
 
+import type { Add } from "../config/schema";
 /** The catalog's instance of this type, or undefined after reporting the known ones. */
 export function knownInstance(type: string, key: string, add: Add): GpuInstance | undefined {
   const found = findGpuInstance(type);

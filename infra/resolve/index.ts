@@ -13,7 +13,7 @@ import { isoDate } from "../catalog/eks";
 import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../model/sizing";
 import { autoscalingPlanProblem } from "./scaling";
 import { touchesDropped } from "../config/issues";
-import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../config/schema";
+import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type Add } from "../config/schema";
 import type { GemmShape, ResolvedStack } from "../config/stack";
 import { checkAccess, checkConsumerModels } from "./access";
 import { checkAutoscaling, checkCluster, checkNetwork, checkPlatform } from "./cluster";
@@ -45,7 +45,6 @@ import {
 import { resolveModel } from "./model";
 import { modelViews, type ModelView } from "../config/models";
 import { checkPromotion, isBuildOnlyKey, isPromoted } from "./promotion";
-import type { Add } from "./report";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
 

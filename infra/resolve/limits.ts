@@ -26,11 +26,11 @@ import {
   VPC_QUOTAS,
 } from "../config/limits";
 import { namePrefix, repositoryNames } from "../naming";
-import { gatewayName } from "../render/gatewayManifests";
-import { workloadName } from "../render/tritonManifests";
-import type { StackConfig } from "../config/schema";
-import type { Add } from "./report";
 
+import type { StackConfig } from "../config/schema";
+
+import { workloadName, gatewayName } from "../conventions/workload";
+import type { Add } from "../config/schema";
 /** Namespaces the stack installs its own charts into (components/scaling.ts): a second Namespace of that name fails. */
 export const STACK_NAMESPACES = [MONITORING_NAMESPACE, "keda"] as const;
 

@@ -6,8 +6,8 @@ import { MODEL_PRESETS, findPreset, type ModelPreset } from "../model/catalog";
 import type { Family, ModelSource } from "../model/types";
 import type { StackConfig } from "../config/schema";
 import type { ResolvedModel } from "../config/stack";
-import type { Add } from "./report";
 
+import type { Add } from "../config/schema";
 const COMMIT = /^[0-9a-f]{40}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 

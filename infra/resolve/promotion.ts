@@ -7,8 +7,8 @@
  */
 import { PULUMI_STACK_REFERENCE } from "../config/limits";
 import type { StackConfig } from "../config/schema";
-import type { Add } from "./report";
 
+import type { Add } from "../config/schema";
 /** Build keys a promoted stack may set: the reference itself, and the Triton release the images carry (its version label, support window). */
 export const PROMOTED_BUILD_KEYS = ["promoteFrom", "tritonVersion"] as const;
 

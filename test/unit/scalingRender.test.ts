@@ -10,7 +10,7 @@ import { crdObjects, scalingFiles, scrapeConfig, type StackScalingManifests } fr
 import { queueComputeRatioQuery } from "../../infra/render/prometheus";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
 import { DCGM_COUNTERS, MODEL_SERIES_LABEL, nodeLabelMetaName } from "../../infra/render/observability";
-import { INSTANCE_TYPE_LABEL, MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
+import { INSTANCE_TYPE_LABEL } from "../../infra/render/scheduling";
 import { planWorkload } from "../../infra/resolve/workload";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
@@ -26,6 +26,7 @@ import {
 } from "../lib/scalingFixtures";
 import { gatewayOf } from "../lib/plan";
 
+import { MODEL_NODE_LABEL_KEY } from "../../infra/conventions/workload";
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
 function resolved(cfg: RawConfig): ResolvedStack {
   const { stack, problems } = resolveStack(cfg, NO_SECRETS);
