@@ -35,7 +35,7 @@ import { promotedSide, type PromotedSide } from "./promotion/side";
 import { endpointAccess } from "./resolve/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
-import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
+import { loadStack, validatedSecret, type StackSecrets } from "./loader";
 import { isoDate } from "./catalog/eks";
 import { estimateCost, gpuPricing } from "./cost";
 import { summaryLines } from "./cost/format";

@@ -8,7 +8,7 @@
  * - `resolve/` (resolveStack, formatProblems, ConfigError) sits above
  *   the plan: it plans the workload to check that the pods fit. Re-exporting
  *   it would make every plan module import itself through this file.
- * - `config/loader` (loadStack) reads the config through the Pulumi engine;
+ * - `loader.ts` (loadStack) reads the config through the Pulumi engine;
  *   only the program's entry point imports it.
  * The generators (`config/reference`, `config/projectFile`) and the rule
  * helpers (`config/issues`, `config/keys`, `config/cidr`,
