@@ -1,7 +1,7 @@
 /** AWS tags every resource carries, so cost reports and cleanups can find the stack. */
 import type { ResolvedStack } from "./config";
-import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS } from "./resolve/network";
 
+import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS } from "./conventions/network";
 /** The stack's own tags; they win over a `tags` entry with the same key. */
 export function ownTags(project: string, stackName: string, modelName: string): Record<string, string> {
   return {

@@ -11,13 +11,12 @@ import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
 import {
   NAT_GATEWAY_STRATEGY,
-  PRIVATE_SUBNET_TAGS,
-  PUBLIC_SUBNET_TAGS,
   existingNetworkProblems,
   subnetPrefixLengths,
   type SubnetFacts,
 } from "../resolve/network";
 
+import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS } from "../conventions/network";
 export interface NetworkArgs {
   /** The stack's network config: create a VPC from network.vpcCidr, or use the existing VPC and subnet ids. */
   readonly network: StackConfig["network"];

@@ -246,7 +246,12 @@ export function maxPromptBytes(maxInputLen: number): number {
   return maxInputLen * PROMPT_BYTES_PER_TOKEN;
 }
 
-const HEADER = ["Rendered by triton-ft (infra/plan/modelRepository.ts) from the stack config; do not edit by hand."];
+/**
+ * Every config.pbtxt's first line. Its text is inside the bake step's input hash of every live stack, so it
+ * keeps naming this file's path before the move to plan/ (docs/architecture.md "Layers"): rewording it would
+ * re-bake and roll every model. The architecture test knows the old path as a frozen name.
+ */
+const HEADER = ["Rendered by triton-ft (infra/render/modelRepository.ts) from the stack config; do not edit by hand."];
 
 function tensor(spec: TensorSpec): PbMessage {
   return msg(

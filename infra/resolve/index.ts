@@ -7,7 +7,9 @@
  * model.ts (which model, pinned where), fit.ts (does it fit the hardware),
  * access.ts (who can reach what), cluster.ts (what it runs on), limits.ts
  * (what AWS, Kubernetes or the Hub would refuse), report.ts (how problems
- * are reported).
+ * are reported). The derived values the rules check live beside them:
+ * network.ts, clusterAccess.ts, nodeShape.ts, workload.ts, scaling.ts; the
+ * plan reads them from here (docs/architecture.md "Layers").
  */
 import { isoDate } from "../catalog/eks";
 import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../model/sizing";

@@ -51,7 +51,7 @@ def _optional_int_parameter(model_config: Mapping[str, Any], name: str, minimum:
     return None if params.get(name) is None else _int_parameter(model_config, name, minimum)
 
 
-# Same rule as the renderer's maxPromptBytes (infra/plan/modelRepository.ts),
+# Same rule as the renderer's maxPromptBytes (infra/render/modelRepository.ts),
 # for a config rendered before the parameter existed.
 PROMPT_BYTES_PER_TOKEN = 32
 
