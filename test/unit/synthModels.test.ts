@@ -52,8 +52,7 @@ let plan: {
     string,
     { first: boolean; builder: string; buildSteps: Array<{ id: string }>; model: { name: string } }
   >;
-  builders: Array<{ name: string; models: string[] }>;
-  smList: number[];
+  builders: Array<{ name: string; models: string[]; smList: number[] }>;
 };
 
 beforeAll(() => {
@@ -129,7 +128,7 @@ describe("synth of a stack of several models", () => {
     for (const id of IDS) expect(fs.existsSync(path.join(out, "models", id, "cost.json")), id).toBe(false);
   });
 
-  it("writes plan.json with every model's plan, the builders and the SM list", () => {
+  it("writes plan.json with every model's plan, the builders and each builder's SM list", () => {
     expect(plan.stack).toBe("seed-models");
     expect(Object.keys(plan.models)).toEqual(IDS);
     expect(Object.values(plan.models).map((m) => m.first)).toEqual([true, false, false]);
@@ -138,7 +137,8 @@ describe("synth of a stack of several models", () => {
       expect(plan.builders.find((b) => b.name === m.builder)?.models, id).toContain(id);
     }
     expect(plan.builders.map((b) => b.name)).toEqual(["builder", "builder-l4"]);
-    expect(plan.smList).toEqual([86, 89]);
+    // triton_with_ft per GPU family: each builder's own SMs, no stack-wide list.
+    expect(plan.builders.map((b) => b.smList)).toEqual([[86], [89]]);
   });
 
   it("prints one block per model, then the builders and what the models share", () => {
