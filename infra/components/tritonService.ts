@@ -25,7 +25,7 @@ import { minutes } from "../render/quantities";
 import { PORTS } from "../conventions/workload";
 import type { WorkloadInput } from "../plan/types";
 export interface TritonServiceArgs {
-  /** Everything the manifests are rendered from but the image (resolve/workload.ts workloadInput). */
+  /** Everything the manifests are rendered from but the image (plan/renderInputs.ts workloadInput). */
   readonly workload: WorkloadInput;
   /** Server image by digest, from the build pipeline: an input of the Deployment's rendering. */
   readonly image: pulumi.Input<string>;
