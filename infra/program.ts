@@ -24,7 +24,7 @@ import { sharedStoreOf } from "./components/sharedStore";
 import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
-import { ENSEMBLE_MODEL } from "./plan/modelRepository";
+
 import { renderStackScaling, type ModelScalingManifests } from "./render/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
@@ -42,6 +42,7 @@ import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
 import { stackTags } from "./tags";
 
+import { ENSEMBLE_MODEL } from "./conventions/workload";
 /**
  * The stack-output contract other teams consume (infra/outputs.ts: documented
  * in README, pinned by test/unit/serving.test.ts), plus the build side's extras.

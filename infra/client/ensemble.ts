@@ -5,8 +5,9 @@
  */
 import { type InferResponse, type TritonClient, outputNumbers, outputStrings } from "./api";
 import type { Tensor } from "./tensors";
-import { ENSEMBLE_MODEL, MODEL_NAMES } from "../plan/modelRepository";
+import { MODEL_NAMES } from "../plan/modelRepository";
 
+import { ENSEMBLE_MODEL } from "../conventions/workload";
 export { ENSEMBLE_MODEL };
 
 /** Models the rendered repository serves (plan/modelRepository.ts); readiness of all four is a healthy deployment. */

@@ -47,3 +47,13 @@ export const MODEL_NODE_LABEL_KEY = "triton-ft.io/model";
  * serving pods' budget leaves room for them (resolve/workload.ts GPU_NODE_DAEMONSET_*).
  */
 export const DCGM_EXPORTER_REQUESTS = { cpuMillis: 100, memoryBytes: 128 * 1024 ** 2 } as const;
+
+/** The gateway's ports: the OpenAI-compatible API (the NLB Service) and metrics (its ServiceMonitor). */
+export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;
+
+/**
+ * The model clients call: the text-in/text-out pipeline. One name for the
+ * repository's folder and config, the gateway's target, the client's default
+ * and the stack output `modelName`.
+ */
+export const ENSEMBLE_MODEL = "ensemble";

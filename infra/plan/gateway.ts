@@ -8,7 +8,7 @@
  * Pure: no Pulumi.
  */
 import { findPreset } from "../model/catalog";
-import { renderGatewayConfig, type GatewayConfigFile, type GatewayRoute } from "./gatewayConfig";
+import { renderGatewayConfig } from "./gatewayConfig";
 
 import type { ResolvedStack } from "../config/stack";
 import type { TeamLimits } from "../config/schema";
@@ -17,6 +17,7 @@ import { planGatewayScaling, type GatewayScalingPlan } from "../resolve/scaling"
 import { storePlan, type StorePlan } from "./store";
 
 import { PORTS, workloadName, SYSTEM_NODE_LABEL } from "../conventions/workload";
+import type { GatewayConfigFile, GatewayRoute } from "./types";
 /** The gateway's side of the plan: its config file (from the same numbers as the model repositories) and deployment. */
 export interface GatewayPlan {
   config: GatewayConfigFile;

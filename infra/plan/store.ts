@@ -7,7 +7,6 @@
  */
 import { DEFAULT_STORE_STORAGE_GIB, storeMode } from "../config/store";
 import type { ResolvedStack } from "../config/stack";
-import type { GatewayStoreConfig } from "./gatewayConfig";
 
 import {
   MANAGED_HOST_PLACEHOLDER,
@@ -19,6 +18,7 @@ import {
   STORE_PORT,
 } from "../conventions/store";
 import type { StorePlan } from "./types";
+import type { GatewayStoreConfig } from "./types";
 export type { StorePlan };
 
 /**

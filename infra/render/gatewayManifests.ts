@@ -32,7 +32,7 @@ import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/Netw
 import type { INetworkPolicyEgressRule } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyEgressRule";
 import type { INetworkPolicyPort } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyPort";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { GATEWAY_PORTS, type GatewayConfigFile } from "../plan/gatewayConfig";
+
 import { NLB_LOAD_BALANCER_CLASS, recommendedLabels, selectorLabels } from "./tritonManifests";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import {
@@ -45,12 +45,13 @@ import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
 import { STORE_PASSWORD_KEY } from "./storeManifests";
 import { storeSelector } from "./storeManifests";
 
-import { NLB_HEALTH_CHECK, PORTS, workloadName } from "../conventions/workload";
+import { NLB_HEALTH_CHECK, PORTS, workloadName, GATEWAY_PORTS } from "../conventions/workload";
 import { STORE_CA_DIR, STORE_PASSWORD_ENV, STORE_PORT } from "../conventions/store";
 import type { LoadBalancerSettings, WorkloadInput } from "../plan/types";
 import type { StorePlan } from "../plan/types";
 import { gatewayName } from "../conventions/workload";
 import type { GatewayWorkloadInput } from "../plan/types";
+import type { GatewayConfigFile } from "../plan/types";
 /** Deliberate scanner findings of the gateway Deployment, with why (docs/security.md "Documented exceptions"). */
 export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
   {

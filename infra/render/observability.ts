@@ -12,7 +12,7 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./gatewayManifests";
-import { ENSEMBLE_MODEL } from "../plan/modelRepository";
+
 import { serviceMonitor, type ServiceMonitor, type ServiceMonitorRelabeling } from "./serviceMonitor";
 import {
   podSecurityContext,
@@ -24,7 +24,7 @@ import type { AutoscalingPlan } from "../resolve/scaling";
 import { labelMatchers, queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./prometheus";
 
 import { RATE_WINDOW_SECONDS } from "../conventions/metrics";
-import { DCGM_EXPORTER_REQUESTS } from "../conventions/workload";
+import { DCGM_EXPORTER_REQUESTS, ENSEMBLE_MODEL } from "../conventions/workload";
 /**
  * dcgm-exporter release 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter
  * tag of 2026-05-06). Distroless flavour: no shell, runs as non-root.

@@ -147,6 +147,23 @@ describe("architecture", () => {
     expect(cycles(fileGraph(files)).map((c) => c.map((f) => relative(ROOT, f)))).toEqual([]);
   });
 
+  it("lets the renderers read the plan through its leaf types module only", () => {
+    const types = join(INFRA, "plan", "types.ts");
+    const intoPlan = [...fileGraph(files.filter((f) => f.includes("/infra/render/")))].flatMap(([from, targets]) =>
+      targets
+        .filter((t) => t.includes("/infra/plan/") && t !== types)
+        .map((t) => `${relative(ROOT, from)} imports ${relative(ROOT, t)}`),
+    );
+    expect(intoPlan).toEqual([]);
+    // plan/types.ts itself names only LaunchPlan from the rest of the plan (plan/launch.ts, which imports plan/paths.ts only).
+    expect(
+      fileGraph([types])
+        .get(types)
+        ?.filter((t) => t.includes("/infra/plan/"))
+        .map((t) => relative(ROOT, t)),
+    ).toEqual(["infra/plan/launch.ts"]);
+  });
+
   it("finds an upward import, a type import and a cycle when there is one (self-check of the detectors)", () => {
     expect(importsOf('import type { A } from "../plan/types";\nexport { B } from "./b";')).toEqual([
       "../plan/types",
