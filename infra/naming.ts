@@ -13,3 +13,9 @@ export function namePrefix(stackName: string): string {
 export function repositoryNames(prefix: string): { tritonWithFt: string; server: string; gateway: string } {
   return { tritonWithFt: `${prefix}/triton_with_ft`, server: `${prefix}/server`, gateway: `${prefix}/gateway` };
 }
+
+/** A model's server repository (plan/registry.ts): the first model keeps the one-model `server`, a further one `server/<id>`. */
+export function serverRepositoryName(prefix: string, modelId: string, first: boolean): string {
+  const base = repositoryNames(prefix).server;
+  return first ? base : `${base}/${modelId}`;
+}

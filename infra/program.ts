@@ -24,7 +24,7 @@ import { sharedStoreOf } from "./components/sharedStore";
 import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
-import { ENSEMBLE_MODEL } from "./render/modelRepository";
+
 import { renderStackScaling, type ModelScalingManifests } from "./render/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
@@ -32,16 +32,17 @@ import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildStackPlan, modelResourceName, type ModelPlanEntry, type StackPlan } from "./plan/stack";
 import { modelPlanFingerprint, modelPlanOf, serializeModelPlan } from "./promotion/modelPlan";
 import { promotedSide, type PromotedSide } from "./promotion/side";
-import { endpointAccess } from "./plan/clusterAccess";
+import { endpointAccess } from "./resolve/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
-import { loadStack, validatedSecret, type StackSecrets } from "./config/loader";
+import { loadStack, validatedSecret, type StackSecrets } from "./loader";
 import { isoDate } from "./catalog/eks";
 import { estimateCost, gpuPricing } from "./cost";
 import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
 import { modelTags, stackTags } from "./tags";
 
+import { ENSEMBLE_MODEL } from "./conventions/workload";
 /**
  * The stack-output contract other teams consume (infra/outputs.ts: documented
  * in README, pinned by test/unit/serving.test.ts), plus the build side's extras.

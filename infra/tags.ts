@@ -13,7 +13,8 @@
  * cost.json's per-model and `stack` lines (test/unit/costCoverage.test.ts).
  */
 import type { ResolvedStack } from "./config";
-import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS } from "./plan/network";
+
+import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS } from "./conventions/network";
 
 /** The tag key naming the model a resource belongs to. */
 export const MODEL_TAG_KEY = "triton-ft:model";

@@ -29,7 +29,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { renderGatewayConfig } from "../infra/render/gatewayConfig";
+import { renderGatewayConfig } from "../infra/plan/gatewayConfig";
 import { startGateway } from "../test/gateway/harness";
 import { STORE_PASSWORD_ENV, startTritonDecoupled, storeSection } from "../test/gateway/globalSetup";
 import { StoreServer } from "../test/lib/storeServer";

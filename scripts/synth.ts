@@ -24,19 +24,13 @@ import type { Plan } from "../infra/plan";
 import { buildStackPlan, type StackPlan } from "../infra/plan/stack";
 import { repoPathHasher } from "../infra/repoFiles";
 import type { ResolvedStack } from "../infra/config";
-import {
-  ARTIFACT_WRITERS,
-  MODELS_OUT,
-  synthesize,
-  synthesizeStack,
-  type ArtifactWriter,
-  type SynthResult,
-} from "../infra/synth/artifacts";
+import { ARTIFACT_WRITERS, MODELS_OUT, synthesize, synthesizeStack, type SynthResult } from "../infra/synth/artifacts";
 import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
-import { formatProblems, formatWarnings, resolveStack } from "../infra/config/validate";
+import { formatProblems, formatWarnings, resolveStack } from "../infra/resolve";
 import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventory";
 import { INVENTORY_FILE, INVENTORY_SUMMARY_FILE } from "../infra/synth/inventory";
 
+import type { ArtifactWriter } from "../infra/synth/types";
 export interface SynthIo {
   /** Folder holding Pulumi.<stack>.yaml; relative --out paths resolve against it. */
   cwd: string;

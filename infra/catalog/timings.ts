@@ -1,8 +1,8 @@
 /**
  * Every rate a time figure is derived from, in one place: the remote build
  * steps' budgets (plan/budgets.ts), the workload's pull, load and probe
- * numbers (plan/workload.ts), the autoscaler's cold start and lead time
- * (plan/scaling.ts) and the cost module's minutes-to-serve (cost/time.ts) all
+ * numbers (resolve/workload.ts), the autoscaler's cold start and lead time
+ * (resolve/scaling.ts) and the cost module's minutes-to-serve (cost/time.ts) all
  * read these constants, so a budget, a scaling window and a preview's
  * "first deploy N min" can never disagree about how fast a step is.
  *
@@ -177,7 +177,7 @@ export const NLB_PROVISION_SECONDS = 600;
 
 /**
  * Share of peak memory bandwidth a decode step reaches. Low on purpose: drains
- * (plan/workload.ts) must not be cut short, and the cost estimate's
+ * (resolve/workload.ts) must not be cut short, and the cost estimate's
  * throughput (cost/tokens.ts) is then a floor. DECODE_BANDWIDTH_EFFICIENCY_HIGH
  * is the other end of the range the estimate reports.
  */

@@ -5,11 +5,12 @@
  */
 import { type InferResponse, type TritonClient, outputNumbers, outputStrings } from "./api";
 import type { Tensor } from "./tensors";
-import { ENSEMBLE_MODEL, MODEL_NAMES } from "../render/modelRepository";
+import { MODEL_NAMES } from "../plan/modelRepository";
 
+import { ENSEMBLE_MODEL } from "../conventions/workload";
 export { ENSEMBLE_MODEL };
 
-/** Models the rendered repository serves (render/modelRepository.ts); readiness of all four is a healthy deployment. */
+/** Models the rendered repository serves (plan/modelRepository.ts); readiness of all four is a healthy deployment. */
 export const REPOSITORY_MODELS = MODEL_NAMES;
 
 export interface GenerateOptions {

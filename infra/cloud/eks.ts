@@ -5,8 +5,8 @@
  */
 import { GPU_TAINT, gpuTolerations, instanceTypeAffinity } from "../render/scheduling";
 
-/** The system node group's label, which the gateway selects (render/scheduling.ts). */
-export { SYSTEM_NODE_LABEL } from "../render/scheduling";
+/** The system node group's label, which the gateway selects (conventions/workload.ts). */
+export { SYSTEM_NODE_LABEL } from "../conventions/workload";
 
 /** Pinned Helm charts, with where each version was checked (infra/catalog/charts.ts). */
 export { CHARTS } from "../catalog/charts";
@@ -62,7 +62,7 @@ export const GPU_NODE_LABEL = "nvidia.com/gpu.present";
 
 /**
  * The labels of a fixed GPU node group: the GPU pool's, and in a stack of
- * several models its model's (render/scheduling.ts MODEL_NODE_LABEL_KEY),
+ * several models its model's (conventions/workload.ts MODEL_NODE_LABEL_KEY),
  * which that model's pods require. One source for the node group and the
  * k8s suite's nodes.
  */

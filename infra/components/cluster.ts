@@ -33,7 +33,7 @@ import { EC2_ASSUME_ROLE_POLICY, EKS_NODE_POLICIES, serviceAccountTrustPolicy } 
 import { kubeconfigClusterName, kubeconfigText } from "../cloud/kubeconfig";
 import { LB_CONTROLLER_NAMESPACE, LB_CONTROLLER_SERVICE_ACCOUNT } from "../cloud/lbController";
 import { LB_CONTROLLER_POLICY_VERSION, publishedLbControllerPolicy } from "../cloud/lbControllerIamPolicy";
-import type { EndpointAccess } from "../plan/clusterAccess";
+import type { EndpointAccess } from "../resolve/clusterAccess";
 import type { EC2NodeClass, NodePool } from "../render/karpenter";
 import { GpuNodePool, installMonitoring, type GpuNodePoolArgs } from "./scaling";
 
@@ -57,7 +57,7 @@ export interface CreatedCluster {
   gpuNodeDiskGiB: number;
   /** AWS tags of the first model's GPU nodes (infra/tags.ts modelTags): its node group or node class, instances, volumes. */
   gpuNodeTags: Record<string, string>;
-  /** Who reaches the API endpoint (plan/clusterAccess.ts). */
+  /** Who reaches the API endpoint (resolve/clusterAccess.ts). */
   endpoint: EndpointAccess;
   /** With serving.autoscaling: Karpenter launches the GPU nodes from these, instead of the fixed node group. */
   gpuNodePool?: { nodePool: NodePool; ec2NodeClass: EC2NodeClass };
@@ -233,7 +233,7 @@ export class Cluster extends pulumi.ComponentResource {
         // The managed CoreDNS add-on waits for schedulable nodes, which do not exist
         // until the node groups below; EKS's self-managed CoreDNS has no such wait.
         corednsAddonOptions: { enabled: false },
-        // The API endpoint: private, or public from the deployers' CIDRs only (plan/clusterAccess.ts).
+        // The API endpoint: private, or public from the deployers' CIDRs only (resolve/clusterAccess.ts).
         endpointPrivateAccess: c.endpoint.endpointPrivateAccess,
         endpointPublicAccess: c.endpoint.endpointPublicAccess,
         ...(c.endpoint.publicAccessCidrs ? { publicAccessCidrs: c.endpoint.publicAccessCidrs } : {}),
@@ -347,7 +347,7 @@ export class Cluster extends pulumi.ComponentResource {
           // No autoscaler: a fixed pool with one spare pod slot for the rolling update's surge pod.
           scalingConfig: { minSize: g.nodes, desiredSize: g.nodes, maxSize: g.nodes },
           taints: [GPU_NODE_TAINT],
-          // Several models: each model's pods require its own label (render/scheduling.ts MODEL_NODE_LABEL_KEY).
+          // Several models: each model's pods require its own label (conventions/workload.ts MODEL_NODE_LABEL_KEY).
           labels: gpuNodeGroupLabels(g.nodeLabel),
           // The model's: its GPU nodes are its cost.
           tags: g.tags,

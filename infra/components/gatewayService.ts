@@ -15,9 +15,10 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import { isDigestRef, notPinnedMessage } from "../imageRef";
-import { renderKeysFile, type TeamLimitsFile } from "../render/gatewayConfig";
-import { renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
+import { renderKeysFile, type TeamLimitsFile } from "../plan/gatewayConfig";
+import { renderGatewayManifests } from "../render/gatewayManifests";
 
+import type { GatewayWorkloadInput } from "../plan/types";
 export interface GatewayServiceArgs {
   /** The Triton workload it fronts plus the plan's gateway section: what its manifests are rendered from, but the image and keys. */
   readonly workload: GatewayWorkloadInput;

@@ -11,14 +11,13 @@ import * as pulumi from "@pulumi/pulumi";
 import type { StackConfig } from "../config";
 import {
   NAT_GATEWAY_STRATEGY,
-  PRIVATE_SUBNET_TAGS,
-  PUBLIC_SUBNET_TAGS,
   createdVpcZoneProblems,
   existingNetworkProblems,
   subnetPrefixLengths,
   type SubnetFacts,
-} from "../plan/network";
+} from "../resolve/network";
 
+import { PRIVATE_SUBNET_TAGS, PUBLIC_SUBNET_TAGS } from "../conventions/network";
 export interface NetworkArgs {
   /** The stack's network config: create a VPC from network.vpcCidr, or use the existing VPC and subnet ids. */
   readonly network: StackConfig["network"];
@@ -59,7 +58,7 @@ export class Network extends pulumi.ComponentResource {
             { type: "Private", cidrMask: lengths.private, tags: { ...args.tags, ...PRIVATE_SUBNET_TAGS } },
             { type: "Public", cidrMask: lengths.public, tags: { ...args.tags, ...PUBLIC_SUBNET_TAGS } },
           ],
-          // One NAT gateway (plan/network.ts NAT_GATEWAY_STRATEGY, priced by infra/cost).
+          // One NAT gateway (resolve/network.ts NAT_GATEWAY_STRATEGY, priced by infra/cost).
           natGateways: { strategy: NAT_GATEWAY_STRATEGY },
           tags: args.tags,
         },

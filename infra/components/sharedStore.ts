@@ -22,18 +22,13 @@ import * as pulumi from "@pulumi/pulumi";
 import * as random from "@pulumi/random";
 import * as tls from "@pulumi/tls";
 import { namePrefix } from "../naming";
-import type { GatewayWorkloadInput } from "../render/gatewayManifests";
-import {
-  MANAGED_USER,
-  STORE_CA_FILE,
-  STORE_PORT,
-  renderStoreManifests,
-  storeAuthData,
-  type StorePlan,
-  type StoreRenderInput,
-} from "../render/storeManifests";
+
+import { renderStoreManifests, storeAuthData, type StoreRenderInput } from "../render/storeManifests";
 import type { Cluster, ClusterNetwork } from "./cluster";
 
+import { MANAGED_USER, STORE_CA_FILE, STORE_PORT } from "../conventions/store";
+import type { GatewayWorkloadInput } from "../plan/types";
+import type { StorePlan } from "../plan/types";
 /** What a managed store needs from the stack's network and cluster. */
 export interface ManagedStoreNetwork {
   vpcId: pulumi.Input<string>;

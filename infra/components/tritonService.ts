@@ -12,7 +12,6 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { isDigestRef, notPinnedMessage } from "../imageRef";
 import {
-  PORTS,
   deploymentMetadata,
   deploymentSpec,
   renderMetricsService,
@@ -20,12 +19,13 @@ import {
   renderPodDisruptionBudget,
   renderService,
   renderServiceMonitor,
-  type WorkloadInput,
 } from "../render/tritonManifests";
 import { minutes } from "../render/quantities";
 
+import { PORTS } from "../conventions/workload";
+import type { WorkloadInput } from "../plan/types";
 export interface TritonServiceArgs {
-  /** Everything the manifests are rendered from but the image (plan/workload.ts workloadInput). */
+  /** Everything the manifests are rendered from but the image (plan/renderInputs.ts workloadInput). */
   readonly workload: WorkloadInput;
   /** Server image by digest, from the build pipeline: an input of the Deployment's rendering. */
   readonly image: pulumi.Input<string>;

@@ -4,12 +4,10 @@
  * the plan and the renderers read. Engine-free and plan-free, so every layer
  * may import it.
  *
- * Two entry points of this folder are deliberately not re-exported here:
- * - `config/validate` (resolveStack, formatProblems, ConfigError) sits above
- *   the plan: it plans the workload to check that the pods fit. Re-exporting
- *   it would make every plan module import itself through this file.
- * - `config/loader` (loadStack) reads the config through the Pulumi engine;
- *   only the program's entry point imports it.
+ * Neither layer above config/ is re-exported here (docs/architecture.md
+ * "Layers"): `resolve/` (resolveStack, formatProblems, ConfigError) resolves
+ * the config and checks its rules, and `infra/loader.ts` (loadStack) reads it
+ * through the Pulumi engine for the program's entry point.
  * The generators (`config/reference`, `config/projectFile`) and the rule
  * helpers (`config/issues`, `config/keys`, `config/cidr`,
  * `config/platformChecks`) are imported by path by the scripts and tests that

@@ -12,8 +12,7 @@
  */
 import { GPU_INSTANCES, findGpuInstance as findInstance } from "../catalog/gpus";
 import { MODEL_ID_RULE, modelIdFaults, suggestModelId } from "./modelIds";
-import { MODEL_SERVING_KEYS, type ModelEntry, type ParsedConfig, type StackConfig } from "./schema";
-import type { Add } from "./validate/report";
+import { MODEL_SERVING_KEYS, type ModelEntry, type ParsedConfig, type StackConfig, type Add } from "./schema";
 
 export interface ModelView {
   /** The map key in the `models` form; undefined in the one-model form (the id is then derived). */

@@ -4,7 +4,6 @@
  */
 import { z } from "zod";
 import { PROJECT, SECRET_KEYS, configSchema } from "./schema";
-import { outputsMarkdownTable } from "../outputs";
 
 /** The part of zod's JSON Schema output the generated docs read (here and in infra/config/projectFile.ts). */
 export interface JsonSchema {
@@ -67,16 +66,3 @@ function fmtDefault(value: unknown): string {
 
 export const OUTPUTS_START = "<!-- outputs-contract:start (generated from infra/outputs.ts; do not edit) -->";
 export const OUTPUTS_END = "<!-- outputs-contract:end -->";
-
-function replaceBlock(readme: string, startMarker: string, endMarker: string, content: string): string {
-  const start = readme.indexOf(startMarker);
-  const end = readme.indexOf(endMarker);
-  if (start < 0 || end < start) throw new Error(`README.md lacks the markers ${startMarker} ... ${endMarker}`);
-  return readme.slice(0, start + startMarker.length) + "\n" + content + "\n" + readme.slice(end);
-}
-
-/** Text holding both generated blocks (configuration reference, output contract) with them replaced; the docs pages hold one block each (scripts/docsGenerated.ts). */
-export function withReference(readme: string): string {
-  const config = replaceBlock(readme, REFERENCE_START, REFERENCE_END, configReference());
-  return replaceBlock(config, OUTPUTS_START, OUTPUTS_END, outputsMarkdownTable());
-}

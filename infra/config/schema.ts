@@ -521,6 +521,9 @@ export type SecretPresence = Partial<Record<SecretKey, boolean>>;
 /** One configuration mistake, phrased for a person: which key, what value, how to fix it. */
 export type ConfigProblem = Problem;
 
+/** Records one problem (or warning) under `triton-ft:<key>`. */
+export type Add = (key: string, value: unknown, message: string, fix: string) => void;
+
 export const CONFIG_KEYS = ["model", "models", "build", "serving", "gemm", "cluster", "network", "tags"] as const;
 
 /** Every top-level key of the namespace the program reads: the objects above and the secrets. */

@@ -2,7 +2,7 @@
  * The resolved stack: the validated config plus everything validation looked
  * up or defaulted (the model's architecture, the catalog instances, the GPU
  * memory estimate, disk sizes). Types only, so every layer can name them
- * without importing the validator. `config/validate` produces it; `plan/` computes
+ * without importing the validator. `resolve/` produces it; `plan/` computes
  * the plan from it.
  */
 import type { GpuInstance } from "../catalog/gpus";

@@ -8,9 +8,6 @@
 
 const GiB = 1024 ** 3;
 
-/** AWS's month for hourly prices (its pricing pages and calculator use 730 h: 8,760 h / 12). */
-export const HOURS_PER_MONTH = 730;
-
 export const TRAFFIC = {
   /**
    * Share of full-batch decode throughput the endpoint serves on average over

@@ -22,7 +22,7 @@ import { gatewayPlan } from "../plan/gateway";
 import type { StackPlan } from "../plan/stack";
 import { stepEstimates } from "../plan/budgets";
 import { sha256 } from "../plan/hash";
-import { natGatewayCount } from "../plan/network";
+import { natGatewayCount } from "../resolve/network";
 import { registryPlan, type RegistryPlan } from "../plan/registry";
 import { namePrefix } from "../naming";
 import { budgetInputs } from "../plan/steps";

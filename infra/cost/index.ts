@@ -10,11 +10,12 @@
  * Pure: no Pulumi, no file or network access.
  */
 import { ASSUMED, TIMINGS, type TimingEntry } from "../catalog/timings";
-import { GATEWAY_IMAGE_BYTES, HOURS_PER_MONTH, NLCU_TCP, STORE, TRAFFIC } from "./assumptions";
+import { GATEWAY_IMAGE_BYTES, NLCU_TCP, STORE, TRAFFIC } from "./assumptions";
+import { HOURS_PER_MONTH } from "../catalog/prices";
 import type { GpuPricing } from "../render/observability";
 import type { LineItem, StackCostInput } from "./input";
 import { modelLines, stackLines, total } from "./money";
-import { PRICE_TABLE, instanceHourly, regionPrices, type PriceSource, type PriceTable } from "./prices";
+import { PRICE_TABLE, instanceHourly, regionPrices, type PriceSource, type PriceTable } from "../catalog/prices";
 import { buildSeconds, changeInputs, estimateTime, type ChangeInputs, type Segment } from "./time";
 import { estimateTokens, type Range } from "./tokens";
 

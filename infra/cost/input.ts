@@ -6,7 +6,7 @@
  * plan (the only place that knows the config's shape), and the tests build
  * them by hand.
  */
-import type { UnitKey } from "./prices";
+import type { UnitKey } from "../catalog/prices";
 
 /** How a model's GPU nodes are bought (serving.autoscaling.capacityType; reservations when capacityReservationIds are set). */
 export type CapacityType = "on-demand" | "spot" | "reserved";

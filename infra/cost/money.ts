@@ -14,9 +14,10 @@
  * stated traffic of cost/assumptions.ts. A unit the table cannot price
  * becomes a line without a price and a warning, never a guess.
  */
-import { HOURS_PER_MONTH, NLCU_TCP, STORE } from "./assumptions";
+import { NLCU_TCP, STORE } from "./assumptions";
+import { HOURS_PER_MONTH } from "../catalog/prices";
 import type { CapacityType, LineItem, ModelCostInput, StackCostInput } from "./input";
-import { instanceHourly, unitPrice, type Priced, type RegionPrices, type UnitKey } from "./prices";
+import { instanceHourly, unitPrice, type Priced, type RegionPrices, type UnitKey } from "../catalog/prices";
 import { estimateTokens } from "./tokens";
 
 const GiB = 1024 ** 3;

@@ -21,7 +21,7 @@
  * selector is then too loose and must be fixed, never guessed around.
  * Pure.
  */
-import type { UnitKey } from "./prices";
+import type { UnitKey } from "../catalog/prices";
 
 /** The offers the table draws on. */
 export const OFFERS = [

@@ -19,7 +19,7 @@
  * pull + load + NLB registration + the old pod's preStop.
  *
  * A new replica under autoscaling: node boot + pull (FastImagePull when on) +
- * load, as plan/scaling.ts's expected cold start.
+ * load, as resolve/scaling.ts's expected cold start.
  */
 import type { ModelCostInput, StackCostInput, StepTiming } from "./input";
 

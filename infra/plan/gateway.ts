@@ -8,15 +8,16 @@
  * Pure: no Pulumi.
  */
 import { findPreset } from "../model/catalog";
-import { renderGatewayConfig, type GatewayConfigFile, type GatewayRoute } from "../render/gatewayConfig";
-import { PORTS, workloadName } from "../render/tritonManifests";
-import { SYSTEM_NODE_LABEL } from "../render/scheduling";
+import { renderGatewayConfig } from "./gatewayConfig";
+
 import type { ResolvedStack } from "../config/stack";
 import type { TeamLimits } from "../config/schema";
 import { consumerEntries, heldKeys, teamLimits } from "../config/teams";
-import { planGatewayScaling, type GatewayScalingPlan } from "./scaling";
+import { planGatewayScaling, type GatewayScalingPlan } from "../resolve/scaling";
 import { storePlan, type StorePlan } from "./store";
 
+import { PORTS, workloadName, SYSTEM_NODE_LABEL } from "../conventions/workload";
+import type { GatewayConfigFile, GatewayRoute } from "./types";
 /** The gateway's side of the plan: its config file (from the same numbers as the model repositories) and deployment. */
 export interface GatewayPlan {
   config: GatewayConfigFile;
@@ -24,7 +25,7 @@ export interface GatewayPlan {
   replicas: number;
   /** A KEDA ScaledObject owns the Deployment's replicas: any model of the stack is autoscaled (render/scaling.ts). */
   autoscaled: boolean;
-  /** With `autoscaled`: the gateway's replica range and scaler, from every model's load (plan/scaling.ts planGatewayScaling). */
+  /** With `autoscaled`: the gateway's replica range and scaler, from every model's load (resolve/scaling.ts planGatewayScaling). */
   scaling?: GatewayScalingPlan;
   /** serving.consumers' entries: one API key each (`team:v2` is a second key of `team`). */
   consumers: string[];

@@ -8,10 +8,8 @@
  */
 import { FAMILY_SERVING } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
-import type { WorkloadInput } from "../render/tritonManifests";
-import type { ScalingInput } from "../render/scaling";
-import { MODEL_NODE_LABEL_KEY } from "../render/scheduling";
-import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "../render/modelRepository";
+
+import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "./modelRepository";
 import type { ResolvedStack } from "../config/stack";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
@@ -23,9 +21,12 @@ import { MODEL_STEP_IDS, scopeSteps } from "./scope";
 import { stackSmList, stepDefinitions } from "./steps";
 import { expectedWeights, type ExpectedWeights } from "./weights";
 import { fingerprintOf, imageFingerprint, type ImageFingerprint } from "./fingerprint";
-import { planWorkload, workloadInput, type WorkloadPlan } from "./workload";
-import { scalingInput, stackAutoscalingPlan, type AutoscalingPlan } from "./scaling";
+import { planWorkload, type WorkloadPlan } from "../resolve/workload";
+import { stackAutoscalingPlan, type AutoscalingPlan } from "../resolve/scaling";
 
+import { MODEL_NODE_LABEL_KEY } from "../conventions/workload";
+import type { ScalingInput, WorkloadInput } from "./types";
+import { workloadInput, scalingInput } from "./renderInputs";
 export const PLAN_SCHEMA_VERSION = 1;
 
 /** FT's custom all-reduce only helps at TP 8 over NVSwitch (p4d/p4de); elsewhere it is slower or unsupported. */
@@ -79,9 +80,9 @@ export interface Plan {
     tokenizerPath: string;
     checkpointPath: string;
   };
-  /** The Kubernetes workload's numbers (plan/workload.ts). */
+  /** The Kubernetes workload's numbers (resolve/workload.ts). */
   kubernetes: WorkloadPlan;
-  /** With serving.autoscaling: the scaling numbers (plan/scaling.ts). */
+  /** With serving.autoscaling: the scaling numbers (resolve/scaling.ts). */
   autoscaling?: AutoscalingPlan;
   /** The remote build steps in graph order, each with its input hash. */
   buildSteps: BuildStep[];
@@ -165,7 +166,7 @@ export interface PlanOptions {
    * or only its model steps.
    */
   steps?: "all" | "builder-and-model" | "model";
-  /** The stack serves several models: each gets GPU nodes of its own (render/scheduling.ts MODEL_NODE_LABEL_KEY). */
+  /** The stack serves several models: each gets GPU nodes of its own (conventions/workload.ts MODEL_NODE_LABEL_KEY). */
   severalModels?: boolean;
   /**
    * Whether the cluster has the Prometheus Operator, decided for the whole

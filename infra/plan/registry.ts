@@ -12,7 +12,7 @@
  *
  * Pure: names only.
  */
-import { repositoryNames } from "../naming";
+import { repositoryNames, serverRepositoryName } from "../naming";
 
 export interface ServerRepositoryPlan {
   /** The model whose baked images it holds. */
@@ -28,12 +28,6 @@ export interface RegistryPlan {
   gateway: string;
   /** One per model, in the stack plan's order. */
   servers: ServerRepositoryPlan[];
-}
-
-/** The server repository name of a model; the first keeps the one-model name. */
-export function serverRepositoryName(prefix: string, modelId: string, first: boolean): string {
-  const base = repositoryNames(prefix).server;
-  return first ? base : `${base}/${modelId}`;
 }
 
 export function registryPlan(prefix: string, modelIds: readonly string[]): RegistryPlan {

@@ -22,8 +22,8 @@ import { namePrefix } from "../naming";
 import { registryPlan, type RegistryPlan } from "./registry";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
-import type { GatewayWorkloadInput } from "../render/gatewayManifests";
 
+import type { GatewayWorkloadInput } from "./types";
 export interface ModelPlanEntry {
   /** The model id clients send (the one-model form's model name). */
   id: string;

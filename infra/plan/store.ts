@@ -7,7 +7,7 @@
  */
 import { DEFAULT_STORE_STORAGE_GIB, storeMode } from "../config/store";
 import type { ResolvedStack } from "../config/stack";
-import type { GatewayStoreConfig } from "../render/gatewayConfig";
+
 import {
   MANAGED_HOST_PLACEHOLDER,
   MANAGED_USER,
@@ -16,9 +16,9 @@ import {
   STORE_COMMAND_TIMEOUT_MS,
   STORE_PASSWORD_ENV,
   STORE_PORT,
-  type StorePlan,
-} from "../render/storeManifests";
-
+} from "../conventions/store";
+import type { StorePlan } from "./types";
+import type { GatewayStoreConfig } from "./types";
 export type { StorePlan };
 
 /**

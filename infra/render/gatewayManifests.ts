@@ -32,17 +32,8 @@ import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/Netw
 import type { INetworkPolicyEgressRule } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyEgressRule";
 import type { INetworkPolicyPort } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicyPort";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { GATEWAY_PORTS, type GatewayConfigFile } from "./gatewayConfig";
-import {
-  NLB_HEALTH_CHECK,
-  NLB_LOAD_BALANCER_CLASS,
-  PORTS,
-  recommendedLabels,
-  selectorLabels,
-  workloadName,
-  type LoadBalancerSettings,
-  type WorkloadInput,
-} from "./tritonManifests";
+
+import { NLB_LOAD_BALANCER_CLASS, recommendedLabels, selectorLabels } from "./tritonManifests";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import {
   podSecurityContext,
@@ -51,9 +42,16 @@ import {
   type ScannerSkip,
 } from "./podSecurity";
 import { spreadAcrossZonesAndNodes, systemNodeAffinity } from "./scheduling";
-import { STORE_CA_DIR, STORE_PASSWORD_ENV, STORE_PASSWORD_KEY, STORE_PORT, type StorePlan } from "./storeManifests";
+import { STORE_PASSWORD_KEY } from "./storeManifests";
 import { storeSelector } from "./storeManifests";
 
+import { NLB_HEALTH_CHECK, PORTS, workloadName, GATEWAY_PORTS } from "../conventions/workload";
+import { STORE_CA_DIR, STORE_PASSWORD_ENV, STORE_PORT } from "../conventions/store";
+import type { LoadBalancerSettings, WorkloadInput } from "../plan/types";
+import type { StorePlan } from "../plan/types";
+import { gatewayName } from "../conventions/workload";
+import type { GatewayWorkloadInput } from "../plan/types";
+import type { GatewayConfigFile } from "../plan/types";
 /** Deliberate scanner findings of the gateway Deployment, with why (docs/security.md "Documented exceptions"). */
 export const GATEWAY_SCANNER_SKIPS: readonly ScannerSkip[] = [
   {
@@ -87,31 +85,8 @@ export const NLB_TLS_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06";
 const ANN = "service.beta.kubernetes.io/aws-load-balancer-";
 const CONFIG_DIR = "/etc/triton-ft-gateway";
 const KEYS_DIR = "/etc/triton-ft-gateway-keys";
-/** NLB deregistration: the same propagation the Triton pods wait for (plan/workload.ts). */
+/** NLB deregistration: the same propagation the Triton pods wait for (resolve/workload.ts). */
 const PRE_STOP_SECONDS = 50;
-
-/** What the gateway manifests are rendered from, besides the image and the keys (known at deploy time). */
-export interface GatewayWorkloadInput {
-  /** The Triton workload's identity: names, namespace, labels, load balancer settings. */
-  triton: Pick<
-    WorkloadInput,
-    "modelName" | "stackName" | "tritonVersion" | "namespace" | "instanceType" | "loadBalancer"
-  >;
-  config: GatewayConfigFile;
-  /** The fixed size, or the floor when autoscaled. */
-  replicas: number;
-  /** Any model autoscales: KEDA owns spec.replicas (render/scaling.ts renders the gateway's ScaledObject). */
-  autoscaled: boolean;
-  tlsCertificateArn?: string;
-  /** The system node group's label, required of the nodes (cluster mode create); absent for existing clusters. */
-  systemNodeLabel?: { key: string; value: string };
-  /** The shared store (serving.store); absent with mode none. */
-  store?: StorePlan;
-  /** Every model's serving instance type: the gateway pods are kept off each. */
-  gpuInstanceTypes: string[];
-  /** Every model's Triton workload behind the gateway, the first first: the gateway may reach each, and each admits the gateway. */
-  tritons: Array<Pick<WorkloadInput, "modelName" | "stackName">>;
-}
 
 export interface GatewayRenderInput extends GatewayWorkloadInput {
   /** Gateway image by digest (`<repo>@sha256:<hex>`), or synth's marked placeholder. */
@@ -128,10 +103,6 @@ export interface GatewayManifests {
   metricsService: IService;
   podDisruptionBudget: IPodDisruptionBudget;
   networkPolicies: INetworkPolicy[];
-}
-
-export function gatewayName(w: Pick<WorkloadInput, "modelName">): string {
-  return `${workloadName(w)}-gateway`;
 }
 
 /** The gateway pods' selector: the stack's instance label plus the component. */

@@ -10,7 +10,7 @@
  */
 import { GPU_MODELS, type GpuInstance } from "../catalog/gpus";
 import type { CapacityType } from "../config/autoscaling";
-import type { AutoscalingPlan } from "../plan/scaling";
+import type { AutoscalingPlan } from "../resolve/scaling";
 
 /**
  * EKS-optimized AL2023 AMI release, pinned: `al2023@latest` would drift every

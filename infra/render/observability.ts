@@ -12,7 +12,7 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { SCRAPER_NAMESPACE_LABEL } from "./gatewayManifests";
-import { ENSEMBLE_MODEL } from "./modelRepository";
+
 import { serviceMonitor, type ServiceMonitor, type ServiceMonitorRelabeling } from "./serviceMonitor";
 import {
   podSecurityContext,
@@ -20,16 +20,11 @@ import {
   supportContainerSecurityContext,
   type ScannerSkip,
 } from "./podSecurity";
-import type { AutoscalingPlan } from "../plan/scaling";
-import {
-  RATE_WINDOW_SECONDS,
-  labelMatchers,
-  queueComputeRatioQuery,
-  selectorText,
-  SCALED_MODEL,
-  type MetricsSelector,
-} from "./prometheus";
+import type { AutoscalingPlan } from "../resolve/scaling";
+import { labelMatchers, queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./prometheus";
 
+import { RATE_WINDOW_SECONDS } from "../conventions/metrics";
+import { DCGM_EXPORTER_REQUESTS, ENSEMBLE_MODEL } from "../conventions/workload";
 /**
  * dcgm-exporter release 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter
  * tag of 2026-05-06). Distroless flavour: no shell, runs as non-root.
@@ -47,11 +42,6 @@ export const DCGM_EXPORTER_DIGEST = "sha256:60d3b00ac80b4ae77f94dae2f94368560558
 /** By digest alone (the pack's DIGEST_REF shape); the tag it stands for is DCGM_EXPORTER_TAG. */
 export const DCGM_EXPORTER_IMAGE = `nvcr.io/nvidia/k8s/dcgm-exporter@${DCGM_EXPORTER_DIGEST}`;
 export const DCGM_PORT = 9400;
-/**
- * The exporter's requests on every serving node: next to EKS's own DaemonSets, the
- * serving pods' budget leaves room for them (plan/workload.ts GPU_NODE_DAEMONSET_*).
- */
-export const DCGM_EXPORTER_REQUESTS = { cpuMillis: 100, memoryBytes: 128 * 1024 ** 2 } as const;
 /** Non-root UID for the exporter (NVIDIA's chart documents UID 1000 for the non-profiling mode). */
 export const DCGM_UID = 1000;
 /**
@@ -139,7 +129,7 @@ export interface ObservabilityInput {
   sharedStore: boolean;
   /**
    * A stack of several models: every model, the first included, and the GPU
-   * node label naming the model (render/scheduling.ts MODEL_NODE_LABEL_KEY),
+   * node label naming the model (conventions/workload.ts MODEL_NODE_LABEL_KEY),
    * which the DCGM scrape turns into the `model` series label. Unset for one
    * model, which the fields above describe.
    */

@@ -1,14 +1,13 @@
 /**
  * Where the workload's series live in Prometheus and the queries over them:
- * the scrape interval, metric names, label selectors, and the expressions the
+ * metric names, label selectors, and the expressions the
  * scalers (render/scaling.ts), the alert rules and the dashboard
- * (render/observability.ts) share. Pure strings and numbers.
+ * (render/observability.ts) share. Pure strings and numbers; the scrape
+ * interval and rate window are conventions/metrics.ts (the scaling arithmetic
+ * reads them too).
  */
+import { RATE_WINDOW_SECONDS } from "../conventions/metrics";
 
-/** Prometheus scrape interval of the Triton and DCGM ServiceMonitors. */
-export const SCRAPE_INTERVAL_SECONDS = 15;
-/** rate() window of the scaling query: four scrapes, as Prometheus advises for rate() over counters. */
-export const RATE_WINDOW_SECONDS = 4 * SCRAPE_INTERVAL_SECONDS;
 /** The FT model: the pipeline's GPU stage and its bottleneck; the Python stages queue behind it. */
 export const SCALED_MODEL = "fastertransformer";
 /** Triton counters (µs, cumulative) the ratio is built from. */

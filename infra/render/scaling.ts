@@ -1,7 +1,7 @@
 /**
  * Scaling, the renderers' side: everything `serving.autoscaling` and
  * observability add to a stack's Kubernetes side, rendered from the plan's
- * scaling input (plan/scaling.ts): the KEDA ScaledObjects (Triton's on the
+ * scaling input (resolve/scaling.ts): the KEDA ScaledObjects (Triton's on the
  * fastertransformer model's queue/compute time ratio, the gateway's on
  * in-flight generations, with the HPA behaviour the plan derives; validated
  * against KEDA's CRD, test/data/crds/keda.sh_scaledobjects.yaml), the
@@ -13,19 +13,13 @@
  * Pure: no Pulumi. Cluster references default to synth placeholders.
  */
 import { stringify } from "yaml";
-import { STACK_PROMETHEUS_URL, type AutoscalingConfig } from "../config/autoscaling";
-import type { GpuInstance } from "../catalog/gpus";
+import { STACK_PROMETHEUS_URL } from "../config/autoscaling";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
-import type { AutoscalingPlan, GatewayScalingPlan, HpaRules } from "../plan/scaling";
-import {
-  SCRAPE_INTERVAL_SECONDS,
-  gatewayInflightQuery,
-  queueComputeRatioQuery,
-  type MetricsSelector,
-} from "./prometheus";
+import type { AutoscalingPlan, GatewayScalingPlan, HpaRules } from "../resolve/scaling";
+import { gatewayInflightQuery, queueComputeRatioQuery, type MetricsSelector } from "./prometheus";
 import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
-import { recommendedLabels, workloadName, type WorkloadInput } from "./tritonManifests";
-import { GATEWAY_COMPONENT, gatewayName, gatewaySelector } from "./gatewayManifests";
+import { recommendedLabels } from "./tritonManifests";
+import { GATEWAY_COMPONENT, gatewaySelector } from "./gatewayManifests";
 import { renderEC2NodeClass, renderNodePool, type EC2NodeClass, type NodeClassRefs, type NodePool } from "./karpenter";
 import {
   dcgmModelRelabeling,
@@ -41,6 +35,9 @@ import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 import { GPU_TAINT, INSTANCE_TYPE_LABEL } from "./scheduling";
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
 
+import { workloadName, gatewayName } from "../conventions/workload";
+import { KEDA_POLLING_SECONDS, SCRAPE_INTERVAL_SECONDS } from "../conventions/metrics";
+import type { ScalingInput, WorkloadInput } from "../plan/types";
 /** Label every Karpenter GPU node carries (same key as the managed node group's, cloud/eks.ts GPU_NODE_LABEL). */
 export const GPU_NODE_LABELS = { "nvidia.com/gpu.present": "true" } as const;
 
@@ -53,9 +50,6 @@ export const SYNTH_REFS: NodeClassRefs = {
 };
 
 // --- KEDA ScaledObjects ---
-
-/** KEDA pollingInterval of the ScaledObject. */
-export const KEDA_POLLING_SECONDS = 15;
 
 export interface ScaledObject {
   apiVersion: "keda.sh/v1alpha1";
@@ -154,7 +148,7 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
 
 export type GatewayScaledObjectInput = ScaledObjectInput<GatewayScalingPlan>;
 
-/** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (plan/scaling.ts planGatewayScaling). */
+/** KEDA ScaledObject for the gateway Deployment: in-flight generations per pod (resolve/scaling.ts planGatewayScaling). */
 export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledObject {
   return scaledDeployment(i, i.plan, {
     type: "prometheus",
@@ -174,19 +168,6 @@ export function renderGatewayScaledObject(i: GatewayScaledObjectInput): ScaledOb
 
 // --- The stack's scaling objects ---
 
-/** What one model's scaling objects are rendered from (plan/scaling.ts scalingInput builds it, buildPlan once). */
-export interface ScalingInput {
-  /** The Triton workload's input (its `serviceMonitor` says whether a Prometheus Operator is there). */
-  workload: WorkloadInput;
-  instance: GpuInstance;
-  /** GPU node root volume, GiB. */
-  nodeDiskGiB: number;
-  autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
-  refs?: NodeClassRefs;
-  /** The serving instance's price (infra/cost), for the dashboard's live cost panels; none when the table has none. */
-  pricing?: GpuPricing;
-}
-
 /** One model's own scaling objects: its ScaledObject and its Karpenter EC2NodeClass and NodePool (autoscaled only). */
 export interface ModelScalingManifests {
   autoscaling?: AutoscalingPlan;
@@ -195,10 +176,18 @@ export interface ModelScalingManifests {
   ec2NodeClass?: EC2NodeClass;
 }
 
+/** One model's scaling input as the plan built it, plus what only the roots know. */
+export interface ScalingRenderInput extends ScalingInput {
+  /** The cluster's node role, subnets and security groups (the component resolves them); synth renders SYNTH_REFS. */
+  refs?: NodeClassRefs;
+  /** The serving instance's price (infra/cost), for the dashboard's live cost panels; none when the table has none. */
+  pricing?: GpuPricing;
+}
+
 /** What the stack's shared scaling and observability objects are rendered from. */
 export interface SharedScalingInput {
   /** Every model's scaling input, in the stack's order (the first model's workload names the shared objects). */
-  models: readonly ScalingInput[];
+  models: readonly ScalingRenderInput[];
   /** The gateway's scaling plan when any model autoscales (plan/gateway.ts): its ScaledObject is rendered. */
   gateway?: GatewayScalingPlan;
   /** The gateway has a shared store (serving.store): its alert and dashboard panel are rendered. */
@@ -236,7 +225,7 @@ export function gatewayMetricsSelector(w: Pick<WorkloadInput, "modelName" | "sta
 }
 
 /** One model's share of the observability: its Triton series, Deployment, instance type and start budget. */
-export function modelObservability(i: ScalingInput): ModelObservability {
+export function modelObservability(i: ScalingRenderInput): ModelObservability {
   const w = i.workload;
   const name = workloadName(w);
   const plan = i.autoscaling?.plan;
@@ -287,7 +276,7 @@ export function observabilityInput(input: SharedScalingInput): ObservabilityInpu
 }
 
 /** The Prometheus the stack's scalers query: the first autoscaled model's prometheusUrl, else the stack's own. */
-function scalerPrometheusUrl(models: readonly ScalingInput[]): string {
+function scalerPrometheusUrl(models: readonly ScalingRenderInput[]): string {
   return (
     models.find((m) => m.autoscaling?.config.prometheusUrl)?.autoscaling?.config.prometheusUrl ?? STACK_PROMETHEUS_URL
   );
@@ -334,7 +323,7 @@ export function renderSharedScaling(input: SharedScalingInput): SharedScalingMan
 }
 
 /** One model's own scaling objects: with serving.autoscaling, its ScaledObject, EC2NodeClass and NodePool. */
-export function renderModelScaling(input: ScalingInput): ModelScalingManifests {
+export function renderModelScaling(input: ScalingRenderInput): ModelScalingManifests {
   const a = input.autoscaling;
   if (!a) return {};
   const own = modelObservability(input);

@@ -14,25 +14,10 @@ export const GPU_TAINT = { key: GPU_RESOURCE, value: "true", effect: "NoSchedule
 /** Well-known node label every kubelet on EC2 sets: pins pods to the GPU model gpt_gemm was tuned on, in any cluster. */
 export const INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type";
 
-/**
- * Label of the stack's untainted system node group (cluster mode `create`):
- * the gateway is required onto it. Existing clusters (kubeconfig,
- * stackReference) have their own pools, unknown to the stack, so there the
- * gateway only keeps off the serving GPU instance type.
- */
-export const SYSTEM_NODE_LABEL = { key: "triton-ft.io/node-pool", value: "system" } as const;
-
 /** Tolerates the GPU taint (any value), and nothing else. */
 export function gpuTolerations(): IToleration[] {
   return [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }];
 }
-
-/**
- * The node label of a model's own GPU nodes in a stack of several models
- * (its node group or NodePool carries it): two models on one instance type
- * still get nodes of their own, so each scales and rolls out apart.
- */
-export const MODEL_NODE_LABEL_KEY = "triton-ft.io/model";
 
 /**
  * Requires a node of exactly these instance types (the GPU pods; systemNodeAffinity keeps others off it),

@@ -1,8 +1,7 @@
-/**
+import { SCRAPE_INTERVAL_SECONDS } from "../conventions/metrics"; /**
  * The Prometheus Operator's ServiceMonitor, one shape for every metrics Service the
  * stack scrapes (Triton, the gateway, the DCGM exporter). Pure.
  */
-import { SCRAPE_INTERVAL_SECONDS } from "./prometheus";
 
 export interface ServiceMonitor {
   apiVersion: "monitoring.coreos.com/v1";

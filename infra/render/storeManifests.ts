@@ -25,7 +25,6 @@ import type { IService } from "kubernetes-models/v1/Service";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { stringify } from "yaml";
 import { VALKEY_IMAGE, pinnedRef } from "../catalog/images";
-import type { GatewayStoreConfig } from "./gatewayConfig";
 import {
   podSecurityContext,
   scannerSkipAnnotations,
@@ -33,43 +32,13 @@ import {
   type ScannerSkip,
 } from "./podSecurity";
 import { systemNodeAffinity } from "./scheduling";
-import { recommendedLabels, selectorLabels, type WorkloadInput } from "./tritonManifests";
+import { recommendedLabels, selectorLabels } from "./tritonManifests";
 
-/** Valkey's port, the same for ElastiCache and in the cluster. */
-export const STORE_PORT = 6379;
-/** The gateway reads the password from this variable (a secretKeyRef), never from its ConfigMap. */
-export const STORE_PASSWORD_ENV = "GATEWAY_STORE_PASSWORD";
+import type { WorkloadInput } from "../plan/types";
+import { STORE_CA_FILE, STORE_PORT } from "../conventions/store";
+import type { StorePlan } from "../plan/types";
 /** The key of the password in the store's Secret. */
 export const STORE_PASSWORD_KEY = "password";
-/** Where the in-cluster store's CA certificate is mounted in the gateway (its TLS is the stack's own CA). */
-export const STORE_CA_DIR = "/etc/triton-ft-store-ca";
-export const STORE_CA_FILE = "ca.crt";
-/** Stands for the ElastiCache endpoint in rendered files until it exists (RFC 2606 `.invalid`: never resolves). */
-export const MANAGED_HOST_PLACEHOLDER = "elasticache-endpoint.invalid";
-/** The ElastiCache user the gateway authenticates as (ElastiCache user names: letters, digits, '-'). */
-export const MANAGED_USER = "triton-ft-gateway";
-/** A store call slower than this puts the gateway on per-pod limits until the store answers again. */
-export const STORE_COMMAND_TIMEOUT_MS = 500;
-
-/** The store as the plan describes it (plan/store.ts storePlan). */
-export interface StorePlan {
-  mode: "managed" | "inCluster";
-  /** Name of the in-cluster Valkey's objects and of the password Secret: `<workload>-store`. */
-  name: string;
-  namespace: string;
-  /** The Secret (in the namespace) with the AUTH password under STORE_PASSWORD_KEY. */
-  passwordSecret: string;
-  /** inCluster: the Secret with the server's TLS key and certificate, and the CA's certificate for the gateway. */
-  tlsSecret: string;
-  caConfigMap: string;
-  /** managed: where the gateway may connect on STORE_PORT (the VPC's range; absent: any address, with an existing VPC whose range the plan does not know). */
-  egressCidr?: string;
-  /** inCluster: the volume of the append-only file. */
-  storageGiB: number;
-  storageClassName?: string;
-  /** The gateway config's `store` section. */
-  gateway: GatewayStoreConfig;
-}
 
 export const STORE_COMPONENT = "store";
 /** Deliberate scanner findings of the store Deployment, with why (docs/security.md "Documented exceptions"). */

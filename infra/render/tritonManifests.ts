@@ -7,7 +7,7 @@
  * Pure: no Pulumi. The TritonService component turns these objects into
  * resources (rendering the Deployment with the real image reference) and
  * `synth` writes them as YAML, so what is reviewed offline is what is applied.
- * Every number comes from the plan's workload section (plan/workload.ts
+ * Every number comes from the plan's workload section (resolve/workload.ts
  * `WorkloadPlan`); this module never computes one.
  */
 import type { INamespace } from "kubernetes-models/v1/Namespace";
@@ -18,8 +18,6 @@ import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisrup
 import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { stringify } from "yaml";
 import { GPU_RESOURCE } from "../catalog/gpus";
-import type { LaunchPlan } from "../plan/launch";
-import type { WorkloadPlan } from "../plan/workload";
 import { PROJECT } from "../config";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import {
@@ -35,53 +33,14 @@ import { mebibytes, millicores } from "./quantities";
 import { gpuTolerations, instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 
-export const PORTS = { http: 8000, grpc: 8001, metrics: 8002 } as const;
+import { PORTS, workloadName } from "../conventions/workload";
+import type { WorkloadInput } from "../plan/types";
 export const READY_PATH = "/v2/health/ready";
 export const LIVE_PATH = "/v2/health/live";
 /** The AWS Load Balancer Controller's class: the in-tree controller ignores such Services. */
 export const NLB_LOAD_BALANCER_CLASS = "service.k8s.aws/nlb";
 /** Namespace label that makes the controller inject readiness gates: a new pod counts as ready only once the NLB sees it healthy. */
 export const READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject";
-
-/** NLB target-group health check on /v2/health/ready (AWS limits: interval 5-300 s, thresholds 2-10). */
-export const NLB_HEALTH_CHECK = {
-  intervalSeconds: 10,
-  timeoutSeconds: 6,
-  healthyThreshold: 2,
-  unhealthyThreshold: 2,
-} as const;
-
-/** The load balancer settings of `serving` (validated: internet-facing comes with allowedCidrs). */
-export interface LoadBalancerSettings {
-  scheme: "internal" | "internet-facing";
-  allowedCidrs: readonly string[];
-  idleTimeoutSeconds: number;
-}
-
-/** Everything the manifests are rendered from, except the image (known only after the bake). */
-export interface WorkloadInput {
-  /** Model short name: the workload is `triton-<model>`. */
-  modelName: string;
-  /** Pulumi stack name: part of the instance label so two stacks in one cluster stay apart. */
-  stackName: string;
-  /** Triton release, the `app.kubernetes.io/version` label. */
-  tritonVersion: string;
-  namespace: string;
-  /** Serving instance type: pods only run on it (gpt_gemm tuned on its GPU). */
-  instanceType: string;
-  loadBalancer: LoadBalancerSettings;
-  serviceMonitor: boolean;
-  launch: LaunchPlan;
-  workload: WorkloadPlan;
-  /** Set with serving.autoscaling: the HPA (KEDA) owns the replica count, from this floor. */
-  autoscaling?: { minReplicas: number };
-  /**
-   * In a stack of several models: the label of this model's own GPU nodes
-   * (scheduling.ts MODEL_NODE_LABEL_KEY), required by its pods and set on its node group or NodePool.
-   * Unset in a one-model stack, whose manifests stay as they were.
-   */
-  modelNodeLabel?: { key: string; value: string };
-}
 
 export interface RenderInput extends WorkloadInput {
   /** Server image, by digest (`<repo>@sha256:<hex>`); synth passes its marked `<repo>:synth` placeholder. */
@@ -100,10 +59,6 @@ export interface TritonManifests {
 /** Kubernetes label values: at most 63 characters, alphanumeric at both ends. */
 function labelValue(v: string): string {
   return v.slice(0, 63).replace(/[^A-Za-z0-9]+$/, "");
-}
-
-export function workloadName(w: Pick<WorkloadInput, "modelName">): string {
-  return `triton-${w.modelName}`;
 }
 
 /** Labels that never change for the life of the Deployment: its selector (immutable). */

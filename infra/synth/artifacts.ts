@@ -13,62 +13,10 @@
  */
 import { PLAN_DOCUMENT_OMITS, type Plan } from "../plan";
 import { stepPlanEntries } from "../plan/stepGraph";
-import type { StackPlan } from "../plan/stack";
-import type { ResolvedStack } from "../config";
 import { buildStepsWriter } from "./buildArtifacts";
 import { costWriter } from "./costArtifacts";
 import { k8sManifestsWriter } from "./k8sArtifacts";
-
-export interface SynthContext {
-  stackName: string;
-  stack: ResolvedStack;
-  plan: Plan;
-  /** The stack's gateway (plan/stack.ts): a one-model stack's k8s files and plan.json show it beside the model's. */
-  gateway: StackPlan["gateway"];
-  /** Read a file of this repository (relative path), or undefined when it does not exist. */
-  readRepoFile(path: string): string | undefined;
-  /** The stack file's aws:region, which the cost estimate prices in (cost.json warns without it). */
-  region?: string;
-  /** ISO date the estimate reads support phases at; today when unset. */
-  today?: string;
-}
-
-/** A stack of several models: every model's resolved config and the stack plan, in the stack's order. */
-export interface StackSynthContext {
-  stackName: string;
-  models: readonly ResolvedStack[];
-  stackPlan: StackPlan;
-  readRepoFile(path: string): string | undefined;
-  /** As SynthContext's: the region and date the cost estimate reads. */
-  region?: string;
-  today?: string;
-}
-
-export interface SynthFile {
-  /** Relative to the output folder. */
-  path: string;
-  content: string;
-}
-
-export interface WriterOutput {
-  files: SynthFile[];
-  directories?: string[];
-  /** Sections merged into plan.json under their own keys. */
-  plan?: Record<string, unknown>;
-  /** Lines for the human summary. */
-  summary?: string[];
-}
-
-export interface ArtifactWriter {
-  name: string;
-  /** Top-level entries of the output folder this writer owns; synth clears them before writing. */
-  owns: string[];
-  write(ctx: SynthContext): WriterOutput;
-  /** A stack of several models: this model's files (under `models/<id>/`). Default: `write`. */
-  writeModel?(ctx: SynthContext, stack: StackSynthContext): WriterOutput;
-  /** A stack of several models: what the models share, written once at the top. Default: nothing. */
-  writeShared?(stack: StackSynthContext): WriterOutput;
-}
+import type { ArtifactWriter, StackSynthContext, SynthContext, SynthFile, WriterOutput } from "./types";
 
 export const MODEL_REPOSITORY_OUT = "model-repository";
 /** Where the Python models' code lives in this repository (images/server, baked into the server image). */

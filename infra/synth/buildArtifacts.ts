@@ -8,8 +8,8 @@
  * one Dockerfile every bake builds from is the stack's.
  */
 import { stepPlanEntries } from "../plan/stepGraph";
-import type { ArtifactWriter, SynthContext, SynthFile, WriterOutput } from "./artifacts";
 
+import type { ArtifactWriter, SynthContext, SynthFile, WriterOutput } from "./types";
 export const STEPS_OUT = "steps";
 export const IMAGES_OUT = "images";
 /** The server image's build recipe, copied as-is (the bake step builds it from this folder). */

@@ -9,8 +9,8 @@ import { isoDate } from "../catalog/eks";
 import { estimateCost, type CostReport } from "../cost";
 import { summaryLines } from "../cost/format";
 import { costInput } from "../cost/fromStack";
-import type { ArtifactWriter, StackSynthContext, SynthContext, WriterOutput } from "./artifacts";
 
+import type { ArtifactWriter, StackSynthContext, SynthContext, WriterOutput } from "./types";
 export const COST_FILE = "cost.json";
 
 export function costReport(ctx: SynthContext): CostReport {

@@ -10,7 +10,7 @@
  * Pure.
  */
 import { parseMask } from "./inventory";
-import type { FieldChange, InventoryDiff, ResourceChange } from "./inventoryDiff";
+import type { FieldChange, InventoryDiff, ResourceChange } from "./diffTypes";
 
 export interface Effect {
   /** The change it comes from. */

@@ -12,38 +12,15 @@
  * ```diff block of a pull-request comment.
  */
 import { diffEffects, effectLines, effectsOf, maskedChange } from "./effects";
+import type { FieldChange, InventoryDiff, ResourceChange } from "./diffTypes";
 import {
   maskValue,
   parseMask,
   resourceKey,
   resourceLabel,
   type Inventory,
-  type InventoryResource,
   type InventoryValue,
 } from "./inventory";
-
-export interface FieldChange {
-  /** Dotted path into the inputs (`[i]` for array items, `{json}` where a string holds JSON). */
-  path: string;
-  before?: InventoryValue;
-  after?: InventoryValue;
-  /** For multi-line text: lines only in the old value, lines only in the new one. */
-  lines?: { removed: string[]; added: string[] };
-}
-
-export interface ResourceChange {
-  op: "add" | "remove" | "change";
-  resource: InventoryResource;
-  fields: FieldChange[];
-}
-
-export interface InventoryDiff {
-  stack: string;
-  changes: ResourceChange[];
-  /** Stack outputs that changed (as fields of a pseudo-resource). */
-  outputs: FieldChange[];
-  unchanged: number;
-}
 
 /** A string that holds a JSON object or array, parsed; undefined otherwise. */
 function embeddedJson(value: string): InventoryValue | undefined {

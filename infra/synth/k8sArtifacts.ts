@@ -24,18 +24,20 @@ import {
   renderStackScaling,
   scalingFiles,
   sharedScalingFiles,
-  type ScalingInput,
 } from "../render/scaling";
-import { gatewayManifestFiles, renderGatewayManifests, type GatewayWorkloadInput } from "../render/gatewayManifests";
-import { renderKeysFile } from "../render/gatewayConfig";
+import { gatewayManifestFiles, renderGatewayManifests } from "../render/gatewayManifests";
+import { renderKeysFile } from "../plan/gatewayConfig";
 import { renderStoreManifests, storeManifestFiles } from "../render/storeManifests";
 import type { Plan } from "../plan";
 import type { GatewayPlan } from "../plan/gateway";
 import type { StackPlan } from "../plan/stack";
-import type { ArtifactWriter, SynthContext, SynthFile } from "./artifacts";
+
 import { gpuPricing } from "../cost";
 import { costReport, stackCostReport } from "./costArtifacts";
 
+import type { ScalingInput } from "../plan/types";
+import type { GatewayWorkloadInput } from "../plan/types";
+import type { ArtifactWriter, SynthContext, SynthFile } from "./types";
 export const K8S_OUT = "k8s";
 /** The Triton namespace's file: the first model creates it, so in a stack of several it is the stack's. */
 const NAMESPACE_FILE = "00-namespace.yaml";

@@ -34,7 +34,7 @@ import {
   type PriceListSource,
   type RegionOffers,
 } from "../../infra/cost/priceList";
-import { PRICE_TABLE, priceTableSchema, type PriceTable } from "../../infra/cost/prices";
+import { PRICE_TABLE, priceTableSchema, type PriceTable } from "../../infra/catalog/prices";
 
 const ROOT = path.resolve(__dirname, "../..");
 export const DEFAULT_BASE = "https://pricing.us-east-1.amazonaws.com";

@@ -17,8 +17,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "v
 import { EXTERNAL_KEY } from "../../infra/components/gatewayService";
 import { STACK_OUTPUT_CONTRACT } from "../../infra/outputs";
 import { program } from "../../infra/program";
-import { gatewayName } from "../../infra/render/gatewayManifests";
-import { workloadName } from "../../infra/render/tritonManifests";
+
 import { Kube, until } from "../k8s/kube";
 import { nodeDaemonSet, nodesFor } from "../k8s/nodes";
 import {
@@ -44,6 +43,7 @@ import {
   type RawConfig,
 } from "./stacks";
 
+import { workloadName, gatewayName } from "../../infra/conventions/workload";
 const info = inject("k8s");
 const kube = new Kube(info.binDir, info.kubeconfig);
 const KUBECONFIG = fs.readFileSync(info.kubeconfig, "utf8");

@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { parse as parseYaml } from "yaml";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { buildPlan, type Plan } from "../../infra/plan";
 import { modelPlanFingerprint, modelPlanOf, serializeModelPlan } from "../../infra/promotion/modelPlan";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";

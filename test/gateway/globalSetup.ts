@@ -25,13 +25,8 @@ import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { findPreset } from "../../infra/model/catalog";
-import {
-  type GatewayConfigFile,
-  type GatewayModel,
-  type GatewayStoreConfig,
-  renderGatewayConfig,
-} from "../../infra/render/gatewayConfig";
-import { ENSEMBLE_MODEL, type RepositoryOptions } from "../../infra/render/modelRepository";
+import { renderGatewayConfig } from "../../infra/plan/gatewayConfig";
+import { type RepositoryOptions } from "../../infra/plan/modelRepository";
 import {
   addQueueLimitedEnsemble,
   addSecondModel,
@@ -45,6 +40,8 @@ import { StoreServer, type StoreServerInfo } from "../lib/storeServer";
 import { stop, waitForState, type ServerState } from "../triton/serverProcess";
 import { venvPython } from "../lib/pyenv";
 
+import { ENSEMBLE_MODEL } from "../../infra/conventions/workload";
+import type { GatewayConfigFile, GatewayModel, GatewayStoreConfig } from "../../infra/plan/types";
 /** Per generated token: slow enough that streamed chunks are visibly spread out, fast enough for CI. */
 export const STEP_MS = 25;
 export const CHAT_PRESET = "h2ogpt-oig-oasst1-512-6_9b";

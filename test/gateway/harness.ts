@@ -7,8 +7,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { GatewayConfigFile } from "../../infra/render/gatewayConfig";
 
+import type { GatewayConfigFile } from "../../infra/plan/types";
 export const ROOT = path.resolve(__dirname, "../..");
 export const GATEWAY_MAIN = path.join(ROOT, "images/gateway/src/main.ts");
 

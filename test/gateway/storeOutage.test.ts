@@ -13,7 +13,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { METRICS } from "../../images/gateway/src/metrics";
 import type { UsageReport } from "../../images/gateway/src/store/usage";
-import { renderGatewayConfig } from "../../infra/render/gatewayConfig";
+import { renderGatewayConfig } from "../../infra/plan/gatewayConfig";
 import { sleep } from "../lib/net";
 import { StoreServer } from "../lib/storeServer";
 import { STORE_PASSWORD_ENV, storeSection } from "./globalSetup";

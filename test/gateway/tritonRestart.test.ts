@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { renderGatewayConfig } from "../../infra/render/gatewayConfig";
+import { renderGatewayConfig } from "../../infra/plan/gatewayConfig";
 import { freePort, sleep } from "../lib/net";
 import { venvPython } from "../lib/pyenv";
 import { assembleRepository, runSynth } from "../triton/assemble";

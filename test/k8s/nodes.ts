@@ -10,16 +10,17 @@
  */
 import { findGpuInstance } from "../../infra/catalog/gpus";
 import { SYSTEM_NODES, SYSTEM_NODE_LABEL, gpuNodeGroupLabels } from "../../infra/cloud/eks";
-import { GPU_TAINT, INSTANCE_TYPE_LABEL, MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
+import { GPU_TAINT, INSTANCE_TYPE_LABEL } from "../../infra/render/scheduling";
 import {
   NODE_DAEMONSET_REQUESTS,
   SYSTEM_NODE_INSTANCES,
   eksNodeShape,
   type InstanceFacts,
   type NodeShape,
-} from "../../infra/plan/nodeShape";
+} from "../../infra/resolve/nodeShape";
 import type { K8sObject, RenderedModel, RenderedStack } from "./stacks";
 
+import { MODEL_NODE_LABEL_KEY } from "../../infra/conventions/workload";
 const MiB = 1024 ** 2;
 
 /** Label every fake node of one stack carries, so a stack's nodes can be removed together. */
@@ -29,7 +30,8 @@ export function instanceFacts(type: string): InstanceFacts {
   const gpu = findGpuInstance(type);
   if (gpu) return gpu;
   const sys = SYSTEM_NODE_INSTANCES.find((i) => i.type === type);
-  if (!sys) throw new Error(`no instance facts for ${type}: add it to SYSTEM_NODE_INSTANCES (infra/plan/nodeShape.ts)`);
+  if (!sys)
+    throw new Error(`no instance facts for ${type}: add it to SYSTEM_NODE_INSTANCES (infra/resolve/nodeShape.ts)`);
   return sys;
 }
 

@@ -10,16 +10,15 @@
  * pods that run (this control plane has no CNI to enforce them).
  */
 import * as fs from "node:fs";
-import { STORE_PORT } from "../../infra/render/storeManifests";
+
 import * as os from "node:os";
 import * as path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
 import { SCRAPER_NAMESPACE_LABEL } from "../../infra/render/gatewayManifests";
-import { MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
-import { PORTS } from "../../infra/render/tritonManifests";
-import { eksNodeShape, podFitProblems, GPU_NODE_DAEMONSET_REQUESTS } from "../../infra/plan/nodeShape";
+
+import { eksNodeShape, podFitProblems, GPU_NODE_DAEMONSET_REQUESTS } from "../../infra/resolve/nodeShape";
 import { Kube, podReady, until, type LabelSelector, type Pod } from "./kube";
 import {
   STACK_LABEL,
@@ -42,6 +41,8 @@ import {
   type RenderedStack,
 } from "./stacks";
 
+import { PORTS, MODEL_NODE_LABEL_KEY } from "../../infra/conventions/workload";
+import { STORE_PORT } from "../../infra/conventions/store";
 const MiB = 1024 ** 2;
 const info = inject("k8s");
 const kube = new Kube(info.binDir, info.kubeconfig);

@@ -1,5 +1,5 @@
 /** Stacks and helpers shared by the autoscaling/observability tests (unit and real-server suites). */
-import { resolveStack, formatProblems } from "../../infra/config/validate";
+import { resolveStack, formatProblems } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config/stack";
 import type { NodeClassRefs } from "../../infra/render/karpenter";
 import {

@@ -14,9 +14,10 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as tls from "node:tls";
-import { STORE_AUTH_CONF_KEY, STORE_CA_FILE, storeAuthData, storeServerArgs } from "../../infra/render/storeManifests";
+import { STORE_AUTH_CONF_KEY, storeAuthData, storeServerArgs } from "../../infra/render/storeManifests";
 import { freePort, sleep } from "./net";
 
+import { STORE_CA_FILE } from "../../infra/conventions/store";
 /** The server binary: Valkey where the distribution has it, Redis otherwise (same protocol and commands). */
 export function storeServerBinary(): string {
   for (const name of ["valkey-server", "redis-server"]) {

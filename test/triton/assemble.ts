@@ -21,13 +21,13 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, write
 import path from "node:path";
 import type { Plan } from "../../infra/plan";
 import {
-  ENSEMBLE_MODEL,
   MODEL_NAMES,
   renderModelRepository,
   type RepositoryFile,
   type RepositoryOptions,
-} from "../../infra/render/modelRepository";
+} from "../../infra/plan/modelRepository";
 
+import { ENSEMBLE_MODEL } from "../../infra/conventions/workload";
 export const ROOT = path.resolve(__dirname, "../..");
 /** synth reads Pulumi.<stack>.yaml from its working directory: this folder. */
 export const TEST_STACK_DIR = path.join(ROOT, "test/triton");

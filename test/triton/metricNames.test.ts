@@ -8,12 +8,13 @@ import { describe, expect, inject, it } from "vitest";
 import { TritonHttpClient } from "../../infra/client/http";
 import { generate } from "../../infra/client/ensemble";
 import { SCALED_MODEL } from "../../infra/render/prometheus";
-import { ENSEMBLE_MODEL } from "../../infra/render/modelRepository";
+
 import { gpt2Config } from "../lib/fixtures";
 import { metricNames } from "../lib/promqlMetrics";
 import { gptjAutoscaled, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
 import { renderOneModelScaling } from "../lib/scalingFixtures";
 
+import { ENSEMBLE_MODEL } from "../../infra/conventions/workload";
 const triton = inject("triton");
 
 /** Metric families in a Prometheus exposition: `# TYPE <name> <type>` lines. */

@@ -18,8 +18,8 @@ import { PROJECT, SECRET_KEYS, type SecretPresence } from "../../infra/config";
 import { MODEL_PRESETS, type ModelPreset } from "../../infra/model/catalog";
 import { buildPlan } from "../../infra/plan";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
-import { renderModelRepository } from "../../infra/render/modelRepository";
-import { resolveStack } from "../../infra/config/validate";
+import { renderModelRepository } from "../../infra/plan/modelRepository";
+import { resolveStack } from "../../infra/resolve";
 import { main as synth } from "../../scripts/synth";
 import { optionsFromPlan } from "./assemble";
 

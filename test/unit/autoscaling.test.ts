@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { findGpuInstance, type GpuInstance } from "../../infra/catalog/gpus";
-import { resolveStack, formatProblems } from "../../infra/config/validate";
+import { resolveStack, formatProblems } from "../../infra/resolve";
 import {
   HPA_MAX_PERIOD_SECONDS,
   HPA_MAX_STABILIZATION_SECONDS,
@@ -11,10 +11,10 @@ import {
   planGatewayScaling,
   stackAutoscalingPlan,
   type PodTiming,
-} from "../../infra/plan/scaling";
+} from "../../infra/resolve/scaling";
 import { gatewayPlan } from "../../infra/plan/gateway";
 import { installsMonitoring, prometheusOperatorPresent, type ResolvedStack } from "../../infra/config";
-import { planWorkload } from "../../infra/plan/workload";
+import { planWorkload } from "../../infra/resolve/workload";
 import { gpt2Config, type RawConfig } from "../lib/fixtures";
 import { gptjAutoscaled, resolvedStack } from "../lib/scalingFixtures";
 
@@ -202,7 +202,7 @@ describe("serving.autoscaling validation", () => {
   });
 });
 
-describe("gateway scaling (plan/scaling.ts)", () => {
+describe("gateway scaling (resolve/scaling.ts)", () => {
   it("holds half the admission cap per pod and reaches what the Triton pods hold at max", () => {
     // prod: maxBatchSize 8, Triton 2..6, gatewayReplicas 2 -> the floor holds 2 × 8 × 2 = 32, target 16 per pod.
     const p = planGatewayScaling({ replicas: 2, models: [{ maxBatchSize: 8, minReplicas: 2, maxReplicas: 6 }] });

@@ -5,12 +5,12 @@
  * the fix (idle GPUs: a warning with the money).
  */
 import { describe, expect, it } from "vitest";
-import { resolveStack } from "../../infra/config/validate";
-import { idleGpus } from "../../infra/config/validate/idleGpus";
+import { resolveStack } from "../../infra/resolve";
+import { idleGpus } from "../../infra/resolve/idleGpus";
 import { findGpuInstance } from "../../infra/catalog/gpus";
 import { AWS_REGIONS, EKS_UNSUPPORTED_AZS, RESERVED_TAG_KEYS } from "../../infra/config/awsFacts";
 import type { StackConfig } from "../../infra/config/schema";
-import { createdVpcZoneProblems, existingNetworkProblems } from "../../infra/plan/network";
+import { createdVpcZoneProblems, existingNetworkProblems } from "../../infra/resolve/network";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 
 const TODAY = "2026-11-25";

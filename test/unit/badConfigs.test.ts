@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ConfigProblem } from "../../infra/config";
-import { resolveStack } from "../../infra/config/validate";
-import { STACK_NAMESPACES } from "../../infra/config/validate/limits";
+import { resolveStack } from "../../infra/resolve";
+import { STACK_NAMESPACES } from "../../infra/resolve/limits";
 import { KEDA_NAMESPACE } from "../../infra/components/scaling";
 import { PROGRAM_TAG_KEYS, ownTags } from "../../infra/tags";
 import { GPT2_REVISION, gpt2Config, withOverrides } from "../lib/fixtures";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { synthesize } from "../../infra/synth/artifacts";
 import { buildStepsWriter } from "../../infra/synth/buildArtifacts";
 import { gpt2Config } from "../lib/fixtures";

@@ -4,9 +4,9 @@ import { gpt2Config, withOverrides } from "../lib/fixtures";
 import { ACCOUNT, REGION } from "../lib/mocks";
 import { findPreset } from "../../infra/model/catalog";
 import { builderDiskGiB } from "../../infra/model/sizing";
-import { existingNetworkProblems } from "../../infra/plan/network";
+import { existingNetworkProblems } from "../../infra/resolve/network";
 import { stepMinutes } from "../../infra/plan/steps";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { buildSteps } from "../lib/plan";
 
 const COMMAND = "command:remote:Command";

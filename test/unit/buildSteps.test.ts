@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
 import { GPT2_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { buildSteps } from "../lib/plan";
 import {

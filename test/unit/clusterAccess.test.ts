@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { endpointAccess, endpointAccessProblems, isPrivateCidr } from "../../infra/plan/clusterAccess";
+import { endpointAccess, endpointAccessProblems, isPrivateCidr } from "../../infra/resolve/clusterAccess";
 
 describe("EKS endpoint access", () => {
   it("recognises RFC 1918 ranges only", () => {

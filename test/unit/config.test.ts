@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ConfigProblem, SecretPresence } from "../../infra/config";
 import { generatedPages } from "../../scripts/docsGenerated";
-import { formatProblems, resolveStack } from "../../infra/config/validate";
+import { formatProblems, resolveStack } from "../../infra/resolve";
 import { BACKEND_COMMIT, FT_COMMIT, GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { runProgram } from "../lib/pulumi";
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { ConfigProblem } from "../../infra/config";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { consumerEntries, teamLimits } from "../../infra/config/teams";
 import { gatewayPlan } from "../../infra/plan/gateway";
-import { renderKeysFile } from "../../infra/render/gatewayConfig";
+import { renderKeysFile } from "../../infra/plan/gatewayConfig";
 import { KeysFileSchema } from "../../images/gateway/src/config";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 

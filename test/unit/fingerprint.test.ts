@@ -6,7 +6,7 @@
  * definitions, so a step entry added tomorrow is checked without a test edit.
  */
 import { describe, expect, it } from "vitest";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { buildPlan } from "../../infra/plan";
 import {
   FINGERPRINTED_STEP,

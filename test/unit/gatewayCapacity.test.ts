@@ -7,7 +7,7 @@
  * used to stand for the stack).
  */
 import { describe, expect, it } from "vitest";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
 import { renderStackScaling } from "../../infra/render/scaling";

@@ -14,7 +14,7 @@ import {
   smList,
   type GpuModel,
 } from "../../infra/catalog/gpus";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { stackSmList } from "../../infra/plan/steps";
 import { gpt2Config, withOverrides, GPTJ_REVISION, type RawConfig } from "../lib/fixtures";
 
@@ -132,7 +132,7 @@ describe("FT int8_mode", () => {
     expect(problems).toEqual([]);
     const { repositoryOptions } = await import("../../infra/plan");
     expect(repositoryOptions(stack!).int8Mode).toBe(1);
-    const { renderModelRepository } = await import("../../infra/render/modelRepository");
+    const { renderModelRepository } = await import("../../infra/plan/modelRepository");
     const ft = renderModelRepository(repositoryOptions(stack!)).files.find((f) =>
       f.path.includes("fastertransformer/config.pbtxt"),
     );

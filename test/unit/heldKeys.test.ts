@@ -5,7 +5,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { EXTERNAL_KEY } from "../../infra/components/gatewayService";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 import { runProgram } from "../lib/pulumi";
 

@@ -1,13 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
-import { ARTIFACT_WRITERS, synthesize, type SynthContext } from "../../infra/synth/artifacts";
+import { ARTIFACT_WRITERS, synthesize } from "../../infra/synth/artifacts";
 import { K8S_OUT, k8sManifestsWriter, synthServerImage } from "../../infra/synth/k8sArtifacts";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { gpt2Config } from "../lib/fixtures";
 import { gatewayOf, planOf } from "../lib/plan";
 import { gptjAutoscaled, resolvedStack } from "../lib/scalingFixtures";
 
+import type { SynthContext } from "../../infra/synth/types";
 function ctx(): SynthContext {
   const { stack } = resolveStack(gpt2Config(), { hfToken: false, kubeconfig: false });
   if (!stack) throw new Error("fixture does not resolve");

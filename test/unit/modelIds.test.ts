@@ -5,7 +5,7 @@
  * its settings are still checked in the same round.
  */
 import { describe, expect, it } from "vitest";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { modelIdFaults, suggestModelId } from "../../infra/config/modelIds";
 import { SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
 

@@ -3,7 +3,7 @@
  * the two forms, builders per GPU model, scoped build steps and their hashes.
  */
 import { describe, expect, it } from "vitest";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
 import { buildPlan } from "../../infra/plan";

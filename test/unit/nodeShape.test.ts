@@ -4,9 +4,9 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { GPU_INSTANCES } from "../../infra/catalog/gpus";
-import { eksNodeShape, podFitProblems, KERNEL_VISIBLE_MEMORY_FRACTION } from "../../infra/plan/nodeShape";
-import { planWorkload } from "../../infra/plan/workload";
-import { resolveStack } from "../../infra/config/validate";
+import { eksNodeShape, podFitProblems, KERNEL_VISIBLE_MEMORY_FRACTION } from "../../infra/resolve/nodeShape";
+import { planWorkload } from "../../infra/resolve/workload";
+import { resolveStack } from "../../infra/resolve";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 
 const MiB = 1024 ** 2;
@@ -64,15 +64,15 @@ describe("the planned serving pods fit their nodes", () => {
 
 describe("validation refuses serving pods that exceed a node's allocatable", () => {
   afterEach(() => {
-    vi.doUnmock("../../infra/plan/workload");
+    vi.doUnmock("../../infra/resolve/workload");
     vi.resetModules();
   });
 
   it("names serving.instanceType, the resource, requested and allocatable", async () => {
     // Inflate the planner's memory request past g5.xlarge's allocatable: the rule must catch it at preview.
     vi.resetModules();
-    vi.doMock("../../infra/plan/workload", async (importOriginal) => {
-      const real = await importOriginal<typeof import("../../infra/plan/workload")>();
+    vi.doMock("../../infra/resolve/workload", async (importOriginal) => {
+      const real = await importOriginal<typeof import("../../infra/resolve/workload")>();
       return {
         ...real,
         planWorkload: (s: Parameters<typeof real.planWorkload>[0]) => ({
@@ -81,7 +81,7 @@ describe("validation refuses serving pods that exceed a node's allocatable", () 
         }),
       };
     });
-    const { resolveStack: resolve } = await import("../../infra/config/validate");
+    const { resolveStack: resolve } = await import("../../infra/resolve");
     const { stack, problems } = resolve(gpt2Config(), { hfToken: false, kubeconfig: false });
     expect(stack).toBeUndefined();
     expect(problems).toHaveLength(1);

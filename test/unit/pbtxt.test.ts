@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { bool, enumValue, escapeString, float, int, msg, str, toPbtxt } from "../../infra/render/pbtxt";
+import { bool, enumValue, escapeString, float, int, msg, str, toPbtxt } from "../../infra/plan/pbtxt";
 
 describe("pbtxt string escaping", () => {
   it("escapes quotes, backslashes and control characters", () => {

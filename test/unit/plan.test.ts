@@ -21,8 +21,8 @@ import {
   PREPROCESSING_OUTPUTS,
   renderFastertransformer,
   type TensorSpec,
-} from "../../infra/render/modelRepository";
-import { formatProblems, resolveStack } from "../../infra/config/validate";
+} from "../../infra/plan/modelRepository";
+import { formatProblems, resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { withOverrides, type RawConfig } from "../lib/fixtures";
 import { planOf } from "../lib/plan";

@@ -13,7 +13,7 @@ import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { GPU_FAMILIES, findGpuInstance, gpuInstanceTypes } from "../../infra/catalog/gpus";
 import { SYSTEM_NODES } from "../../infra/cloud/eks";
-import { PRICE_TABLE, UNIT_KEYS, priceTableSchema, regionPrices } from "../../infra/cost/prices";
+import { PRICE_TABLE, UNIT_KEYS, priceTableSchema, regionPrices } from "../../infra/catalog/prices";
 import { OfferCsv, UNIT_RULES, parseCsvLine, selectUnit, usefulRow, type Row } from "../../infra/cost/priceList";
 import { refresh, stackRegions, wantedInstanceTypes } from "../../scripts/prices/refresh";
 

@@ -4,7 +4,7 @@
  * promoted stack reads them through its StackReference.
  */
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { modelPlanDifferences, type ModelPlan } from "../../infra/promotion/modelPlan";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { REFERENCED_STACKS } from "../lib/mocks";

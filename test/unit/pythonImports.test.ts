@@ -61,7 +61,7 @@ describe("the plan's declared helper imports", () => {
 
 describe("the convert step hashes the helpers it imports", () => {
   it("GPT-J: consolidate pulls in hf_checkpoint.py, listed in CONVERT_HELPERS and the step inputs alike", async () => {
-    const { resolveStack } = await import("../../infra/config/validate");
+    const { resolveStack } = await import("../../infra/resolve");
     const { buildSteps } = await import("../lib/plan");
     const { gpt2Config, withOverrides, GPTJ_REVISION } = await import("../lib/fixtures");
     const cfg = withOverrides(gpt2Config(), {

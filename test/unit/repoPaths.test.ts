@@ -24,6 +24,10 @@ const NOT_OURS: ReadonlyArray<[RegExp, string]> = [
   [/^infra\/prod$/, "a Pulumi stack name in a test"],
   [/^test\/unit\/[ax]\.test\.ts$|^docs\/a\.md$/, "made-up paths a test feeds to the affected-stacks filter"],
   [/^test\/triton\/Pulumi$/, "the prefix of a Pulumi.<stack>.yaml name"],
+  [
+    /^infra\/render\/modelRepository\.ts$/,
+    "where the model repository's renderer lived when the live images were baked: the config.pbtxt header and a comment of the baked Python package still name it, since their text is in every live stack's bake hash (docs/architecture.md, Layers)",
+  ],
 ];
 
 const TOP = ["infra", "scripts", "images", "policy", "test", "docs", ".github", ".ci"];
@@ -43,6 +47,8 @@ function sources(files: readonly string[]): string[] {
       !f.endsWith(".lock") &&
       // Its own self-check names stale paths on purpose.
       f !== "test/unit/repoPaths.test.ts" &&
+      // The architecture test's own self-checks name made-up files.
+      f !== "test/unit/architecture.test.ts" &&
       existsSync(join(ROOT, f)),
   );
 }

@@ -4,14 +4,14 @@ import { ConfigMap } from "kubernetes-models/v1/ConfigMap";
 import { Service } from "kubernetes-models/v1/Service";
 import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
-import { resolveStack, formatProblems } from "../../infra/config/validate";
+import { resolveStack, formatProblems } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config/stack";
 import { crdObjects, scalingFiles, scrapeConfig, type StackScalingManifests } from "../../infra/render/scaling";
 import { queueComputeRatioQuery } from "../../infra/render/prometheus";
 import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
 import { DCGM_COUNTERS, MODEL_SERIES_LABEL, nodeLabelMetaName } from "../../infra/render/observability";
-import { INSTANCE_TYPE_LABEL, MODEL_NODE_LABEL_KEY } from "../../infra/render/scheduling";
-import { planWorkload } from "../../infra/plan/workload";
+import { INSTANCE_TYPE_LABEL } from "../../infra/render/scheduling";
+import { planWorkload } from "../../infra/resolve/workload";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
 import { crdProvenance, CRD_FILES, validateCustomResource } from "../lib/crdSchema";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
@@ -26,6 +26,7 @@ import {
 } from "../lib/scalingFixtures";
 import { gatewayOf } from "../lib/plan";
 
+import { MODEL_NODE_LABEL_KEY } from "../../infra/conventions/workload";
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
 function resolved(cfg: RawConfig): ResolvedStack {
   const { stack, problems } = resolveStack(cfg, NO_SECRETS);

@@ -14,7 +14,7 @@ import { namePrefix, repositoryNames } from "../../infra/naming";
 import type { StepId } from "../../infra/plan/stepGraph";
 import type { ResolvedStack } from "../../infra/config";
 import { parseStackFile } from "../../infra/synth/stackFile";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { planOf } from "../lib/plan";
 import { SEED_CASES } from "./seedCases";
 

@@ -11,22 +11,17 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPol
 import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim";
 import { Service } from "kubernetes-models/v1/Service";
 import { GatewayConfigSchema } from "../../images/gateway/src/config";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import { gatewayPlan } from "../../infra/plan/gateway";
 import { renderGatewayManifests } from "../../infra/render/gatewayManifests";
-import {
-  MANAGED_HOST_PLACEHOLDER,
-  STORE_PASSWORD_ENV,
-  STORE_PORT,
-  renderStoreManifests,
-  storeServerArgs,
-} from "../../infra/render/storeManifests";
+import { renderStoreManifests, storeServerArgs } from "../../infra/render/storeManifests";
 import { VALKEY_IMAGE } from "../../infra/catalog/images";
 import { gatewayAccessString } from "../../infra/components/sharedStore";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { gatewayOf } from "../lib/plan";
 import { runComponents } from "../lib/pulumi";
 
+import { MANAGED_HOST_PLACEHOLDER, STORE_PASSWORD_ENV, STORE_PORT } from "../../infra/conventions/store";
 const KUBECONFIG = { kubeconfig: true };
 const inCluster = (store: Record<string, unknown> = {}): RawConfig =>
   withOverrides(gpt2Config(), { cluster: { mode: "kubeconfig" }, serving: { store } });

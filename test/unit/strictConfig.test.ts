@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatProblems, resolveStack } from "../../infra/config/validate";
+import { formatProblems, resolveStack } from "../../infra/resolve";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { runProgram } from "../lib/pulumi";
 

@@ -4,11 +4,12 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { modelRepositoryWriter, synthesize, type ArtifactWriter } from "../../infra/synth/artifacts";
+import { modelRepositoryWriter, synthesize } from "../../infra/synth/artifacts";
 import { parseStackFile } from "../../infra/synth/stackFile";
 import { main, parseArgs } from "../../scripts/synth";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 
+import type { ArtifactWriter } from "../../infra/synth/types";
 const REPO_ROOT = path.resolve(__dirname, "../..");
 const CIPHERTEXT = "v1:c2VjcmV0LWNpcGhlcnRleHQtdGhhdC1tdXN0LW5vdC1sZWFr";
 

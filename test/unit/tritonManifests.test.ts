@@ -6,7 +6,7 @@ import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
 import { ObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { LabelSelector } from "@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector";
-import { resolveStack } from "../../infra/config/validate";
+import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config/stack";
 import {
   manifestFiles,
@@ -20,7 +20,7 @@ import {
   planWorkload,
   shmSize,
   type WorkloadPlan,
-} from "../../infra/plan/workload";
+} from "../../infra/resolve/workload";
 import { GPU_MODELS } from "../../infra/catalog/gpus";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../../infra/model/sizing";
 import { GPTJ_REVISION, gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";

@@ -135,7 +135,7 @@ describe("preview workflow steps, run for real", () => {
     expect(md).toMatch(
       /### Cost and time to serve\n.*\n\*\*dev\*\*: unchanged[^\n]*\n```\nbefore █+░* *\$[\d,]+\/month\nafter {2}█+/,
     );
-    // The EKS API endpoint admits the deployers' ranges too (plan/clusterAccess.ts), so a new SSH range changes it.
+    // The EKS API endpoint admits the deployers' ranges too (resolve/clusterAccess.ts), so a new SSH range changes it.
     expect(md).toContain(
       '~ eks:index:Cluster cluster  (in triton-ft:cluster:Cluster::cluster)\n    + publicAccessCidrs[1]: (absent) -> "203.0.113.9/32"',
     );

@@ -15,9 +15,10 @@ import { Admission } from "../../../images/gateway/src/limits";
 import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
 import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/validate";
 import { MODEL_PRESETS, findPreset } from "../../../infra/model/catalog";
-import { renderGatewayConfig } from "../../../infra/render/gatewayConfig";
-import { ENSEMBLE_MODEL, maxPromptBytes } from "../../../infra/render/modelRepository";
+import { renderGatewayConfig } from "../../../infra/plan/gatewayConfig";
+import { maxPromptBytes } from "../../../infra/plan/modelRepository";
 
+import { ENSEMBLE_MODEL } from "../../../infra/conventions/workload";
 const MODEL = { id: "m", maxInputLen: 512, maxOutputLen: 256, maxBatchSize: 8, vocab: 50400 };
 const ROUTE = { tritonGrpc: "triton:8001", maxInflight: 16 };
 const config: GatewayConfig = GatewayConfigSchema.parse(renderGatewayConfig([{ ...MODEL, ...ROUTE }]));

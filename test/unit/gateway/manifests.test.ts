@@ -12,20 +12,22 @@ import { Service } from "kubernetes-models/v1/Service";
 import { Deployment } from "kubernetes-models/apps/v1/Deployment";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
-import { resolveStack } from "../../../infra/config/validate";
+import { resolveStack } from "../../../infra/resolve";
 import type { ResolvedStack } from "../../../infra/config/stack";
-import { PORTS, selectorLabels } from "../../../infra/render/tritonManifests";
+import { selectorLabels } from "../../../infra/render/tritonManifests";
 import {
   SCRAPER_NAMESPACE_LABEL,
   renderGatewayManifests,
   type GatewayManifests,
 } from "../../../infra/render/gatewayManifests";
-import { INSTANCE_TYPE_LABEL, SYSTEM_NODE_LABEL } from "../../../infra/render/scheduling";
-import { STORE_PORT } from "../../../infra/render/storeManifests";
+import { INSTANCE_TYPE_LABEL } from "../../../infra/render/scheduling";
+
 import { gpt2Config, withOverrides, type RawConfig } from "../../lib/fixtures";
 import { gatewayOf } from "../../lib/plan";
 import { seedModelsPlan } from "../../lib/scalingFixtures";
 
+import { PORTS, SYSTEM_NODE_LABEL } from "../../../infra/conventions/workload";
+import { STORE_PORT } from "../../../infra/conventions/store";
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/gateway@sha256:${"cd".repeat(32)}`;
 
 function resolved(cfg: RawConfig = gpt2Config()): ResolvedStack {

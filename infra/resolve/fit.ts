@@ -11,7 +11,7 @@ import {
   gpuInstanceTypes,
   int8ModeUnsupported,
   type GpuInstance,
-} from "../../catalog/gpus";
+} from "../catalog/gpus";
 import {
   USABLE_GPU_FRACTION,
   builderDiskGiB,
@@ -20,14 +20,14 @@ import {
   estimateGpuMemory,
   toGiB,
   type GpuMemoryEstimate,
-} from "../../model/sizing";
-import { servingFitProblem } from "../../plan/nodeShape";
-import { planWorkload } from "../../plan/workload";
-import type { WorkloadPlan } from "../../plan/workload";
-import type { StackConfig } from "../schema";
-import type { GemmShape, ResolvedModel, ResolvedStack } from "../stack";
-import type { Add } from "./report";
+} from "../model/sizing";
+import { servingFitProblem } from "./nodeShape";
+import { planWorkload } from "./workload";
+import type { WorkloadPlan } from "./workload";
+import type { StackConfig } from "../config/schema";
+import type { GemmShape, ResolvedModel, ResolvedStack } from "../config/stack";
 
+import type { Add } from "../config/schema";
 /** The catalog's instance of this type, or undefined after reporting the known ones. */
 export function knownInstance(type: string, key: string, add: Add): GpuInstance | undefined {
   const found = findGpuInstance(type);
@@ -188,7 +188,7 @@ export function checkSameGpu(servingInstance: GpuInstance, builderInstance: GpuI
 
 /**
  * The serving pods as the plan sizes them, next to the node DaemonSets, must
- * fit the serving node's EKS allocatable (infra/plan/nodeShape.ts): a pod that
+ * fit the serving node's EKS allocatable (infra/resolve/nodeShape.ts): a pod that
  * does not stays Pending, and a rollout reports it only at its deadline.
  */
 export function checkServingFits(stack: ResolvedStack, add: Add): void {

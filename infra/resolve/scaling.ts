@@ -18,12 +18,11 @@ import type { ConfigProblem } from "../config";
 import type { AutoscalingConfig } from "../config/autoscaling";
 import type { GpuInstance } from "../catalog/gpus";
 import { FAST_PULL_BYTES_PER_SECOND, NLB_TARGET_REGISTRATION_SECONDS, NODE_BOOT_SECONDS } from "../catalog/timings";
-import { RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS } from "../render/prometheus";
-import type { WorkloadInput } from "../render/tritonManifests";
-import { KEDA_POLLING_SECONDS, type ScalingInput } from "../render/scaling";
+
 import type { ResolvedStack } from "../config/stack";
 import { planWorkload, type WorkloadPlan } from "./workload";
 
+import { RATE_WINDOW_SECONDS, SCRAPE_INTERVAL_SECONDS, KEDA_POLLING_SECONDS } from "../conventions/metrics";
 // --- The Triton pods (plan.json `autoscaling`) ---
 
 export interface HpaPolicy {
@@ -289,23 +288,4 @@ export function autoscalingPlanProblem(s: ResolvedStack): ConfigProblem | undefi
     // Any other failure is the workload plan's own, reported by its renderer.
     return undefined;
   }
-}
-
-/**
- * What render/scaling.ts renders one model's objects from: the Triton workload's
- * input (buildPlan assembles it once), the serving instance, the node disk, the
- * model's scaling plan. The gateway's scaling is the stack's (plan/gateway.ts).
- */
-export function scalingInput(
-  s: ResolvedStack,
-  workload: WorkloadInput,
-  autoscaling: AutoscalingPlan | undefined,
-): ScalingInput {
-  const a = s.config.serving.autoscaling;
-  return {
-    workload,
-    instance: s.servingInstance,
-    nodeDiskGiB: s.nodeDiskGiB,
-    autoscaling: a && autoscaling ? { config: a, plan: autoscaling } : undefined,
-  };
 }

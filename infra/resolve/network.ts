@@ -1,13 +1,9 @@
 /**
- * Pure network planning: subnet sizes derived from the VPC CIDR, the subnet tags
- * load balancers look for, and the checks on an existing VPC's looked-up subnets
- * and on the AZs a created VPC will span.
+ * Pure network planning: subnet sizes derived from the VPC CIDR, the checks on
+ * an existing VPC's looked-up subnets and on the AZs a created VPC will span
+ * (the subnet tags load balancers look for: conventions/network.ts).
  */
 import { EKS_UNSUPPORTED_AZS, eksUnsupportedAzIds } from "../config/awsFacts";
-
-/** The subnet tags the AWS load balancer controller and EKS use to place load balancers. */
-export const PUBLIC_SUBNET_TAGS = { "kubernetes.io/role/elb": "1" } as const;
-export const PRIVATE_SUBNET_TAGS = { "kubernetes.io/role/internal-elb": "1" } as const;
 
 /**
  * One NAT gateway for a created VPC (awsx's "Single" strategy): it carries only

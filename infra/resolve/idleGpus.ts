@@ -6,11 +6,10 @@
  * refusal (the stack works), with what the idle GPUs cost a month at the
  * on-demand price of the stack's Region (infra/data/prices/aws.json).
  */
-import type { GpuInstance } from "../../catalog/gpus";
-import { HOURS_PER_MONTH } from "../../cost/assumptions";
-import { instanceHourly, regionPrices } from "../../cost/prices";
-import type { StackConfig } from "../schema";
-import type { Add } from "./report";
+import type { GpuInstance } from "../catalog/gpus";
+import { HOURS_PER_MONTH, instanceHourly, regionPrices } from "../catalog/prices";
+import type { StackConfig } from "../config/schema";
+import type { Add } from "../config/schema";
 
 export interface IdleGpus {
   /** Idle GPUs over all of the model's GPU nodes (autoscaled: at its minimum and at its maximum). */

@@ -1,12 +1,9 @@
 /**
  * How validation reports: every problem collected into one ConfigError, each
  * with its key, value, reason and fix, so a bad stack file is fixed in one
- * round trip; warnings in the same shape. The rule files take an `Add`.
+ * round trip; warnings in the same shape. The rule files take an `Add` (config/schema.ts).
  */
-import { PROJECT, type ConfigProblem } from "../schema";
-
-/** Records one problem (or warning) under `triton-ft:<key>`. */
-export type Add = (key: string, value: unknown, message: string, fix: string) => void;
+import { PROJECT, type ConfigProblem } from "../config/schema";
 
 export class ConfigError extends Error {
   constructor(

@@ -3,71 +3,9 @@
  * from the same numbers as the model repository, so the edge and the
  * preprocessing model apply one set of limits. Pure: no Pulumi.
  */
-import type { ChatTemplate } from "../model/catalog";
-import { ENSEMBLE_MODEL, maxPromptBytes } from "./modelRepository";
-
-export interface GatewayModel {
-  id: string;
-  maxInputLen: number;
-  maxOutputLen: number;
-  maxBatchSize: number;
-  vocab: number;
-  /** n (or best_of) × max_tokens per prompt; the gateway defaults it to maxOutputLen × maxBatchSize. */
-  maxChoiceTokens?: number;
-  chatTemplate?: ChatTemplate;
-}
-
-export interface GatewayLimits {
-  bodyBytes: number;
-  requestsPerMinute: number;
-  maxConcurrent: number;
-  maxInflight: number;
-  requestTimeoutSeconds: number;
-  maxStop: number;
-  maxStopBytes: number;
-}
-
-/** The gateway's shared store (StoreConfigSchema in the gateway package, images/gateway/src/store/config.ts). */
-export interface GatewayStoreConfig {
-  host: string;
-  port: number;
-  mode: "standalone" | "cluster";
-  tls: boolean;
-  caFile?: string;
-  keyPrefix: string;
-  username: string;
-  /** The environment variable that carries the password (from a Secret): never the password itself. */
-  passwordEnv: string;
-  assumedPods: number;
-  commandTimeoutMs?: number;
-}
-
-/** A served model and where it runs: its Triton's gRPC address and its in-flight cap. */
-export interface GatewayRoute extends GatewayModel {
-  /** host:port of the model's Triton gRPC Service. */
-  tritonGrpc: string;
-  /** Generations in flight to this model's Triton before the gateway answers 503 (its queue stays short). */
-  maxInflight: number;
-}
-
-/** One entry of the config's `models` (ModelConfigSchema in the gateway package). */
-export interface GatewayModelFile extends GatewayModel {
-  created: number;
-  maxPromptBytes: number;
-  triton: { grpc: string; ensemble: string };
-  maxInflight: number;
-}
-
-/** The JSON the gateway loads (GATEWAY_CONFIG); the schema is GatewayConfigSchema in the gateway package. */
-export interface GatewayConfigFile {
-  models: GatewayModelFile[];
-  limits: GatewayLimits;
-  listen: { host: string; port: number; metricsPort: number };
-  logText: boolean;
-  store?: GatewayStoreConfig;
-}
-
-export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;
+import { ENSEMBLE_MODEL, GATEWAY_PORTS } from "../conventions/workload";
+import { maxPromptBytes } from "./modelRepository";
+import type { GatewayConfigFile, GatewayLimits, GatewayRoute } from "./types";
 
 /**
  * Default limits, for the largest of the models. The body cap leaves room for

@@ -5,6 +5,7 @@
  */
 import type { Family } from "../model/types";
 import { FAMILY_SERVING } from "../model/family";
+import { ENSEMBLE_MODEL } from "../conventions/workload";
 import { bool, enumValue, int, msg, str, toPbtxt, type PbField, type PbMessage } from "./pbtxt";
 
 export type TritonType = "TYPE_STRING" | "TYPE_UINT32" | "TYPE_INT32" | "TYPE_UINT64" | "TYPE_FP32" | "TYPE_BOOL";
@@ -198,12 +199,6 @@ export const ENSEMBLE_STEPS: readonly EnsembleStep[] = [
   },
 ];
 
-/**
- * The model clients call: the text-in/text-out pipeline. One name for the
- * repository's folder and config, the gateway's target, the client's default
- * and the stack output `modelName`.
- */
-export const ENSEMBLE_MODEL = "ensemble";
 export const MODEL_NAMES = [ENSEMBLE_MODEL, "preprocessing", "fastertransformer", "postprocessing"] as const;
 export type ModelName = (typeof MODEL_NAMES)[number];
 
@@ -246,6 +241,11 @@ export function maxPromptBytes(maxInputLen: number): number {
   return maxInputLen * PROMPT_BYTES_PER_TOKEN;
 }
 
+/**
+ * Every config.pbtxt's first line. Its text is inside the bake step's input hash of every live stack, so it
+ * keeps naming this file's path before the move to plan/ (docs/architecture.md "Layers"): rewording it would
+ * re-bake and roll every model. The architecture test knows the old path as a frozen name.
+ */
 const HEADER = ["Rendered by triton-ft (infra/render/modelRepository.ts) from the stack config; do not edit by hand."];
 
 function tensor(spec: TensorSpec): PbMessage {

@@ -12,6 +12,9 @@
 import { z } from "zod";
 import table from "../data/prices/aws.json";
 
+/** AWS's month for hourly prices (its pricing pages and calculator use 730 h: 8,760 h / 12). */
+export const HOURS_PER_MONTH = 730;
+
 /** The priced units besides EC2 instances: the keys of a region's `units`. */
 export const UNIT_KEYS = [
   "eksClusterHour",

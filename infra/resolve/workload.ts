@@ -7,8 +7,7 @@
  * README "What happens during a model load" and "Rollout behaviour" document
  * each formula; keep both in step.
  */
-import { prometheusOperatorPresent } from "../config/autoscaling";
-import { DCGM_EXPORTER_REQUESTS } from "../render/observability";
+
 import { GPU_MODELS } from "../catalog/gpus";
 import {
   DECODE_BANDWIDTH_EFFICIENCY,
@@ -20,10 +19,10 @@ import {
   WEIGHT_READ_BYTES_PER_SECOND,
 } from "../catalog/timings";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
-import { NLB_HEALTH_CHECK, type WorkloadInput } from "../render/tritonManifests";
-import type { LaunchPlan } from "./launch";
+
 import type { ResolvedStack } from "../config/stack";
 
+import { NLB_HEALTH_CHECK, DCGM_EXPORTER_REQUESTS } from "../conventions/workload";
 const MiB = 1024 ** 2;
 
 /** The startup budget is this multiple of the estimated load, so a slow disk does not trigger a restart loop. */
@@ -195,35 +194,4 @@ export function drainTime(s: ResolvedStack): number {
   const bandwidth = GPU_MODELS[s.servingInstance.gpuModel].memoryBandwidthGBps * 1e9 * DECODE_BANDWIDTH_EFFICIENCY;
   const stepSeconds = bytesPerStep / bandwidth;
   return Math.max(10, Math.ceil(2 * s.config.serving.maxOutputLen * stepSeconds));
-}
-
-/**
- * What the manifests are rendered from (all but the image): the plan's
- * workload numbers and launch command, with the serving settings and names
- * they are labelled and exposed with.
- */
-export function workloadInput(
-  stack: ResolvedStack,
-  stackName: string,
-  launch: LaunchPlan,
-  workload: WorkloadPlan,
-): WorkloadInput {
-  const sv = stack.config.serving;
-  return {
-    modelName: stack.model.name,
-    stackName,
-    tritonVersion: stack.config.build.tritonVersion,
-    namespace: sv.namespace,
-    instanceType: stack.servingInstance.type,
-    loadBalancer: {
-      scheme: sv.loadBalancerScheme,
-      allowedCidrs: sv.allowedCidrs,
-      idleTimeoutSeconds: sv.idleTimeoutSeconds,
-    },
-    // The operator is there when the cluster has one (serving.serviceMonitor) or the stack installs it.
-    serviceMonitor: prometheusOperatorPresent(sv.serviceMonitor, sv.autoscaling),
-    launch,
-    workload,
-    ...(sv.autoscaling ? { autoscaling: { minReplicas: sv.autoscaling.min } } : {}),
-  };
 }

@@ -4,10 +4,10 @@
  * typed, validated ResolvedStack.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./schema";
-import { namespaceKeys } from "./keys";
-import { ConfigError, formatWarnings, resolveStack } from "./validate";
-import type { ResolvedStack } from "./stack";
+import { CONFIG_KEYS, PROJECT, SECRET_KEYS, type SecretKey } from "./config/schema";
+import { namespaceKeys } from "./config/keys";
+import { ConfigError, formatWarnings, resolveStack } from "./resolve";
+import type { ResolvedStack } from "./config/stack";
 
 export type StackSecrets = Partial<Record<SecretKey, pulumi.Output<string>>>;
 

@@ -11,7 +11,7 @@
  * These rules are about the stack, not one model: resolveStack runs them once.
  */
 import { closest } from "fastest-levenshtein";
-import { PROGRAM_TAG_KEYS, ROLE_TAG_KEYS } from "../../tags";
+import { PROGRAM_TAG_KEYS, ROLE_TAG_KEYS } from "../tags";
 import {
   AWS_REGIONS,
   EKS_UNSUPPORTED_AZS,
@@ -21,10 +21,10 @@ import {
   eksUsableAzCount,
   regionPartition,
   reservedTagPrefix,
-} from "../awsFacts";
-import { AWS_TAGS, IAM_TAG_KEY_CASE } from "../limits";
-import type { StackConfig } from "../schema";
-import type { Add } from "./report";
+} from "../config/awsFacts";
+import { AWS_TAGS, IAM_TAG_KEY_CASE } from "../config/limits";
+import type { StackConfig } from "../config/schema";
+import type { Add } from "../config/schema";
 
 const cite = (c: { source: string; read: string }) => `(${c.source}, read ${c.read})`;
 

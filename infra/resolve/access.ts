@@ -1,7 +1,6 @@
 /** Who can reach what: the rules on the endpoint's exposure, its consumers and the builder's SSH key pair. */
-import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
-import { consumerEntries, repeatedKeyHashes, teamOf, teamsWithLimitsTwice } from "../teams";
-import type { Add } from "./report";
+import { PROJECT, type SecretPresence, type StackConfig, type Add } from "../config/schema";
+import { consumerEntries, repeatedKeyHashes, teamOf, teamsWithLimitsTwice } from "../config/teams";
 
 /** Who can reach what: the endpoint's and the builder's source ranges, and the SSH key pair. */
 export function checkAccess(config: StackConfig, secrets: SecretPresence, add: Add): void {

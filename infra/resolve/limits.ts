@@ -8,10 +8,10 @@
  * is not the preset's.
  */
 import ipaddr from "ipaddr.js";
-import type { GpuInstance } from "../../catalog/gpus";
-import { MODEL_PRESETS, findPreset } from "../../model/catalog";
-import { PROGRAM_TAG_KEYS, ROLE_TAG_KEYS } from "../../tags";
-import { MONITORING_NAMESPACE } from "../autoscaling";
+import type { GpuInstance } from "../catalog/gpus";
+import { MODEL_PRESETS, findPreset } from "../model/catalog";
+import { PROGRAM_TAG_KEYS, ROLE_TAG_KEYS } from "../tags";
+import { MONITORING_NAMESPACE } from "../config/autoscaling";
 import {
   AWS_TAGS,
   EBS_GP3_GIB,
@@ -24,14 +24,13 @@ import {
   PRIVATE_RANGES,
   PULUMI_STACK_REFERENCE,
   VPC_QUOTAS,
-} from "../limits";
-import { namePrefix, repositoryNames } from "../../naming";
-import { serverRepositoryName } from "../../plan/registry";
-import { gatewayName } from "../../render/gatewayManifests";
-import { workloadName } from "../../render/tritonManifests";
-import type { StackConfig } from "../schema";
-import type { Add } from "./report";
+} from "../config/limits";
+import { namePrefix, repositoryNames, serverRepositoryName } from "../naming";
 
+import type { StackConfig } from "../config/schema";
+
+import { workloadName, gatewayName } from "../conventions/workload";
+import type { Add } from "../config/schema";
 /** Namespaces the stack installs its own charts into (components/scaling.ts): a second Namespace of that name fails. */
 export const STACK_NAMESPACES = [MONITORING_NAMESPACE, "keda"] as const;
 

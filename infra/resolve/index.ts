@@ -8,14 +8,17 @@
  * access.ts (who can reach what), cluster.ts (what it runs on), limits.ts
  * (what AWS, Kubernetes or the Hub would refuse), aws.ts (Regions, ARNs, EKS
  * zones, reserved and case-colliding tag keys: once per stack), idleGpus.ts
- * (GPUs paid for and never used), report.ts (how problems are reported).
+ * (GPUs paid for and never used), report.ts (how problems are reported). The
+ * derived values the rules check live beside them: network.ts,
+ * clusterAccess.ts, nodeShape.ts, workload.ts, scaling.ts; the plan reads them
+ * from here (docs/architecture.md "Layers").
  */
-import { isoDate } from "../../catalog/eks";
-import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../../model/sizing";
-import { autoscalingPlanProblem } from "../../plan/scaling";
-import { touchesDropped } from "../issues";
-import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence } from "../schema";
-import type { GemmShape, ResolvedStack } from "../stack";
+import { isoDate } from "../catalog/eks";
+import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../model/sizing";
+import { autoscalingPlanProblem } from "./scaling";
+import { touchesDropped } from "../config/issues";
+import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type Add } from "../config/schema";
+import type { GemmShape, ResolvedStack } from "../config/stack";
 import { checkAccess, checkConsumerModels } from "./access";
 import { checkEksZones, checkRegion, checkRegionalArns, checkReservedTagKeys, checkTagKeyCase } from "./aws";
 import { checkIdleGpus } from "./idleGpus";
@@ -46,9 +49,8 @@ import {
   checkVolumes,
 } from "./limits";
 import { resolveModel } from "./model";
-import { modelViews, type ModelView } from "../models";
+import { modelViews, type ModelView } from "../config/models";
 import { checkPromotion, isBuildOnlyKey, isPromoted } from "./promotion";
-import type { Add } from "./report";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
 

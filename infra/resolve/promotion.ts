@@ -5,10 +5,10 @@
  * config is checked here. The images themselves are checked once the
  * referenced stack's outputs are read (infra/promotion/reference.ts).
  */
-import { PULUMI_STACK_REFERENCE } from "../limits";
-import type { StackConfig } from "../schema";
-import type { Add } from "./report";
+import { PULUMI_STACK_REFERENCE } from "../config/limits";
+import type { StackConfig } from "../config/schema";
 
+import type { Add } from "../config/schema";
 /**
  * Build keys a promoted stack may set: the reference itself, and the pins its images carry: the Triton
  * release (its version label, support window) and the backend and FT commits triton_with_ft was compiled

@@ -4,13 +4,12 @@
  * cluster mode and its endpoint access, the network, and the autoscaling
  * rules that need no model.
  */
-import { endpointAccessProblems } from "../../plan/clusterAccess";
-import { VPC_PREFIX_RANGE, vpcPrefix } from "../../plan/network";
-import { autoscalingProblems } from "../autoscaling";
-import { platformFindings } from "../platformChecks";
-import { PROJECT, type SecretPresence, type StackConfig } from "../schema";
-import { storeMode } from "../store";
-import type { Add } from "./report";
+import { endpointAccessProblems } from "./clusterAccess";
+import { VPC_PREFIX_RANGE, vpcPrefix } from "./network";
+import { autoscalingProblems } from "../config/autoscaling";
+import { platformFindings } from "../config/platformChecks";
+import { PROJECT, type SecretPresence, type StackConfig, type Add } from "../config/schema";
+import { storeMode } from "../config/store";
 
 /**
  * What names things outside this repository: the backend/FT pins (40-hex; a

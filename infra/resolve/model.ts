@@ -2,12 +2,12 @@
  * Which model the stack serves: the preset or the family and architecture
  * given by hand, and its weights' source pinned to a commit or a checksum.
  */
-import { MODEL_PRESETS, findPreset, type ModelPreset } from "../../model/catalog";
-import type { Family, ModelSource } from "../../model/types";
-import type { StackConfig } from "../schema";
-import type { ResolvedModel } from "../stack";
-import type { Add } from "./report";
+import { MODEL_PRESETS, findPreset, type ModelPreset } from "../model/catalog";
+import type { Family, ModelSource } from "../model/types";
+import type { StackConfig } from "../config/schema";
+import type { ResolvedModel } from "../config/stack";
 
+import type { Add } from "../config/schema";
 const COMMIT = /^[0-9a-f]{40}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 

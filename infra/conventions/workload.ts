@@ -1,0 +1,59 @@
+/**
+ * Names, ports and labels the resolved stack, the plan and the renderers must
+ * agree on. They sit below all three (docs/architecture.md "Layers"): the rules
+ * check the names' lengths, the plan routes the gateway to the ports and sizes
+ * nodes for the DCGM exporter's requests, and the renderers write them into
+ * the manifests. Constants only; nothing here is derived from a stack.
+ */
+
+/** Triton's ports: HTTP and gRPC (the gateway's routes, the NLB Service) and metrics (the ServiceMonitor). */
+export const PORTS = { http: 8000, grpc: 8001, metrics: 8002 } as const;
+
+/** A model's Triton workload: its Deployment, Services and the name the rules check the length of. */
+export function workloadName(w: { readonly modelName: string }): string {
+  return `triton-${w.modelName}`;
+}
+
+/** NLB target-group health check on /v2/health/ready (AWS limits: interval 5-300 s, thresholds 2-10). */
+export const NLB_HEALTH_CHECK = {
+  intervalSeconds: 10,
+  timeoutSeconds: 6,
+  healthyThreshold: 2,
+  unhealthyThreshold: 2,
+} as const;
+
+/** The gateway's workload: `<workload>-gateway`. */
+export function gatewayName(w: { readonly modelName: string }): string {
+  return `${workloadName(w)}-gateway`;
+}
+
+/**
+ * Label of the stack's untainted system node group (cluster mode `create`):
+ * the gateway is required onto it. Existing clusters (kubeconfig,
+ * stackReference) have their own pools, unknown to the stack, so there the
+ * gateway only keeps off the serving GPU instance type.
+ */
+export const SYSTEM_NODE_LABEL = { key: "triton-ft.io/node-pool", value: "system" } as const;
+
+/**
+ * The node label of a model's own GPU nodes in a stack of several models
+ * (its node group or NodePool carries it): two models on one instance type
+ * still get nodes of their own, so each scales and rolls out apart.
+ */
+export const MODEL_NODE_LABEL_KEY = "triton-ft.io/model";
+
+/**
+ * The exporter's requests on every serving node: next to EKS's own DaemonSets, the
+ * serving pods' budget leaves room for them (resolve/workload.ts GPU_NODE_DAEMONSET_*).
+ */
+export const DCGM_EXPORTER_REQUESTS = { cpuMillis: 100, memoryBytes: 128 * 1024 ** 2 } as const;
+
+/** The gateway's ports: the OpenAI-compatible API (the NLB Service) and metrics (its ServiceMonitor). */
+export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;
+
+/**
+ * The model clients call: the text-in/text-out pipeline. One name for the
+ * repository's folder and config, the gateway's target, the client's default
+ * and the stack output `modelName`.
+ */
+export const ENSEMBLE_MODEL = "ensemble";
