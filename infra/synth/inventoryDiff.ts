@@ -13,14 +13,7 @@
  */
 import { diffEffects, effectLines, effectsOf, maskedChange } from "./effects";
 import type { FieldChange, InventoryDiff, ResourceChange } from "./diffTypes";
-import {
-  maskValue,
-  parseMask,
-  resourceKey,
-  resourceLabel,
-  type Inventory,
-  type InventoryValue,
-} from "./inventory";
+import { maskValue, parseMask, resourceKey, resourceLabel, type Inventory, type InventoryValue } from "./inventory";
 
 /** A string that holds a JSON object or array, parsed; undefined otherwise. */
 function embeddedJson(value: string): InventoryValue | undefined {
