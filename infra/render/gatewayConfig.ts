@@ -27,7 +27,7 @@ export interface GatewayLimits {
   maxStopBytes: number;
 }
 
-/** The gateway's shared store (StoreConfigSchema in the gateway package, images/gateway/src/store/config.ts). */
+/** The gateway's shared store (StoreConfigSchema in the gateway package, images/gateway/src/store/storeConfig.ts). */
 export interface GatewayStoreConfig {
   host: string;
   port: number;

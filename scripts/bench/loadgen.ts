@@ -5,8 +5,8 @@
  * workload: the gateway (OpenAI /v1/completions, SSE) and Triton directly
  * (gRPC ModelStreamInfer on the ensemble, what the gateway itself calls).
  */
-import { TritonGateway } from "../../images/gateway/src/triton";
-import { ensembleInputs } from "../../images/gateway/src/generate";
+import { TritonGateway } from "../../images/gateway/src/triton/tritonClient";
+import { ensembleInputs } from "../../images/gateway/src/openai/generate";
 
 export interface Sample {
   ok: boolean;

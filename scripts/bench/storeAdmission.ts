@@ -6,10 +6,10 @@
  * own buckets. The bench (`--local --store`) reports both.
  */
 import Fastify from "fastify";
-import { Admission } from "../../images/gateway/src/limits";
-import { StoreConfigSchema } from "../../images/gateway/src/store/config";
+import { Admission } from "../../images/gateway/src/admission/podAdmission";
+import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { connectStore } from "../../images/gateway/src/store/connection";
-import { LocalLimits, SharedLimits, type TeamLimiter } from "../../images/gateway/src/store/sharedLimits";
+import { LocalLimits, SharedLimits, type TeamLimiter } from "../../images/gateway/src/admission/sharedLimits";
 import { SharedStore } from "../../images/gateway/src/store/sharedStore";
 import type { StoreServerInfo } from "../../test/lib/storeServer";
 import { percentile } from "./loadgen";

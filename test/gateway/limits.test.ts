@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, inject, it } from "vitest";
-import { METRICS } from "../../images/gateway/src/metrics";
+import { METRICS } from "../../images/gateway/src/telemetry/metrics";
 import { sleep } from "../lib/net";
 
 const h = inject("gateway");

@@ -8,10 +8,10 @@
  */
 import { rmSync, writeFileSync } from "node:fs";
 import { describe, expect, inject, it } from "vitest";
-import { METRICS } from "../../images/gateway/src/metrics";
-import { reserveTokens } from "../../images/gateway/src/plugins/limits";
-import type { UsageReport } from "../../images/gateway/src/store/usage";
-import { StoreConfigSchema } from "../../images/gateway/src/store/config";
+import { METRICS } from "../../images/gateway/src/telemetry/metrics";
+import { reserveTokens } from "../../images/gateway/src/admission/admissionPlugin";
+import type { UsageReport } from "../../images/gateway/src/usage/usageLedger";
+import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { connectStore } from "../../images/gateway/src/store/connection";
 import { sleep } from "../lib/net";
 import { FAIR, POD_TEAMS } from "./globalSetup";

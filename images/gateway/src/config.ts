@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { StoreConfigSchema } from "./store/config";
+import { StoreConfigSchema } from "./store/storeConfig";
 
 const positive = z.number().int().positive();
 
@@ -100,7 +100,7 @@ export const GatewayConfigSchema = z
       .prefault({}),
     /** Log prompt and completion text (off by default: prompts may hold personal data). */
     logText: z.boolean().default(false),
-    /** The shared Valkey/Redis (store/config.ts); without one, every limit and usage count is per pod. */
+    /** The shared Valkey/Redis (store/storeConfig.ts); without one, every limit and usage count is per pod. */
     store: StoreConfigSchema.optional(),
   })
   .strict();

@@ -6,14 +6,14 @@
  */
 import { status as GrpcStatus, type ServiceError, Metadata } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
+import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth/keyRing";
 import { GatewayConfigSchema, KeysFileSchema, type GatewayConfig } from "../../../images/gateway/src/config";
-import { ApiError } from "../../../images/gateway/src/errors";
-import { ensembleInputs } from "../../../images/gateway/src/generate";
-import { parseInferRequest, splitInferBody } from "../../../images/gateway/src/kserve";
-import { Admission } from "../../../images/gateway/src/limits";
-import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
-import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/validate";
+import { ApiError } from "../../../images/gateway/src/server/apiError";
+import { ensembleInputs } from "../../../images/gateway/src/openai/generate";
+import { parseInferRequest, splitInferBody } from "../../../images/gateway/src/kserve/inferProtocol";
+import { Admission } from "../../../images/gateway/src/admission/podAdmission";
+import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton/tritonClient";
+import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/openai/validate";
 import { MODEL_PRESETS, findPreset } from "../../../infra/model/catalog";
 import { renderGatewayConfig } from "../../../infra/render/gatewayConfig";
 import { ENSEMBLE_MODEL, maxPromptBytes } from "../../../infra/render/modelRepository";

@@ -6,9 +6,9 @@
  * before the first token, a failure mid-stream, or a gate that holds every
  * generation in flight until the test opens it.
  */
-import type { ApiError } from "../../../images/gateway/src/errors";
-import type { Tensor } from "../../../images/gateway/src/tensors";
-import type { ModelMetadata, StreamOptions, TritonClient } from "../../../images/gateway/src/triton";
+import type { ApiError } from "../../../images/gateway/src/server/apiError";
+import type { Tensor } from "../../../images/gateway/src/triton/tensors";
+import type { ModelMetadata, StreamOptions, TritonClient } from "../../../images/gateway/src/triton/tritonClient";
 
 /**
  * The token the fake generates at position i (1-based): the text grows by

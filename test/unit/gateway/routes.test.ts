@@ -9,7 +9,7 @@ import { connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildGateway, buildMetricsServer } from "../../../images/gateway/src/app";
-import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
+import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth/keyRing";
 import {
   type Consumer as GatewayConsumer,
   type GatewayConfig,
@@ -17,10 +17,10 @@ import {
   type GatewayConfigInput,
 } from "../../../images/gateway/src/config";
 import { Metadata, type ServiceError, status as GrpcStatus } from "@grpc/grpc-js";
-import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
-import { GatewayMetrics, METRICS } from "../../../images/gateway/src/metrics";
-import { errors } from "../../../images/gateway/src/plugins/errors";
-import { limits } from "../../../images/gateway/src/plugins/limits";
+import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton/tritonClient";
+import { GatewayMetrics, METRICS } from "../../../images/gateway/src/telemetry/metrics";
+import { errors } from "../../../images/gateway/src/server/errorHandler";
+import { limits } from "../../../images/gateway/src/admission/admissionPlugin";
 import { FakeTriton, OTHER_MODEL, TEST_MODEL, token } from "./fakeTriton";
 
 // Fastify resolves from the gateway's own node_modules, not the root's: its types come through the app.

@@ -2,12 +2,12 @@
  * The client to the shared store: ioredis (it speaks to Valkey and Redis
  * alike, standalone or cluster mode), set up to fail fast rather than queue:
  * a request must never wait on an unreachable store, it falls back to
- * per-pod limits instead (sharedLimits.ts). Reconnection is ioredis's own,
+ * per-pod limits instead (admission/sharedLimits.ts). Reconnection is ioredis's own,
  * bounded so the store is used again within about two seconds of coming back.
  */
 import { readFileSync } from "node:fs";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
-import type { StoreConfig } from "./config";
+import type { StoreConfig } from "./storeConfig";
 
 export type StoreClient = Redis | Cluster;
 

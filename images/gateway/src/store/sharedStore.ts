@@ -13,7 +13,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { FastifyBaseLogger } from "fastify";
-import type { StoreConfig } from "./config";
+import type { StoreConfig } from "./storeConfig";
 import type { StoreClient } from "./connection";
 
 /** How often each pod proves it is alive and retries a lost store. */

@@ -18,15 +18,15 @@
  * (and a script the store has not cached yet takes two): a concurrency
  * refusal while this pod still has releases of the team on the wire waits
  * for them and asks once more. The pod's own in-flight cap and fair shares
- * stay local (limits.ts `hold`), and so does each model's cap.
+ * stay local (podAdmission.ts `hold`), and so does each model's cap.
  *
  * When the store fails, the request is admitted on this pod's own buckets
  * with the team's limits divided by the gateway pod count (never unlimited,
- * never a 500), until a heartbeat reaches the store again (sharedStore.ts).
+ * never a 500), until a heartbeat reaches the store again (store/sharedStore.ts).
  */
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { MultiSemaphore } from "redis-semaphore";
-import { ApiError } from "../errors";
+import { ApiError } from "../server/apiError";
 import {
   type Admission,
   type Admitted,
@@ -36,8 +36,8 @@ import {
   concurrencyLimited,
   requestLimited,
   tokenLimited,
-} from "../limits";
-import { type SharedStore, StoreKeys } from "./sharedStore";
+} from "./podAdmission";
+import { type SharedStore, StoreKeys } from "../store/sharedStore";
 
 /** A permit not refreshed for this long is free again: a crashed pod's slots return within it (and pods' clocks may differ by less). */
 export const LEASE_TIMEOUT_MS = 15_000;

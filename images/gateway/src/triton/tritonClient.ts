@@ -16,7 +16,7 @@ import {
   type ServiceError,
 } from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { ApiError, overloaded, timedOut, upstream } from "./errors";
+import { ApiError, overloaded, timedOut, upstream } from "../server/apiError";
 import { type Tensor, decode, encode, isDatatype } from "./tensors";
 
 const SERVICE = "inference.GRPCInferenceService";

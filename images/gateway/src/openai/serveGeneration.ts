@@ -10,9 +10,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyReply } from "fastify";
-import { ApiError } from "./errors";
+import { ApiError } from "../server/apiError";
 import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
-import type { RequestContext } from "./context";
+import type { RequestContext } from "../admission/requestContext";
 import type { ChatRequest, CompletionRequest } from "./validate";
 
 interface ChoiceResult {

@@ -1,5 +1,5 @@
 /**
- * KServe v2 per served model (kserve.ts has the protocol): server metadata
+ * KServe v2 per served model (inferProtocol.ts has the protocol): server metadata
  * and health, and for `/v2/models/<model id>/…` that model's ensemble's
  * metadata, readiness and `infer`. A model the key may not use is the same 404
  * as one that is not served.
@@ -7,12 +7,12 @@
 import { gunzipSync, inflateSync } from "node:zlib";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
-import { ApiError, invalid, overloaded, tooLarge } from "../errors";
-import { infer, parseInferRequest, splitInferBody } from "../kserve";
-import type { ServedModel } from "../models";
+import { ApiError, invalid, overloaded, tooLarge } from "../server/apiError";
+import { infer, parseInferRequest, splitInferBody } from "./inferProtocol";
+import type { ServedModel } from "../models/modelRouter";
 import definePlugin from "fastify-plugin";
-import { LIMITS_PLUGIN } from "../plugins/limits";
-import { MODELS_PLUGIN } from "../plugins/models";
+import { LIMITS_PLUGIN } from "../admission/admissionPlugin";
+import { MODELS_PLUGIN } from "../models/modelsPlugin";
 
 export interface KserveRoutesOptions {
   config: GatewayConfig;

@@ -12,9 +12,9 @@
  * team's limits are enforced there across all pods, and this class keeps
  * only the pod's and the models' in-flight caps and fair shares (`hold`) —
  * unless the store is unreachable, when it enforces the team's limits
- * divided by the pod count (store/sharedLimits.ts). docs/consuming.md "Limits".
+ * divided by the pod count (sharedLimits.ts). docs/consuming.md "Limits".
  */
-import { ApiError, overloaded, rateLimited } from "./errors";
+import { ApiError, overloaded, rateLimited } from "../server/apiError";
 
 export interface KeyLimits {
   requestsPerMinute: number;

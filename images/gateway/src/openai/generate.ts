@@ -7,10 +7,10 @@
  * met a stop sequence.
  */
 import { randomBytes } from "node:crypto";
-import { ApiError } from "./errors";
-import type { Tensor } from "./tensors";
+import { ApiError } from "../server/apiError";
+import type { Tensor } from "../triton/tensors";
 import { IncrementalText } from "./textStream";
-import type { TritonClient } from "./triton";
+import type { TritonClient } from "../triton/tritonClient";
 import type { Sampling } from "./validate";
 
 export type FinishReason = "stop" | "length";

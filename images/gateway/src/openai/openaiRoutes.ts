@@ -1,11 +1,11 @@
 /** The OpenAI API: completions, chat completions and the model list, routed by the `model` field. */
 import type { Consumer, GatewayConfig } from "../config";
-import type { ServedModel } from "../models";
-import { serveGeneration } from "../openai";
+import type { ServedModel } from "../models/modelRouter";
+import { serveGeneration } from "./serveGeneration";
 import definePlugin from "fastify-plugin";
-import { LIMITS_PLUGIN, reserveTokens } from "../plugins/limits";
-import { MODELS_PLUGIN } from "../plugins/models";
-import { parseChat, parseCompletion, requestedModel } from "../validate";
+import { LIMITS_PLUGIN, reserveTokens } from "../admission/admissionPlugin";
+import { MODELS_PLUGIN } from "../models/modelsPlugin";
+import { parseChat, parseCompletion, requestedModel } from "./validate";
 
 export interface OpenaiRoutesOptions {
   config: GatewayConfig;

@@ -8,16 +8,16 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
-import { RequestContext } from "../context";
-import { tooLarge } from "../errors";
-import { Admission, type KeyLimits } from "../limits";
-import type { GatewayMetrics } from "../metrics";
-import type { ServedModel } from "../models";
-import { PUBLIC_PATHS, pathOf } from "../paths";
-import type { KeyRing } from "../auth";
-import { LocalLimits, SharedLimits, type TeamLimiter } from "../store/sharedLimits";
-import { AUTH_PLUGIN } from "./auth";
-import { STORE_PLUGIN } from "./store";
+import { RequestContext } from "./requestContext";
+import { tooLarge } from "../server/apiError";
+import { Admission, type KeyLimits } from "./podAdmission";
+import type { GatewayMetrics } from "../telemetry/metrics";
+import type { ServedModel } from "../models/modelRouter";
+import { PUBLIC_PATHS, pathOf } from "../server/paths";
+import type { KeyRing } from "../auth/keyRing";
+import { LocalLimits, SharedLimits, type TeamLimiter } from "./sharedLimits";
+import { AUTH_PLUGIN } from "../auth/authPlugin";
+import { STORE_PLUGIN } from "../store/storePlugin";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {

@@ -4,10 +4,10 @@
  * the bookkeeping that ends in metrics and one log line.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { Consumer, GatewayConfig } from "./config";
-import { ApiError, timedOut } from "./errors";
-import type { GatewayMetrics } from "./metrics";
-import type { ServedModel } from "./models";
+import type { Consumer, GatewayConfig } from "../config";
+import { ApiError, timedOut } from "../server/apiError";
+import type { GatewayMetrics } from "../telemetry/metrics";
+import type { ServedModel } from "../models/modelRouter";
 
 export interface Outcome {
   promptTokens: number;
