@@ -31,6 +31,7 @@ import { limits } from "./admission/admissionPlugin";
 import { models } from "./models/modelsPlugin";
 import { store } from "./store/storePlugin";
 import { telemetry } from "./telemetry/telemetryPlugin";
+import { strictJsonBodies } from "./server/jsonBody";
 import { ModelRouter } from "./models/modelRouter";
 import { kserveRoutes } from "./kserve/kserveRoutes";
 import { openaiRoutes } from "./openai/openaiRoutes";
@@ -64,8 +65,9 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     // The drain plugin answers requests that arrive while closing, in the OpenAI shape with Retry-After.
     return503OnClosing: false,
   });
-  // Only JSON bodies: anything else is a 415, not a string to misread.
+  // Only JSON bodies, and only UTF-8 ones: anything else is a 415 or a 400, not a string to misread.
   app.removeContentTypeParser(["text/plain"]);
+  strictJsonBodies(app);
 
   // Hooks run in registration order: telemetry's onRequest (request id) before drain's and auth's, auth's before limits'.
   void app.register(errors);

@@ -55,6 +55,17 @@ export const ModelConfigSchema = z
      * stays short. Divided into fair shares like limits.maxInflight, which caps all models together.
      */
     maxInflight: positive,
+    /**
+     * Whether this model's Triton stops a generation when its gRPC call is
+     * cancelled. Off (the default): FasterTransformer never does, on any
+     * Triton (request cancellation arrived in Triton 23.10 and the FT backend
+     * does not check it), so when a client leaves or a stop sequence ends the
+     * text, the gateway reads the generation to its end and the request keeps
+     * its slots and counts its tokens until then. On: a backend that honours
+     * cancellation on Triton 23.10 or later (TensorRT-LLM's, Python models
+     * that check is_cancelled()); the call is cancelled and released at once.
+     */
+    cancellable: z.boolean().default(false),
   })
   .strict();
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;

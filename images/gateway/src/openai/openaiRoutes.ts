@@ -42,8 +42,9 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      const ctx = await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens);
-      await serveGeneration(ctx, reply, parsed);
+      await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens, (ctx) =>
+        serveGeneration(ctx, reply, parsed),
+      );
       return reply;
     });
 
@@ -56,8 +57,9 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      const ctx = await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens);
-      await serveGeneration(ctx, reply, parsed);
+      await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens, (ctx) =>
+        serveGeneration(ctx, reply, parsed),
+      );
       return reply;
     });
 

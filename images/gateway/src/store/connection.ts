@@ -3,7 +3,7 @@
  * alike, standalone or cluster mode), set up to fail fast rather than queue:
  * a request must never wait on an unreachable store, it falls back to
  * per-pod limits instead (admission/sharedLimits.ts). Reconnection is ioredis's own,
- * bounded so the store is used again within about two seconds of coming back.
+ * bounded so the store is used again within about a second of coming back.
  */
 import { readFileSync } from "node:fs";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
@@ -11,9 +11,14 @@ import type { StoreConfig } from "./storeConfig";
 
 export type StoreClient = Redis | Cluster;
 
-/** ioredis's reconnect delay after `attempt` failures: 100 ms more each time, at most 2 s. */
+/**
+ * ioredis's reconnect delay after `attempt` failures: 100 ms more each time,
+ * at most 500 ms, so every pod is back on the store within about a second of
+ * its return (and has replayed its releases: a ghost permit of a pod still
+ * reconnecting could refuse the others meanwhile).
+ */
 export function reconnectDelay(attempt: number): number {
-  return Math.min(100 * attempt, 2000);
+  return Math.min(100 * attempt, 500);
 }
 
 export function connectStore(config: StoreConfig, password: string): StoreClient {
