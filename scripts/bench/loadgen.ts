@@ -124,25 +124,8 @@ function stats(values: number[]): { p50: number; p95: number; p99: number } {
   return { p50: r(percentile(values, 50)), p95: r(percentile(values, 95)), p99: r(percentile(values, 99)) };
 }
 
-/** Run one concurrency level for `durationSeconds`, reporting progress once a second. */
-export async function runLevel(
-  send: Sender,
-  workload: Workload,
-  concurrency: number,
-  durationSeconds: number,
-  progress: (done: number, elapsed: number) => void = () => undefined,
-): Promise<LevelResult> {
-  const samples: Sample[] = [];
-  const started = performance.now();
-  const until = started + durationSeconds * 1000;
-  const ticker = setInterval(() => progress(samples.length, (performance.now() - started) / 1000), 1000);
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < until) samples.push(await send(workload));
-    }),
-  );
-  clearInterval(ticker);
-  const elapsed = (performance.now() - started) / 1000;
+/** One level's figures from its samples. */
+function summarize(samples: Sample[], concurrency: number, elapsed: number): LevelResult {
   const ok = samples.filter((s) => s.ok);
   const errorStatuses: Record<string, number> = {};
   for (const s of samples.filter((x) => !x.ok)) errorStatuses[s.status] = (errorStatuses[s.status] ?? 0) + 1;
@@ -157,4 +140,49 @@ export async function runLevel(
     ttftMs: stats(ok.filter((s) => s.ttftMs >= 0).map((s) => s.ttftMs)),
     latencyMs: stats(ok.map((s) => s.latencyMs)),
   };
+}
+
+/** Run one concurrency level for `durationSeconds`, reporting progress once a second. */
+export async function runLevel(
+  send: Sender,
+  workload: Workload,
+  concurrency: number,
+  durationSeconds: number,
+  progress: (done: number, elapsed: number) => void = () => undefined,
+): Promise<LevelResult> {
+  const results = await runInterleaved([{ name: "only", send }], workload, concurrency, durationSeconds, progress);
+  return results.only;
+}
+
+/**
+ * One concurrency level over several targets at once: each client sends to
+ * the targets in turn (client i starts at target i), so whatever else loads
+ * the machine meanwhile falls on every target alike, and the differences
+ * between targets are the targets' own. Rates are per target over the
+ * level's whole duration, so they are 1/n of a target benched alone.
+ */
+export async function runInterleaved(
+  targets: ReadonlyArray<{ name: string; send: Sender }>,
+  workload: Workload,
+  concurrency: number,
+  durationSeconds: number,
+  progress: (done: number, elapsed: number) => void = () => undefined,
+): Promise<Record<string, LevelResult>> {
+  const samples = targets.map((): Sample[] => []);
+  let done = 0;
+  const started = performance.now();
+  const until = started + durationSeconds * 1000;
+  const ticker = setInterval(() => progress(done, (performance.now() - started) / 1000), 1000);
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, client) => {
+      for (let i = client; performance.now() < until; i++) {
+        const t = i % targets.length;
+        samples[t].push(await targets[t].send(workload));
+        done += 1;
+      }
+    }),
+  );
+  clearInterval(ticker);
+  const elapsed = (performance.now() - started) / 1000;
+  return Object.fromEntries(targets.map((t, i) => [t.name, summarize(samples[i], concurrency, elapsed)]));
 }
