@@ -19,7 +19,8 @@ export interface GatewayModel {
 
 export interface GatewayLimits {
   bodyBytes: number;
-  requestsPerMinute: number;
+  /** Unset: the gateway's own default (GatewayConfigSchema, images/gateway/src/config.ts), the one place it is written. */
+  requestsPerMinute?: number;
   maxConcurrent: number;
   maxInflight: number;
   requestTimeoutSeconds: number;
@@ -82,7 +83,6 @@ export function defaultLimits(models: readonly GatewayRoute[]): GatewayLimits {
       65_536,
       largest((m) => 6 * maxPromptBytes(m.maxInputLen) * m.maxBatchSize + 65_536),
     ),
-    requestsPerMinute: 600,
     maxConcurrent: Math.max(
       2,
       largest((m) => m.maxBatchSize),
