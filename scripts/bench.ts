@@ -223,8 +223,11 @@ async function main(): Promise<void> {
         for (const t of targets) {
           const r = level[t.name];
           report.targets[t.name].push(r);
+          const paired = r.pairedAddedMs
+            ? `; paired with the direct request before it (${r.pairedAddedMs.pairs} pairs): latency p50 +${r.pairedAddedMs.latencyP50} ms, TTFT p50 +${r.pairedAddedMs.ttftP50} ms`
+            : "";
           log(
-            `${t.name} c=${c}: ${r.requests} requests, TTFT p50 ${r.ttftMs.p50} ms, latency p50/p95/p99 ${r.latencyMs.p50}/${r.latencyMs.p95}/${r.latencyMs.p99} ms, errors ${r.errors}`,
+            `${t.name} c=${c}: ${r.requests} requests, TTFT p50 ${r.ttftMs.p50} ms, latency p50/p95/p99 ${r.latencyMs.p50}/${r.latencyMs.p95}/${r.latencyMs.p99} ms, errors ${r.errors}${paired}`,
           );
         }
       }

@@ -111,6 +111,12 @@ export interface LevelResult {
   outputTokensPerSecond: number;
   ttftMs: { p50: number; p95: number; p99: number };
   latencyMs: { p50: number; p95: number; p99: number };
+  /**
+   * (interleaved runs, every target but the first) the median of this target's
+   * difference to the first target's request sent just before it by the same
+   * client: paired, so drift in the machine's load cancels out.
+   */
+  pairedAddedMs?: { pairs: number; latencyP50: number; ttftP50: number };
 }
 
 export function percentile(values: number[], p: number): number {
@@ -169,20 +175,51 @@ export async function runInterleaved(
   progress: (done: number, elapsed: number) => void = () => undefined,
 ): Promise<Record<string, LevelResult>> {
   const samples = targets.map((): Sample[] => []);
+  /** Per target: [latency difference, TTFT difference] to the first target's request of the same round. */
+  const pairs = targets.map((): Array<[number, number]> => []);
   let done = 0;
   const started = performance.now();
   const until = started + durationSeconds * 1000;
   const ticker = setInterval(() => progress(done, (performance.now() - started) / 1000), 1000);
   await Promise.all(
     Array.from({ length: concurrency }, async (_, client) => {
+      let first: Sample | undefined;
       for (let i = client; performance.now() < until; i++) {
         const t = i % targets.length;
-        samples[t].push(await targets[t].send(workload));
+        const sample = await targets[t].send(workload);
+        samples[t].push(sample);
         done += 1;
+        if (t === 0) first = sample;
+        else if (first?.ok && sample.ok) {
+          pairs[t].push([sample.latencyMs - first.latencyMs, sample.ttftMs - first.ttftMs]);
+        }
       }
     }),
   );
   clearInterval(ticker);
   const elapsed = (performance.now() - started) / 1000;
-  return Object.fromEntries(targets.map((t, i) => [t.name, summarize(samples[i], concurrency, elapsed)]));
+  const r = (v: number): number => Math.round(v * 10) / 10;
+  return Object.fromEntries(
+    targets.map((t, i) => {
+      const result = summarize(samples[i], concurrency, elapsed);
+      if (i > 0 && pairs[i].length > 0) {
+        result.pairedAddedMs = {
+          pairs: pairs[i].length,
+          latencyP50: r(
+            percentile(
+              pairs[i].map(([l]) => l),
+              50,
+            ),
+          ),
+          ttftP50: r(
+            percentile(
+              pairs[i].map(([, f]) => f),
+              50,
+            ),
+          ),
+        };
+      }
+      return [t.name, result];
+    }),
+  );
 }
