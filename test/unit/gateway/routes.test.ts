@@ -810,6 +810,18 @@ describe("a generation holds what it took until it ends upstream", () => {
   });
 });
 
+describe("what a generation asks of Triton", () => {
+  it("only the outputs it reads: the per-token arrays only with logprobs", async () => {
+    const { app, triton } = gateway();
+    expect((await complete(app, { prompt: "hi", max_tokens: 2 })).statusCode).toBe(200);
+    expect((await complete(app, { prompt: "hi", max_tokens: 2, logprobs: 0 })).statusCode).toBe(200);
+    expect(triton.outputsAsked).toEqual([
+      ["text_output", "input_token_count", "output_token_count", "cum_log_probs"],
+      ["text_output", "input_token_count", "output_token_count", "cum_log_probs", "output_log_probs", "output_tokens"],
+    ]);
+  });
+});
+
 describe("request bodies that cannot be decoded", () => {
   it("answers 400 invalid_body to JSON that is not UTF-8 (or declares another charset); the next request is served", async () => {
     const { app } = gateway();

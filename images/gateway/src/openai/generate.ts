@@ -17,6 +17,11 @@ import type { Sampling } from "./validate";
 
 export type FinishReason = "stop" | "length";
 
+/** The ensemble's outputs a generation reads (docs/architecture.md "Ensemble contract"). */
+const OUTPUTS = ["text_output", "input_token_count", "output_token_count", "cum_log_probs"];
+/** Read only with OpenAI `logprobs`. */
+const LOGPROB_OUTPUTS = ["output_log_probs", "output_tokens"];
+
 /** One generated token: its text (what it adds to the output) and FT's log probability of it. */
 export interface TokenLogprob {
   text: string;
@@ -187,6 +192,8 @@ export async function* generate(
   };
   try {
     for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs), {
+      // The per-token arrays (every token so far, at every step) only when the client asked for logprobs.
+      outputs: logprobs ? [...OUTPUTS, ...LOGPROB_OUTPUTS] : OUTPUTS,
       signal: local.signal,
       deadline: options.deadline,
       timeoutSeconds: options.timeoutSeconds,
@@ -198,11 +205,10 @@ export async function* generate(
         c.last = String(row(outputs, "text_output", r)[0]);
         c.promptTokens = Number(row(outputs, "input_token_count", r)[0]);
         c.completionTokens = c.generatedTokens;
-        const probs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
         c.cumLogprob = Number(row(outputs, "cum_log_probs", r)[0]);
         if (logprobs) {
           c.pieces = row(outputs, "output_tokens", r).map(String).slice(0, c.completionTokens);
-          c.logprobs = probs;
+          c.logprobs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
         }
         const update = c.text.update(c.last);
         if (update.delta) yield delta(r, update.delta);

@@ -30,8 +30,8 @@ export function connectStore(config: StoreConfig, password: string): StoreClient
     maxRetriesPerRequest: 0,
     commandTimeout: config.commandTimeoutMs,
     connectTimeout: 2000,
-    // Commands issued in the same tick (one admission's three checks) leave in one write.
-    enableAutoPipelining: true,
+    // No auto-pipelining: an admission is one script call, and batching would hold it for a setImmediate.
+    enableAutoPipelining: false,
     retryStrategy: reconnectDelay,
     ...(config.tls
       ? { tls: { servername: config.host, ...(config.caFile ? { ca: readFileSync(config.caFile) } : {}) } }
@@ -41,7 +41,7 @@ export function connectStore(config: StoreConfig, password: string): StoreClient
   return new Cluster([{ host: config.host, port: config.port }], {
     redisOptions: options,
     enableOfflineQueue: false,
-    enableAutoPipelining: true,
+    enableAutoPipelining: false,
     clusterRetryStrategy: reconnectDelay,
     slotsRefreshTimeout: 2000,
     // ElastiCache's certificate names the endpoint, not the node addresses it resolves to: keep the name

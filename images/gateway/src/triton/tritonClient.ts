@@ -125,6 +125,8 @@ export interface StreamOptions {
   deadline: number;
   timeoutSeconds: number;
   requestId?: string;
+  /** Only these outputs: Triton serializes and sends nothing else, at every streamed step. Absent: all of them. */
+  outputs?: readonly string[];
 }
 
 /**
@@ -260,7 +262,7 @@ export class TritonGateway implements TritonClient {
         model_name: this.ensemble,
         ...(options.requestId ? { id: options.requestId } : {}),
         inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
-        outputs: [],
+        outputs: (options.outputs ?? []).map((name) => ({ name })),
         raw_input_contents: inputs.map(encode),
       };
       call.write(request);
