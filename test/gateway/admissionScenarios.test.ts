@@ -146,6 +146,8 @@ describe("admission that no client slips past", () => {
     for (let i = 0; i < 7; i++) baseline.push(await ttft(pods[i % 2], "victim"));
     busy = false;
     await legit;
+    // The last of those is recorded after its response ends, and written to the store within 50 ms.
+    await sleep(500);
     const before = await usage(pods[0], "solo");
 
     const statuses: number[] = [];
