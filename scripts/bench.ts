@@ -16,6 +16,10 @@
  *   --store                                (--local) also a real Valkey/Redis (test/lib/storeServer.ts) and a
  *                                          second gateway using it, benched in the same run: the report then
  *                                          holds what the store adds (ms and ratios at p50/p99)
+ * With several targets, each level interleaves them (every client sends to
+ * each target in turn, bench/loadgen.ts runInterleaved): the machine's other
+ * load falls on all of them alike, and the report holds what each gateway
+ * adds over direct Triton in ms (gatewayAdded), p50 latency and TTFT.
  * Workload:
  *   --concurrency 1,2,4,8   levels (default 1,2,4,8)
  *   --duration SECS         per level (default 20)
@@ -33,8 +37,16 @@ import { renderGatewayConfig } from "../infra/plan/gatewayConfig";
 import { startGateway } from "../test/gateway/harness";
 import { STORE_PASSWORD_ENV, startTritonDecoupled, storeSection } from "../test/gateway/globalSetup";
 import { StoreServer } from "../test/lib/storeServer";
-import { type BenchReport, renderHtml, type StoreOverhead } from "./bench/chart";
-import { type LevelResult, type Sender, type Workload, gatewaySender, runLevel, tritonSender } from "./bench/loadgen";
+import { type BenchReport, type GatewayAdded, renderHtml, type StoreOverhead } from "./bench/chart";
+import {
+  type LevelResult,
+  type Sender,
+  type Workload,
+  gatewaySender,
+  runInterleaved,
+  runLevel,
+  tritonSender,
+} from "./bench/loadgen";
 import { measureAdmission } from "./bench/storeAdmission";
 
 function log(message: string): void {
@@ -180,17 +192,13 @@ async function main(): Promise<void> {
       environment,
       targets: {},
     };
+    const targets: Array<{ name: string; send: Sender }> = [];
     if (triton) {
       const direct = tritonSender({ kind: "triton", grpc: triton, ensemble: values.ensemble });
       cleanup.unshift(direct.close);
-      await direct.send(workload); // warm-up
-      report.targets["triton (direct gRPC)"] = await sweep("triton", direct.send, workload, levels, duration);
+      targets.push({ name: "triton (direct gRPC)", send: direct.send });
     }
-    if (gateway) {
-      const send = gatewaySender({ kind: "gateway", ...gateway });
-      await send(workload);
-      report.targets["gateway (OpenAI SSE)"] = await sweep("gateway", send, workload, levels, duration);
-    }
+    if (gateway) targets.push({ name: "gateway (OpenAI SSE)", send: gatewaySender({ kind: "gateway", ...gateway }) });
     if (storeInfo) {
       report.storeAdmission = await measureAdmission(storeInfo);
       const a = report.storeAdmission;
@@ -199,9 +207,30 @@ async function main(): Promise<void> {
       );
     }
     if (storeGateway) {
-      const send = gatewaySender({ kind: "gateway", ...storeGateway });
-      await send(workload);
-      report.targets["gateway + store (OpenAI SSE)"] = await sweep("gateway+store", send, workload, levels, duration);
+      targets.push({ name: "gateway + store (OpenAI SSE)", send: gatewaySender({ kind: "gateway", ...storeGateway }) });
+    }
+    for (const t of targets) await t.send(workload); // warm-up
+    if (targets.length === 1)
+      report.targets[targets[0].name] = await sweep(targets[0].name, targets[0].send, workload, levels, duration);
+    else {
+      for (const t of targets) report.targets[t.name] = [];
+      for (const c of levels) {
+        log(`${targets.map((t) => t.name).join(", ")} interleaved: ${c} concurrent client(s) for ${duration}s`);
+        const level = await runInterleaved(targets, workload, c, duration, (done, elapsed) =>
+          process.stderr.write(`\r  c=${c}: ${done} requests in ${elapsed.toFixed(0)}s   `),
+        );
+        process.stderr.write("\n");
+        for (const t of targets) {
+          const r = level[t.name];
+          report.targets[t.name].push(r);
+          const paired = r.pairedAddedMs
+            ? `; paired with the direct request before it (${r.pairedAddedMs.pairs} pairs): latency p50 +${r.pairedAddedMs.latencyP50} ms, TTFT p50 +${r.pairedAddedMs.ttftP50} ms`
+            : "";
+          log(
+            `${t.name} c=${c}: ${r.requests} requests, TTFT p50 ${r.ttftMs.p50} ms, latency p50/p95/p99 ${r.latencyMs.p50}/${r.latencyMs.p95}/${r.latencyMs.p99} ms, errors ${r.errors}${paired}`,
+          );
+        }
+      }
     }
     const d = report.targets["triton (direct gRPC)"];
     const g = report.targets["gateway (OpenAI SSE)"];
@@ -220,6 +249,28 @@ async function main(): Promise<void> {
       for (const o of report.storeOverhead) {
         log(
           `store added at c=${o.concurrency}: latency p50 ${o.latencyP50AddedMs} ms (x${o.latencyP50Ratio}), p99 ${o.latencyP99AddedMs} ms (x${o.latencyP99Ratio}), TTFT p50 ${o.ttftP50AddedMs} ms`,
+        );
+      }
+    }
+    if (d) {
+      const ms = (a: number, b: number): number => Math.round((a - b) * 10) / 10;
+      const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
+      const added = (target: string, levelsOf: LevelResult[]): GatewayAdded[] =>
+        levelsOf.map((l, i) => ({
+          target,
+          concurrency: l.concurrency,
+          latencyP50AddedMs: ms(l.latencyMs.p50, d[i].latencyMs.p50),
+          ttftP50AddedMs: ms(l.ttftMs.p50, d[i].ttftMs.p50),
+          latencyP50Ratio: r(l.latencyMs.p50, d[i].latencyMs.p50),
+          ttftP50Ratio: r(l.ttftMs.p50, d[i].ttftMs.p50),
+        }));
+      report.gatewayAdded = [
+        ...(g ? added("gateway (OpenAI SSE)", g) : []),
+        ...(gs ? added("gateway + store (OpenAI SSE)", gs) : []),
+      ];
+      for (const o of report.gatewayAdded) {
+        log(
+          `${o.target} adds at c=${o.concurrency}: latency p50 +${o.latencyP50AddedMs} ms (x${o.latencyP50Ratio}), TTFT p50 +${o.ttftP50AddedMs} ms (x${o.ttftP50Ratio})`,
         );
       }
     }

@@ -20,7 +20,6 @@ export function defaultLimits(models: readonly GatewayRoute[]): GatewayLimits {
       65_536,
       largest((m) => 6 * maxPromptBytes(m.maxInputLen) * m.maxBatchSize + 65_536),
     ),
-    requestsPerMinute: 600,
     maxConcurrent: Math.max(
       2,
       largest((m) => m.maxBatchSize),

@@ -1,7 +1,7 @@
 /**
  * The gateway's shared store as the plan describes it: which kind, what it is
  * called in the cluster, and the `store` section of the gateway's config
- * (images/gateway/src/store/config.ts). Pure: the managed cache's endpoint is
+ * (images/gateway/src/store/storeConfig.ts). Pure: the managed cache's endpoint is
  * known only after it is created, so its config carries MANAGED_HOST_PLACEHOLDER
  * until the GatewayService component renders the real one.
  */

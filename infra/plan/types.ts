@@ -110,7 +110,8 @@ export interface GatewayModel {
 
 export interface GatewayLimits {
   bodyBytes: number;
-  requestsPerMinute: number;
+  /** Unset: the gateway's own default (GatewayConfigSchema, images/gateway/src/config.ts), the one place it is written. */
+  requestsPerMinute?: number;
   maxConcurrent: number;
   maxInflight: number;
   requestTimeoutSeconds: number;
@@ -118,7 +119,7 @@ export interface GatewayLimits {
   maxStopBytes: number;
 }
 
-/** The gateway's shared store (StoreConfigSchema in the gateway package, images/gateway/src/store/config.ts). */
+/** The gateway's shared store (StoreConfigSchema in the gateway package, images/gateway/src/store/storeConfig.ts). */
 export interface GatewayStoreConfig {
   host: string;
   port: number;

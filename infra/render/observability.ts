@@ -81,7 +81,7 @@ export interface GpuPricing {
 /**
  * The Prometheus label naming the served model (the OpenAI id clients send)
  * on the series of a stack of several models: the gateway labels its series
- * with it (images/gateway/src/metrics.ts LABELS.model), and the DCGM scrape
+ * with it (images/gateway/src/telemetry/metrics.ts LABELS.model), and the DCGM scrape
  * copies it from the GPU node's model label (dcgmModelRelabeling).
  */
 export const MODEL_SERIES_LABEL = "model";
@@ -113,7 +113,7 @@ export interface ObservabilityInput {
   labels: Record<string, string>;
   /** Triton metrics in Prometheus (namespace + metrics Service). */
   triton: MetricsSelector;
-  /** The gateway's metrics in Prometheus (images/gateway/src/metrics.ts: TTFT, tokens/s, latency histograms). */
+  /** The gateway's metrics in Prometheus (images/gateway/src/telemetry/metrics.ts: TTFT, tokens/s, latency histograms). */
   gateway: MetricsSelector;
   gatewayDeployment: string;
   deployment: string;
@@ -343,7 +343,7 @@ export function expressions(i: ObservabilityInput) {
   const ensemble = t({ model: ENSEMBLE_MODEL });
   const ft = t({ model: SCALED_MODEL });
   const dep = `namespace="${i.namespace}",deployment="${i.deployment}"`;
-  // The gateway (images/gateway/src/metrics.ts): histograms in seconds, per route and consumer (and model).
+  // The gateway (images/gateway/src/telemetry/metrics.ts): histograms in seconds, per route and consumer (and model).
   const g = selectorText(i.gateway, i.scope?.gateway);
   const gpu = labelMatchers({ namespace: i.namespace, ...i.scope?.gpu });
   const gw = `triton_ft_gateway_`;
@@ -366,7 +366,7 @@ export function expressions(i: ObservabilityInput) {
     promptTokensPerSecondByTeam: `sum by (consumer) (rate(${gw}prompt_tokens_total{${g}}[${w}]))`,
     outputTokensPerSecondByTeam: `sum by (consumer) (rate(${gw}output_tokens_total{${g}}[${w}]))`,
     refusedPerSecondByTeam: `sum by (consumer) (rate(${gw}errors_total{${g},status="429"}[${w}]))`,
-    // The shared store (images/gateway/src/metrics.ts store_degraded, store_pods).
+    // The shared store (images/gateway/src/telemetry/metrics.ts store_degraded, store_pods).
     gatewayStoreDegradedPods: `sum(${gw}store_degraded{${g}})`,
     gatewayStorePods: `max(${gw}store_pods{${g}})`,
     gatewayReadyReplicas: `kube_deployment_status_replicas_ready{${gdep}}`,

@@ -44,7 +44,7 @@ export function queueComputeRatioQuery(sel: MetricsSelector): string {
   return `sum(rate(${QUEUE_METRIC}{${s}}[${w}])) / clamp_min(sum(rate(${COMPUTE_METRIC}{${s}}[${w}])), 1)`;
 }
 
-/** The gateway's in-flight gauge (images/gateway/src/metrics.ts METRICS.inflight). */
+/** The gateway's in-flight gauge (images/gateway/src/telemetry/metrics.ts METRICS.inflight). */
 export const GATEWAY_INFLIGHT_METRIC = "triton_ft_gateway_inflight_requests";
 
 /** Generations in flight through every gateway pod. */

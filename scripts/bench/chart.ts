@@ -15,8 +15,19 @@ export interface BenchReport {
   gatewayOverhead?: { concurrency: number; latencyP50Ratio: number; latencyP95Ratio: number; ttftP50Ratio: number }[];
   /** Per concurrency (--store): what the shared store adds to the gateway's latency, in ms and as ratios. */
   storeOverhead?: StoreOverhead[];
-  /** (--store) the admission alone, against the store and on the pod's own buckets (bench/storeAdmission.ts). */
+  /** Per gateway target and concurrency: what it adds over direct Triton, in ms and as ratios (interleaved runs). */
+  gatewayAdded?: GatewayAdded[];
+  /** (--store) the admission alone, against the store and in the pod's memory (bench/storeAdmission.ts). */
   storeAdmission?: { samples: number; storeMs: { p50: number; p99: number }; localMs: { p50: number; p99: number } };
+}
+
+export interface GatewayAdded {
+  target: string;
+  concurrency: number;
+  latencyP50AddedMs: number;
+  ttftP50AddedMs: number;
+  latencyP50Ratio: number;
+  ttftP50Ratio: number;
 }
 
 export interface StoreOverhead {

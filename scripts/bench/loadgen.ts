@@ -5,8 +5,8 @@
  * workload: the gateway (OpenAI /v1/completions, SSE) and Triton directly
  * (gRPC ModelStreamInfer on the ensemble, what the gateway itself calls).
  */
-import { TritonGateway } from "../../images/gateway/src/triton";
-import { ensembleInputs } from "../../images/gateway/src/generate";
+import { TritonGateway } from "../../images/gateway/src/triton/tritonClient";
+import { ensembleInputs } from "../../images/gateway/src/openai/generate";
 
 export interface Sample {
   ok: boolean;
@@ -111,6 +111,12 @@ export interface LevelResult {
   outputTokensPerSecond: number;
   ttftMs: { p50: number; p95: number; p99: number };
   latencyMs: { p50: number; p95: number; p99: number };
+  /**
+   * (interleaved runs, every target but the first) the median of this target's
+   * difference to the first target's request sent just before it by the same
+   * client: paired, so drift in the machine's load cancels out.
+   */
+  pairedAddedMs?: { pairs: number; latencyP50: number; ttftP50: number };
 }
 
 export function percentile(values: number[], p: number): number {
@@ -124,25 +130,8 @@ function stats(values: number[]): { p50: number; p95: number; p99: number } {
   return { p50: r(percentile(values, 50)), p95: r(percentile(values, 95)), p99: r(percentile(values, 99)) };
 }
 
-/** Run one concurrency level for `durationSeconds`, reporting progress once a second. */
-export async function runLevel(
-  send: Sender,
-  workload: Workload,
-  concurrency: number,
-  durationSeconds: number,
-  progress: (done: number, elapsed: number) => void = () => undefined,
-): Promise<LevelResult> {
-  const samples: Sample[] = [];
-  const started = performance.now();
-  const until = started + durationSeconds * 1000;
-  const ticker = setInterval(() => progress(samples.length, (performance.now() - started) / 1000), 1000);
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < until) samples.push(await send(workload));
-    }),
-  );
-  clearInterval(ticker);
-  const elapsed = (performance.now() - started) / 1000;
+/** One level's figures from its samples. */
+function summarize(samples: Sample[], concurrency: number, elapsed: number): LevelResult {
   const ok = samples.filter((s) => s.ok);
   const errorStatuses: Record<string, number> = {};
   for (const s of samples.filter((x) => !x.ok)) errorStatuses[s.status] = (errorStatuses[s.status] ?? 0) + 1;
@@ -157,4 +146,80 @@ export async function runLevel(
     ttftMs: stats(ok.filter((s) => s.ttftMs >= 0).map((s) => s.ttftMs)),
     latencyMs: stats(ok.map((s) => s.latencyMs)),
   };
+}
+
+/** Run one concurrency level for `durationSeconds`, reporting progress once a second. */
+export async function runLevel(
+  send: Sender,
+  workload: Workload,
+  concurrency: number,
+  durationSeconds: number,
+  progress: (done: number, elapsed: number) => void = () => undefined,
+): Promise<LevelResult> {
+  const results = await runInterleaved([{ name: "only", send }], workload, concurrency, durationSeconds, progress);
+  return results.only;
+}
+
+/**
+ * One concurrency level over several targets at once: each client sends to
+ * the targets in turn (client i starts at target i), so whatever else loads
+ * the machine meanwhile falls on every target alike, and the differences
+ * between targets are the targets' own. Rates are per target over the
+ * level's whole duration, so they are 1/n of a target benched alone.
+ */
+export async function runInterleaved(
+  targets: ReadonlyArray<{ name: string; send: Sender }>,
+  workload: Workload,
+  concurrency: number,
+  durationSeconds: number,
+  progress: (done: number, elapsed: number) => void = () => undefined,
+): Promise<Record<string, LevelResult>> {
+  const samples = targets.map((): Sample[] => []);
+  /** Per target: [latency difference, TTFT difference] to the first target's request of the same round. */
+  const pairs = targets.map((): Array<[number, number]> => []);
+  let done = 0;
+  const started = performance.now();
+  const until = started + durationSeconds * 1000;
+  const ticker = setInterval(() => progress(done, (performance.now() - started) / 1000), 1000);
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, client) => {
+      let first: Sample | undefined;
+      for (let i = client; performance.now() < until; i++) {
+        const t = i % targets.length;
+        const sample = await targets[t].send(workload);
+        samples[t].push(sample);
+        done += 1;
+        if (t === 0) first = sample;
+        else if (first?.ok && sample.ok) {
+          pairs[t].push([sample.latencyMs - first.latencyMs, sample.ttftMs - first.ttftMs]);
+        }
+      }
+    }),
+  );
+  clearInterval(ticker);
+  const elapsed = (performance.now() - started) / 1000;
+  const r = (v: number): number => Math.round(v * 10) / 10;
+  return Object.fromEntries(
+    targets.map((t, i) => {
+      const result = summarize(samples[i], concurrency, elapsed);
+      if (i > 0 && pairs[i].length > 0) {
+        result.pairedAddedMs = {
+          pairs: pairs[i].length,
+          latencyP50: r(
+            percentile(
+              pairs[i].map(([l]) => l),
+              50,
+            ),
+          ),
+          ttftP50: r(
+            percentile(
+              pairs[i].map(([, f]) => f),
+              50,
+            ),
+          ),
+        };
+      }
+      return [t.name, result];
+    }),
+  );
 }

@@ -1,15 +1,16 @@
 /**
  * The shared store's own cost per request, without HTTP or Triton around it:
  * the gateway's admission (requests/minute, tokens/minute and a concurrency
- * permit: three store calls pipelined in one round trip) against a real
- * Valkey/Redis, timed call by call, next to the same admission on the pod's
- * own buckets. The bench (`--local --store`) reports both.
+ * permit: one script in the store, one round trip) against a real
+ * Valkey/Redis, timed call by call, next to the same rule on the pod's own
+ * memory. The bench (`--local --store`) reports both.
  */
 import Fastify from "fastify";
-import { Admission } from "../../images/gateway/src/limits";
-import { StoreConfigSchema } from "../../images/gateway/src/store/config";
+import { Admission } from "../../images/gateway/src/admission/podAdmission";
+import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { connectStore } from "../../images/gateway/src/store/connection";
-import { LocalLimits, SharedLimits, type TeamLimiter } from "../../images/gateway/src/store/sharedLimits";
+import { LocalLimits, SharedLimits, type TeamLimiter } from "../../images/gateway/src/admission/sharedLimits";
+import { RedisAdmissionStore } from "../../images/gateway/src/admission/storeScripts";
 import { SharedStore } from "../../images/gateway/src/store/sharedStore";
 import type { StoreServerInfo } from "../../test/lib/storeServer";
 import { percentile } from "./loadgen";
@@ -30,7 +31,7 @@ async function time(limiter: TeamLimiter, samples: number): Promise<{ p50: numbe
     const admitted = await limiter.admit("bench", LIMITS, 1, 120);
     ms.push(performance.now() - started);
     // Released as a response's end releases it: without waiting for the store.
-    admitted.release(80);
+    void admitted.release(80);
   }
   const r = (v: number): number => Math.round(v * 1000) / 1000;
   return { p50: r(percentile(ms, 50)), p99: r(percentile(ms, 99)) };
@@ -53,7 +54,12 @@ export async function measureAdmission(info: StoreServerInfo, samples = 2000): P
     await new Promise((r) => setTimeout(r, 20));
   }
   try {
-    const shared = new SharedLimits(store, new Admission(1_000_000));
+    const shared = new SharedLimits(
+      store,
+      new RedisAdmissionStore(store.client, store.keys),
+      new Admission(1_000_000),
+      store.podId,
+    );
     const local = new LocalLimits(new Admission(1_000_000));
     await time(shared, 200); // warm-up: connection, scripts loaded
     await time(local, 200);

@@ -2,7 +2,7 @@
  * A gateway that recovers fast: its own tritonserver (the gateway suite's
  * repository, fixed loopback ports) is stopped for 150 s and started again
  * on the same ports; the gateway, left running, must be ready again within
- * 5 s of Triton being ready (its bounded gRPC reconnect backoff, triton.ts).
+ * 5 s of Triton being ready (its bounded gRPC reconnect backoff, triton/tritonClient.ts).
  * Before that backoff the same test measured 73.7 s.
  *
  * About four minutes (two Triton starts and the 150 s outage), so it runs

@@ -7,14 +7,14 @@
  *           the counters file this stack configures;
  *   kube_*  kube-state-metrics: in its documented metrics (vendored);
  *   triton_ft_gateway_*  the gateway: in the exposition of the gateway's own metrics
- *           registry (images/gateway/src/metrics.ts, prom-client), here; and on a
+ *           registry (images/gateway/src/telemetry/metrics.ts, prom-client), here; and on a
  *           running gateway's /metrics after real requests in test/gateway/metricNames.test.ts.
  * A name from any other exporter fails the test until its source is added here.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { GatewayMetrics } from "../../images/gateway/src/metrics";
+import { GatewayMetrics } from "../../images/gateway/src/telemetry/metrics";
 import { GATEWAY_INFLIGHT_METRIC } from "../../infra/render/prometheus";
 import { DCGM_COUNTERS } from "../../infra/render/observability";
 import { exportedSeriesNames } from "../lib/exposition";

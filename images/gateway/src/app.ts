@@ -1,38 +1,44 @@
 /**
  * The gateway's HTTP server (Fastify), composed of plugins in the order
  * Fastify's guides recommend (Getting Started, "Loading order of your
- * plugins"): plugins, then decorators, then hooks, then services. Our plugins
- * (plugins/) each declare their decorators before their hooks and share both
- * with the root; the routes (routes/) come last, each in its own context.
+ * plugins"): plugins, then decorators, then hooks, then services. The source
+ * is laid out by concern, one folder each, holding its plugin or routes and
+ * their logic; the plugins declare their decorators before their hooks and
+ * share both with the root, the routes come last, each in its own context.
  *
- *   errors     error and not-found handlers: OpenAI or KServe bodies
- *   telemetry  request id, metrics per consumer, one JSON log line per request
- *              (never the prompt or the completion)
- *   drain      once closing (SIGTERM), new requests get 503 server_shutting_down
- *   auth       API keys on every path but the probes
- *   store      the shared store's link and heartbeats, and the usage ledger
- *   models     `app.routeModel()`: the model a request names, among those its key may use
- *   limits     body size by Content-Length; `app.admit()` for generations
+ *   server/     error and not-found handlers (OpenAI or KServe bodies), drain
+ *               (once closing, 503 server_shutting_down), the probes
+ *   telemetry/  request id, metrics per consumer, one JSON log line per request
+ *               (never the prompt or the completion)
+ *   auth/       API keys on every path but the probes
+ *   store/      the shared store's link and heartbeats
+ *   usage/      the usage ledger and GET /v1/usage
+ *   models/     `app.routeModel()`: the model a request names, among those its key may use
+ *   admission/  body size by Content-Length; `app.admit()` for generations
+ *   openai/     the OpenAI routes and generation
+ *   kserve/     the KServe v2 routes
+ *   triton/     the gRPC client to Triton
  */
 import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyInstance } from "fastify";
-import type { KeyRing } from "./auth";
+import type { KeyRing } from "./auth/keyRing";
 import type { GatewayConfig } from "./config";
-import { GatewayMetrics } from "./metrics";
-import { auth } from "./plugins/auth";
-import { drain } from "./plugins/drain";
-import { errors } from "./plugins/errors";
-import { limits } from "./plugins/limits";
-import { models } from "./plugins/models";
-import { store } from "./plugins/store";
-import { telemetry } from "./plugins/telemetry";
-import { ModelRouter } from "./models";
-import { kserveRoutes } from "./routes/kserve";
-import { openaiRoutes } from "./routes/openai";
-import { probeRoutes } from "./routes/probes";
-import { usageRoutes } from "./routes/usage";
+import { GatewayMetrics } from "./telemetry/metrics";
+import { auth } from "./auth/authPlugin";
+import { drain } from "./server/drain";
+import { errors } from "./server/errorHandler";
+import { limits } from "./admission/admissionPlugin";
+import { models } from "./models/modelsPlugin";
+import { store } from "./store/storePlugin";
+import { telemetry } from "./telemetry/telemetryPlugin";
+import { strictJsonBodies } from "./server/jsonBody";
+import { ModelRouter } from "./models/modelRouter";
+import { kserveRoutes } from "./kserve/kserveRoutes";
+import { openaiRoutes } from "./openai/openaiRoutes";
+import { probeRoutes } from "./server/probeRoutes";
+import { usageRoutes } from "./usage/usageRoutes";
 import type { StoreClient } from "./store/connection";
-import type { TritonClient } from "./triton";
+import type { TritonClient } from "./triton/tritonClient";
 
 export interface GatewayDeps {
   config: GatewayConfig;
@@ -59,8 +65,9 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     // The drain plugin answers requests that arrive while closing, in the OpenAI shape with Retry-After.
     return503OnClosing: false,
   });
-  // Only JSON bodies: anything else is a 415, not a string to misread.
+  // Only JSON bodies, and only UTF-8 ones: anything else is a 415 or a 400, not a string to misread.
   app.removeContentTypeParser(["text/plain"]);
+  strictJsonBodies(app);
 
   // Hooks run in registration order: telemetry's onRequest (request id) before drain's and auth's, auth's before limits'.
   void app.register(errors);

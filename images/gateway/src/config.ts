@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { StoreConfigSchema } from "./store/config";
+import { StoreConfigSchema } from "./store/storeConfig";
 
 const positive = z.number().int().positive();
 
@@ -55,6 +55,17 @@ export const ModelConfigSchema = z
      * stays short. Divided into fair shares like limits.maxInflight, which caps all models together.
      */
     maxInflight: positive,
+    /**
+     * Whether this model's Triton stops a generation when its gRPC call is
+     * cancelled. Off (the default): FasterTransformer never does, on any
+     * Triton (request cancellation arrived in Triton 23.10 and the FT backend
+     * does not check it), so when a client leaves or a stop sequence ends the
+     * text, the gateway reads the generation to its end and the request keeps
+     * its slots and counts its tokens until then. On: a backend that honours
+     * cancellation on Triton 23.10 or later (TensorRT-LLM's, Python models
+     * that check is_cancelled()); the call is cancelled and released at once.
+     */
+    cancellable: z.boolean().default(false),
   })
   .strict();
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
@@ -100,7 +111,7 @@ export const GatewayConfigSchema = z
       .prefault({}),
     /** Log prompt and completion text (off by default: prompts may hold personal data). */
     logText: z.boolean().default(false),
-    /** The shared Valkey/Redis (store/config.ts); without one, every limit and usage count is per pod. */
+    /** The shared Valkey/Redis (store/storeConfig.ts); without one, every limit and usage count is per pod. */
     store: StoreConfigSchema.optional(),
   })
   .strict();

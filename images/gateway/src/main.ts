@@ -15,12 +15,12 @@
  * SIGTERM/SIGINT stop accepting connections and let in-flight requests finish.
  */
 import { renameSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
-import { KeyRing } from "./auth";
+import { KeyRing } from "./auth/keyRing";
 import { buildGateway, buildMetricsServer } from "./app";
 import { type KeysFile, loadConfig, loadKeys } from "./config";
-import { GatewayMetrics } from "./metrics";
+import { GatewayMetrics } from "./telemetry/metrics";
 import { type StoreClient, connectStore } from "./store/connection";
-import { TritonGateway } from "./triton";
+import { TritonGateway } from "./triton/tritonClient";
 
 function required(name: string): string {
   const value = process.env[name];

@@ -7,12 +7,12 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { buildGateway } from "../../../images/gateway/src/app";
-import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
+import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth/keyRing";
 import { GatewayConfigSchema } from "../../../images/gateway/src/config";
-import { ApiError } from "../../../images/gateway/src/errors";
-import { GatewayMetrics } from "../../../images/gateway/src/metrics";
-import type { Tensor } from "../../../images/gateway/src/tensors";
-import { classifyTritonMessage } from "../../../images/gateway/src/triton";
+import { ApiError } from "../../../images/gateway/src/server/apiError";
+import { GatewayMetrics } from "../../../images/gateway/src/telemetry/metrics";
+import type { Tensor } from "../../../images/gateway/src/triton/tensors";
+import { classifyTritonMessage } from "../../../images/gateway/src/triton/tritonClient";
 import { FakeTriton, logprob, TEST_MODEL, token } from "./fakeTriton";
 
 type FastifyInstance = ReturnType<typeof buildGateway>;

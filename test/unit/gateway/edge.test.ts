@@ -6,14 +6,14 @@
  */
 import { status as GrpcStatus, type ServiceError, Metadata } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth";
+import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth/keyRing";
 import { GatewayConfigSchema, KeysFileSchema, type GatewayConfig } from "../../../images/gateway/src/config";
-import { ApiError } from "../../../images/gateway/src/errors";
-import { ensembleInputs } from "../../../images/gateway/src/generate";
-import { parseInferRequest, splitInferBody } from "../../../images/gateway/src/kserve";
-import { Admission } from "../../../images/gateway/src/limits";
-import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton";
-import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/validate";
+import { ApiError } from "../../../images/gateway/src/server/apiError";
+import { ensembleInputs } from "../../../images/gateway/src/openai/generate";
+import { parseInferRequest, splitInferBody } from "../../../images/gateway/src/kserve/inferProtocol";
+import { Admission } from "../../../images/gateway/src/admission/podAdmission";
+import { classifyGrpcError, classifyTritonMessage } from "../../../images/gateway/src/triton/tritonClient";
+import { parseChat, parseCompletion, renderChat } from "../../../images/gateway/src/openai/validate";
 import { MODEL_PRESETS, findPreset } from "../../../infra/model/catalog";
 import { renderGatewayConfig } from "../../../infra/plan/gatewayConfig";
 import { maxPromptBytes } from "../../../infra/plan/modelRepository";
@@ -84,120 +84,49 @@ describe("KeyRing", () => {
   });
 });
 
-describe("Admission", () => {
-  it("refills the rate bucket over time and says when to retry", () => {
-    let now = 0;
-    const a = new Admission(
-      100,
-      () => 1,
-      () => now,
-    );
-    const limits = { requestsPerMinute: 2, maxConcurrent: 10 };
-    a.admit("k", limits).release();
-    a.admit("k", limits).release();
-    const e = refusal(() => a.admit("k", limits));
-    expect(e.status).toBe(429);
-    expect(e.code).toBe("rate_limit_exceeded");
-    expect(e.retryAfter).toBe(30);
-    now += 30_000;
-    a.admit("k", limits).release();
-  });
-
-  it("limits concurrency per key and frees the slot on release (idempotent)", () => {
-    const a = new Admission(
-      100,
-      () => 1,
-      () => 0,
-    );
-    const limits = { requestsPerMinute: 100, maxConcurrent: 2 };
-    const r1 = a.admit("k", limits);
-    a.admit("k", limits);
-    expect(refusal(() => a.admit("k", limits)).code).toBe("concurrency_limit_exceeded");
-    a.admit("other", limits);
-    r1.release();
-    r1.release();
-    a.admit("k", limits);
-    expect(refusal(() => a.admit("k", limits)).status).toBe(429);
-  });
-
+// A team's own limits (rate, tokens, concurrency) in both modes: admission.test.ts.
+describe("the pod's capacity (Admission.hold)", () => {
   it("answers 503 with Retry-After when a key above its fair share finds the gateway-wide cap reached", () => {
-    const a = new Admission(
-      2,
-      () => 2,
-      () => 0,
-    );
-    const limits = { requestsPerMinute: 100, maxConcurrent: 10 };
-    a.admit("a", limits);
-    a.admit("a", limits);
-    const e = refusal(() => a.admit("a", limits));
+    const a = new Admission(2, () => 2);
+    a.hold("a", {});
+    a.hold("a", {});
+    const e = refusal(() => a.hold("a", {}));
     expect([e.status, e.retryAfter]).toEqual([503, 1]);
     expect(e.message).toContain("above its fair share of 1");
   });
 
   it("four teams saturating the gateway do not keep an idle fifth team out; its share is by weight", () => {
     // Cap 20, five teams of share 1 (fair share 4 each), the fifth idle until the others fill the gateway.
-    const a = new Admission(
-      20,
-      () => 5,
-      () => 0,
-    );
-    const limits = { requestsPerMinute: 1000, maxConcurrent: 20 };
-    for (const team of ["a", "b", "c", "d"]) for (let i = 0; i < 5; i++) a.admit(team, limits);
+    const a = new Admission(20, () => 5);
+    for (const team of ["a", "b", "c", "d"]) for (let i = 0; i < 5; i++) a.hold(team, {});
     expect(a.inFlight).toBe(20);
-    expect(refusal(() => a.admit("a", limits)).status).toBe(503);
-    for (let i = 0; i < 4; i++) a.admit("idle", limits);
-    expect(refusal(() => a.admit("idle", limits)).status).toBe(503);
+    expect(refusal(() => a.hold("a", {})).status).toBe(503);
+    for (let i = 0; i < 4; i++) a.hold("idle", {});
+    expect(refusal(() => a.hold("idle", {})).status).toBe(503);
     // A weight of 3 in a total of 7 is 3/7 of the cap.
-    expect(new Admission(14, () => 7).fairShare({ ...limits, share: 3 })).toBe(6);
+    expect(new Admission(14, () => 7).fairShare({ share: 3 })).toBe(6);
   });
 
-  it("reserves tokens per minute at admission, settles with the real usage, and says when to retry", () => {
-    let now = 0;
-    const a = new Admission(
-      100,
-      () => 1,
-      () => now,
-    );
-    const limits = { requestsPerMinute: 1000, maxConcurrent: 10, tokensPerMinute: 600 };
-    const first = a.admit("k", limits, 1, 400);
-    const e = refusal(() => a.admit("k", limits, 1, 300));
-    expect([e.status, e.code, e.retryAfter]).toEqual([429, "rate_limit_exceeded", 10]);
-    expect(e.message).toContain("token limit of 600 tokens per minute");
-    first.release(100); // 300 of the 400 reserved come back
-    a.admit("k", limits, 1, 300).release(300);
-    const tooBig = refusal(() => a.admit("k", limits, 1, 601));
-    expect([tooBig.status, tooBig.retryAfter]).toEqual([429, 60]);
-    expect(tooBig.message).toContain("more than this key's limit of 600 tokens per minute");
-    now += 60_000;
-    a.admit("k", limits, 1, 600);
-  });
-});
-
-describe("Admission per model", () => {
   it("caps each model's generations at its own maxInflight, in fair shares; another model's capacity is untouched", () => {
     // Gateway cap far above the models': only the model caps bind. Two teams of share 1.
-    const a = new Admission(
-      100,
-      () => 2,
-      () => 0,
-    );
-    const limits = { requestsPerMinute: 1000, maxConcurrent: 20 };
+    const a = new Admission(100, () => 2);
     const small = { id: "small", maxInflight: 2 };
     const large = { id: "large", maxInflight: 8 };
-    a.admit("a", limits, 1, 0, small);
-    const second = a.admit("a", limits, 1, 0, small);
+    a.hold("a", {}, 1, small);
+    const second = a.hold("a", {}, 1, small);
     expect(a.inFlightTo("small")).toBe(2);
-    const e = refusal(() => a.admit("a", limits, 1, 0, small));
+    const e = refusal(() => a.hold("a", {}, 1, small));
     expect([e.status, e.code, e.retryAfter]).toEqual([503, "overloaded", 1]);
     expect(e.message).toBe(
       "the model 'small' has 2 generations in flight, its limit is 2; this key has 2 there, above its fair share of 1",
     );
     // Team b is within its share of small (1 of 2): admitted although small is full.
-    a.admit("b", limits, 1, 0, small);
+    a.hold("b", {}, 1, small);
     // The other model has its own cap: team a is not held back there.
-    for (let i = 0; i < 8; i++) a.admit("a", limits, 1, 0, large);
+    for (let i = 0; i < 8; i++) a.hold("a", {}, 1, large);
     expect(a.inFlightTo("large")).toBe(8);
-    second.release();
+    void second.release();
+    void second.release();
     expect(a.inFlightTo("small")).toBe(2);
   });
 });

@@ -6,9 +6,9 @@
  * before the first token, a failure mid-stream, or a gate that holds every
  * generation in flight until the test opens it.
  */
-import type { ApiError } from "../../../images/gateway/src/errors";
-import type { Tensor } from "../../../images/gateway/src/tensors";
-import type { ModelMetadata, StreamOptions, TritonClient } from "../../../images/gateway/src/triton";
+import type { ApiError } from "../../../images/gateway/src/server/apiError";
+import type { Tensor } from "../../../images/gateway/src/triton/tensors";
+import type { ModelMetadata, StreamOptions, TritonClient } from "../../../images/gateway/src/triton/tritonClient";
 
 /**
  * The token the fake generates at position i (1-based): the text grows by
@@ -30,6 +30,8 @@ export class FakeTriton implements TritonClient {
   failMidStreamWith: Error | undefined;
   /** Every generation's inputs, in call order. */
   readonly calls: Tensor[][] = [];
+  /** Every generation's requested outputs (undefined: all), in call order. */
+  readonly outputsAsked: Array<readonly string[] | undefined> = [];
   private gate: Promise<void> | undefined;
   private openGate: (() => void) | undefined;
 
@@ -63,6 +65,7 @@ export class FakeTriton implements TritonClient {
 
   async *stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>> {
     this.calls.push(inputs);
+    this.outputsAsked.push(options.outputs);
     const byName = new Map(inputs.map((t) => [t.name, t]));
     const prompts = (byName.get("text_input")?.data ?? []).map(String);
     const maxTokens = (byName.get("max_tokens")?.data ?? []).map(Number);

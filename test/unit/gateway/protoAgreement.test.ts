@@ -1,5 +1,5 @@
 /**
- * The gateway (images/gateway/src/kserve_v2_stream.proto) and the client
+ * The gateway (images/gateway/src/triton/kserve_v2_stream.proto) and the client
  * (infra/client/kserve_v2.proto) each carry the slice of Triton's KServe v2
  * proto they use. Each leaves out fields it never touches, so the files
  * differ; but wherever both describe the same message or call, they must
@@ -11,7 +11,7 @@ import { loadSync, type MessageTypeDefinition, type PackageDefinition } from "@g
 import { describe, expect, it } from "vitest";
 
 const ROOT = join(__dirname, "../../..");
-const GATEWAY = join(ROOT, "images/gateway/src/kserve_v2_stream.proto");
+const GATEWAY = join(ROOT, "images/gateway/src/triton/kserve_v2_stream.proto");
 const CLIENT = join(ROOT, "infra/client/kserve_v2.proto");
 
 /** What decides a field's wire format (its name is the key it is filed under). */

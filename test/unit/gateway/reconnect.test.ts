@@ -1,6 +1,6 @@
 /**
  * The gateway's gRPC channel to Triton is built with a bounded reconnect
- * backoff (see triton.ts). A real-process version (a local server stopped
+ * backoff (see triton/tritonClient.ts). A real-process version (a local server stopped
  * 20 s, then restarted) recovered within 6 s with and without the options
  * here, so it proved nothing and is not kept.
  */
@@ -9,7 +9,7 @@ import {
   INITIAL_RECONNECT_BACKOFF_MS,
   MAX_RECONNECT_BACKOFF_MS,
   TritonGateway,
-} from "../../../images/gateway/src/triton";
+} from "../../../images/gateway/src/triton/tritonClient";
 
 describe("gRPC channel to Triton", () => {
   it("is built with a bounded reconnect backoff", () => {

@@ -2,18 +2,23 @@
  * The client to the shared store: ioredis (it speaks to Valkey and Redis
  * alike, standalone or cluster mode), set up to fail fast rather than queue:
  * a request must never wait on an unreachable store, it falls back to
- * per-pod limits instead (sharedLimits.ts). Reconnection is ioredis's own,
- * bounded so the store is used again within about two seconds of coming back.
+ * per-pod limits instead (admission/sharedLimits.ts). Reconnection is ioredis's own,
+ * bounded so the store is used again within about a second of coming back.
  */
 import { readFileSync } from "node:fs";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
-import type { StoreConfig } from "./config";
+import type { StoreConfig } from "./storeConfig";
 
 export type StoreClient = Redis | Cluster;
 
-/** ioredis's reconnect delay after `attempt` failures: 100 ms more each time, at most 2 s. */
+/**
+ * ioredis's reconnect delay after `attempt` failures: 100 ms more each time,
+ * at most 500 ms, so every pod is back on the store within about a second of
+ * its return (and has replayed its releases: a ghost permit of a pod still
+ * reconnecting could refuse the others meanwhile).
+ */
 export function reconnectDelay(attempt: number): number {
-  return Math.min(100 * attempt, 2000);
+  return Math.min(100 * attempt, 500);
 }
 
 export function connectStore(config: StoreConfig, password: string): StoreClient {
@@ -25,8 +30,8 @@ export function connectStore(config: StoreConfig, password: string): StoreClient
     maxRetriesPerRequest: 0,
     commandTimeout: config.commandTimeoutMs,
     connectTimeout: 2000,
-    // Commands issued in the same tick (one admission's three checks) leave in one write.
-    enableAutoPipelining: true,
+    // No auto-pipelining: an admission is one script call, and batching would hold it for a setImmediate.
+    enableAutoPipelining: false,
     retryStrategy: reconnectDelay,
     ...(config.tls
       ? { tls: { servername: config.host, ...(config.caFile ? { ca: readFileSync(config.caFile) } : {}) } }
@@ -36,7 +41,7 @@ export function connectStore(config: StoreConfig, password: string): StoreClient
   return new Cluster([{ host: config.host, port: config.port }], {
     redisOptions: options,
     enableOfflineQueue: false,
-    enableAutoPipelining: true,
+    enableAutoPipelining: false,
     clusterRetryStrategy: reconnectDelay,
     slotsRefreshTimeout: 2000,
     // ElastiCache's certificate names the endpoint, not the node addresses it resolves to: keep the name

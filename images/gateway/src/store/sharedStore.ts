@@ -7,13 +7,15 @@
  *
  * Reachability is a two-state machine logged once per transition: any failed
  * store call makes the pod degraded (per-pod limits, usage kept in memory);
- * only a successful heartbeat makes it exact again, and then the pending
- * usage is written (the `afterBeat` hooks).
+ * only a successful heartbeat makes it exact again, and only once what the
+ * pod did meanwhile is in the store (the `onReturn` hooks: releases of
+ * permits, the requests it admitted on its own); then the pending usage is
+ * written (the `afterBeat` hooks).
  */
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { FastifyBaseLogger } from "fastify";
-import type { StoreConfig } from "./config";
+import type { StoreConfig } from "./storeConfig";
 import type { StoreClient } from "./connection";
 
 /** How often each pod proves it is alive and retries a lost store. */
@@ -27,14 +29,15 @@ export class StoreKeys {
   get pods(): string {
     return `${this.prefix}pods`;
   }
-  /** rate-limiter-flexible's key prefix for limit `kind`; it appends `:<key>`, the team's tag. */
-  limiterPrefix(kind: "rpm" | "tpm"): string {
-    return `${this.prefix}${kind}`;
+  /** The team's requests (rpm) or tokens (tpm) counted in one window (admission/windowRule.ts windowOf). */
+  window(kind: "rpm" | "tpm", team: string, window: number): string {
+    return `${this.prefix}${kind}:${StoreKeys.tag(team)}:${window}`;
   }
   static tag(team: string): string {
     return `{${team}}`;
   }
-  concurrency(team: string): string {
+  /** The team's concurrency permits: a sorted set scored by each permit's expiry. */
+  permits(team: string): string {
     return `${this.prefix}conc:${StoreKeys.tag(team)}`;
   }
   /** `period` is `d:YYYY-MM-DD` or `m:YYYY-MM` (UTC). */
@@ -58,6 +61,7 @@ export class SharedStore {
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> | undefined;
   private readonly afterBeat: Array<() => Promise<void>> = [];
+  private readonly beforeExact: Array<() => Promise<void>> = [];
   private readonly listeners: StoreStateListener[] = [];
   private stopping = false;
 
@@ -89,6 +93,16 @@ export class SharedStore {
   onState(listener: StoreStateListener): void {
     this.listeners.push(listener);
     listener({ degraded: this.degraded, pods: this.pods });
+  }
+
+  /**
+   * Run when the store answers again, before the pod leaves degraded mode;
+   * a hook that throws keeps it degraded until the next beat. The pod's
+   * admissions switch to the store only once its releases made during the
+   * outage are there: a permit whose request has ended never refuses anyone.
+   */
+  onReturn(hook: () => Promise<void>): void {
+    this.beforeExact.push(hook);
   }
 
   /** Run after every successful heartbeat (flush what was kept while the store was away). */
@@ -129,6 +143,7 @@ export class SharedStore {
       const count = replies?.[2]?.[1];
       if (typeof count !== "number") throw new Error("the store's heartbeat transaction was aborted");
       this.pods = Math.max(1, count);
+      if (this.degraded) for (const hook of this.beforeExact) await hook();
     } catch (error) {
       this.unreachable(error);
       return;

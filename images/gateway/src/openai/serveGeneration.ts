@@ -10,9 +10,9 @@
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyReply } from "fastify";
-import { ApiError } from "./errors";
+import { ApiError } from "../server/apiError";
 import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
-import type { RequestContext } from "./context";
+import type { RequestContext } from "../admission/requestContext";
 import type { ChatRequest, CompletionRequest } from "./validate";
 
 interface ChoiceResult {
@@ -20,6 +20,8 @@ interface ChoiceResult {
   finishReason: FinishReason;
   promptTokens: number;
   completionTokens: number;
+  /** What Triton generated for the choice, past its stop sequence included: what usage counts. */
+  generatedTokens: number;
   cumLogprob: number;
   tokens: TokenLogprob[];
 }
@@ -30,11 +32,11 @@ interface Usage {
   total_tokens: number;
 }
 
-/** Prompt tokens once per prompt (its copies share it), completion tokens of every copy generated. */
+/** Prompt tokens once per prompt (its copies share it), the tokens Triton generated for every copy. */
 function outcomeOf(results: ChoiceResult[][]): { promptTokens: number; completionTokens: number } {
   return {
     promptTokens: results.reduce((n, copies) => n + (copies[0]?.promptTokens ?? 0), 0),
-    completionTokens: results.reduce((n, copies) => n + copies.reduce((m, r) => m + r.completionTokens, 0), 0),
+    completionTokens: results.reduce((n, copies) => n + copies.reduce((m, r) => m + r.generatedTokens, 0), 0),
   };
 }
 
@@ -101,6 +103,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
       copies: bestOf,
       logprobs,
       onStopCancel: () => ctx.metrics.upstreamCancelled.inc({ reason: "stop_sequence" }),
+      cancellable: ctx.model.config.cancellable,
     }),
   );
   const results: ChoiceResult[][] = prompts.map(() =>
@@ -109,6 +112,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
       finishReason: "stop" as FinishReason,
       promptTokens: 0,
       completionTokens: 0,
+      generatedTokens: 0,
       cumLogprob: 0,
       tokens: [],
     })),
@@ -127,6 +131,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
       r.finishReason = event.finishReason;
       r.promptTokens = event.promptTokens;
       r.completionTokens = event.completionTokens;
+      r.generatedTokens = event.generatedTokens;
       r.cumLogprob = event.cumLogprob;
     }
   };
@@ -136,6 +141,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
     await Promise.allSettled(generators.map((g) => g.return(undefined)));
     throw asContextError((failed as PromiseRejectedResult).reason);
   }
+  ctx.reachedModel();
   return {
     chat,
     id,
@@ -328,7 +334,7 @@ async function streamEvents(
     // Before the final chunks: a client that stops reading at [DONE] may send its next request at once.
     await ctx.finished(outcomeOf(results));
     if (request.includeUsage) send({ id, object, created, model, choices: [], usage: usageOf(results) });
-    if (!ctx.signal.aborted) raw.write("data: [DONE]\n\n");
+    if (!ctx.signal.aborted && !raw.destroyed) raw.write("data: [DONE]\n\n");
   } catch (error) {
     const apiError = error instanceof ApiError ? error : undefined;
     ctx.failedMidStream(apiError ?? error);

@@ -5,11 +5,11 @@
  * line with the consumer and the model, and never a body. Probes are counted but neither
  * timed nor logged: they would drown the rest.
  */
-import type { GatewayMetrics } from "../metrics";
-import { ANONYMOUS } from "../metrics";
-import { PUBLIC_PATHS } from "../paths";
+import type { GatewayMetrics } from "./metrics";
+import { ANONYMOUS } from "./metrics";
+import { PUBLIC_PATHS } from "../server/paths";
 import definePlugin from "fastify-plugin";
-import { ERRORS_PLUGIN } from "./errors";
+import { ERRORS_PLUGIN } from "../server/errorHandler";
 
 declare module "fastify" {
   interface FastifyRequest {

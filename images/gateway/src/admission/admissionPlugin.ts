@@ -3,21 +3,24 @@
  * before a byte is parsed, and `app.admit()` for the routes that generate:
  * the team's rate, tokens and concurrency (in the shared store when there is
  * one, else on this pod), the pod's and the model's in-flight caps and fair
- * shares, the request's context, and release of all of it however the
- * response ends, with the request's usage recorded for its team and model.
+ * shares, the request's context, and release of all of it when the
+ * generation has ended upstream (not when the client leaves: a model that
+ * cannot cancel keeps generating), with the request's usage recorded for its
+ * team and model when it reached the model.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
-import { RequestContext } from "../context";
-import { tooLarge } from "../errors";
-import { Admission, type KeyLimits } from "../limits";
-import type { GatewayMetrics } from "../metrics";
-import type { ServedModel } from "../models";
-import { PUBLIC_PATHS, pathOf } from "../paths";
-import type { KeyRing } from "../auth";
-import { LocalLimits, SharedLimits, type TeamLimiter } from "../store/sharedLimits";
-import { AUTH_PLUGIN } from "./auth";
-import { STORE_PLUGIN } from "./store";
+import { RequestContext } from "./requestContext";
+import { ApiError, tooLarge } from "../server/apiError";
+import { Admission, type KeyLimits } from "./podAdmission";
+import type { GatewayMetrics } from "../telemetry/metrics";
+import type { ServedModel } from "../models/modelRouter";
+import { PUBLIC_PATHS, pathOf } from "../server/paths";
+import type { KeyRing } from "../auth/keyRing";
+import { LocalLimits, SharedLimits, type TeamLimiter } from "./sharedLimits";
+import { RedisAdmissionStore } from "./storeScripts";
+import { AUTH_PLUGIN } from "../auth/authPlugin";
+import { STORE_PLUGIN } from "../store/storePlugin";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
@@ -25,10 +28,11 @@ declare module "fastify" {
     /**
      * Admit one generation of the authenticated consumer for `model` taking
      * `slots` concurrency slots (one per prompt) and reserving `tokens` of its
-     * tokens/minute (reserveTokens), or throw the 429/503 to send. Everything
-     * is released when the response closes, the tokens settled with the real
-     * usage, which is recorded for the team and `model` (the model
-     * `app.routeModel()` routed the request to).
+     * tokens/minute (reserveTokens), or throw the 429/503 to send; then run
+     * `serve` with the request's context. Everything is released when `serve`
+     * is done, that is when the generation has ended upstream, the tokens
+     * settled with the real usage, which is recorded for the team and `model`
+     * (the model `app.routeModel()` routed the request to).
      */
     admit(
       request: FastifyRequest,
@@ -37,7 +41,8 @@ declare module "fastify" {
       model: ServedModel,
       slots: number,
       tokens: number,
-    ): Promise<RequestContext>;
+      serve: (ctx: RequestContext) => Promise<void>,
+    ): Promise<void>;
   }
 }
 
@@ -95,8 +100,13 @@ function drain(request: FastifyRequest): Promise<void> {
 export const limits = definePlugin<LimitsOptions>(
   async (app, { config, metrics, keys }) => {
     const admission = new Admission(config.limits.maxInflight, () => keys.totalShare);
-    const limiter: TeamLimiter = app.store ? new SharedLimits(app.store, admission) : new LocalLimits(admission);
+    const store = app.store;
+    const limiter: TeamLimiter = store
+      ? new SharedLimits(store, new RedisAdmissionStore(store.client, store.keys), admission, store.podId)
+      : new LocalLimits(admission);
     const usage = app.usage;
+    app.addHook("onReady", async () => limiter.start());
+    app.addHook("onClose", async () => limiter.stop());
 
     app.decorate(
       "admit",
@@ -107,6 +117,7 @@ export const limits = definePlugin<LimitsOptions>(
         model: ServedModel,
         slots: number,
         tokens: number,
+        serve: (ctx: RequestContext) => Promise<void>,
       ) => {
         const consumer = request.consumer as Consumer;
         const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
@@ -118,19 +129,31 @@ export const limits = definePlugin<LimitsOptions>(
         metrics.inflight.inc(labels, slots);
         const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
         // Released when the generation completes, before the response's last bytes (the store's release is
-        // a round trip: a client that sends its next request at once must find its slot free); the close
-        // below releases what ended otherwise (release is idempotent).
+        // a round trip: a client that sends its next request at once must find its slot free).
         ctx.onFinished((o) => admitted.release(o.promptTokens + o.completionTokens));
         reply.raw.once("close", () => {
           if (!reply.raw.writableFinished) ctx.clientGone();
+        });
+        let failure: unknown;
+        try {
+          await serve(ctx);
+        } catch (error) {
+          failure = error;
+          throw error;
+        } finally {
+          // `serve` returns once the generation has ended upstream (a client gone or not), or failed.
           ctx.close();
           const outcome = ctx.outcome;
-          // Without an outcome (a failure before the end) the reservation stands: Triton may have generated it all.
-          admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : undefined);
-          usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
+          // Refused inside Triton before the model (400/413: the prompt too long for it): nothing was generated.
+          // Any other failure keeps the reservation: Triton may have generated it all.
+          const refused = failure instanceof ApiError && failure.status < 500;
+          void admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : refused ? 0 : undefined);
+          // Usage counts requests that reached the model (docs/consuming.md "Usage"), refusals not.
+          if (ctx.hasReachedModel) {
+            usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
+          }
           metrics.inflight.dec(labels, slots);
-        });
-        return ctx;
+        }
       },
     );
 

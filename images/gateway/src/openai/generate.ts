@@ -3,17 +3,24 @@
  * Triton request (FT batches them; OpenAI `n` and `best_of`). OpenAI sampling
  * fields become the ensemble's tensors, Triton's cumulative texts become safe
  * deltas per copy, and a copy ends at a stop sequence, at the model's end
- * token or at max_tokens; the Triton call is cancelled once every copy has
- * met a stop sequence.
+ * token or at max_tokens. Once every copy has met a stop sequence the Triton
+ * call is cancelled when the model can cancel; otherwise it is read to its
+ * end (nothing more is forwarded), so the request holds its slots until the
+ * GPU is done and its usage counts every token generated.
  */
 import { randomBytes } from "node:crypto";
-import { ApiError } from "./errors";
-import type { Tensor } from "./tensors";
+import { ApiError } from "../server/apiError";
+import type { Tensor } from "../triton/tensors";
 import { IncrementalText } from "./textStream";
-import type { TritonClient } from "./triton";
+import type { TritonClient } from "../triton/tritonClient";
 import type { Sampling } from "./validate";
 
 export type FinishReason = "stop" | "length";
+
+/** The ensemble's outputs a generation reads (docs/architecture.md "Ensemble contract"). */
+const OUTPUTS = ["text_output", "input_token_count", "output_token_count", "cum_log_probs"];
+/** Read only with OpenAI `logprobs`. */
+const LOGPROB_OUTPUTS = ["output_log_probs", "output_tokens"];
 
 /** One generated token: its text (what it adds to the output) and FT's log probability of it. */
 export interface TokenLogprob {
@@ -36,7 +43,10 @@ export type GenerationEvent =
       row: number;
       finishReason: FinishReason;
       promptTokens: number;
+      /** Tokens of the copy's returned text (to its stop sequence). */
       completionTokens: number;
+      /** Tokens Triton generated for the copy: more than completionTokens when it ran on past a stop sequence. */
+      generatedTokens: number;
       /** Sum of FT's log probabilities of the copy's returned tokens (best_of ranks by it). */
       cumLogprob: number;
     };
@@ -120,6 +130,8 @@ export interface GenerateOptions {
   logprobs?: boolean;
   /** Called when the gateway itself ends the Triton call early (a stop sequence). */
   onStopCancel?: () => void;
+  /** The model's Triton stops a generation whose call is cancelled (ModelConfig.cancellable); default true. */
+  cancellable?: boolean;
 }
 
 /** One copy's progress. */
@@ -128,6 +140,7 @@ class Copy {
   last = "";
   promptTokens = 0;
   completionTokens = 0;
+  generatedTokens = 0;
   cumLogprob = 0;
   /** Tokens already sent with a delta. */
   tokensSent = 0;
@@ -179,26 +192,28 @@ export async function* generate(
   };
   try {
     for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs), {
+      // The per-token arrays (every token so far, at every step) only when the client asked for logprobs.
+      outputs: logprobs ? [...OUTPUTS, ...LOGPROB_OUTPUTS] : OUTPUTS,
       signal: local.signal,
       deadline: options.deadline,
       timeoutSeconds: options.timeoutSeconds,
     })) {
       for (let r = 0; r < copies; r++) {
         const c = state[r];
+        c.generatedTokens = Number(row(outputs, "output_token_count", r)[0]);
         if (c.text.stopped) continue;
         c.last = String(row(outputs, "text_output", r)[0]);
         c.promptTokens = Number(row(outputs, "input_token_count", r)[0]);
-        c.completionTokens = Number(row(outputs, "output_token_count", r)[0]);
-        const probs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
+        c.completionTokens = c.generatedTokens;
         c.cumLogprob = Number(row(outputs, "cum_log_probs", r)[0]);
         if (logprobs) {
           c.pieces = row(outputs, "output_tokens", r).map(String).slice(0, c.completionTokens);
-          c.logprobs = probs;
+          c.logprobs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
         }
         const update = c.text.update(c.last);
         if (update.delta) yield delta(r, update.delta);
       }
-      if (state.every((c) => c.text.stopped)) {
+      if (state.every((c) => c.text.stopped) && (options.cancellable ?? true) && !local.signal.aborted) {
         options.onStopCancel?.();
         local.abort();
         break;
@@ -223,6 +238,7 @@ export async function* generate(
         finishReason,
         promptTokens: c.promptTokens,
         completionTokens: c.completionTokens,
+        generatedTokens: Math.max(c.completionTokens, c.generatedTokens),
         cumLogprob: c.cumLogprob,
       };
     }

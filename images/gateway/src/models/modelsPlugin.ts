@@ -6,9 +6,9 @@
  */
 import type { FastifyRequest } from "fastify";
 import type { Consumer } from "../config";
-import type { ModelRouter, ServedModel } from "../models";
+import type { ModelRouter, ServedModel } from "./modelRouter";
 import definePlugin from "fastify-plugin";
-import { AUTH_PLUGIN } from "./auth";
+import { AUTH_PLUGIN } from "../auth/authPlugin";
 
 declare module "fastify" {
   interface FastifyInstance {

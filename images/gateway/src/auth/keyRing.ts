@@ -6,7 +6,7 @@
  * reveals neither which key matched nor how much of a hash did.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { Consumer, KeysFile } from "./config";
+import type { Consumer, KeysFile } from "../config";
 
 export function sha256Hex(key: string): string {
   return createHash("sha256").update(key, "utf8").digest("hex");

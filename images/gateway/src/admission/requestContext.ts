@@ -1,13 +1,13 @@
 /**
  * Per-request state of a generation: who asked, for which model, the deadline, the abort
- * signal (client disconnect or timeout; either cancels the Triton call) and
- * the bookkeeping that ends in metrics and one log line.
+ * signal (a timeout, or a client disconnect when the model can cancel; either
+ * cancels the Triton call) and the bookkeeping that ends in metrics and one log line.
  */
 import type { FastifyBaseLogger } from "fastify";
-import type { Consumer, GatewayConfig } from "./config";
-import { ApiError, timedOut } from "./errors";
-import type { GatewayMetrics } from "./metrics";
-import type { ServedModel } from "./models";
+import type { Consumer, GatewayConfig } from "../config";
+import { ApiError, timedOut } from "../server/apiError";
+import type { GatewayMetrics } from "../telemetry/metrics";
+import type { ServedModel } from "../models/modelRouter";
 
 export interface Outcome {
   promptTokens: number;
@@ -24,6 +24,9 @@ export class RequestContext {
   private readonly timer: NodeJS.Timeout;
   private firstTokenAt: number | undefined;
   private done = false;
+  private answered = false;
+  /** The client left before the response was complete. */
+  abandoned = false;
   private readonly finishHooks: Array<(outcome: Outcome) => void | Promise<void>> = [];
   outcome: Outcome | undefined;
 
@@ -46,9 +49,31 @@ export class RequestContext {
     return this.controller.signal;
   }
 
-  /** The client went away before the response was complete: stop forwarding. */
+  /**
+   * The client went away before the response was complete. A model that can
+   * cancel is cancelled; any other runs its generation to the end upstream
+   * (nothing more is forwarded), and the request holds what it took until then.
+   */
   clientGone(): void {
-    this.abort("client disconnected", "client_disconnect");
+    if (this.done) return;
+    this.abandoned = true;
+    if (this.model.config.cancellable) {
+      this.abort("client disconnected", "client_disconnect");
+      return;
+    }
+    this.log.info(
+      { requestId: this.requestId, consumer: this.consumer.name, model: this.model.config.id },
+      "client gone; the generation runs to its end upstream (the model cannot cancel), its slots held until then",
+    );
+  }
+
+  /** Triton answered the request (its first response): it reached the model, and usage counts it. */
+  reachedModel(): void {
+    this.answered = true;
+  }
+
+  get hasReachedModel(): boolean {
+    return this.answered || this.outcome !== undefined;
   }
 
   private abort(reason: ApiError | string, label: string): void {

@@ -5,8 +5,8 @@
  * and the rule. The same sampling ranges are enforced again inside Triton by
  * the preprocessing model (images/server/python/tritonft/validation.py).
  */
-import type { ChatTemplate, Limits, ModelConfig } from "./config";
-import { ApiError, invalid, notFound } from "./errors";
+import type { ChatTemplate, Limits, ModelConfig } from "../config";
+import { ApiError, invalid, notFound } from "../server/apiError";
 
 /** Documented ranges (docs/consuming.md "API"): identical to preprocessing's. */
 export const TEMPERATURE_MAX = 2;

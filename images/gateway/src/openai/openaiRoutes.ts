@@ -1,11 +1,11 @@
 /** The OpenAI API: completions, chat completions and the model list, routed by the `model` field. */
 import type { Consumer, GatewayConfig } from "../config";
-import type { ServedModel } from "../models";
-import { serveGeneration } from "../openai";
+import type { ServedModel } from "../models/modelRouter";
+import { serveGeneration } from "./serveGeneration";
 import definePlugin from "fastify-plugin";
-import { LIMITS_PLUGIN, reserveTokens } from "../plugins/limits";
-import { MODELS_PLUGIN } from "../plugins/models";
-import { parseChat, parseCompletion, requestedModel } from "../validate";
+import { LIMITS_PLUGIN, reserveTokens } from "../admission/admissionPlugin";
+import { MODELS_PLUGIN } from "../models/modelsPlugin";
+import { parseChat, parseCompletion, requestedModel } from "./validate";
 
 export interface OpenaiRoutesOptions {
   config: GatewayConfig;
@@ -42,8 +42,9 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      const ctx = await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens);
-      await serveGeneration(ctx, reply, parsed);
+      await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens, (ctx) =>
+        serveGeneration(ctx, reply, parsed),
+      );
       return reply;
     });
 
@@ -56,8 +57,9 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      const ctx = await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens);
-      await serveGeneration(ctx, reply, parsed);
+      await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens, (ctx) =>
+        serveGeneration(ctx, reply, parsed),
+      );
       return reply;
     });
 

@@ -6,11 +6,11 @@
  * the `store_degraded` and `store_pods` gauges.
  */
 import definePlugin from "fastify-plugin";
-import type { GatewayMetrics } from "../metrics";
-import type { StoreConfig } from "../store/config";
-import type { StoreClient } from "../store/connection";
-import { SharedStore } from "../store/sharedStore";
-import { UsageLedger } from "../store/usage";
+import type { GatewayMetrics } from "../telemetry/metrics";
+import type { StoreConfig } from "./storeConfig";
+import type { StoreClient } from "./connection";
+import { SharedStore } from "./sharedStore";
+import { UsageLedger } from "../usage/usageLedger";
 
 declare module "fastify" {
   interface FastifyInstance {

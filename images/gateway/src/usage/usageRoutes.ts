@@ -6,7 +6,7 @@
  */
 import type { Consumer } from "../config";
 import definePlugin from "fastify-plugin";
-import { STORE_PLUGIN } from "../plugins/store";
+import { STORE_PLUGIN } from "../store/storePlugin";
 
 export const usageRoutes = definePlugin(
   async (app) => {

@@ -10,7 +10,7 @@
  * Hash fields are `<counter>|<model>` with counter r (requests), p (prompt
  * tokens) or c (completion tokens); the model id may contain anything after the bar.
  */
-import type { SharedStore } from "./sharedStore";
+import type { SharedStore } from "../store/sharedStore";
 
 /** A day's hash outlives its month; a month's is kept a year and a month, then expires. */
 export const DAY_TTL_SECONDS = 40 * 86_400;

@@ -7,9 +7,9 @@
  * not exist (same status, same body): a key must not reveal which models
  * other teams use.
  */
-import type { Consumer, ModelConfig } from "./config";
-import { ApiError } from "./errors";
-import type { TritonClient } from "./triton";
+import type { Consumer, ModelConfig } from "../config";
+import { ApiError } from "../server/apiError";
+import type { TritonClient } from "../triton/tritonClient";
 
 export interface ServedModel {
   readonly config: ModelConfig;

@@ -18,10 +18,10 @@
  * back the same way. Every length is checked against the body before a byte
  * is read, so a bad body is a 400.
  */
-import { ApiError, invalid, tooLarge } from "./errors";
-import type { ServedModel } from "./models";
-import { type Datatype, type Element, type Tensor, decode, elementCount, encode } from "./tensors";
-import { type ModelRules, REPETITION_PENALTY_MAX, TEMPERATURE_MAX } from "./validate";
+import { ApiError, invalid, tooLarge } from "../server/apiError";
+import type { ServedModel } from "../models/modelRouter";
+import { type Datatype, type Element, type Tensor, decode, elementCount, encode } from "../triton/tensors";
+import { type ModelRules, REPETITION_PENALTY_MAX, TEMPERATURE_MAX } from "../openai/validate";
 
 /** The ensemble's inputs as the contract defines them (docs/architecture.md "Ensemble contract"); dims after the batch dimension. */
 const INPUTS: Record<string, { datatype: Datatype; dims: number[]; required: boolean }> = {

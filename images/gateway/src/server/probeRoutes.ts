@@ -1,7 +1,7 @@
 /** The kubelet's and the load balancer's probes, served without a key (paths.ts). */
-import type { ServedModel } from "../models";
+import type { ServedModel } from "../models/modelRouter";
 import definePlugin from "fastify-plugin";
-import { MODELS_PLUGIN } from "../plugins/models";
+import { MODELS_PLUGIN } from "../models/modelsPlugin";
 
 /** How long a readiness answer is reused: probes from every node must not each cost a Triton call per model. */
 const READY_CACHE_MS = 1000;

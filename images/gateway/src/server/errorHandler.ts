@@ -7,8 +7,8 @@
  * to read a serialized body back.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { ApiError, type ErrorBody, invalid, notFound } from "../errors";
-import { isKserve, pathOf } from "../paths";
+import { ApiError, type ErrorBody, invalid, notFound } from "./apiError";
+import { isKserve, pathOf } from "./paths";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {

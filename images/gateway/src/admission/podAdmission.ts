@@ -1,20 +1,12 @@
 /**
- * Admission control on this pod, checked after authentication and parsing,
- * before Triton: per-team requests per minute and tokens per minute (token
- * buckets), per-team concurrency, the pod's cap on requests in flight and
- * each model's own cap (its Triton's queue), both divided into fair shares by
- * the teams' `share` weights. The team's own limits are the client's doing
- * (429); the gateway's and the model's capacity are not (503). Both carry a
- * Retry-After.
- *
- * Without a shared store (store/), every check here is the team's whole
- * limit on this pod, so N pods give a team N× its limits. With a store the
- * team's limits are enforced there across all pods, and this class keeps
- * only the pod's and the models' in-flight caps and fair shares (`hold`) —
- * unless the store is unreachable, when it enforces the team's limits
- * divided by the pod count (store/sharedLimits.ts). docs/consuming.md "Limits".
+ * This pod's own capacity, checked after a team's own limits have admitted a
+ * request (sharedLimits.ts): the pod's cap on generations in flight and each
+ * model's own cap (its Triton's queue), both divided into fair shares by the
+ * teams' `share` weights. The team's own limits are the client's doing (429);
+ * the gateway's and the model's capacity are not (503). Both carry a
+ * Retry-After. docs/consuming.md "Limits".
  */
-import { ApiError, overloaded, rateLimited } from "./errors";
+import { ApiError, overloaded, rateLimited } from "../server/apiError";
 
 export interface KeyLimits {
   requestsPerMinute: number;
@@ -26,11 +18,7 @@ export interface KeyLimits {
 }
 
 interface Team {
-  /** Token buckets, filled at the first check of the team's limits (a team only held, in store mode, has none). */
-  requests?: number;
-  tokens?: number;
-  updated: number;
-  /** Prompts of this team in flight on this pod, whoever admitted them (the store or this class). */
+  /** Prompts of this team in flight on this pod. */
   inflight: number;
 }
 
@@ -72,7 +60,6 @@ export class Admission {
     private readonly maxInflight: number,
     /** The sum of every team's share weight (KeyRing.totalShare); read at each admission (the keys file may change). */
     private readonly totalShare: () => number = () => 1,
-    private readonly now: () => number = () => Date.now(),
   ) {}
 
   get inFlight(): number {
@@ -103,59 +90,17 @@ export class Admission {
   private team(consumer: string): Team {
     let t = this.teams.get(consumer);
     if (!t) {
-      t = { updated: this.now(), inflight: 0 };
+      t = { inflight: 0 };
       this.teams.set(consumer, t);
     }
     return t;
   }
 
   /**
-   * Admit one request of `consumer` taking `slots` concurrency slots (one per
-   * prompt) and reserving `tokens` of its tokens/minute (an upper bound of the
-   * prompt's tokens plus every choice's max_tokens), or throw the ApiError to send.
-   */
-  admit(consumer: string, limits: KeyLimits, slots = 1, tokens = 0, model?: ModelCap): Admitted {
-    const now = this.now();
-    const tpm = limits.tokensPerMinute;
-    const t = this.team(consumer);
-    const elapsed = now - t.updated;
-    const rpmPerMs = limits.requestsPerMinute / 60_000;
-    t.requests = Math.min(limits.requestsPerMinute, (t.requests ?? limits.requestsPerMinute) + elapsed * rpmPerMs);
-    if (tpm !== undefined) t.tokens = Math.min(tpm, (t.tokens ?? tpm) + (elapsed * tpm) / 60_000);
-    t.updated = now;
-    if (t.requests < 1) {
-      const wait = Math.max(1, Math.ceil((1 - t.requests) / rpmPerMs / 1000));
-      throw requestLimited(limits.requestsPerMinute, wait);
-    }
-    if (tpm !== undefined) checkReservation(tokens, tpm);
-    if (tpm !== undefined && (t.tokens ?? 0) < tokens) {
-      // Refill is linear: the deficit takes deficit / (tpm per second) seconds, if nothing else is settled back.
-      const wait = Math.max(1, Math.ceil(((tokens - (t.tokens ?? 0)) * 60) / tpm));
-      throw tokenLimited(tpm, tokens, wait);
-    }
-    if (t.inflight + slots > limits.maxConcurrent) throw concurrencyLimited(t.inflight, limits.maxConcurrent);
-    const held = this.hold(consumer, limits, slots, model);
-    t.requests -= 1;
-    if (tpm !== undefined) t.tokens = (t.tokens ?? 0) - tokens;
-    let released = false;
-    return {
-      release: (usedTokens?: number) => {
-        if (released) return;
-        released = true;
-        held.release();
-        // Settle with the real usage: give back what was reserved but not used (never above the bucket's size).
-        if (tpm !== undefined && usedTokens !== undefined) {
-          t.tokens = Math.min(tpm, (t.tokens ?? 0) + tokens - usedTokens);
-        }
-      },
-    };
-  }
-
-  /**
    * Take `slots` of the pod's in-flight cap for `consumer`, or throw the 503:
    * within its fair share a team is admitted however full the pod is; above
    * it, only into free capacity; the same for `model`'s own cap. The team's
-   * own limits are not checked (the store did, or `admit` just did).
+   * own limits are not checked here (sharedLimits.ts did).
    */
   hold(consumer: string, limits: Pick<KeyLimits, "share">, slots = 1, model?: ModelCap): Admitted {
     const t = this.team(consumer);
@@ -222,11 +167,10 @@ export function requestLimited(requestsPerMinute: number, wait: number): ApiErro
   );
 }
 
-export function concurrencyLimited(inflight: number | undefined, maxConcurrent: number): ApiError {
+/** `held`: the team's generations still running upstream, a client's abandoned ones included. */
+export function concurrencyLimited(held: number, maxConcurrent: number): ApiError {
   return rateLimited(
-    inflight === undefined
-      ? `this key's generations in flight are at its limit of ${maxConcurrent}`
-      : `this key already has ${inflight} generation(s) in flight, its limit is ${maxConcurrent}`,
+    `this key already has ${held} generation(s) in flight, its limit is ${maxConcurrent}`,
     "concurrency_limit_exceeded",
     1,
   );

@@ -62,7 +62,7 @@ export class GatewayMetrics {
   readonly errors: Counter<"status" | "code" | "consumer" | "model">;
   readonly inflight: Gauge<"consumer" | "model">;
   readonly upstreamCancelled: Counter<"reason" | "model">;
-  /** Only with a store (plugins/store.ts registers them): a pod without one exports neither. */
+  /** Only with a store (store/storePlugin.ts registers them): a pod without one exports neither. */
   storeDegraded: Gauge | undefined;
   storePods: Gauge | undefined;
 

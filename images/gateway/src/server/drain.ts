@@ -6,10 +6,10 @@
  * built-in `return503OnClosing` would send its own body without Retry-After;
  * app.ts turns it off for this. In-flight requests are not touched.
  */
-import { shuttingDown } from "../errors";
+import { shuttingDown } from "./apiError";
 import definePlugin from "fastify-plugin";
-import { ERRORS_PLUGIN } from "./errors";
-import { TELEMETRY_PLUGIN } from "./telemetry";
+import { ERRORS_PLUGIN } from "./errorHandler";
+import { TELEMETRY_PLUGIN } from "../telemetry/telemetryPlugin";
 
 export const drain = definePlugin(
   async (app) => {

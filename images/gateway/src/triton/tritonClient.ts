@@ -16,7 +16,7 @@ import {
   type ServiceError,
 } from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { ApiError, overloaded, timedOut, upstream } from "./errors";
+import { ApiError, overloaded, timedOut, upstream } from "../server/apiError";
 import { type Tensor, decode, encode, isDatatype } from "./tensors";
 
 const SERVICE = "inference.GRPCInferenceService";
@@ -125,6 +125,8 @@ export interface StreamOptions {
   deadline: number;
   timeoutSeconds: number;
   requestId?: string;
+  /** Only these outputs: Triton serializes and sends nothing else, at every streamed step. Absent: all of them. */
+  outputs?: readonly string[];
 }
 
 /**
@@ -260,7 +262,7 @@ export class TritonGateway implements TritonClient {
         model_name: this.ensemble,
         ...(options.requestId ? { id: options.requestId } : {}),
         inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
-        outputs: [],
+        outputs: (options.outputs ?? []).map((name) => ({ name })),
         raw_input_contents: inputs.map(encode),
       };
       call.write(request);

@@ -3,10 +3,10 @@
  * body is read, and on unmatched paths too (a 404 would tell a stranger which
  * paths exist).
  */
-import type { KeyRing } from "../auth";
+import type { KeyRing } from "./keyRing";
 import type { Consumer } from "../config";
-import { unauthorized } from "../errors";
-import { PUBLIC_PATHS, pathOf } from "../paths";
+import { unauthorized } from "../server/apiError";
+import { PUBLIC_PATHS, pathOf } from "../server/paths";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {

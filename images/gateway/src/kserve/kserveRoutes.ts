@@ -1,5 +1,5 @@
 /**
- * KServe v2 per served model (kserve.ts has the protocol): server metadata
+ * KServe v2 per served model (inferProtocol.ts has the protocol): server metadata
  * and health, and for `/v2/models/<model id>/…` that model's ensemble's
  * metadata, readiness and `infer`. A model the key may not use is the same 404
  * as one that is not served.
@@ -7,12 +7,12 @@
 import { gunzipSync, inflateSync } from "node:zlib";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
-import { ApiError, invalid, overloaded, tooLarge } from "../errors";
-import { infer, parseInferRequest, splitInferBody } from "../kserve";
-import type { ServedModel } from "../models";
+import { ApiError, invalid, overloaded, tooLarge } from "../server/apiError";
+import { type InferReply, infer, parseInferRequest, splitInferBody } from "./inferProtocol";
+import type { ServedModel } from "../models/modelRouter";
 import definePlugin from "fastify-plugin";
-import { LIMITS_PLUGIN } from "../plugins/limits";
-import { MODELS_PLUGIN } from "../plugins/models";
+import { LIMITS_PLUGIN } from "../admission/admissionPlugin";
+import { MODELS_PLUGIN } from "../models/modelsPlugin";
 
 export interface KserveRoutesOptions {
   config: GatewayConfig;
@@ -119,13 +119,18 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
       // Tensors are not read for the reservation: each prompt reserves the model's longest input and output.
       const batch = parsed.inputs[0].shape[0];
       const tokens = batch * (model.config.maxInputLen + model.config.maxOutputLen);
-      const ctx = await app.admit(request, reply, "/v2/models/:model/infer", model, batch, tokens);
-      const result = await infer(model, parsed, {
-        signal: ctx.signal,
-        deadline: ctx.deadline,
-        timeoutSeconds: config.limits.requestTimeoutSeconds,
+      let answer: InferReply | undefined;
+      await app.admit(request, reply, "/v2/models/:model/infer", model, batch, tokens, async (ctx) => {
+        const result = await infer(model, parsed, {
+          signal: ctx.signal,
+          deadline: ctx.deadline,
+          timeoutSeconds: config.limits.requestTimeoutSeconds,
+        });
+        ctx.reachedModel();
+        await ctx.finished({ promptTokens: result.promptTokens, completionTokens: result.completionTokens });
+        answer = result;
       });
-      await ctx.finished({ promptTokens: result.promptTokens, completionTokens: result.completionTokens });
+      const result = answer as InferReply;
       if (result.binary.length === 0) return result.json;
       const json = Buffer.from(JSON.stringify(result.json), "utf8");
       reply.header("inference-header-content-length", String(json.length));
