@@ -25,7 +25,7 @@ import { Scaling } from "./components/scaling";
 import { TritonService } from "./components/tritonService";
 import { installsMonitoring } from "./config/autoscaling";
 
-import { renderStackScaling, type ModelScalingManifests } from "./render/scaling";
+import { renderStackScaling, sharedScalingInput, type ModelScalingManifests } from "./render/scaling";
 import { PROJECT } from "./config";
 import { namePrefix } from "./naming";
 import { modelSourceUri, type ContractOutputs } from "./outputs";
@@ -349,14 +349,15 @@ export function program(): StackOutputs {
     : buildSide(models, sp, secrets, namePrefix(stackName), tags);
   // The first model's carries what the models share: DCGM on every GPU type, a dashboard row and alerts per model;
   // each model's row prices its own GPU nodes as the estimate does.
-  const scaling = renderStackScaling({
-    models: sp.models.map((m) => {
-      const pricing = gpuPricing(cost, m.id);
-      return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
-    }),
-    ...(sp.gateway.plan.scaling ? { gateway: sp.gateway.plan.scaling } : {}),
-    sharedStore: sp.gateway.plan.store !== undefined,
-  });
+  const scaling = renderStackScaling(
+    sharedScalingInput(
+      sp.gateway.plan,
+      sp.models.map((m) => {
+        const pricing = gpuPricing(cost, m.id);
+        return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
+      }),
+    ),
+  );
   const cluster = new Cluster("cluster", {
     cluster: clusterSource(stack, sp, scaling.models, models, secrets, build.network, tags),
     tags: tags.stack,

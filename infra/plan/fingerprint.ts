@@ -19,7 +19,7 @@
  *
  * Pure: repository files are hashed by the injected PathHasher.
  */
-import { sha256 } from "./hash";
+import { canonicalJson, sha256 } from "./hash";
 import {
   LIB_DIR,
   LIB_SCRIPT,
@@ -117,21 +117,9 @@ export function imageFingerprint(steps: readonly StepDefinition[], hashPath: Pat
   return out;
 }
 
-/** JSON with object keys sorted at every level, so equal documents serialise to equal text. */
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value !== null && typeof value === "object")
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
-    );
-  return value;
-}
-
 /** The canonical JSON of a fingerprint document (the `modelPlan` output). */
 export function serializeFingerprint(doc: ImageFingerprint): string {
-  return JSON.stringify(canonical(doc));
+  return canonicalJson(doc);
 }
 
 /** `sha256:<64 hex>` of the canonical JSON (the `modelPlanFingerprint` output). */

@@ -282,6 +282,18 @@ function scalerPrometheusUrl(models: readonly ScalingRenderInput[]): string {
   );
 }
 
+/**
+ * The shared scaling input of a stack: every model's input, in the stack's order, beside its gateway's
+ * scaling plan (when a model autoscales) and whether it has a shared store. `gateway` is the stack
+ * plan's gateway plan (plan/gateway.ts); the composition roots and the tests build the input here only.
+ */
+export function sharedScalingInput(
+  gateway: { readonly scaling?: GatewayScalingPlan; readonly store?: object },
+  models: readonly ScalingRenderInput[],
+): SharedScalingInput {
+  return { models, ...(gateway.scaling ? { gateway: gateway.scaling } : {}), sharedStore: gateway.store !== undefined };
+}
+
 /** A stack's scaling objects: the shared ones once, each model's own. One model: exactly its own and the shared. */
 export function renderStackScaling(input: SharedScalingInput): StackScalingManifests {
   return { shared: renderSharedScaling(input), models: input.models.map(renderModelScaling) };

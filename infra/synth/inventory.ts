@@ -17,7 +17,7 @@
  * Pure: recognising the SDK's runtime values (secrets, unknowns, resource
  * references, assets, outputs) is delegated to a `ValueKinds` the caller provides.
  */
-import { createHash } from "node:crypto";
+import { canonicalJson, sha256 } from "../plan/hash";
 
 export const SECRET_MARK = "[secret]";
 export const UNKNOWN_MARK = "[unknown]";
@@ -43,19 +43,8 @@ export function parseMask(value: unknown): { kind: MaskKind; fingerprint?: strin
   return m[2] ? { kind: m[1] as MaskKind, fingerprint: m[2] } : { kind: m[1] as MaskKind };
 }
 
-/** JSON with object keys sorted at every level: equal values give equal text. */
-function canonical(value: InventoryValue): string {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
-  if (value !== null && typeof value === "object")
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical(value[k] as InventoryValue)}`)
-      .join(",")}}`;
-  return JSON.stringify(value);
-}
-
 export function fingerprint(value: InventoryValue): string {
-  return createHash("sha256").update(canonical(value)).digest("hex").slice(0, 12);
+  return sha256(canonicalJson(value)).slice(0, 12);
 }
 
 export type InventoryValue = null | boolean | number | string | InventoryValue[] | { [key: string]: InventoryValue };

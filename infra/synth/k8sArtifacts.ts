@@ -24,18 +24,17 @@ import {
   renderStackScaling,
   scalingFiles,
   sharedScalingFiles,
+  sharedScalingInput,
 } from "../render/scaling";
 import { gatewayManifestFiles, renderGatewayManifests } from "../render/gatewayManifests";
 import { renderKeysFile } from "../plan/gatewayConfig";
 import { renderStoreManifests, storeManifestFiles } from "../render/storeManifests";
 import type { Plan } from "../plan";
 import type { GatewayPlan } from "../plan/gateway";
-import type { StackPlan } from "../plan/stack";
 
 import { gpuPricing } from "../cost";
 import { costReport, stackCostReport } from "./costArtifacts";
 
-import type { ScalingInput } from "../plan/types";
 import type { GatewayWorkloadInput } from "../plan/types";
 import type { ArtifactWriter, SynthContext, SynthFile } from "./types";
 export const K8S_OUT = "k8s";
@@ -82,15 +81,6 @@ function withHeader(stackName: string, k8s: Record<string, string>, scaling: Rec
   return files;
 }
 
-/** The stack's shared scaling input: every model's, with the gateway's scaling and store. */
-function sharedScalingInput(gateway: StackPlan["gateway"], models: ScalingInput[]) {
-  return {
-    models,
-    ...(gateway.plan.scaling ? { gateway: gateway.plan.scaling } : {}),
-    sharedStore: gateway.plan.store !== undefined,
-  };
-}
-
 /** The plan's workload and autoscaling numbers, as the summary prints them. */
 function workloadSummary(plan: Plan, where: string): string[] {
   const p = plan.kubernetes;
@@ -114,7 +104,9 @@ export const k8sManifestsWriter: ArtifactWriter = {
     // The dashboard's live cost panels price the serving instance as the estimate does (cost.json).
     const pricing = gpuPricing(costReport(ctx));
     const scaling = scalingFiles(
-      renderStackScaling(sharedScalingInput(ctx.gateway, [{ ...inputs.scaling, ...(pricing ? { pricing } : {}) }])),
+      renderStackScaling(
+        sharedScalingInput(ctx.gateway.plan, [{ ...inputs.scaling, ...(pricing ? { pricing } : {}) }]),
+      ),
       [inputs.triton],
     );
     const files = withHeader(
@@ -152,7 +144,7 @@ export const k8sManifestsWriter: ArtifactWriter = {
       const pricing = gpuPricing(report, e.id);
       return { ...e.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
     });
-    const shared = renderStackScaling(sharedScalingInput(stack.stackPlan.gateway, scalingInputs)).shared;
+    const shared = renderStackScaling(sharedScalingInput(stack.stackPlan.gateway.plan, scalingInputs)).shared;
     const ctx: SynthContext = { ...stack, stack: firstStack, plan: first.plan, gateway: stack.stackPlan.gateway };
     const namespace = tritonFiles(ctx)[NAMESPACE_FILE] ?? "";
     const files = withHeader(

@@ -4,6 +4,7 @@ import type { ResolvedStack } from "../../infra/config/stack";
 import type { NodeClassRefs } from "../../infra/render/karpenter";
 import {
   renderStackScaling as renderStackScalingOf,
+  sharedScalingInput,
   type ModelScalingManifests,
   type SharedScalingManifests,
   type StackScalingManifests,
@@ -70,11 +71,9 @@ export function renderOneModelScaling(
   const plan = sp.models[0]?.plan;
   if (!plan) throw new Error("a stack plan has at least one model");
   const pricing = gpuPricing(estimateCost(costInput(s, plan, { stackName, region: "us-east-1", today: "2026-11-25" })));
-  return renderStackScalingOf({
-    models: [{ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) }],
-    ...(sp.gateway.plan.scaling ? { gateway: sp.gateway.plan.scaling } : {}),
-    sharedStore: sp.gateway.plan.store !== undefined,
-  });
+  return renderStackScalingOf(
+    sharedScalingInput(sp.gateway.plan, [{ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) }]),
+  );
 }
 
 /** A one-model stack's scaling objects as one view: its own beside the shared ones. */
@@ -109,12 +108,13 @@ export function renderSeedModelsScaling(priced = false): StackScalingManifests {
         ),
       )
     : undefined;
-  return renderStackScalingOf({
-    models: plan.models.map((m) => {
-      const pricing = report ? gpuPricing(report, m.id) : undefined;
-      return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
-    }),
-    ...(plan.gateway.plan.scaling ? { gateway: plan.gateway.plan.scaling } : {}),
-    sharedStore: plan.gateway.plan.store !== undefined,
-  });
+  return renderStackScalingOf(
+    sharedScalingInput(
+      plan.gateway.plan,
+      plan.models.map((m) => {
+        const pricing = report ? gpuPricing(report, m.id) : undefined;
+        return { ...m.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
+      }),
+    ),
+  );
 }

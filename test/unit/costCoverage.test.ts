@@ -8,7 +8,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import type { CostReport } from "../../infra/cost";
 import { COST_COVERAGE, coverageProblems, tagAllocation, tagOwner } from "../../infra/synth/costCoverage";
@@ -16,19 +16,11 @@ import { parseInventory, type Inventory } from "../../infra/synth/inventory";
 import { COST_FILE, parseCostReport } from "../../infra/synth/costArtifacts";
 import { MODEL_TAG_KEY } from "../../infra/tags";
 import { cli } from "../../scripts/synth";
-import type { LoadedProgram } from "../../scripts/synthInventory";
+import { freshProgram } from "../lib/freshProgram";
 
 const ROOT = path.resolve(__dirname, "../..");
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "cost-coverage-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** A fresh SDK and program for every run: the mock runtime's state is process-global. */
-async function fresh(): Promise<LoadedProgram> {
-  vi.resetModules();
-  const pulumi = await import("@pulumi/pulumi");
-  const { program } = await import("../../infra/program");
-  return { pulumi, program };
-}
 
 interface Synth {
   inventory: Inventory;
@@ -45,7 +37,7 @@ async function synth(name: string, file: string, edit?: (config: Record<string, 
   fs.writeFileSync(path.join(cwd, `Pulumi.${stack}.yaml`), stringify(doc));
   const log: string[] = [];
   const io = { cwd, repoRoot: ROOT, stdout: (l: string) => log.push(l), stderr: (l: string) => log.push(`ERR ${l}`) };
-  const code = await cli(["--stack", stack], io, fresh);
+  const code = await cli(["--stack", stack], io, freshProgram);
   expect(code, log.join("\n")).toBe(0);
   const out = path.join(cwd, "out", stack);
   return {

@@ -1,12 +1,12 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import { parseInventory, parseMask, type Inventory } from "../../infra/synth/inventory";
 import { diffInventories, formatDiff } from "../../infra/synth/inventoryDiff";
 import { cli } from "../../scripts/synth";
-import type { LoadedProgram } from "../../scripts/synthInventory";
+import { freshProgram } from "../lib/freshProgram";
 
 const ROOT = path.resolve(__dirname, "../..");
 type Cfg = Record<string, unknown>;
@@ -14,14 +14,6 @@ type Cfg = Record<string, unknown>;
 const obj = (c: Cfg, key: string) => (c[`triton-ft:${key}`] ??= {}) as Record<string, unknown>;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "inventory-test-"));
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-/** A fresh SDK and program for every run: the mock runtime's state is process-global. */
-async function fresh(): Promise<LoadedProgram> {
-  vi.resetModules();
-  const pulumi = await import("@pulumi/pulumi");
-  const { program } = await import("../../infra/program");
-  return { pulumi, program };
-}
 
 /** `npm run synth -- --stack dev` on Pulumi.dev.yaml with `edit` applied, in `<tmp>/<dir>`. */
 async function inventoryOf(dir: string, edit: (config: Record<string, unknown>) => void = () => undefined) {
@@ -32,7 +24,7 @@ async function inventoryOf(dir: string, edit: (config: Record<string, unknown>) 
   fs.writeFileSync(path.join(cwd, "Pulumi.dev.yaml"), stringify(doc));
   const log: string[] = [];
   const io = { cwd, repoRoot: ROOT, stdout: (l: string) => log.push(l), stderr: (l: string) => log.push(`ERR ${l}`) };
-  const code = await cli(["--stack", "dev"], io, fresh);
+  const code = await cli(["--stack", "dev"], io, freshProgram);
   expect(code, log.join("\n")).toBe(0);
   const outDir = path.join(cwd, "out", "dev");
   const text = fs.readFileSync(path.join(outDir, "resources.json"), "utf8");
