@@ -324,7 +324,7 @@ export function program(): StackOutputs {
   // The estimate synth writes to cost.json, as info messages in the preview: $/month, minutes to serve, $/1k tokens.
   const region = new pulumi.Config("aws").get("region");
   const cost = estimateCost(
-    costInput(stack, plan, { stackName, region, today: isoDate(new Date()) }, { models, plan: sp }),
+    costInput(stack, models, sp, { stackName, region, today: isoDate(new Date()) }),
   );
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const shared = stackTags(PROJECT, stackName, stack);

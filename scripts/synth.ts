@@ -184,7 +184,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   const region = file.awsRegion ? { region: file.awsRegion } : {};
   if (sp.models.length === 1) {
     const result = synthesize(
-      { stackName: args.stack, stack, plan: firstPlan, gateway: sp.gateway, readRepoFile, ...region },
+      { stackName: args.stack, stack, plan: firstPlan, stackPlan: sp, models: resolved, readRepoFile, ...region },
       writers,
     );
     writeResult(result, outDir);

@@ -1,8 +1,8 @@
 /**
  * The adapter: a resolved stack and its plan as a StackCostInput. The only
- * module of infra/cost that knows the config's and the plan's shapes; when a
- * stack serves several models (plan.models), `modelEntries` returns one
- * entry per model and nothing else changes.
+ * module of infra/cost that knows the config's and the plan's shapes: the
+ * stack plan's shared parts (builders, registries, the gateway's store) and
+ * one entry per model (`modelEntries`).
  *
  * Every number comes from the plan, the catalog or the one timing source
  * (catalog/timings.ts): the same step estimates the budgets are made of, the
@@ -17,14 +17,12 @@ import { eksSupport } from "../catalog/eks";
 import { ASSUMED, NLB_PROVISION_SECONDS, NLB_TARGET_REGISTRATION_SECONDS, NODE_BOOT_SECONDS } from "../catalog/timings";
 import type { ResolvedStack } from "../config/stack";
 import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
-import type { Plan } from "../plan";
-import { gatewayPlan } from "../plan/gateway";
 import type { StackPlan } from "../plan/stack";
 import { stepEstimates } from "../plan/budgets";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../resolve/network";
-import { registryPlan, type RegistryPlan } from "../plan/registry";
-import { namePrefix } from "../naming";
+import type { Plan } from "../plan";
+import type { RegistryPlan } from "../plan/registry";
 import { budgetInputs } from "../plan/steps";
 import { GATEWAY_IMAGE_BYTES, STORE, TRAFFIC } from "./assumptions";
 import type { CapacityType, ModelCostInput, RegistryCostInput, StackCostInput, StoreCostInput } from "./input";
@@ -38,9 +36,6 @@ export interface CostContext {
   today: string;
 }
 
-/** The builder of a stack today: one, building for the serving GPU model. */
-const BUILDER_ID = "builder";
-
 function capacityType(s: ResolvedStack): CapacityType {
   const a = s.config.serving.autoscaling;
   if (a?.capacityType === "spot") return "spot";
@@ -48,7 +43,7 @@ function capacityType(s: ResolvedStack): CapacityType {
 }
 
 /** The model's entry: its nodes, decode shape, image, build steps and serving timings. */
-export function modelEntry(s: ResolvedStack, plan: Plan, builder: string = BUILDER_ID): ModelCostInput {
+export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): ModelCostInput {
   const sv = s.config.serving;
   const a = sv.autoscaling;
   const k = plan.kubernetes;
@@ -103,38 +98,35 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string = BUILD
   };
 }
 
-/** Every model the stack serves (one today; the multi-model plan maps plan.models here). */
 /**
- * A stack's models, first to last. A further model's own steps wait for the
- * shared ones the first model's pipeline runs (triton_with_ft, and the host
- * check on a shared builder): its critical path starts with them.
+ * A stack's models, first to last. The steps a builder runs for every model
+ * it hosts (its host check and its triton_with_ft) run in the pipeline of the
+ * first model on that builder (plan/stack.ts): another model on the same
+ * builder waits for them, so its critical path starts with them.
  */
-export function modelEntries(s: ResolvedStack, plan: Plan, several?: SeveralModels): ModelCostInput[] {
-  if (!several) return [modelEntry(s, plan)];
-  const firstEntry = several.plan.models[0];
-  if (!firstEntry) return [];
-  return several.plan.models.map((e, i) => {
-    const m = several.models[i] ?? s;
-    const entry = modelEntry(m, e.plan, several.plan.builders[e.builder]?.name ?? BUILDER_ID);
-    if (e.first) return entry;
-    const first = modelEntry(several.models[0] ?? s, firstEntry.plan);
+export function modelEntries(models: readonly ResolvedStack[], sp: StackPlan): ModelCostInput[] {
+  const entries = sp.models.map((e, i) => {
+    const m = models[i];
+    if (!m) throw new Error(`model ${e.id} has no resolved config`);
+    const builder = sp.builders[e.builder];
+    if (!builder) throw new Error(`model ${e.id} has no builder ${e.builder}`);
+    return modelEntry(m, e.plan, builder.name);
+  });
+  return entries.map((entry, i) => {
+    const owner = sp.models.findIndex((x) => x.builder === sp.models[i]?.builder);
+    const ownerEntry = entries[owner];
+    if (owner === i || !ownerEntry) return entry;
     const own = new Set(entry.build.steps.map((st) => st.id));
     const needed = new Set<string>();
     const visit = (id: string) => {
       if (own.has(id) || needed.has(id)) return;
       needed.add(id);
-      for (const d of first.build.steps.find((st) => st.id === id)?.dependsOn ?? []) visit(d);
+      for (const d of ownerEntry.build.steps.find((st) => st.id === id)?.dependsOn ?? []) visit(d);
     };
     for (const st of entry.build.steps) st.dependsOn.forEach(visit);
-    const shared = first.build.steps.filter((st) => needed.has(st.id));
+    const shared = ownerEntry.build.steps.filter((st) => needed.has(st.id));
     return { ...entry, build: { ...entry.build, steps: [...shared, ...entry.build.steps] } };
   });
-}
-
-/** The models of a stack of several (infra/plan/stack.ts), for its estimate. */
-export interface SeveralModels {
-  models: readonly ResolvedStack[];
-  plan: StackPlan;
 }
 
 /** Content-tagged images a repository keeps, plus the protected ones that may be older (infra/cloud/ecr.ts). */
@@ -182,14 +174,24 @@ function storeCost(store: StorePlan | undefined): StoreCostInput | undefined {
     : { mode: "inCluster", volumeGiB: store.storageGiB };
 }
 
-export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, several?: SeveralModels): StackCostInput {
+/**
+ * The stack's estimate input. `s` is the stack's own view (its shared
+ * settings: cluster, network, load balancer, build; the same in every
+ * model's view, config/models.ts); each model's entry comes from its own
+ * resolved config and plan.
+ */
+export function costInput(
+  s: ResolvedStack,
+  resolved: readonly ResolvedStack[],
+  sp: StackPlan,
+  ctx: CostContext,
+): StackCostInput {
   const c = s.config.cluster;
   const n = s.config.network;
   const sv = s.config.serving;
-  const models = modelEntries(s, plan, several);
+  const models = modelEntries(resolved, sp);
   const promoted = s.config.build.promoteFrom !== undefined;
-  // The stack's gateway store: a one-model stack's gateway plan is its model's alone (plan/gateway.ts).
-  const store = storeCost((several?.plan.gateway.plan ?? gatewayPlan(s)).store);
+  const store = storeCost(sp.gateway.plan.store);
   const support = eksSupport(c.kubernetesVersion, ctx.today).status === "extended" ? "extended" : "standard";
   // An internet-facing NLB holds one public address per AZ it spans (the public subnets).
   const azs = n.mode === "create" ? n.availabilityZones : n.publicSubnetIds.length;
@@ -215,12 +217,7 @@ export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, severa
       publicAddresses: sv.loadBalancerScheme === "internet-facing" ? azs : 0,
       provisionSeconds: NLB_PROVISION_SECONDS,
     },
-    builders: (promoted
-      ? []
-      : (several?.plan.builders ?? [
-          { name: BUILDER_ID, instanceType: plan.build.builderInstanceType, diskGiB: plan.build.builderDiskGiB },
-        ])
-    ).map((b) => ({
+    builders: (promoted ? [] : sp.builders).map((b) => ({
       id: b.name,
       instanceType: b.instanceType,
       diskGiB: b.diskGiB,
@@ -229,9 +226,7 @@ export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, severa
       stopWhenDone: s.config.build.stopBuilderWhenDone,
     })),
     // A promoted stack builds nothing: no builder, no repository of its own (it pulls another stack's images).
-    registries: promoted
-      ? []
-      : registries(several?.plan.registry ?? registryPlan(namePrefix(ctx.stackName), [plan.model.name]), models),
+    registries: promoted ? [] : registries(sp.registry, models),
     ...(store ? { store } : {}),
     // The EKS secrets key (components/cluster.ts): one per created cluster.
     kmsKeys: c.mode === "create" ? 1 : 0,

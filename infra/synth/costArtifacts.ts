@@ -13,30 +13,21 @@ import { costInput } from "../cost/fromStack";
 import type { ArtifactWriter, StackSynthContext, SynthContext, WriterOutput } from "./types";
 export const COST_FILE = "cost.json";
 
-export function costReport(ctx: SynthContext): CostReport {
+/** One estimate for the whole stack: every model's lines, the builders, registries and store. */
+export function stackCostReport(stack: StackSynthContext): CostReport {
+  const view = stack.models[0];
+  if (!view) throw new Error("synth: a stack has at least one model");
   return estimateCost(
-    costInput(ctx.stack, ctx.plan, {
-      stackName: ctx.stackName,
-      region: ctx.region,
-      today: ctx.today ?? isoDate(new Date()),
+    costInput(view, stack.models, stack.stackPlan, {
+      stackName: stack.stackName,
+      region: stack.region,
+      today: stack.today ?? isoDate(new Date()),
     }),
   );
 }
 
-/** A stack of several models: one estimate for the whole stack, every model's lines and both builders in it. */
-export function stackCostReport(stack: StackSynthContext): CostReport {
-  const first = stack.stackPlan.models[0];
-  const firstStack = stack.models[0];
-  if (!first || !firstStack) throw new Error("synth: a stack plan has at least one model");
-  return estimateCost(
-    costInput(
-      firstStack,
-      first.plan,
-      { stackName: stack.stackName, region: stack.region, today: stack.today ?? isoDate(new Date()) },
-      { models: stack.models, plan: stack.stackPlan },
-    ),
-  );
-}
+/** A one-model stack's estimate: its stack of one. */
+export const costReport = (ctx: SynthContext): CostReport => stackCostReport(ctx);
 
 function costFile(report: CostReport): WriterOutput {
   return {

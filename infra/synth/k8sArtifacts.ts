@@ -105,19 +105,22 @@ export const k8sManifestsWriter: ArtifactWriter = {
     const pricing = gpuPricing(costReport(ctx));
     const scaling = scalingFiles(
       renderStackScaling(
-        sharedScalingInput(ctx.gateway.plan, [{ ...inputs.scaling, ...(pricing ? { pricing } : {}) }]),
+        sharedScalingInput(ctx.stackPlan.gateway.plan, [{ ...inputs.scaling, ...(pricing ? { pricing } : {}) }]),
       ),
       [inputs.triton],
     );
     const files = withHeader(
       ctx.stackName,
-      { ...tritonFiles(ctx), ...gatewayFiles(ctx.stackName, ctx.gateway.plan, ctx.gateway.workload) },
+      {
+        ...tritonFiles(ctx),
+        ...gatewayFiles(ctx.stackName, ctx.stackPlan.gateway.plan, ctx.stackPlan.gateway.workload),
+      },
       scaling,
     );
     // plan.json shows the stack's gateway beside the model's plan, as before the gateway became the stack's.
     return {
       files,
-      plan: { gateway: ctx.gateway.plan },
+      plan: { gateway: ctx.stackPlan.gateway.plan },
       summary: workloadSummary(ctx.plan, `${K8S_OUT}/ (${files.length} files)`),
     };
   },
@@ -145,7 +148,7 @@ export const k8sManifestsWriter: ArtifactWriter = {
       return { ...e.plan.renderInputs.scaling, ...(pricing ? { pricing } : {}) };
     });
     const shared = renderStackScaling(sharedScalingInput(stack.stackPlan.gateway.plan, scalingInputs)).shared;
-    const ctx: SynthContext = { ...stack, stack: firstStack, plan: first.plan, gateway: stack.stackPlan.gateway };
+    const ctx: SynthContext = { ...stack, stack: firstStack, plan: first.plan };
     const namespace = tritonFiles(ctx)[NAMESPACE_FILE] ?? "";
     const files = withHeader(
       stack.stackName,

@@ -12,8 +12,13 @@ export interface SynthContext {
   stackName: string;
   stack: ResolvedStack;
   plan: Plan;
-  /** The stack's gateway (plan/stack.ts): a one-model stack's k8s files and plan.json show it beside the model's. */
-  gateway: StackPlan["gateway"];
+  /**
+   * The stack this model belongs to (a one-model stack: a stack of one): its
+   * gateway, builders and registries, which a one-model stack's files show
+   * beside the model's, and every model's resolved config in its order.
+   */
+  stackPlan: StackPlan;
+  models: readonly ResolvedStack[];
   /** Read a file of this repository (relative path), or undefined when it does not exist. */
   readRepoFile(path: string): string | undefined;
   /** The stack file's aws:region, which the cost estimate prices in (cost.json warns without it). */

@@ -11,6 +11,11 @@ export function planOf(stack: ResolvedStack, hashPath: PathHasher = repoHasher, 
   return buildPlan(stack, stackName, hashPath);
 }
 
+/** A one-model stack's stack plan (a stack of one), as the composition roots plan it. */
+export function stackPlanOf(stack: ResolvedStack, hashPath: PathHasher = repoHasher, stackName = "test"): StackPlan {
+  return buildStackPlan([stack], stackName, hashPath);
+}
+
 /** A one-model stack's gateway (its plan and the workload its renderers take), as the composition roots plan it. */
 export function gatewayOf(
   stack: ResolvedStack,

@@ -70,7 +70,9 @@ export function renderOneModelScaling(
   const sp = buildStackPlan([s], stackName, (p) => `h:${p}`);
   const plan = sp.models[0]?.plan;
   if (!plan) throw new Error("a stack plan has at least one model");
-  const pricing = gpuPricing(estimateCost(costInput(s, plan, { stackName, region: "us-east-1", today: "2026-11-25" })));
+  const pricing = gpuPricing(
+    estimateCost(costInput(s, [s], sp, { stackName, region: "us-east-1", today: "2026-11-25" })),
+  );
   return renderStackScalingOf(
     sharedScalingInput(sp.gateway.plan, [{ ...plan.renderInputs.scaling, refs, ...(pricing ? { pricing } : {}) }]),
   );
@@ -100,12 +102,7 @@ export function renderSeedModelsScaling(priced = false): StackScalingManifests {
   if (!first || !firstPlan) throw new Error("the example stack has no model");
   const report = priced
     ? estimateCost(
-        costInput(
-          first,
-          firstPlan,
-          { stackName: "seed-models", region: "us-east-1", today: "2026-11-25" },
-          { models, plan },
-        ),
+        costInput(first, models, plan, { stackName: "seed-models", region: "us-east-1", today: "2026-11-25" }),
       )
     : undefined;
   return renderStackScalingOf(

@@ -4,7 +4,7 @@ import { resolveStack } from "../../infra/resolve";
 import { synthesize } from "../../infra/synth/artifacts";
 import { buildStepsWriter } from "../../infra/synth/buildArtifacts";
 import { gpt2Config } from "../lib/fixtures";
-import { gatewayOf, planOf } from "../lib/plan";
+import { planOf, stackPlanOf } from "../lib/plan";
 
 describe("synth build-steps artifacts", () => {
   it("writes each step's script, args and input hash to plan.json, configs to steps/, the server Dockerfile to images/", () => {
@@ -14,7 +14,8 @@ describe("synth build-steps artifacts", () => {
       stackName: "test",
       stack,
       plan: planOf(stack, (p) => `h:${p}`),
-      gateway: gatewayOf(stack, (p) => `h:${p}`),
+      stackPlan: stackPlanOf(stack, (p) => `h:${p}`),
+      models: [stack],
       readRepoFile: (p: string) => (p.endsWith("Dockerfile") ? readFileSync(p, "utf8") : undefined),
     };
     const out = buildStepsWriter.write(ctx);

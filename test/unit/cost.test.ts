@@ -21,7 +21,7 @@ import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { BUDGET_FACTOR } from "../../infra/plan/budgets";
 import { parseStackFile } from "../../infra/synth/stackFile";
-import { planOf } from "../lib/plan";
+import { planOf, stackPlanOf } from "../lib/plan";
 import { buildStackPlan } from "../../infra/plan/stack";
 
 const ROOT = path.join(__dirname, "..", "..");
@@ -40,8 +40,8 @@ function stackFile(name: string, edit: (text: string) => string = (t) => t): { s
 
 function report(name: string, edit?: (text: string) => string, region?: string): CostReport {
   const s = stackFile(name, edit);
-  const plan = planOf(s.stack, (p) => `h:${p}`, name);
-  return estimateCost(costInput(s.stack, plan, { stackName: name, region: region ?? s.region, today: TODAY }));
+  const sp = stackPlanOf(s.stack, (p) => `h:${p}`, name);
+  return estimateCost(costInput(s.stack, [s.stack], sp, { stackName: name, region: region ?? s.region, today: TODAY }));
 }
 
 /** Every line of the sum with its arithmetic, then the three figures per model. */
@@ -74,11 +74,7 @@ function seedModelsReport(): CostReport {
   const { stack, models, problems } = resolveStack(file.raw, file.secrets, { stackName: "seed-models", today: TODAY });
   if (!stack || !models) throw new Error(JSON.stringify(problems));
   const sp = buildStackPlan(models, "seed-models", (p) => `h:${p}`);
-  const first = sp.models[0]?.plan;
-  if (!first) throw new Error("no model");
-  return estimateCost(
-    costInput(stack, first, { stackName: "seed-models", region: file.awsRegion, today: TODAY }, { models, plan: sp }),
-  );
+  return estimateCost(costInput(stack, models, sp, { stackName: "seed-models", region: file.awsRegion, today: TODAY }));
 }
 
 describe("golden estimate of the several-model example", () => {
@@ -94,6 +90,49 @@ describe("golden estimate of the several-model example", () => {
     for (const id of ["h2ogpt-6-9b", "kogpt-6b", "codegen-2b-mono"]) expect([...scopes].join(" ")).toContain(id);
     expect(r.items.map((i) => i.label).join(" ")).toContain("builder (g6.4xlarge)");
     golden("seed-models.txt", render(r));
+  });
+});
+
+describe("a model on a builder that another further model opened", () => {
+  it("waits for that model's triton_with_ft and host check, not the first model's", () => {
+    // CodeGen (L4) first: the A10G builder is opened by h2oGPT, which KoGPT then shares.
+    const rel = "test/stacks/models/Pulumi.seed-models.yaml";
+    const text = fs.readFileSync(path.join(ROOT, rel), "utf8");
+    const codegen = text.slice(text.indexOf("    codegen-2b-mono:"), text.indexOf("  triton-ft:build:"));
+    const reordered = text
+      .replace(codegen, "")
+      .replace("  triton-ft:models:\n", `  triton-ft:models:\n${codegen}`)
+      .replace("      - g5.4xlarge\n      - g6.4xlarge", "      - g6.4xlarge\n      - g5.4xlarge");
+    const file = parseStackFile(reordered, rel);
+    const { stack, models, problems } = resolveStack(file.raw, file.secrets, {
+      stackName: "seed-models",
+      today: TODAY,
+    });
+    if (!stack || !models) throw new Error(JSON.stringify(problems));
+    const sp = buildStackPlan(models, "seed-models", (p) => `h:${p}`);
+    expect(sp.models.map((m) => [m.id, m.builder])).toEqual([
+      ["codegen-2b-mono", 0],
+      ["h2ogpt-6-9b", 1],
+      ["kogpt-6b", 1],
+    ]);
+    const entries = costInput(stack, models, sp, {
+      stackName: "seed-models",
+      region: "us-east-1",
+      today: TODAY,
+    }).models;
+    const stepsOf = (id: string) =>
+      new Map((entries.find((m) => m.id === id)?.build.steps ?? []).map((x) => [x.id, x]));
+    const opener = stepsOf("h2ogpt-6-9b");
+    const sharer = stepsOf("kogpt-6b");
+    const first = stepsOf("codegen-2b-mono");
+    // The opener's builder steps (those no model step of the sharer re-runs) lead the sharer's path ...
+    // The opener's builder steps lead the sharer's path (the same steps, by hash) ...
+    for (const id of ["host-ready", "triton-with-ft"]) {
+      expect(sharer.get(id)?.inputHash, id).toBeDefined();
+      expect(sharer.get(id)?.inputHash, id).toBe(opener.get(id)?.inputHash);
+      // ... not the first model's: another GPU family's triton_with_ft on another builder.
+      expect(sharer.get(id)?.inputHash, id).not.toBe(first.get(id)?.inputHash);
+    }
   });
 });
 
@@ -161,7 +200,9 @@ describe("one source for the rates", () => {
   it("the step budgets are BUDGET_FACTOR × the estimate's step seconds", () => {
     const s = stackFile("prod").stack;
     const plan = planOf(s, (p) => `h:${p}`);
-    const steps = costInput(s, plan, { stackName: "prod", region: "us-east-1", today: TODAY }).models[0]?.build.steps;
+    const sp = stackPlanOf(s, (p) => `h:${p}`);
+    const steps = costInput(s, [s], sp, { stackName: "prod", region: "us-east-1", today: TODAY }).models[0]?.build
+      .steps;
     for (const step of plan.buildSteps) {
       const seconds = steps?.find((x) => x.id === step.id)?.seconds ?? NaN;
       expect(step.timeouts.create, step.id).toBe(`${Math.ceil((BUDGET_FACTOR * seconds) / 60)}m`);
@@ -171,7 +212,14 @@ describe("one source for the rates", () => {
   it("a new replica takes the autoscaler's expected cold start", () => {
     const s = stackFile("prod").stack;
     const plan = planOf(s, (p) => `h:${p}`);
-    const r = estimateCost(costInput(s, plan, { stackName: "prod", region: "us-east-1", today: TODAY }));
+    const r = estimateCost(
+      costInput(
+        s,
+        [s],
+        stackPlanOf(s, (p) => `h:${p}`),
+        { stackName: "prod", region: "us-east-1", today: TODAY },
+      ),
+    );
     expect(r.models[0]?.newReplicaSeconds).toBe(plan.autoscaling?.expectedColdStartSeconds);
   });
 });

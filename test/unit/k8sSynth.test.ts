@@ -5,7 +5,7 @@ import { ARTIFACT_WRITERS, synthesize } from "../../infra/synth/artifacts";
 import { K8S_OUT, k8sManifestsWriter, synthServerImage } from "../../infra/synth/k8sArtifacts";
 import { resolveStack } from "../../infra/resolve";
 import { gpt2Config } from "../lib/fixtures";
-import { gatewayOf, planOf } from "../lib/plan";
+import { gatewayOf, planOf, stackPlanOf } from "../lib/plan";
 import { gptjAutoscaled, resolvedStack } from "../lib/scalingFixtures";
 
 import type { SynthContext } from "../../infra/synth/types";
@@ -16,7 +16,8 @@ function ctx(): SynthContext {
     stackName: "dev",
     stack,
     plan: planOf(stack, undefined, "dev"),
-    gateway: gatewayOf(stack, undefined, "dev"),
+    stackPlan: stackPlanOf(stack, undefined, "dev"),
+    models: [stack],
     readRepoFile: () => undefined,
   };
 }
@@ -78,7 +79,8 @@ describe("synth Kubernetes manifests", () => {
 
 describe("the plan's render inputs", () => {
   it("are the plan's own sections, assembled once: every renderer input shares them", () => {
-    const { plan, gateway } = ctx();
+    const { plan, stackPlan } = ctx();
+    const gateway = stackPlan.gateway;
     const r = plan.renderInputs;
     expect(r.triton.stackName).toBe("dev");
     expect(r.triton.workload).toBe(plan.kubernetes);
