@@ -96,6 +96,12 @@ export const STACK_OUTPUT_CONTRACT = {
     description:
       "`sha256:<64 hex>` of `modelPlan`: two stacks serve the same build only if their fingerprints are equal.",
   },
+  secretFingerprints: {
+    type: "object",
+    secret: true,
+    description:
+      "Per secret config key set (`hfToken`, `sshPrivateKey`, `kubeconfig`): sha256 over the key and its value. The stack's own next preview reads it back to say what a changed secret does (infra/secretChanges.ts); not for other stacks.",
+  },
 } as const satisfies Record<string, OutputSpec>;
 
 export type ContractOutputName = keyof typeof STACK_OUTPUT_CONTRACT;

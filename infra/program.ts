@@ -41,6 +41,7 @@ import { estimateCost, gpuPricing } from "./cost";
 import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
 import { modelTags, stackTags } from "./tags";
+import { SECRET_FINGERPRINTS_OUTPUT, reportSecretChanges, secretFingerprints } from "./secretChanges";
 
 import { ENSEMBLE_MODEL } from "./conventions/workload";
 /**
@@ -319,13 +320,14 @@ export function program(): StackOutputs {
   // Every Kubernetes object's fields are the stack's, also after a hand edit (infra/forceApply.ts).
   pulumi.runtime.registerResourceTransform(forceApply);
   const stackName = pulumi.getStack();
+  // A changed secret is a change too: the preview says what it does (infra/secretChanges.ts).
+  const fingerprints = secretFingerprints(secrets);
+  reportSecretChanges(fingerprints, stack.config.build.promoteFrom !== undefined);
   const sp = buildStackPlan(models, stackName, repoPathHasher(REPO_ROOT));
   const plan = first(sp.models).plan;
   // The estimate synth writes to cost.json, as info messages in the preview: $/month, minutes to serve, $/1k tokens.
   const region = new pulumi.Config("aws").get("region");
-  const cost = estimateCost(
-    costInput(stack, models, sp, { stackName, region, today: isoDate(new Date()) }),
-  );
+  const cost = estimateCost(costInput(stack, models, sp, { stackName, region, today: isoDate(new Date()) }));
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
   const shared = stackTags(PROJECT, stackName, stack);
   // triton-ft:model only on a model's own resources; what the models share carries the stack's tags.
@@ -403,8 +405,10 @@ export function program(): StackOutputs {
     const entry = sp.models[i];
     const t = tritons[i];
     if (!entry || !t) continue;
-    // A builder stops only after every model baked on it.
-    const hostedBakes = entry.first
+    // A builder stops only after every model baked on it: the pipeline of the first model on it owns it
+    // (plan/stack.ts), which is not the stack's first model for a builder a further model opened.
+    const ownsHost = sp.models.findIndex((m) => m.builder === entry.builder) === i;
+    const hostedBakes = ownsHost
       ? build.pipelines.flatMap((p, j) =>
           j !== i && sp.models[j]?.builder === entry.builder && p.commands.bake ? [p.commands.bake] : [],
         )
@@ -469,5 +473,6 @@ export function program(): StackOutputs {
     kubeconfig: cluster.kubeconfig,
     modelPlan: serializeModelPlan(modelPlan),
     modelPlanFingerprint: modelPlanFingerprint(modelPlan),
+    [SECRET_FINGERPRINTS_OUTPUT]: fingerprints,
   };
 }

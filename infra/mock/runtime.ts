@@ -88,6 +88,8 @@ export interface MockRun {
 
 /** The root stack resource's type token; never part of the recorded registrations. */
 export const ROOT_STACK_TYPE = "pulumi:pulumi:Stack";
+/** The organization name under mocks: a DIY backend's, which has no organizations. */
+export const MOCK_ORGANIZATION = "organization";
 
 /** `waitForRPCs` is exported by the runtime but not typed: it settles every pending registration. */
 async function waitForRPCs(runtime: object): Promise<void> {
@@ -143,6 +145,8 @@ export async function runUnderMocks(opts: MockRunOptions): Promise<MockRun> {
     opts.project,
     opts.stack,
     opts.preview,
+    // The organization a DIY backend (pulumi login file://…) reports: a stack's reference to itself names it.
+    MOCK_ORGANIZATION,
   );
   // Installed on this run's monitor, so it goes with it on the next setMocks.
   const takeOptions = recordOptions(pulumi.runtime.getMonitor());

@@ -22,6 +22,8 @@ import { namePrefix } from "../naming";
 import { registryPlan, type RegistryPlan } from "./registry";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
+import { PROJECT } from "../config/schema";
+import { stackTags } from "../tags";
 
 import type { GatewayWorkloadInput } from "./types";
 export interface ModelPlanEntry {
@@ -124,6 +126,8 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     ...(gatewaySide.tlsCertificateArn ? { tlsCertificateArn: gatewaySide.tlsCertificateArn } : {}),
     ...(gatewaySide.systemNodeLabel ? { systemNodeLabel: gatewaySide.systemNodeLabel } : {}),
     ...(gatewaySide.store ? { store: gatewaySide.store } : {}),
+    // What the models share carries the stack's tags: the NLB the gateway's Service brings too.
+    awsTags: stackTags(PROJECT, stackName, stackView),
     // Kept off every model's GPU nodes; may reach every model's Triton, and only those.
     gpuInstanceTypes: [...new Set(entries.map((e) => e.plan.serving.instanceType))],
     tritons: entries.map((e) => ({

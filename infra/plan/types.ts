@@ -73,6 +73,13 @@ export interface GatewayWorkloadInput {
   store?: StorePlan;
   /** Every model's serving instance type: the gateway pods are kept off each. */
   gpuInstanceTypes: string[];
+  /**
+   * The stack's AWS tags (infra/tags.ts stackTags): the AWS Load Balancer
+   * Controller puts them on the NLB it creates for the gateway's Service, so
+   * the load balancer is found and costed with the stack like every other
+   * shared resource.
+   */
+  awsTags: Record<string, string>;
   /** Every model's Triton workload behind the gateway, the first first: the gateway may reach each, and each admits the gateway. */
   tritons: Array<Pick<WorkloadInput, "modelName" | "stackName">>;
 }

@@ -147,6 +147,21 @@ function gatewayAnnotations(lb: LoadBalancerSettings, tls: boolean): Record<stri
   };
 }
 
+/**
+ * The NLB's tags as the AWS Load Balancer Controller reads them: one
+ * `key=value` list, split at commas, each pair trimmed and cut at its first
+ * `=` (pkg/annotations/parser.go ParseStringMapAnnotation). AWS refuses commas
+ * in tags; resolve/limits.ts checkTags refuses a key with `=` and padding
+ * spaces the controller would cut. Sorted, so the annotation changes only
+ * when a tag does.
+ */
+export function loadBalancerTagsAnnotation(tags: Readonly<Record<string, string>>): string {
+  return Object.keys(tags)
+    .sort()
+    .map((k) => `${k}=${tags[k] ?? ""}`)
+    .join(",");
+}
+
 /** What every gateway manifest shares: where it lives, what it is called and which pods it selects. */
 interface GatewayContext {
   input: GatewayRenderInput;
@@ -312,6 +327,7 @@ function gatewayService({ input, ns, name, selector, podLabels }: GatewayContext
       labels: podLabels,
       annotations: {
         ...gatewayAnnotations(lb, tls),
+        [`${ANN}additional-resource-tags`]: loadBalancerTagsAnnotation(input.awsTags),
         ...(tls ? { [`${ANN}ssl-cert`]: input.tlsCertificateArn as string } : {}),
       },
     },

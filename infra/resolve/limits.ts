@@ -59,6 +59,7 @@ export function checkTags(config: StackConfig, add: Add, warn: Add): void {
         fixValue,
       );
     if (!t.allowed.test(value)) add(at, value, `has characters AWS refuses in a tag value ${cite(t)}`, fixValue);
+    checkLoadBalancerTag(key, value, add);
     if (PROGRAM_TAG_KEYS.includes(key) || ROLE_TAG_KEYS.includes(key))
       warn(
         at,
@@ -78,6 +79,30 @@ export function checkTags(config: StackConfig, add: Add, warn: Add): void {
       `keep at most ${room} entries in tags`,
     );
   }
+}
+
+/**
+ * The stack's tags reach the gateway's NLB through one `key=value,…`
+ * annotation (render/gatewayManifests.ts loadBalancerTagsAnnotation), which
+ * the AWS Load Balancer Controller splits at commas (AWS refuses them in
+ * tags), trims pair by pair and cuts at the first `=`: a key with `=` or a
+ * tag with padding spaces would reach the NLB as another tag than every other
+ * resource carries, and a cost report by tag would split the stack.
+ */
+function checkLoadBalancerTag(key: string, value: string, add: Add): void {
+  const at = `tags.${key}`;
+  const why = "the gateway's NLB takes the stack's tags from the AWS Load Balancer Controller's key=value annotation";
+  if (key.includes("="))
+    add(at, key, `has "=" in its key: ${why}, which cuts each pair at its first "="`, "rename the key without =");
+  if (key.trim() !== key)
+    add(at, key, `starts or ends with a space: ${why}, which trims it`, "remove the key's leading and trailing spaces");
+  if (value.trim() !== value)
+    add(
+      at,
+      value,
+      `starts or ends with a space: ${why}, which trims it`,
+      "remove the value's leading and trailing spaces",
+    );
 }
 
 /** Root volumes are gp3: 1 GiB to 64 TiB. */

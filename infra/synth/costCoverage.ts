@@ -25,7 +25,35 @@ export interface LineRef {
 }
 
 /** Where a resource's billed tags are: its own `tags`, its launch template's tag specifications, a Karpenter node class's `spec.tags`. */
-type TagSource = "tags" | "tagSpecifications" | "specTags" | { untagged: string };
+/**
+ * Where a resource's AWS tags are: its `tags`, its launch template's tag
+ * specifications, its spec's `tags` (a Karpenter EC2NodeClass), the AWS Load
+ * Balancer Controller's annotation on a Service (the NLB it makes), or none.
+ */
+type TagSource = "tags" | "tagSpecifications" | "specTags" | "loadBalancerAnnotation" | { untagged: string };
+
+/** The Service annotation the AWS Load Balancer Controller tags the NLB from. */
+export const LOAD_BALANCER_TAGS_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-additional-resource-tags";
+
+/**
+ * The NLB's tags as the controller reads the annotation: split at commas,
+ * each pair trimmed, empty ones skipped, cut at the first `=`
+ * (aws-load-balancer-controller pkg/annotations/parser.go,
+ * ParseStringMapAnnotation); undefined where it would refuse the annotation.
+ * Written from the controller's rules, not from our formatter, so a stack tag
+ * the formatter would mangle shows up as a missing or different tag.
+ */
+export function controllerTags(annotation: string): Record<string, string> | undefined {
+  const tags: Record<string, string> = {};
+  for (const raw of annotation.split(",")) {
+    const pair = raw.trim();
+    if (pair === "") continue;
+    const at = pair.indexOf("=");
+    if (at <= 0) return undefined;
+    tags[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return tags;
+}
 
 export type CoverageRule =
   | {
@@ -137,10 +165,8 @@ export const COST_COVERAGE: Readonly<Record<string, CoverageRule>> = {
       (r.inputs.spec as { type?: string } | undefined)?.type === "LoadBalancer"
         ? { required: [{ id: "nlb" }, { id: "nlb-lcu" }], optional: /^nlb-addresses$/ }
         : { required: [] },
-    tags: {
-      untagged:
-        "the load balancer controller creates the NLB and tags it with the cluster and the Service (elbv2.k8s.aws/cluster, service.k8s.aws/stack), not with the stack's tags",
-    },
+    // The controller tags the NLB with the annotation's tags besides its own tracking tags (elbv2.k8s.aws/cluster, service.k8s.aws/stack).
+    tags: "loadBalancerAnnotation",
   },
   "kubernetes:core/v1:PersistentVolumeClaim": {
     kind: "priced",
@@ -261,6 +287,12 @@ function tagMaps(r: InventoryResource, source: TagSource): Array<Record<string, 
     v !== null && typeof v === "object" && !Array.isArray(v) ? [v] : [];
   if (source === "tags") return asMap(r.inputs.tags);
   if (source === "specTags") return asMap((r.inputs.spec as Record<string, InventoryValue> | undefined)?.tags);
+  if (source === "loadBalancerAnnotation") {
+    const annotations = (r.inputs.metadata as Record<string, InventoryValue> | undefined)?.annotations;
+    const value = asMap(annotations)[0]?.[LOAD_BALANCER_TAGS_ANNOTATION];
+    const tags = typeof value === "string" ? controllerTags(value) : undefined;
+    return tags ? [tags] : [];
+  }
   if (source === "tagSpecifications") {
     const specs = r.inputs.tagSpecifications;
     return Array.isArray(specs) ? specs.flatMap((s) => asMap((s as Record<string, InventoryValue>).tags)) : [];

@@ -35,6 +35,8 @@ export interface RunOptions {
   /** Secret config keys (without namespace) and their plain values. */
   secrets?: Record<string, string>;
   project?: string;
+  /** Run as `pulumi preview` does (pulumi.runtime.isDryRun()). Default: false, an update. */
+  preview?: boolean;
 }
 
 /**
@@ -106,7 +108,7 @@ async function runUnder(
     stack,
     config: all,
     secretKeys,
-    preview: false,
+    preview: opts.preview ?? false,
     // Resource names in the URN-pinning tests follow the engine's rules, which a root stack would break under mocks.
     rootStack: false,
     cloud: {

@@ -91,11 +91,25 @@ describe("tag keys", () => {
     ["karpenter.sh/nodepool", "Karpenter"],
     ["karpenter.k8s.aws/ec2nodeclass", "Karpenter"],
     ["eks:eks-cluster-name", "EKS"],
+    ["elbv2.k8s.aws/cluster", "the AWS Load Balancer Controller"],
+    ["service.k8s.aws/stack", "the AWS Load Balancer Controller"],
+    ["Ingress.k8s.aws/resource", "the AWS Load Balancer Controller"],
   ])("refuses %s, a key %s keeps for itself", (key, owner) => {
     const p = tagProblems({ [key]: "x" });
     expect(p).toHaveLength(1);
     expect(p[0]?.key).toBe(`triton-ft:tags.${key}`);
     expect(p[0]?.message).toContain(`which ${owner} keeps for itself`);
+  });
+
+  it("refuses what the NLB's key=value annotation would change: = in a key, padding spaces", () => {
+    const p = tagProblems({ "team=a": "x", " lead": "y", trail: "z ", "cost-center": "a=b c" });
+    expect(p.map((x) => [x.key, x.value])).toEqual([
+      ["triton-ft:tags.team=a", "team=a"],
+      ["triton-ft:tags. lead", " lead"],
+      ["triton-ft:tags.trail", "z "],
+    ]);
+    expect(p[0]?.message).toContain("cuts each pair at its first");
+    expect(p[1]?.fix).toContain("leading and trailing spaces");
   });
 
   it("leaves keys that only look alike alone", () => {

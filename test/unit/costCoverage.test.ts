@@ -11,7 +11,14 @@ import * as path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse, stringify } from "yaml";
 import type { CostReport } from "../../infra/cost";
-import { COST_COVERAGE, coverageProblems, tagAllocation, tagOwner } from "../../infra/synth/costCoverage";
+import {
+  COST_COVERAGE,
+  LOAD_BALANCER_TAGS_ANNOTATION,
+  controllerTags,
+  coverageProblems,
+  tagAllocation,
+  tagOwner,
+} from "../../infra/synth/costCoverage";
 import { parseInventory, type Inventory } from "../../infra/synth/inventory";
 import { COST_FILE, parseCostReport } from "../../infra/synth/costArtifacts";
 import { MODEL_TAG_KEY } from "../../infra/tags";
@@ -154,6 +161,51 @@ describe("cost by tag equals cost.json", () => {
     // Nothing else carries the model key, whatever its type.
     const withKey = s.inventory.resources.filter((r) => JSON.stringify(r.inputs).includes(`"${MODEL_TAG_KEY}"`));
     expect(withKey).toHaveLength(tagged.length);
+  });
+
+  for (const [name] of STACKS)
+    it(`${name}: the gateway's NLB carries the stack's tags, as the load balancer controller reads them`, () => {
+      const s = run(name);
+      const nlb = s.inventory.resources.find(
+        (r) => r.type === "kubernetes:core/v1:Service" && (r.inputs.spec as { type?: string }).type === "LoadBalancer",
+      );
+      const annotations = (nlb?.inputs.metadata as { annotations?: Record<string, string> } | undefined)?.annotations;
+      const tags = controllerTags(annotations?.[LOAD_BALANCER_TAGS_ANNOTATION] ?? "");
+      // The tags of a shared AWS resource every stack has: its gateway image repository.
+      const shared = s.inventory.resources.find(
+        (r) => r.type === "aws:ecr/repository:Repository" && String(r.inputs.name).endsWith("/gateway"),
+      );
+      expect(shared?.inputs.tags).toBeDefined();
+      expect(tags).toEqual(shared?.inputs.tags);
+    });
+
+  it("finds the NLB's lines under no owner when its Service lacks the tags annotation", () => {
+    const s = run("dev");
+    const resources = s.inventory.resources.map((r) => {
+      const meta = r.inputs.metadata as { annotations?: Record<string, string> } | undefined;
+      if (r.type !== "kubernetes:core/v1:Service" || !meta?.annotations?.[LOAD_BALANCER_TAGS_ANNOTATION]) return r;
+      const rest = Object.fromEntries(
+        Object.entries(meta.annotations).filter(([k]) => k !== LOAD_BALANCER_TAGS_ANNOTATION),
+      );
+      return { ...r, inputs: { ...r.inputs, metadata: { ...meta, annotations: rest } } };
+    });
+    expect(tagAllocation(resources, s.cost, ctxOf(s)).problems).toEqual([
+      expect.stringMatching(/^cost line nlb is the estimate's stack but a tag report's untagged/),
+      expect.stringMatching(/^cost line nlb-lcu is the estimate's stack but a tag report's untagged/),
+      ...(s.cost.items.some((i) => i.id === "nlb-addresses")
+        ? [expect.stringMatching(/^cost line nlb-addresses is the estimate's stack but a tag report's untagged/)]
+        : []),
+    ]);
+  });
+
+  it("reads the annotation as the controller does: trimmed pairs cut at the first =", () => {
+    expect(controllerTags(" team=ml platform , cost-center=a=b,, x:y/z=+@-.")).toEqual({
+      team: "ml platform",
+      "cost-center": "a=b",
+      "x:y/z": "+@-.",
+    });
+    expect(controllerTags("novalue")).toBeUndefined();
+    expect(controllerTags("=v")).toBeUndefined();
   });
 
   it("finds a line a tag report would put on another model (a shared resource tagged as the first model's)", () => {

@@ -250,6 +250,28 @@ describe("the program of several models (mock runtime)", () => {
   });
 });
 
+describe("a builder opened by a further model (mock runtime)", () => {
+  it("stops only after the bake of every model on it, whichever model's pipeline owns it", async () => {
+    // CodeGen (L4) first: h2oGPT's pipeline opens the A10G builder, which KoGPT shares.
+    const raw = seed();
+    const models = raw.models as Record<string, unknown>;
+    const { "codegen-2b-mono": codegen, ...rest } = models;
+    raw.models = { "codegen-2b-mono": codegen, ...rest };
+    raw.build = { ...raw.build, builderInstanceType: ["g6.4xlarge", "g5.4xlarge"] };
+    const run = await runProgram(raw, { stack: "seed-models" });
+    const stopped = run.one("aws:ec2transitgateway/instanceState:InstanceState", "build-h2ogpt-6-9b-stopped");
+    expect(stopped.options.dependsOn).toEqual(
+      expect.arrayContaining([
+        "command:remote:Command::build-h2ogpt-6-9b-bake",
+        "command:remote:Command::build-kogpt-6b-bake",
+      ]),
+    );
+    // KoGPT's pipeline neither starts nor stops the builder it shares.
+    const states = run.byType("aws:ec2transitgateway/instanceState:InstanceState").map((r) => r.name);
+    expect(states.filter((n) => n.includes("kogpt"))).toEqual([]);
+  });
+});
+
 describe("promotion and several models", () => {
   it("accepts build.promoteFrom on a stack of several models: every model's image comes from the building stack", () => {
     const raw = seed();

@@ -59,7 +59,7 @@ describe("promotion: build.promoteFrom", () => {
   it("serves the building stack's images by digest and creates nothing of the build side, nor any AWS resource (kubeconfig mode)", async () => {
     publish();
     const run = await runProgram(promoted(), { stack: "prod", secrets: { kubeconfig: KUBECONFIG } });
-    expect(run.one("pulumi:pulumi:StackReference").inputs.name).toBe(STAGING);
+    expect(run.one("pulumi:pulumi:StackReference", "promotion-ref").inputs.name).toBe(STAGING);
     const types = new Set(run.resources.map((r) => r.type));
     for (const t of types) expect(t).not.toMatch(/^(aws|eks|awsx|command|tls|random|docker):/);
     for (const t of [

@@ -35,6 +35,7 @@ describe("stack-output contract", () => {
     kubeconfig: "string (secret)",
     modelPlan: "string",
     modelPlanFingerprint: "string",
+    secretFingerprints: "object (secret)",
   };
 
   it("declares exactly the documented names and types", () => {
@@ -396,7 +397,7 @@ describe("existing clusters", () => {
     const run = await runProgram(
       withOverrides(gpt2Config(), { cluster: { mode: "stackReference", stackReference: "acme/platform/prod" } }),
     );
-    expect(run.one("pulumi:pulumi:StackReference").inputs.name).toBe("acme/platform/prod");
+    expect(run.one("pulumi:pulumi:StackReference", "cluster-ref").inputs.name).toBe("acme/platform/prod");
     expect(run.byType("eks:index:Cluster")).toHaveLength(0);
     expect(run.outputs.clusterName).toBe("shared-gpu");
     expect(kubeconfigClusterName(String(run.outputs.kubeconfig))).toBe("shared-gpu");

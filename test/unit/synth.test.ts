@@ -205,7 +205,7 @@ describe("synth CLI", () => {
     expect(fs.readFileSync(path.join(out, "model-repository", "fastertransformer", "config.pbtxt"), "utf8")).toContain(
       'string_value: "GPT"',
     );
-  });
+  }, 120_000);
 
   it("exits 1 with the problem for heads not divisible by TP", () => {
     writeStack(
