@@ -98,7 +98,10 @@ export interface ModelScaler {
 export interface ScalingArgs {
   /** What the stack shares (render/scaling.ts renderSharedScaling): DCGM, dashboard, alerts, the gateway's monitor and scaler. */
   readonly shared: SharedScalingManifests;
-  /** Each autoscaled model's ScaledObject and Deployment. Default: none (no model autoscales). */
+  /**
+   * Each autoscaled model's ScaledObject and Deployment.
+   * @default none: no model autoscales
+   */
   readonly models?: readonly ModelScaler[];
   /** The cluster's Kubernetes provider. */
   readonly provider: k8s.Provider;
@@ -169,13 +172,22 @@ export class Scaling extends pulumi.ComponentResource {
 }
 
 export interface GpuNodePoolArgs {
-  /** The first model's rendered NodePool (render/karpenter.ts), applied as rendered; absent when only further models autoscale. */
+  /**
+   * The first model's rendered NodePool (render/karpenter.ts), applied as rendered; absent when only further models autoscale.
+   * @default none: only further models autoscale
+   */
   readonly nodePool?: NodePool;
-  /** The rendered EC2NodeClass (render/karpenter.ts); the node role, subnets, security group and tags are filled in here. */
+  /**
+   * The rendered EC2NodeClass (render/karpenter.ts); the node role, subnets, security group and tags are filled in here.
+   * @default none: only further models autoscale
+   */
   readonly ec2NodeClass?: EC2NodeClass;
   /** AWS tags of the nodes the first model's pool launches (infra/tags.ts modelTags). */
   readonly nodeTags: Record<string, string>;
-  /** Further models' pools (a stack of several), each named after its model id, with its model's tags. */
+  /**
+   * Further models' pools (a stack of several), each named after its model id, with its model's tags.
+   * @default none: one model autoscales, or none
+   */
   readonly furtherPools?: ReadonlyArray<{
     id: string;
     nodePool: NodePool;

@@ -3,6 +3,7 @@
  * apart from schema.ts so the scaling keys, their defaults and their semantic
  * checks (autoscalingProblems) live next to each other. Pure, no Pulumi.
  */
+import { unsetMeans } from "./statedDefault";
 import { z } from "zod";
 
 /** Karpenter capacity types this stack offers: on-demand (default) or spot with on-demand fallback. */
@@ -36,9 +37,8 @@ export const autoscalingSchema = z
       .string()
       .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, "an http(s) URL such as http://prometheus.monitoring.svc:9090")
       .optional()
-      .describe(
-        "Your Prometheus that scrapes Triton, for the KEDA scaler. Unset: the stack installs kube-prometheus-stack and uses it.",
-      ),
+      .describe("Your Prometheus that scrapes Triton, for the KEDA scaler.")
+      .meta(unsetMeans("none: the stack installs kube-prometheus-stack and uses it")),
     capacityType: z
       .enum(CAPACITY_TYPES)
       .default("on-demand")

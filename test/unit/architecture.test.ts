@@ -12,6 +12,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { configSchema } from "../../infra/config/schema";
+import { configReference, type JsonSchema } from "../../infra/config/reference";
+import { STATED_DEFAULT } from "../../infra/config/statedDefault";
 
 const ROOT = resolve(__dirname, "..", "..");
 const INFRA = join(ROOT, "infra");
@@ -258,6 +262,59 @@ describe("architecture", () => {
     }
     expect(fields.length).toBeGreaterThan(40);
     expect(offenders).toEqual([]);
+  });
+
+  it("states the default of every optional field of a component's Args (@default)", () => {
+    const optional: string[] = [];
+    const offenders: string[] = [];
+    for (const f of files.filter((x) => x.includes("/infra/components/"))) {
+      const source = ts.createSourceFile(f, readFileSync(f, "utf8"), ts.ScriptTarget.Latest, true);
+      // The Args interface's fields and the fields of the object types written inline in them.
+      const visit = (members: ts.NodeArray<ts.TypeElement>, owner: string): void => {
+        for (const member of members) {
+          if (!ts.isPropertySignature(member)) continue;
+          const name = `${owner}.${member.name.getText(source)}`;
+          if (member.questionToken) {
+            optional.push(name);
+            if (!ts.getJSDocTags(member).some((t) => t.tagName.text === "default")) offenders.push(name);
+          }
+          if (member.type && ts.isTypeLiteralNode(member.type)) visit(member.type.members, name);
+        }
+      };
+      for (const node of source.statements)
+        if (ts.isInterfaceDeclaration(node) && node.name.text.endsWith("Args"))
+          visit(node.members, `${relative(ROOT, f)} ${node.name.text}`);
+    }
+    expect(optional.length).toBeGreaterThan(10);
+    expect(offenders).toEqual([]);
+  });
+
+  it("states the default of every optional config key: a zod default or unsetMeans(), shown in the config reference", () => {
+    const schema = z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as JsonSchema;
+    const optional: string[] = [];
+    const offenders: string[] = [];
+    const visit = (s: JsonSchema, key: string): void => {
+      for (const alt of s.anyOf ?? []) visit(alt, key);
+      if (s.items) visit(s.items, `${key}[]`);
+      if (typeof s.additionalProperties === "object") visit(s.additionalProperties, `${key}.<name>`);
+      const required = new Set(s.required ?? []);
+      for (const [field, fs] of Object.entries(s.properties ?? {})) {
+        const path = key ? `${key}.${field}` : field;
+        if (!required.has(field)) {
+          optional.push(path);
+          if (fs.default === undefined && !fs[STATED_DEFAULT]) offenders.push(path);
+        }
+        visit(fs, path);
+      }
+    };
+    visit(schema, "");
+    expect(optional.length).toBeGreaterThan(60);
+    expect(offenders).toEqual([]);
+    // What the reference shows: every row's default cell holds a value, words or `required`, never `-`.
+    const rows = configReference()
+      .split("\n")
+      .filter((r) => r.startsWith("| `"));
+    expect(rows.filter((r) => r.split(" | ")[2] === "-")).toEqual([]);
   });
 
   /**
