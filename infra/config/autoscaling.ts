@@ -14,7 +14,7 @@ export type CapacityType = (typeof CAPACITY_TYPES)[number];
 export const MONITORING_NAMESPACE = "monitoring";
 export const STACK_PROMETHEUS_URL = `http://prometheus-operated.${MONITORING_NAMESPACE}.svc:9090`;
 
-/** Default target of the queue/compute ratio; docs/operating.md "Autoscaling and observability" explains the choice. */
+/** Default target of the queue/compute ratio; docs/scaling.md "Autoscaling and observability" explains the choice. */
 export const DEFAULT_QUEUE_COMPUTE_TARGET = 0.5;
 
 export const autoscalingSchema = z

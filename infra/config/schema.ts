@@ -266,7 +266,7 @@ export type ConsumerSettings = z.infer<typeof consumerSettingsSchema>;
 
 /**
  * The gateway's shared store (Valkey): where team limits are counted across
- * gateway pods and usage is kept (docs/operating.md "Shared store").
+ * gateway pods and usage is kept (docs/serving.md "Shared store").
  */
 export const storeSchema = z
   .object({
@@ -301,7 +301,7 @@ export const servingSchema = z
     autoscaling: autoscalingSchema
       .optional()
       .describe(
-        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See docs/operating.md, Autoscaling and observability.",
+        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See docs/scaling.md, Autoscaling and observability.",
       )
       .meta(unsetMeans("none: a fixed number of pods (replicas)")),
     maxBatchSize: positiveInt.default(8).describe("max_batch_size of every model in the repository."),
@@ -359,7 +359,7 @@ export const servingSchema = z
     store: storeSchema
       .prefault({})
       .describe(
-        "The gateway's shared store, where team limits hold across gateway pods and usage is kept: {mode: managed | inCluster | none, storageGiB, storageClassName}. See docs/operating.md, Shared store.",
+        "The gateway's shared store, where team limits hold across gateway pods and usage is kept: {mode: managed | inCluster | none, storageGiB, storageClassName}. See docs/serving.md, Shared store.",
       ),
     int8Mode: z
       .number()
@@ -509,7 +509,7 @@ export const configSchema = z
       .record(z.string(), modelEntrySchema)
       .optional()
       .describe(
-        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/operating.md, Several models.",
+        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/serving.md, Several models.",
       )
       .meta(unsetMeans("none: a stack sets model or models")),
     build: buildSchema.prefault({}),

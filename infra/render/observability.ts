@@ -454,7 +454,7 @@ function tritonRules(i: ObservabilityInput): AlertRule[] {
       labels: sev("warning"),
       annotations: {
         summary: `${i.deployment} has pods not ready for longer than a cold start`,
-        description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see docs/operating.md, "Troubleshooting" (Pending, image pull, model load).`,
+        description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see docs/operations.md, "Troubleshooting" (Pending, image pull, model load).`,
       },
     },
     {
@@ -501,7 +501,7 @@ function storeRules(i: ObservabilityInput): AlertRule[] {
       annotations: {
         summary: `{{ $value }} pod(s) of ${i.gatewayDeployment} cannot reach the shared store`,
         description:
-          "Those pods enforce each team's limits divided by the gateway pod count, on their own; usage they serve is kept in memory and written once the store answers. Check the store (ElastiCache, or the in-cluster Valkey pod) and the gateway's 'store unreachable' log line: see docs/operating.md, Shared store.",
+          "Those pods enforce each team's limits divided by the gateway pod count, on their own; usage they serve is kept in memory and written once the store answers. Check the store (ElastiCache, or the in-cluster Valkey pod) and the gateway's 'store unreachable' log line: see docs/serving.md, Shared store.",
       },
     },
   ];

@@ -69,6 +69,10 @@ describe("documentation pages", () => {
   it("are README.md and the pages by audience", () => {
     for (const page of [
       "operating",
+      "build",
+      "serving",
+      "scaling",
+      "operations",
       "config-reference",
       "consuming",
       "outputs",
