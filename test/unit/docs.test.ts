@@ -9,13 +9,22 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
+import { GPU_FAMILIES, GPU_MODELS } from "../../infra/catalog/gpus";
+import { MODEL_PRESETS } from "../../infra/model/catalog";
 
 const ROOT = join(__dirname, "..", "..");
+/** README.md, docs/*.md and the pages one folder down (docs/extending/). */
 const PAGES = [
   "README.md",
-  ...readdirSync(join(ROOT, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .map((f) => `docs/${f}`),
+  ...readdirSync(join(ROOT, "docs"), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? readdirSync(join(ROOT, "docs", e.name))
+          .filter((f) => f.endsWith(".md"))
+          .map((f) => `docs/${e.name}/${f}`)
+      : e.name.endsWith(".md")
+        ? [`docs/${e.name}`]
+        : [],
+  ),
 ];
 
 function read(page: string): string {
@@ -82,6 +91,14 @@ describe("documentation pages", () => {
       "development",
     ])
       expect(PAGES).toContain(`docs/${page}.md`);
+  });
+
+  it("give each extension point its page, linked from docs/development.md", () => {
+    const development = read("docs/development.md");
+    for (const page of ["gpu-family", "model", "build-step", "gateway-route", "cost-line"]) {
+      expect(PAGES).toContain(`docs/extending/${page}.md`);
+      expect(development).toContain(`(extending/${page}.md)`);
+    }
   });
 
   it("each open with a table of contents that lists their sections", () => {
@@ -152,5 +169,34 @@ describe("documentation pages", () => {
     const redrawn = "flowchart LR\n  X[host-ready] --> Y[fetch]\n  Y -- weights --> Z[convert]\n";
     expect([...diagramEdges(picture)]).toEqual(["host-ready -> fetch", "fetch -> convert"]);
     expect(diagramEdges(redrawn)).toEqual(diagramEdges(picture));
+  });
+
+  it("list every catalog entry in the hand-written catalog tables of docs/config-reference.md", () => {
+    const text = read("docs/config-reference.md");
+    const section = (title: string) => {
+      const start = text.indexOf(`\n## ${title}\n`);
+      return text.slice(start, text.indexOf("\n## ", start + 1));
+    };
+    // A preset's row names it in backticks (`codegen-2b-mono` / `-multi` covers both flavours).
+    const models = section("Model catalog");
+    const missingPresets = MODEL_PRESETS.map((p) => p.name).filter((name) => {
+      const [stem, flavour] = name.split(/-(?=mono$|multi$)/);
+      return !models.includes(`\`${name}\``) && !(flavour && models.includes(`\`${stem}-mono\` / \`-multi\``));
+    });
+    expect(missingPresets).toEqual([]);
+    const gpus = section("GPU catalog");
+    const rows = gpus.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| GPU"));
+    expect(
+      Object.keys(GPU_FAMILIES).filter(
+        (f) =>
+          !rows.some((r) =>
+            r
+              .split(" | ")[1]
+              ?.split(/[ ,/]+/)
+              .includes(f),
+          ),
+      ),
+    ).toEqual([]);
+    expect(Object.values(GPU_MODELS).filter((g) => !gpus.includes(String(g.memoryBandwidthGBps)))).toEqual([]);
   });
 });
