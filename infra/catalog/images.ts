@@ -74,3 +74,24 @@ export const VALKEY_IMAGE: ImagePin = {
 export function pinnedRef(i: ImagePin): string {
   return `${i.repository}@${i.digest}`;
 }
+
+/**
+ * The GPU metrics exporter on every GPU node (render/observability.ts): dcgm-exporter release
+ * 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter tag of 2026-05-06). Distroless
+ * flavour: no shell, runs as the image's own non-root user (uid 1000, the non-profiling mode
+ * NVIDIA's chart documents), whose group the pod runs as too.
+ */
+export const DCGM_EXPORTER_IMAGE: ImagePin = {
+  repository: "nvcr.io/nvidia/k8s/dcgm-exporter",
+  tag: "4.5.3-4.8.2-distroless",
+  digest: "sha256:60d3b00ac80b4ae77f94dae2f943685605585ad9e92fdccda3154d009ae317cc",
+  source:
+    "NVIDIA's own pin of the tag: NVIDIA/gpu-operator commit d927f86e8c6868dc690abbee790dc018a87e2c83 " +
+    '("Update nvcr.io/nvidia/k8s/dcgm-exporter Docker tag to v4.5.3-4.8.2-distroless", 2026-05-05), ' +
+    "bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml relatedImages; independent public pins of " +
+    'the same tag agree (a Terraform output naming it the "multi-platform" image, Dockerfile ARGs). A different ' +
+    "digest seen in private mirror lists is a registry copy, not NVIDIA's index",
+  checked: "2026-11-25",
+  uid: 1000,
+  gid: 1000,
+};

@@ -233,7 +233,7 @@ export function supportRows(input: SupportInput, today: string): SupportRow[] {
       key: "build.tritonVersion",
       value: input.tritonVersion,
       fix: image.acknowledged
-        ? 'none while FasterTransformer\'s backend needs this Triton; docs/operating.md, "Support dates"'
+        ? 'none while FasterTransformer\'s backend needs this Triton; docs/build.md, "Support dates"'
         : "use a Triton release whose Python is supported",
     });
   }

@@ -8,8 +8,10 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
 import type { PolicyDocument } from "./iam";
+import { CHARTS } from "../catalog/charts";
 
-export const KARPENTER_VERSION = "v1.14.1";
+/** The release of the pinned chart (infra/catalog/charts.ts): its template is vendored under that tag's name. */
+export const KARPENTER_VERSION = `v${CHARTS.karpenter.appVersion}`;
 const DATA_DIR = path.resolve(__dirname, "../data/karpenter", KARPENTER_VERSION);
 
 /** `!Sub "..."` and friends, kept as tagged values so their text can be substituted. */

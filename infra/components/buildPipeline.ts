@@ -60,13 +60,21 @@ export interface BuildPipelineArgs {
    * one builder) and the builder's triton_with_ft. Without `host` the pipeline
    * owns its builder: host-ready and triton_with_ft (for its GPU family) are
    * its own steps beside the model's fetch, convert, gemm and bake.
-   * Default: none (the stack's first pipeline runs every step).
+   * @default none: the stack's first pipeline, which runs every step
    */
-  readonly shared?: { readonly stack: BuildPipeline; readonly host?: BuildPipeline };
+  readonly shared?: {
+    readonly stack: BuildPipeline;
+    /**
+     * The pipeline that owns the builder this one runs on.
+     * @default none: this pipeline owns its builder
+     */
+    readonly host?: BuildPipeline;
+  };
   /**
    * Input hashes of the further models' steps that run on this pipeline's
    * builder (keyed `<model>/<step>`): a change to any of them must start a
    * stopped builder too.
+   * @default none: no further model's step runs on this builder
    */
   readonly hostedStepHashes?: Readonly<Record<string, string>>;
 }

@@ -16,11 +16,17 @@ export interface BuilderArgs {
   readonly instanceType: string;
   /** Root volume in GiB (the plan's build.builderDiskGiB). */
   readonly diskGiB: number;
-  /** Pinned AMI; unset, the newest DLAMI matching DLAMI_NAME_FILTER (and later DLAMIs are ignored). */
+  /**
+   * Pinned AMI (build.builderAmiId): a later DLAMI then changes nothing.
+   * @default the newest DLAMI matching DLAMI_NAME_FILTER
+   */
   readonly amiId?: string;
   /** CIDRs allowed to SSH in (validated: never empty, never 0.0.0.0/0). */
   readonly sshAllowedCidrs: readonly string[];
-  /** A provided key pair (build.sshPublicKey + the sshPrivateKey secret); unset, one is generated. */
+  /**
+   * A provided key pair (build.sshPublicKey + the sshPrivateKey secret).
+   * @default a key pair generated with @pulumi/tls
+   */
   readonly sshKey?: { publicKey: string; privateKey: pulumi.Output<string> };
   /** `<project>-<stack>`: prefix of the key pair, role and instance names. */
   readonly namePrefix: string;

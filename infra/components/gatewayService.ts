@@ -24,9 +24,15 @@ export interface GatewayServiceArgs {
   readonly workload: GatewayWorkloadInput;
   /** Teams that call the endpoint (serving.consumers): each gets a generated API key, stored only as a hash in the cluster. */
   readonly consumers: readonly string[];
-  /** Entries whose team holds the key (keySha256): their hashes, used as given; no key is generated for them. */
+  /**
+   * Entries whose team holds the key (keySha256): their hashes, used as given; no key is generated for them.
+   * @default none: every entry's key is generated
+   */
   readonly heldKeys?: Readonly<Record<string, readonly string[]>>;
-  /** Each team's own limits (serving.consumers' map form), written beside its key hashes. */
+  /**
+   * Each team's own limits (serving.consumers' map form), written beside its key hashes.
+   * @default none: every team takes the gateway's default limits
+   */
   readonly teams?: Readonly<Record<string, TeamLimitsFile>>;
   /** Gateway image by digest, from the build pipeline. */
   readonly image: pulumi.Input<string>;
@@ -36,7 +42,10 @@ export interface GatewayServiceArgs {
   readonly dependsOn: pulumi.Resource[];
   /** The load balancer controller: without it nothing provisions the NLB. */
   readonly loadBalancerReady: pulumi.Resource[];
-  /** The shared store (components/sharedStore.ts): its address goes into the config, and the pods wait for it. */
+  /**
+   * The shared store (components/sharedStore.ts): its address goes into the config, and the pods wait for it.
+   * @default none: each gateway pod counts on its own (serving.store.mode none)
+   */
   readonly store?: { host: pulumi.Input<string>; ready: pulumi.Resource[] };
 }
 

@@ -26,6 +26,7 @@ export interface NetworkArgs {
   /**
    * The stack creates its EKS cluster in these subnets: their AZs are checked
    * against the ones where EKS places no control-plane subnets, at preview.
+   * @default false: no AZ check (the cluster is elsewhere)
    */
   readonly eksControlPlane?: boolean;
 }

@@ -23,32 +23,8 @@ import {
   interruptionRules,
 } from "../cloud/karpenter";
 import { serviceAccountTrustPolicy } from "../cloud/iam";
+import { CHARTS } from "../catalog/charts";
 
-/** Pinned charts, checked against the upstream tags (docs/operating.md "Versions pinned"). */
-export const SCALING_CHARTS = {
-  keda: {
-    chart: "keda",
-    repo: "https://kedacore.github.io/charts",
-    version: "2.20.2",
-    appVersion: "2.20.2",
-    source: "https://github.com/kedacore/charts/blob/v2.20.2/keda/Chart.yaml",
-  },
-  monitoring: {
-    chart: "kube-prometheus-stack",
-    repo: "https://prometheus-community.github.io/helm-charts",
-    version: "88.5.3",
-    appVersion: "v0.93.1",
-    source:
-      "https://github.com/prometheus-community/helm-charts/blob/kube-prometheus-stack-88.5.3/charts/kube-prometheus-stack/Chart.yaml",
-  },
-  karpenter: {
-    chart: "oci://public.ecr.aws/karpenter/karpenter",
-    repo: "oci://public.ecr.aws/karpenter",
-    version: "1.14.1",
-    appVersion: "1.14.1",
-    source: "https://github.com/aws/karpenter-provider-aws/releases/tag/v1.14.1",
-  },
-} as const;
 export const KEDA_NAMESPACE = "keda";
 
 /**
@@ -73,9 +49,9 @@ export function installMonitoring(
   return new k8s.helm.v3.Release(
     `${name}-monitoring`,
     {
-      chart: SCALING_CHARTS.monitoring.chart,
-      version: SCALING_CHARTS.monitoring.version,
-      repositoryOpts: { repo: SCALING_CHARTS.monitoring.repo },
+      chart: CHARTS.monitoring.chart,
+      version: CHARTS.monitoring.version,
+      repositoryOpts: { repo: CHARTS.monitoring.repo },
       namespace: MONITORING_NAMESPACE,
       values: {
         fullnameOverride: "kps",
@@ -122,7 +98,10 @@ export interface ModelScaler {
 export interface ScalingArgs {
   /** What the stack shares (render/scaling.ts renderSharedScaling): DCGM, dashboard, alerts, the gateway's monitor and scaler. */
   readonly shared: SharedScalingManifests;
-  /** Each autoscaled model's ScaledObject and Deployment. Default: none (no model autoscales). */
+  /**
+   * Each autoscaled model's ScaledObject and Deployment.
+   * @default none: no model autoscales
+   */
   readonly models?: readonly ModelScaler[];
   /** The cluster's Kubernetes provider. */
   readonly provider: k8s.Provider;
@@ -167,9 +146,9 @@ export class Scaling extends pulumi.ComponentResource {
       const keda = new k8s.helm.v3.Release(
         `${name}-keda`,
         {
-          chart: SCALING_CHARTS.keda.chart,
-          version: SCALING_CHARTS.keda.version,
-          repositoryOpts: { repo: SCALING_CHARTS.keda.repo },
+          chart: CHARTS.keda.chart,
+          version: CHARTS.keda.version,
+          repositoryOpts: { repo: CHARTS.keda.repo },
           namespace: KEDA_NAMESPACE,
           createNamespace: true,
         },
@@ -193,13 +172,22 @@ export class Scaling extends pulumi.ComponentResource {
 }
 
 export interface GpuNodePoolArgs {
-  /** The first model's rendered NodePool (render/karpenter.ts), applied as rendered; absent when only further models autoscale. */
+  /**
+   * The first model's rendered NodePool (render/karpenter.ts), applied as rendered; absent when only further models autoscale.
+   * @default none: only further models autoscale
+   */
   readonly nodePool?: NodePool;
-  /** The rendered EC2NodeClass (render/karpenter.ts); the node role, subnets, security group and tags are filled in here. */
+  /**
+   * The rendered EC2NodeClass (render/karpenter.ts); the node role, subnets, security group and tags are filled in here.
+   * @default none: only further models autoscale
+   */
   readonly ec2NodeClass?: EC2NodeClass;
   /** AWS tags of the nodes the first model's pool launches (infra/tags.ts modelTags). */
   readonly nodeTags: Record<string, string>;
-  /** Further models' pools (a stack of several), each named after its model id, with its model's tags. */
+  /**
+   * Further models' pools (a stack of several), each named after its model id, with its model's tags.
+   * @default none: one model autoscales, or none
+   */
   readonly furtherPools?: ReadonlyArray<{
     id: string;
     nodePool: NodePool;
@@ -348,7 +336,7 @@ export class GpuNodePool extends pulumi.ComponentResource {
       const policy = new aws.iam.Policy(
         `${name}-karpenter-${policyName}`,
         {
-          description: `Karpenter controller (${policyName}), published with Karpenter ${SCALING_CHARTS.karpenter.appVersion}`,
+          description: `Karpenter controller (${policyName}), published with Karpenter ${CHARTS.karpenter.appVersion}`,
           policy: values.apply(([p, suffix, r, a, cn, q, n]) => {
             const doc = controllerPolicies({
               partition: p,
@@ -375,8 +363,8 @@ export class GpuNodePool extends pulumi.ComponentResource {
     return new k8s.helm.v3.Release(
       `${name}-karpenter`,
       {
-        chart: SCALING_CHARTS.karpenter.chart,
-        version: SCALING_CHARTS.karpenter.version,
+        chart: CHARTS.karpenter.chart,
+        version: CHARTS.karpenter.version,
         namespace: KARPENTER_NAMESPACE,
         values: {
           settings: { clusterName: kc.clusterName, interruptionQueue: queue.name },

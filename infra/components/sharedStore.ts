@@ -50,7 +50,10 @@ export interface SharedStoreArgs {
   readonly provider: k8s.Provider;
   /** The namespace (Triton's service): the store's Kubernetes objects go in it. */
   readonly dependsOn: pulumi.Resource[];
-  /** Required with plan.mode managed. */
+  /**
+   * Required with plan.mode managed.
+   * @default none: the store is in-cluster or off (plan.mode inCluster or none)
+   */
   readonly managed?: ManagedStoreNetwork;
 }
 

@@ -33,12 +33,16 @@ export interface TritonServiceArgs {
   readonly provider: k8s.Provider;
   /** GPU nodes and the device plugin: the pods cannot schedule before them. */
   readonly gpuReady: pulumi.Resource[];
-  /** The stack-installed Prometheus Operator, if any: the ServiceMonitor waits for its CRD. */
+  /**
+   * The stack-installed Prometheus Operator, if any: the ServiceMonitor waits for its CRD.
+   * @default none: no stack-installed Prometheus Operator to wait for
+   */
   readonly monitoringReady?: pulumi.Resource[];
   /**
    * The serving namespace when another model's TritonService created it (a
    * stack of several models shares one namespace; the first model's service
    * creates it, keeping a one-model stack's resource names).
+   * @default none: this service creates the namespace (the first model's)
    */
   readonly namespace?: k8s.core.v1.Namespace;
 }

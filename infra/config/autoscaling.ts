@@ -3,6 +3,7 @@
  * apart from schema.ts so the scaling keys, their defaults and their semantic
  * checks (autoscalingProblems) live next to each other. Pure, no Pulumi.
  */
+import { unsetMeans } from "./statedDefault";
 import { z } from "zod";
 
 /** Karpenter capacity types this stack offers: on-demand (default) or spot with on-demand fallback. */
@@ -13,7 +14,7 @@ export type CapacityType = (typeof CAPACITY_TYPES)[number];
 export const MONITORING_NAMESPACE = "monitoring";
 export const STACK_PROMETHEUS_URL = `http://prometheus-operated.${MONITORING_NAMESPACE}.svc:9090`;
 
-/** Default target of the queue/compute ratio; docs/operating.md "Autoscaling and observability" explains the choice. */
+/** Default target of the queue/compute ratio; docs/scaling.md "Autoscaling and observability" explains the choice. */
 export const DEFAULT_QUEUE_COMPUTE_TARGET = 0.5;
 
 export const autoscalingSchema = z
@@ -36,9 +37,8 @@ export const autoscalingSchema = z
       .string()
       .regex(/^https?:\/\/[^\s/]+(\/\S*)?$/, "an http(s) URL such as http://prometheus.monitoring.svc:9090")
       .optional()
-      .describe(
-        "Your Prometheus that scrapes Triton, for the KEDA scaler. Unset: the stack installs kube-prometheus-stack and uses it.",
-      ),
+      .describe("Your Prometheus that scrapes Triton, for the KEDA scaler.")
+      .meta(unsetMeans("none: the stack installs kube-prometheus-stack and uses it")),
     capacityType: z
       .enum(CAPACITY_TYPES)
       .default("on-demand")

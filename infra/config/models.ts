@@ -100,7 +100,7 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
       "models",
       Object.keys(models),
       "is set together with triton-ft:model",
-      "keep one form: move triton-ft:model into triton-ft:models as one entry (docs/operating.md, Several models), or remove triton-ft:models",
+      "keep one form: move triton-ft:model into triton-ft:models as one entry (docs/serving.md, Several models), or remove triton-ft:models",
     );
     return [];
   }

@@ -71,7 +71,7 @@ export function platformFindings(
       key: "build",
       value: { tritonVersion: b.tritonVersion, backendCommit: b.backendCommit, ftCommit: b.ftCommit },
       message: pinWarning,
-      fix: "pin a known-good set (see docs/operating.md, Upstream pins) unless this set has built for you before",
+      fix: "pin a known-good set (see docs/build.md, Upstream pins) unless this set has built for you before",
     });
   }
 

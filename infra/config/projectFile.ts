@@ -15,6 +15,7 @@ import { stringify } from "yaml";
 import { z } from "zod";
 import { SECRET_KEYS, configSchema } from "./schema";
 import type { JsonSchema } from "./reference";
+import { STATED_DEFAULT } from "./statedDefault";
 
 /** One entry of the block, as Pulumi's ProjectConfigType has it. */
 export interface ProjectConfigEntry {
@@ -68,7 +69,9 @@ export function projectConfigEntries(): Record<string, ProjectConfigEntry> {
     } else if (s.properties) {
       const required = new Set(s.required ?? []);
       const fields = Object.entries(s.properties).map(([field, fs]) => {
-        const dflt = fs.default !== undefined ? `, default ${JSON.stringify(fs.default)}` : "";
+        const stated = fs[STATED_DEFAULT];
+        const dflt =
+          fs.default !== undefined ? `, default ${JSON.stringify(fs.default)}` : stated ? `, default: ${stated}` : "";
         const req = required.has(field) && fs.default === undefined ? ", required" : "";
         return `  ${field} (${typeName(fs)}${dflt}${req}): ${fs.description ?? ""}`.trimEnd();
       });

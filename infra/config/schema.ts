@@ -15,6 +15,7 @@ import { unknownKeyProblems } from "./keys";
 import { autoscalingSchema } from "./autoscaling";
 import { K8S_NAMESPACES } from "./limits";
 import { FAMILIES } from "../model/types";
+import { unsetMeans } from "./statedDefault";
 
 export const PROJECT = "triton-ft";
 
@@ -54,7 +55,8 @@ const modelSourceSchema = z.union([
             .string()
             .url()
             .optional()
-            .describe("https URL of a mesh-transformer-jax slim checkpoint (.tar.zstd). Defaults to the preset's."),
+            .describe("https URL of a mesh-transformer-jax slim checkpoint (.tar.zstd).")
+            .meta(unsetMeans("the preset's archive URL")),
           sha256: z.string().describe('SHA-256 of the archive (64 hex), quoted in YAML: sha256: "…".'),
           tokenizerRevision: z
             .string()
@@ -86,28 +88,31 @@ export const modelSchema = z
       .optional()
       .describe(
         'Catalog preset name (see docs/config-reference.md, "Model catalog"). Supplies family, architecture and token ids.',
-      ),
+      )
+      .meta(unsetMeans("none: family, arch and source given explicitly")),
     family: z
       .enum(FAMILIES)
       .optional()
-      .describe("gptneox | gptj | gpt | codegen. Required without a preset; must match the preset's family with one."),
+      .describe("gptneox | gptj | gpt | codegen. Required without a preset; must match the preset's family with one.")
+      .meta(unsetMeans("the preset's family")),
     source: modelSourceSchema
       .optional()
       .describe(
         "{huggingface: {repo, revision}} (revision: a 40-hex commit, required) or, for the gpt-j-6b-jax preset, {archive: {sha256, tokenizerRevision, url?}} (sha256 quoted; tokenizerRevision a 40-hex commit).",
-      ),
+      )
+      .meta(unsetMeans("none: required (the weights are pinned to a commit or a checksum)")),
     arch: archSchema
       .optional()
       .describe(
         "Explicit architecture for models without a preset: layers, hidden, heads, ffn, vocab, rotaryDims, maxPositions, startId, endId, as in the model's config.json.",
-      ),
+      )
+      .meta(unsetMeans("the preset's architecture")),
     name: z
       .string()
       .regex(/^[a-z0-9][a-z0-9-]{0,38}$/, "lowercase letters, digits and '-', at most 39 characters")
       .optional()
-      .describe(
-        "Short name used in resource and image names. Defaults to the preset name or the repo's last path segment.",
-      ),
+      .describe("Short name used in resource and image names.")
+      .meta(unsetMeans("the preset name, or the repo's last path segment")),
   })
   .strict();
 
@@ -132,11 +137,16 @@ export const buildSchema = z
       .describe(
         "nvcr.io/nvidia/tritonserver:<version>-py3 base of triton_with_ft. The FT backend last built against 23.05.",
       ),
-    backendCommit: z.string().optional().describe("Pinned fastertransformer_backend commit (40 hex). Required."),
+    backendCommit: z
+      .string()
+      .optional()
+      .describe("Pinned fastertransformer_backend commit (40 hex).")
+      .meta(unsetMeans("none: required")),
     ftCommit: z
       .string()
       .optional()
-      .describe("Pinned FasterTransformer commit (40 hex), passed to CMake as FT_DIR. Required."),
+      .describe("Pinned FasterTransformer commit (40 hex), passed to CMake as FT_DIR.")
+      .meta(unsetMeans("none: required")),
     builderInstanceType: z
       .union([z.string(), z.array(z.string()).min(1)])
       .default("g5.4xlarge")
@@ -145,14 +155,14 @@ export const buildSchema = z
       ),
     builderDiskGiB: positiveInt
       .optional()
-      .describe(
-        'Builder root volume in GiB. Defaults to a size derived from the model (see docs/config-reference.md, "Sizing formulas").',
-      ),
+      .describe("Builder root volume in GiB.")
+      .meta(unsetMeans('a size derived from the model (docs/config-reference.md, "Sizing formulas")')),
     builderAmiId: z
       .string()
       .regex(/^ami-[0-9a-f]{8,17}$/, "an AMI id such as ami-0123456789abcdef0")
       .optional()
-      .describe("Pin the builder AMI. Defaults to the newest AWS Deep Learning AMI (GPU) matched by filter."),
+      .describe("Pin the builder AMI.")
+      .meta(unsetMeans("the newest AWS Deep Learning AMI (GPU) matched by filter")),
     sshAllowedCidrs: z
       .array(cidr)
       .default([])
@@ -162,9 +172,8 @@ export const buildSchema = z
     sshPublicKey: z
       .string()
       .optional()
-      .describe(
-        "OpenSSH public key for the builder. Without it a key pair is generated with @pulumi/tls and kept secret.",
-      ),
+      .describe("OpenSSH public key for the builder.")
+      .meta(unsetMeans("none: a key pair is generated with @pulumi/tls and kept secret")),
     stopBuilderWhenDone: z
       .boolean()
       .default(false)
@@ -173,7 +182,8 @@ export const buildSchema = z
       .optional()
       .describe(
         "{stackReference}: build nothing; serve the images (by digest) that the named stack built, after checking each model's model plan (what its image is built from) equals this stack's (docs/delivery.md, Promotion). Only build.tritonVersion, build.backendCommit and build.ftCommit (the pins the images carry) may be set beside it.",
-      ),
+      )
+      .meta(unsetMeans("none: the stack builds its own images")),
   })
   .strict();
 
@@ -196,29 +206,32 @@ export const teamLimitsSchema = z
   .object({
     requestsPerMinute: positiveInt
       .optional()
-      .describe("Requests per minute, across all gateway pods (per pod with serving.store.mode none). Default 600."),
+      .describe("Requests per minute, across all gateway pods (per pod with serving.store.mode none).")
+      .meta(unsetMeans("600 (the gateway's default)")),
     tokensPerMinute: positiveInt
       .optional()
       .describe(
-        "Tokens (prompt + max_tokens reserved, settled to the real usage) per minute, across all gateway pods (per pod with serving.store.mode none). Default: no limit.",
-      ),
+        "Tokens (prompt + max_tokens reserved, settled to the real usage) per minute, across all gateway pods (per pod with serving.store.mode none).",
+      )
+      .meta(unsetMeans("no limit")),
     maxConcurrent: positiveInt
       .optional()
-      .describe(
-        "Prompts in flight at once, across all gateway pods (per pod with serving.store.mode none). Default max(2, serving.maxBatchSize).",
-      ),
+      .describe("Prompts in flight at once, across all gateway pods (per pod with serving.store.mode none).")
+      .meta(unsetMeans("max(2, serving.maxBatchSize)")),
     share: z
       .number()
       .positive()
       .optional()
-      .describe("Weight of the team's fair share of the gateway's in-flight cap. Default 1."),
+      .describe("Weight of the team's fair share of the gateway's in-flight cap.")
+      .meta(unsetMeans("1")),
     models: z
       .array(z.string().min(1))
       .min(1)
       .optional()
       .describe(
-        "The model ids the team's keys may use. Default: every model. Another model answers the team's key as if it did not exist (404 model_not_found).",
-      ),
+        "The model ids the team's keys may use. Another model answers the team's key as if it did not exist (404 model_not_found).",
+      )
+      .meta(unsetMeans("every model")),
   })
   .strict();
 export type TeamLimits = z.infer<typeof teamLimitsSchema>;
@@ -245,14 +258,15 @@ export const consumerSettingsSchema = teamLimitsSchema
       .optional()
       .describe(
         "SHA-256 (64 hex) of each key the team holds in its own secret store: no key is generated, the key never enters Pulumi state, apiKeys.<entry> reads `external`. Two hashes during a rotation.",
-      ),
+      )
+      .meta(unsetMeans("none: a key is generated (secret output apiKeys.<entry>)")),
   })
   .strict();
 export type ConsumerSettings = z.infer<typeof consumerSettingsSchema>;
 
 /**
  * The gateway's shared store (Valkey): where team limits are counted across
- * gateway pods and usage is kept (docs/operating.md "Shared store").
+ * gateway pods and usage is kept (docs/serving.md "Shared store").
  */
 export const storeSchema = z
   .object({
@@ -260,18 +274,19 @@ export const storeSchema = z
       .enum(["managed", "inCluster", "none"])
       .optional()
       .describe(
-        "managed: an ElastiCache Serverless cache (Valkey, TLS, AUTH), cluster.mode create only; inCluster: a Valkey Deployment beside the gateway, with a volume; none: every limit and usage count per gateway pod. Default: managed with cluster.mode create, else inCluster.",
-      ),
+        "managed: an ElastiCache Serverless cache (Valkey, TLS, AUTH), cluster.mode create only; inCluster: a Valkey Deployment beside the gateway, with a volume; none: every limit and usage count per gateway pod.",
+      )
+      .meta(unsetMeans("managed with cluster.mode create, else inCluster")),
     storageGiB: positiveInt
       .optional()
-      .describe(
-        "inCluster: size of the Valkey volume (its append-only file: counters and usage survive restarts). Default 1.",
-      ),
+      .describe("inCluster: size of the Valkey volume (its append-only file: counters and usage survive restarts).")
+      .meta(unsetMeans("1")),
     storageClassName: z
       .string()
       .regex(K8S_NAMESPACES.label, "a StorageClass name")
       .optional()
-      .describe("inCluster: StorageClass of the Valkey volume. Default: the cluster's default class."),
+      .describe("inCluster: StorageClass of the Valkey volume.")
+      .meta(unsetMeans("the cluster's default class")),
   })
   .strict();
 export type StoreSettings = z.infer<typeof storeSchema>;
@@ -286,8 +301,9 @@ export const servingSchema = z
     autoscaling: autoscalingSchema
       .optional()
       .describe(
-        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See docs/operating.md, Autoscaling and observability.",
-      ),
+        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See docs/scaling.md, Autoscaling and observability.",
+      )
+      .meta(unsetMeans("none: a fixed number of pods (replicas)")),
     maxBatchSize: positiveInt.default(8).describe("max_batch_size of every model in the repository."),
     maxInputLen: positiveInt
       .default(512)
@@ -295,7 +311,8 @@ export const servingSchema = z
     maxOutputLen: positiveInt.default(256).describe("Largest max_tokens a request may ask for."),
     maxChoiceTokens: positiveInt
       .optional()
-      .describe("Cap on n (or best_of) × max_tokens per prompt. Defaults to maxOutputLen × maxBatchSize."),
+      .describe("Cap on n (or best_of) × max_tokens per prompt.")
+      .meta(unsetMeans("maxOutputLen × maxBatchSize")),
     loadBalancerScheme: z
       .enum(["internal", "internet-facing"])
       .default("internal")
@@ -336,14 +353,13 @@ export const servingSchema = z
       .string()
       .regex(/^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate\/[A-Za-z0-9-]+$/, "an ACM certificate ARN")
       .optional()
-      .describe(
-        "ACM certificate for the load balancer's TLS listener (443). Required for internet-facing; without it the listener is plain HTTP on 80.",
-      ),
+      .describe("ACM certificate for the load balancer's TLS listener (443). Required for internet-facing.")
+      .meta(unsetMeans("none: the listener is plain HTTP on 80")),
     gatewayReplicas: positiveInt.default(2).describe("Gateway pods (on the system nodes)."),
     store: storeSchema
       .prefault({})
       .describe(
-        "The gateway's shared store, where team limits hold across gateway pods and usage is kept: {mode: managed | inCluster | none, storageGiB, storageClassName}. See docs/operating.md, Shared store.",
+        "The gateway's shared store, where team limits hold across gateway pods and usage is kept: {mode: managed | inCluster | none, storageGiB, storageClassName}. See docs/serving.md, Shared store.",
       ),
     int8Mode: z
       .number()
@@ -359,9 +375,9 @@ export const servingSchema = z
 
 export const gemmSchema = z
   .object({
-    batchSize: positiveInt.optional().describe("gpt_gemm batch size. Defaults to serving.maxBatchSize."),
+    batchSize: positiveInt.optional().describe("gpt_gemm batch size.").meta(unsetMeans("serving.maxBatchSize")),
     beamWidth: positiveInt.default(1).describe("gpt_gemm beam width."),
-    maxInputLen: positiveInt.optional().describe("gpt_gemm max input length. Defaults to serving.maxInputLen."),
+    maxInputLen: positiveInt.optional().describe("gpt_gemm max input length.").meta(unsetMeans("serving.maxInputLen")),
   })
   .strict();
 
@@ -374,7 +390,8 @@ export const clusterSchema = z
     stackReference: z
       .string()
       .optional()
-      .describe("org/project/stack whose outputs hold the cluster (mode stackReference)."),
+      .describe("org/project/stack whose outputs hold the cluster (mode stackReference).")
+      .meta(unsetMeans("none: required with mode stackReference")),
     kubeconfigOutput: z
       .string()
       .default("kubeconfig")
@@ -389,19 +406,24 @@ export const clusterSchema = z
       .describe(
         'EKS control-plane version (mode create), quoted ("1.35"). Refused when EKS does not offer it; a warning in extended support (infra/catalog/eks.ts).',
       ),
-    nodeRootVolumeGiB: positiveInt.optional().describe("GPU node root volume. Defaults to room for two server images."),
+    nodeRootVolumeGiB: positiveInt
+      .optional()
+      .describe("GPU node root volume.")
+      .meta(unsetMeans("room for two server images")),
     endpointAccess: z
       .enum(["public", "private"])
       .optional()
-      .describe(
-        "EKS API endpoint (mode create): private, or public from endpointPublicAccessCidrs only. Default: private when every build.sshAllowedCidrs entry is RFC 1918 (pulumi up runs inside the VPC or a network joined to it), else public.",
+      .describe("EKS API endpoint (mode create): private, or public from endpointPublicAccessCidrs only.")
+      .meta(
+        unsetMeans(
+          "private when every build.sshAllowedCidrs entry is RFC 1918 (pulumi up runs inside the VPC or a network joined to it), else public",
+        ),
       ),
     endpointPublicAccessCidrs: z
       .array(cidr)
       .optional()
-      .describe(
-        "CIDRs that may reach a public EKS API endpoint. Defaults to build.sshAllowedCidrs (where pulumi up runs). Never 0.0.0.0/0.",
-      ),
+      .describe("CIDRs that may reach a public EKS API endpoint. Never 0.0.0.0/0.")
+      .meta(unsetMeans("build.sshAllowedCidrs (where pulumi up runs)")),
   })
   .strict();
 
@@ -419,7 +441,8 @@ export const networkSchema = z
       .string()
       .regex(EC2_ID("vpc"), "a VPC id such as vpc-0123456789abcdef0")
       .optional()
-      .describe("Existing VPC id (mode existing)."),
+      .describe("Existing VPC id (mode existing).")
+      .meta(unsetMeans("none: required with mode existing")),
     publicSubnetIds: z
       .array(z.string().regex(EC2_ID("subnet"), "a subnet id such as subnet-0123456789abcdef0"))
       .default([])
@@ -478,13 +501,17 @@ export type ModelEntry = z.infer<typeof modelEntrySchema>;
 /** Every key of the `triton-ft:` namespace. Secrets (`hfToken`, `kubeconfig`) are handled apart. */
 export const configSchema = z
   .object({
-    model: modelSchema.optional().describe("The one model of a one-model stack. Exclusive with triton-ft:models."),
+    model: modelSchema
+      .optional()
+      .describe("The one model of a one-model stack. Exclusive with triton-ft:models.")
+      .meta(unsetMeans("none: a stack sets model or models")),
     models: z
       .record(z.string(), modelEntrySchema)
       .optional()
       .describe(
-        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/operating.md, Several models.",
-      ),
+        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/serving.md, Several models.",
+      )
+      .meta(unsetMeans("none: a stack sets model or models")),
     build: buildSchema.prefault({}),
     serving: servingSchema.prefault({}),
     gemm: gemmSchema.prefault({}),
@@ -514,6 +541,13 @@ export const SECRET_KEYS = {
   sshPrivateKey: "Private key matching build.sshPublicKey (Pulumi secret); pulumi up runs the build steps with it.",
 } as const;
 export type SecretKey = keyof typeof SECRET_KEYS;
+
+/** What each secret's absence means, the secrets' stated defaults (the config reference shows them). */
+export const SECRET_UNSET: Readonly<Record<SecretKey, string>> = {
+  hfToken: "none: downloads are anonymous",
+  kubeconfig: "none: required with cluster.mode kubeconfig",
+  sshPrivateKey: "none: required with build.sshPublicKey",
+};
 
 /** The subset of facts about secrets that validation may see: presence only (absent = not set). */
 export type SecretPresence = Partial<Record<SecretKey, boolean>>;

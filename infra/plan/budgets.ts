@@ -47,7 +47,7 @@ export type StepId = "host-ready" | "triton-with-ft" | "fetch" | "convert" | "ge
 
 export interface StepEstimate {
   seconds: number;
-  /** Seconds per part, for docs/operating.md and plan.json. */
+  /** Seconds per part, for docs/build.md and plan.json. */
   parts: Record<string, number>;
 }
 

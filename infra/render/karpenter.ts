@@ -8,17 +8,11 @@
  * Pure: the cluster-specific references (node role, subnets, security groups)
  * come in as values, which the component passes as Pulumi Outputs.
  */
+import { GPU_NODE_AMI } from "../catalog/amis";
 import { GPU_MODELS, type GpuInstance } from "../catalog/gpus";
 import type { CapacityType } from "../config/autoscaling";
 import type { AutoscalingPlan } from "../resolve/scaling";
 
-/**
- * EKS-optimized AL2023 AMI release, pinned: `al2023@latest` would drift every
- * node (and reload every model) on each AMI release. awslabs/amazon-eks-ami tag
- * v20260724 (2026-07-23). Raise it deliberately; Karpenter then replaces nodes
- * one at a time (disruption budget below).
- */
-export const AL2023_AMI_ALIAS = "al2023@v20260724";
 /** Nodes live at most 30 days, so they pick up a new pinned AMI and kernel patches even without a change here. */
 export const NODE_EXPIRE_AFTER = "720h";
 /** The root device of the AL2023 AMIs. */
@@ -183,7 +177,8 @@ export function renderNodePool(i: KarpenterInput): NodePool {
 
 export function renderEC2NodeClass(i: KarpenterInput): EC2NodeClass {
   const spec: EC2NodeClass["spec"] = {
-    amiSelectorTerms: [{ alias: AL2023_AMI_ALIAS }],
+    // The pinned release (infra/catalog/amis.ts): Karpenter replaces nodes one at a time when it moves (budgets above).
+    amiSelectorTerms: [{ alias: GPU_NODE_AMI.alias }],
     role: i.refs.role,
     subnetSelectorTerms: i.refs.subnetIds.map((id) => ({ id })),
     securityGroupSelectorTerms: i.refs.securityGroupIds.map((id) => ({ id })),

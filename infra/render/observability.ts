@@ -25,25 +25,8 @@ import { labelMatchers, queueComputeRatioQuery, selectorText, SCALED_MODEL, type
 
 import { RATE_WINDOW_SECONDS } from "../conventions/metrics";
 import { DCGM_EXPORTER_REQUESTS, ENSEMBLE_MODEL } from "../conventions/workload";
-/**
- * dcgm-exporter release 4.5.3-4.8.2 (DCGM 4.5.3, chart 4.8.2; NVIDIA/dcgm-exporter
- * tag of 2026-05-06). Distroless flavour: no shell, runs as non-root.
- *
- * Pinned by its multi-arch manifest-list digest (the baseline's images-by-digest rule).
- * The digest is NVIDIA's own pin of that tag: NVIDIA/gpu-operator commit
- * d927f86e8c6868dc690abbee790dc018a87e2c83 ("Update nvcr.io/nvidia/k8s/dcgm-exporter Docker
- * tag to v4.5.3-4.8.2-distroless", 2026-05-05), bundle/manifests/gpu-operator-certified.
- * clusterserviceversion.yaml relatedImages; independent public pins of the same tag agree
- * (a Terraform output naming it the "multi-platform" image, Dockerfile ARGs). A different
- * digest seen in private mirror lists is a registry copy, not NVIDIA's index.
- */
-export const DCGM_EXPORTER_TAG = "4.5.3-4.8.2-distroless";
-export const DCGM_EXPORTER_DIGEST = "sha256:60d3b00ac80b4ae77f94dae2f943685605585ad9e92fdccda3154d009ae317cc";
-/** By digest alone (the pack's DIGEST_REF shape); the tag it stands for is DCGM_EXPORTER_TAG. */
-export const DCGM_EXPORTER_IMAGE = `nvcr.io/nvidia/k8s/dcgm-exporter@${DCGM_EXPORTER_DIGEST}`;
+import { DCGM_EXPORTER_IMAGE, pinnedRef } from "../catalog/images";
 export const DCGM_PORT = 9400;
-/** Non-root UID for the exporter (NVIDIA's chart documents UID 1000 for the non-profiling mode). */
-export const DCGM_UID = 1000;
 /**
  * The DCGM fields this stack collects: all of them are in the exporter's
  * default-counters.csv (test/data/metrics/dcgm-exporter-default-counters.csv)
@@ -239,7 +222,7 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
           priorityClassName: "system-node-critical",
-          securityContext: podSecurityContext(DCGM_UID),
+          securityContext: podSecurityContext(DCGM_EXPORTER_IMAGE.uid),
           tolerations: [{ key: i.gpuTaint.key, operator: "Exists", effect: i.gpuTaint.effect }],
           affinity: {
             nodeAffinity: {
@@ -253,7 +236,8 @@ export function renderDcgmExporter(i: ObservabilityInput): DcgmExporter {
           containers: [
             {
               name: "dcgm-exporter",
-              image: DCGM_EXPORTER_IMAGE,
+              // By digest alone (the pack's DIGEST_REF shape); the pin, its tag and its source: infra/catalog/images.ts.
+              image: pinnedRef(DCGM_EXPORTER_IMAGE),
               args: ["-f", `${COUNTERS_DIR}/${COUNTERS_FILE}`],
               env: [
                 { name: "DCGM_EXPORTER_LISTEN", value: `:${DCGM_PORT}` },
@@ -470,7 +454,7 @@ function tritonRules(i: ObservabilityInput): AlertRule[] {
       labels: sev("warning"),
       annotations: {
         summary: `${i.deployment} has pods not ready for longer than a cold start`,
-        description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see docs/operating.md, "Troubleshooting" (Pending, image pull, model load).`,
+        description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see docs/operations.md, "Troubleshooting" (Pending, image pull, model load).`,
       },
     },
     {
@@ -517,7 +501,7 @@ function storeRules(i: ObservabilityInput): AlertRule[] {
       annotations: {
         summary: `{{ $value }} pod(s) of ${i.gatewayDeployment} cannot reach the shared store`,
         description:
-          "Those pods enforce each team's limits divided by the gateway pod count, on their own; usage they serve is kept in memory and written once the store answers. Check the store (ElastiCache, or the in-cluster Valkey pod) and the gateway's 'store unreachable' log line: see docs/operating.md, Shared store.",
+          "Those pods enforce each team's limits divided by the gateway pod count, on their own; usage they serve is kept in memory and written once the store answers. Check the store (ElastiCache, or the in-cluster Valkey pod) and the gateway's 'store unreachable' log line: see docs/serving.md, Shared store.",
       },
     },
   ];

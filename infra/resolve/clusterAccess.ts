@@ -26,7 +26,7 @@ export interface EndpointAccess {
   endpointPrivateAccess: true;
   /** Set only with public access. */
   publicAccessCidrs?: string[];
-  /** One line for synth's summary and docs/operating.md: why this mode. */
+  /** One line for synth's summary and docs/build.md: why this mode. */
   reason: string;
 }
 

@@ -9,7 +9,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "obj
 /**
  * A one-model config moved to the `models` form with one entry under `id`:
  * the model's keys, its serving keys and gemm go into the entry, as a user
- * migrating a live stack would write it (docs/operating.md, Several models).
+ * migrating a live stack would write it (docs/serving.md, Several models).
  */
 export function toModelsForm(raw: Record<string, unknown>, id: string): Record<string, unknown> {
   const { model, gemm, serving, ...rest } = structuredClone(raw);

@@ -12,6 +12,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { configSchema } from "../../infra/config/schema";
+import { configReference, type JsonSchema } from "../../infra/config/reference";
+import { STATED_DEFAULT } from "../../infra/config/statedDefault";
 
 const ROOT = resolve(__dirname, "..", "..");
 const INFRA = join(ROOT, "infra");
@@ -260,6 +264,59 @@ describe("architecture", () => {
     expect(offenders).toEqual([]);
   });
 
+  it("states the default of every optional field of a component's Args (@default)", () => {
+    const optional: string[] = [];
+    const offenders: string[] = [];
+    for (const f of files.filter((x) => x.includes("/infra/components/"))) {
+      const source = ts.createSourceFile(f, readFileSync(f, "utf8"), ts.ScriptTarget.Latest, true);
+      // The Args interface's fields and the fields of the object types written inline in them.
+      const visit = (members: ts.NodeArray<ts.TypeElement>, owner: string): void => {
+        for (const member of members) {
+          if (!ts.isPropertySignature(member)) continue;
+          const name = `${owner}.${member.name.getText(source)}`;
+          if (member.questionToken) {
+            optional.push(name);
+            if (!ts.getJSDocTags(member).some((t) => t.tagName.text === "default")) offenders.push(name);
+          }
+          if (member.type && ts.isTypeLiteralNode(member.type)) visit(member.type.members, name);
+        }
+      };
+      for (const node of source.statements)
+        if (ts.isInterfaceDeclaration(node) && node.name.text.endsWith("Args"))
+          visit(node.members, `${relative(ROOT, f)} ${node.name.text}`);
+    }
+    expect(optional.length).toBeGreaterThan(10);
+    expect(offenders).toEqual([]);
+  });
+
+  it("states the default of every optional config key: a zod default or unsetMeans(), shown in the config reference", () => {
+    const schema = z.toJSONSchema(configSchema, { io: "input", unrepresentable: "any" }) as JsonSchema;
+    const optional: string[] = [];
+    const offenders: string[] = [];
+    const visit = (s: JsonSchema, key: string): void => {
+      for (const alt of s.anyOf ?? []) visit(alt, key);
+      if (s.items) visit(s.items, `${key}[]`);
+      if (typeof s.additionalProperties === "object") visit(s.additionalProperties, `${key}.<name>`);
+      const required = new Set(s.required ?? []);
+      for (const [field, fs] of Object.entries(s.properties ?? {})) {
+        const path = key ? `${key}.${field}` : field;
+        if (!required.has(field)) {
+          optional.push(path);
+          if (fs.default === undefined && !fs[STATED_DEFAULT]) offenders.push(path);
+        }
+        visit(fs, path);
+      }
+    };
+    visit(schema, "");
+    expect(optional.length).toBeGreaterThan(60);
+    expect(offenders).toEqual([]);
+    // What the reference shows: every row's default cell holds a value, words or `required`, never `-`.
+    const rows = configReference()
+      .split("\n")
+      .filter((r) => r.startsWith("| `"));
+    expect(rows.filter((r) => r.split(" | ")[2] === "-")).toEqual([]);
+  });
+
   /**
    * Old paths still named in text a live stack hashes, with the file's path now: the model repository's header
    * (plan/modelRepository.ts HEADER) and images/server/python/tritonft/params.py are inside the bake step's input
@@ -297,19 +354,32 @@ describe("architecture", () => {
         new Set([...readFileSync(join(ROOT, p), "utf8").matchAll(/^#+ (.+)$/gm)].map((m) => m[1]?.trim())),
       ]),
     );
-    const sources = [...files, ...tsFiles(join(ROOT, "scripts")), ...tsFiles(join(ROOT, "test"))];
+    // The remote scripts' messages and the stack files' comments name sections too.
+    const shellAndStacks = [
+      ...allFiles(join(ROOT, "scripts")).filter((f) => f.endsWith(".sh")),
+      ...readdirSync(ROOT)
+        .filter((f) => /^Pulumi\.\w+\.yaml$/.test(f))
+        .map((f) => join(ROOT, f)),
+    ];
+    const sources = [...files, ...tsFiles(join(ROOT, "scripts")), ...tsFiles(join(ROOT, "test")), ...shellAndStacks];
+    // docs/operating.md is the map of the sections it held before the split: a section its table names
+    // is found there (a live stack's hashed script still points at it).
+    const operatingMap = readFileSync(join(ROOT, "docs", "operating.md"), "utf8");
+    const mapped = (section: string) =>
+      operatingMap.includes(`| ${section} |`) || operatingMap.includes(`| ↳ ${section} |`);
     const missing: string[] = [];
     let refs = 0;
     for (const f of sources.filter((x) => !x.endsWith("architecture.test.ts"))) {
       const text = readFileSync(f, "utf8");
-      // `docs/<page>.md "<Section>"` / `docs/<page>.md, "<Section>"` / `docs/<page>.md "<A>" and "<B>"`; the
-      // older `README, "<Section>"` resolves in README or any docs page (the sections moved there).
-      for (const m of text.matchAll(/(README|docs\/[\w.-]+\.md),? \(?((?:"[^"]+"(?:,? (?:and|or) )?)+)/g)) {
+      // `docs/<page>.md "<Section>"` / `docs/<page>.md, "<Section>"` / `docs/<page>.md "<A>" and "<B>"` (the quotes
+      // escaped inside a shell string); the older `README, "<Section>"` resolves in README or any docs page.
+      for (const m of text.matchAll(/(README|docs\/[\w.-]+\.md),? \(?((?:\\?"[^"\\]+\\?"(?:,? (?:and|or) )?)+)/g)) {
         const page = m[1] ?? "";
         const candidates = page === "README" ? pages : [page];
-        for (const s of (m[2] ?? "").matchAll(/"([^"]+)"/g)) {
+        for (const s of (m[2] ?? "").matchAll(/"([^"\\]+)\\?"/g)) {
           refs++;
-          if (!candidates.some((p) => headingsOf.get(p)?.has(s[1])))
+          const found = candidates.some((p) => headingsOf.get(p)?.has(s[1]));
+          if (!found && !(page === "docs/operating.md" && mapped(s[1] ?? "")))
             missing.push(`${relative(ROOT, f)}: ${page} "${s[1]}"`);
         }
       }

@@ -97,12 +97,12 @@ describe("step time budgets", () => {
   });
 });
 
-describe("docs/operating.md", () => {
+describe("docs/build.md", () => {
   it("lists every supported instance type and the measured conversion figures", async () => {
     const { readFileSync } = await import("node:fs");
     const { join } = await import("node:path");
     const { gpuInstanceTypes } = await import("../../infra/catalog/gpus");
-    const page = readFileSync(join(__dirname, "..", "..", "docs", "operating.md"), "utf8");
+    const page = readFileSync(join(__dirname, "..", "..", "docs", "build.md"), "utf8");
     for (const t of gpuInstanceTypes()) expect(page, t).toContain(t);
     for (const figure of ["13.5", "310.6", "71.4", "308.0", "28.1 GiB", "35.9 GiB"]) expect(page).toContain(figure);
   });

@@ -10,7 +10,7 @@ import {
   interruptionRules,
 } from "../../infra/cloud/karpenter";
 import { serviceAccountTrustPolicy } from "../../infra/cloud/iam";
-import { SCALING_CHARTS } from "../../infra/components/scaling";
+import { CHARTS } from "../../infra/catalog/charts";
 
 const DATA = path.resolve(__dirname, "../../infra/data/karpenter", KARPENTER_VERSION);
 const V = {
@@ -38,8 +38,8 @@ describe("Karpenter's published IAM template", () => {
     expect(source.version).toBe(KARPENTER_VERSION);
     expect(source.url).toContain(`/${KARPENTER_VERSION}/`);
     // The chart the stack installs is the release the policies come from.
-    expect(`v${SCALING_CHARTS.karpenter.version}`).toBe(KARPENTER_VERSION);
-    expect(source.chart.version).toBe(SCALING_CHARTS.karpenter.version);
+    expect(`v${CHARTS.karpenter.version}`).toBe(KARPENTER_VERSION);
+    expect(source.chart.version).toBe(CHARTS.karpenter.version);
   });
 
   it("yields the controller policies with every placeholder substituted", () => {

@@ -24,6 +24,7 @@ const NOT_OURS: ReadonlyArray<[RegExp, string]> = [
   [/^infra\/prod$/, "a Pulumi stack name in a test"],
   [/^test\/unit\/[ax]\.test\.ts$|^docs\/a\.md$/, "made-up paths a test feeds to the affected-stacks filter"],
   [/^test\/triton\/Pulumi$/, "the prefix of a Pulumi.<stack>.yaml name"],
+  [/^scripts\/convert\/nope\.py$/, "a missing helper a script test feeds to convert.sh on purpose"],
   [
     /^infra\/render\/modelRepository\.ts$/,
     "where the model repository's renderer lived when the live images were baked: the config.pbtxt header and a comment of the baked Python package still name it, since their text is in every live stack's bake hash (docs/architecture.md, Layers)",
@@ -40,7 +41,7 @@ function tracked(): string[] {
 function sources(files: readonly string[]): string[] {
   return files.filter(
     (f) =>
-      (/\.(md|ts|mts|mjs|sh|py|yml|yaml)$|Dockerfile$/.test(f) || f === ".ci/run") &&
+      (/\.(md|ts|mts|mjs|sh|bats|py|yml|yaml)$|Dockerfile$/.test(f) || f === ".ci/run") &&
       !f.startsWith("test/data/") &&
       !f.includes("/golden/") &&
       !f.startsWith("infra/data/") &&

@@ -8,7 +8,8 @@ import { resolveStack, formatProblems } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config/stack";
 import { crdObjects, scalingFiles, scrapeConfig, type StackScalingManifests } from "../../infra/render/scaling";
 import { queueComputeRatioQuery } from "../../infra/render/prometheus";
-import { AL2023_AMI_ALIAS, capacityTypes } from "../../infra/render/karpenter";
+import { capacityTypes } from "../../infra/render/karpenter";
+import { GPU_NODE_AMI } from "../../infra/catalog/amis";
 import { DCGM_COUNTERS, MODEL_SERIES_LABEL, nodeLabelMetaName } from "../../infra/render/observability";
 import { INSTANCE_TYPE_LABEL } from "../../infra/render/scheduling";
 import { planWorkload } from "../../infra/resolve/workload";
@@ -109,8 +110,8 @@ describe("Karpenter NodePool and EC2NodeClass", () => {
   it("boots the pinned AL2023 AMI (NVIDIA variant by instance type) with the derived encrypted root volume and IMDSv2", () => {
     const s = resolved(gptjAutoscaled());
     const nc = renderStackScaling(s, "dev", REFS).ec2NodeClass;
-    expect(nc?.spec.amiSelectorTerms).toEqual([{ alias: AL2023_AMI_ALIAS }]);
-    expect(AL2023_AMI_ALIAS).toMatch(/^al2023@v\d{8}$/);
+    expect(nc?.spec.amiSelectorTerms).toEqual([{ alias: GPU_NODE_AMI.alias }]);
+    expect(GPU_NODE_AMI.alias).toMatch(/^al2023@v\d{8}$/);
     expect(nc?.spec.blockDeviceMappings[0]).toMatchObject({
       deviceName: "/dev/xvda",
       rootVolume: true,

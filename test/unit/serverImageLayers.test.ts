@@ -1,5 +1,5 @@
 /**
- * Cold start: the server image's layer order (docs/operating.md "Cold start: image layers and pulling"). The weights
+ * Cold start: the server image's layer order (docs/scaling.md "Cold start: image layers and pulling"). The weights
  * layer sits directly on the triton_with_ft base and every file that changes with
  * the serving config comes after it, so a config-only change rebuilds, pushes and
  * pulls only small layers (EKS AL2023 nodes discard compressed layers after
