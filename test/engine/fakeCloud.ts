@@ -126,17 +126,73 @@ class Constructed extends pulumi.ComponentResource {
   }
 }
 
-/** A remote component, constructed as one component with the outputs its real plugin would give. */
+/** An AWS resource registered from inside a remote component, as its real plugin registers its children. */
+class Child extends pulumi.CustomResource {
+  constructor(type: string, name: string, props: pulumi.Inputs, options: pulumi.CustomResourceOptions) {
+    super(type, name, props, options);
+  }
+}
+
+/**
+ * The one AWS resource each remote component stands for, with the component's
+ * inputs that shape it: so a changed input (a node group's size, the VPC's
+ * layout) is an update the engine plans, as the real plugin's child would be.
+ * Inputs that are other resources (the node group's cluster) are left out.
+ */
+const CHILD: Record<string, { type: string; suffix: string; keys?: readonly string[] }> = {
+  "eks:index:Cluster": {
+    type: "aws:eks/cluster:Cluster",
+    suffix: "-eksCluster",
+    keys: [
+      "version",
+      "vpcId",
+      "publicSubnetIds",
+      "privateSubnetIds",
+      "endpointPrivateAccess",
+      "endpointPublicAccess",
+      "publicAccessCidrs",
+      "enabledClusterLogTypes",
+      "encryptionConfigKeyArn",
+      "authenticationMode",
+      "vpcCniOptions",
+      "tags",
+    ],
+  },
+  "eks:index:ManagedNodeGroup": {
+    type: "aws:eks/nodeGroup:NodeGroup",
+    suffix: "",
+    keys: [
+      "nodeRoleArn",
+      "amiType",
+      "instanceTypes",
+      "capacityType",
+      "launchTemplate",
+      "subnetIds",
+      "scalingConfig",
+      "taints",
+      "labels",
+      "tags",
+    ],
+  },
+  "awsx:ec2:Vpc": { type: "aws:ec2/vpc:Vpc", suffix: "" },
+};
+
+/** A remote component, constructed as one component and the AWS resource it stands for. */
 async function construct(
   name: string,
   type: string,
   inputs: pulumi.Inputs,
   options: pulumi.ComponentResourceOptions,
 ): Promise<provider.ConstructResult> {
-  void inputs;
   const { state } = resourceState(type, name, {});
   if (type === "eks:index:Cluster") state.kubeconfigJson = pulumi.secret(kubeconfig());
   const component = new Constructed(type, name, state, options);
+  const child = CHILD[type];
+  if (child) {
+    const keys = child.keys ?? Object.keys(inputs);
+    const props = Object.fromEntries(keys.flatMap((k) => (inputs[k] === undefined ? [] : [[k, inputs[k]]])));
+    new Child(child.type, `${name}${child.suffix}`, props, { parent: component });
+  }
   return { urn: component.urn, state };
 }
 
