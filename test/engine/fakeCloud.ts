@@ -114,7 +114,8 @@ function outputsOf(urn: string, inputs: Props): { id: string; outs: Props } {
 
 function kubeconfig(): string {
   const file = process.env.FAKE_CLOUD_KUBECONFIG;
-  if (!file) throw new Error("FAKE_CLOUD_KUBECONFIG is not set: the fake eks plugin hands out the suite's control plane");
+  if (!file)
+    throw new Error("FAKE_CLOUD_KUBECONFIG is not set: the fake eks plugin hands out the suite's control plane");
   return fs.readFileSync(file, "utf8");
 }
 
@@ -191,7 +192,8 @@ async function construct(
   if (child) {
     const keys = child.keys ?? Object.keys(inputs);
     const props = Object.fromEntries(keys.flatMap((k) => (inputs[k] === undefined ? [] : [[k, inputs[k]]])));
-    new Child(child.type, `${name}${child.suffix}`, props, { parent: component });
+    // The aws package's version, as the program's own AWS resources ask for it: one default aws provider.
+    new Child(child.type, `${name}${child.suffix}`, props, { parent: component, version: packageVersion("aws") });
   }
   return { urn: component.urn, state };
 }
@@ -225,13 +227,14 @@ export function fakeCloud(pkg: string, version: string): provider.Provider {
   };
 }
 
+/** The version of an installed @pulumi/<pkg> SDK: the plugin version the program's resources ask for. */
+function packageVersion(pkg: string): string {
+  const file = path.join(__dirname, "../../node_modules/@pulumi", pkg, "package.json");
+  return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version;
+}
+
 if (require.main === module) {
   const [pkg, ...args] = process.argv.slice(2);
   if (!pkg) throw new Error("usage: fakeCloud.ts <package> <engine address>");
-  const version = (
-    JSON.parse(
-      fs.readFileSync(path.join(__dirname, "../../node_modules/@pulumi", pkg, "package.json"), "utf8"),
-    ) as { version: string }
-  ).version;
-  void provider.main(fakeCloud(pkg, version), args);
+  void provider.main(fakeCloud(pkg, packageVersion(pkg)), args);
 }
