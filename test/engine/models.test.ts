@@ -49,6 +49,8 @@ const info = inject("k8s");
 const kube = new Kube(info.binDir, info.kubeconfig);
 
 const STACK = "prod";
+/** The kwok nodes' stack label and name prefix: apart from the other engine test's nodes on the same control plane. */
+const NODES = "seed-models";
 const BUILDING = "staging";
 const SOURCE = ["models", "seed-models"] as const;
 const REGION = testStackRegion(...SOURCE);
@@ -173,7 +175,7 @@ function fakeNodes(cfg: RawConfig): K8sObject[] {
     ),
   );
   return nodesFor({
-    name: STACK,
+    name: NODES,
     region: REGION,
     availabilityZones: 2,
     models: sp.models.map((m, i) => ({
@@ -218,7 +220,7 @@ beforeAll(async () => {
   });
   await kube.apply([
     ...fakeNodes(promoted(buildingWith({ [ADDED]: ADDED_MODEL }))),
-    nodeDaemonSet(STACK),
+    nodeDaemonSet(NODES),
     ...storeStorage(),
   ]);
   await publish(building, "build-1");
