@@ -35,7 +35,13 @@ export interface Engine {
   env: Record<string, string>;
 }
 
-export async function startEngine(dir: string): Promise<Engine> {
+/** What a suite adds to the engine's environment: plugin folders first on PATH, and variables the plugins read. */
+export interface EngineExtras {
+  path?: string[];
+  env?: Record<string, string>;
+}
+
+export async function startEngine(dir: string, extras: EngineExtras = {}): Promise<Engine> {
   const binDir = process.env.ENGINE_BIN_DIR;
   if (!binDir) throw new Error("ENGINE_BIN_DIR is not set: run the suite with bash test/engine/run.sh");
   const stateDir = path.join(dir, "state");
@@ -53,7 +59,8 @@ export async function startEngine(dir: string): Promise<Engine> {
     PULUMI_SKIP_UPDATE_CHECK: "true",
     PULUMI_SKIP_CONFIRMATIONS: "true",
     PULUMI_DIY_BACKEND_NO_LEGACY_WARNING: "true",
-    PATH: [binDir, path.dirname(process.execPath), process.env.PATH ?? ""].join(":"),
+    PATH: [...(extras.path ?? []), binDir, path.dirname(process.execPath), process.env.PATH ?? ""].join(":"),
+    ...extras.env,
   };
   return { binDir, dir, stateDir, command, env };
 }
@@ -74,13 +81,16 @@ export async function engineStack(engine: Engine, stackName: string, program: Pu
   );
 }
 
-/** Sets the stack's `triton-ft:` config to exactly `raw` (objects as JSON) plus the secrets, removing any other key. */
+/** Sets the stack's config to exactly `raw` under `triton-ft:` (objects as JSON), the secrets and `plain`, removing any other key. */
 export async function setStackConfig(
   stack: Stack,
   raw: RawConfig,
   secrets: Record<string, string> = {},
+  /** Other namespaces' keys, fully qualified (`aws:region`). */
+  plain: Record<string, string> = {},
 ): Promise<void> {
   const want: ConfigMap = {};
+  for (const [k, v] of Object.entries(plain)) want[k] = { value: v };
   for (const [k, v] of Object.entries(raw)) want[`${PROJECT}:${k}`] = { value: JSON.stringify(v) };
   for (const [k, v] of Object.entries(secrets)) want[`${PROJECT}:${k}`] = { value: v, secret: true };
   const have = await stack.getAllConfig();

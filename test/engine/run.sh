@@ -4,9 +4,11 @@
 #      Kubernetes provider (test/engine/build-engine.sh), and the control
 #      plane with kwok (test/k8s/build-control-plane.sh, shared with the k8s suite);
 #   2. vitest: start the control plane on 127.0.0.1, run the real program()
-#      in a promoted kubeconfig-mode stack through the Automation API
-#      (preview, up, updates, refresh, policy, destroy), and stop every
-#      process it started.
+#      through the Automation API in a promoted kubeconfig-mode stack (preview,
+#      up, updates, refresh, policy, destroy) and in the three-model example
+#      promoted in create mode with autoscaling and the in-cluster store (the
+#      cloud's plugins are test/engine/plugins/, fakes), and stop every process
+#      it started.
 # The runner's set-up and clean-up are the shared ones (test/lib/suite.sh).
 # With TEST_REPORT_DIR set, the JUnit report goes to engine.xml there.
 set -euo pipefail
