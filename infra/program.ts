@@ -112,6 +112,25 @@ function buildSide(
         tags: tags.stack,
       }),
   );
+  // Beside each builder, the CPU host that compiles its triton_with_ft (catalog/compileHosts.ts);
+  // same AMI, key, network and repositories, sized by the plan from the builder's SM list.
+  const compilers = sp.builders.map(
+    (bp, i) =>
+      new Builder(bp.compileHost.name, {
+        instanceType: bp.compileHost.instanceType,
+        diskGiB: bp.compileHost.diskGiB,
+        amiId: b.builderAmiId,
+        sshAllowedCidrs: b.sshAllowedCidrs,
+        sshKey: b.sshPublicKey
+          ? { publicKey: b.sshPublicKey, privateKey: validatedSecret(secrets, "sshPrivateKey") }
+          : undefined,
+        namePrefix: i === 0 ? `${prefix}-compile` : `${prefix}-compile-${bp.gpuModel.toLowerCase()}`,
+        vpcId: network.vpcId,
+        subnetId,
+        repositoryArns: [registry.tritonWithFt.arn],
+        tags: tags.stack,
+      }),
+  );
   const common = {
     region: aws.getRegionOutput().region,
     ecrRegistry: registry.tritonWithFt.repositoryUrl.apply((u) => u.split("/")[0] ?? u),
@@ -147,12 +166,24 @@ function buildSide(
             .filter((m) => m !== entry && m.builder === entry.builder)
             .flatMap((m) => m.plan.buildSteps.map((s) => [`${m.id}/${s.id}`, s.inputHash])),
         );
+    const compiler = compilers[entry.builder];
+    const bp = sp.builders[entry.builder];
+    const compiles = entry.plan.buildSteps.some((s) => s.host === "compiler");
     const pipeline = new BuildPipeline(modelResourceName("build", entry), {
       ...common,
       serverRepositoryUrl: serverRepository.repositoryUrl,
       steps: entry.plan.buildSteps,
       connection: connection(builder),
       instanceId: builder.instance.id,
+      ...(compiles && compiler && bp
+        ? {
+            compileHost: {
+              connection: connection(compiler),
+              instanceId: compiler.instance.id,
+              requiredFreeGiB: bp.compileHost.requiredFreeGiB,
+            },
+          }
+        : {}),
       ...(pipelines[0] ? { shared: { stack: pipelines[0], ...(host ? { host } : {}) } } : {}),
       ...(hostedStepHashes && Object.keys(hostedStepHashes).length > 0 ? { hostedStepHashes } : {}),
     });

@@ -48,7 +48,10 @@ export function summaryLines(r: CostReport, file?: string): string[] {
   for (const m of r.models)
     lines.push(`  ${m.id} critical path: ${m.criticalPath.map((s) => `${s.step} ${minutes(s.seconds)}`).join(" > ")}`);
   for (const b of r.buildRuns)
-    if (b.usd !== undefined) lines.push(`  one build run on ${b.instanceType}: ${b.hours.toFixed(1)} h, ${usd(b.usd)}`);
+    if (b.usd !== undefined)
+      lines.push(
+        `  one build run on ${b.instanceType}${b.compiles ? " (compile host, triton_with_ft)" : ""}: ${b.hours.toFixed(1)} h, ${usd(b.usd)}`,
+      );
   for (const w of r.warnings) lines.push(`  warning: ${w}`);
   return lines;
 }

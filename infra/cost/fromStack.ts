@@ -14,20 +14,35 @@ import { KEEP_IMAGES, PROTECTED_TAGS } from "../cloud/ecr";
 import { SYSTEM_NODES } from "../cloud/eks";
 import { GPU_MODELS } from "../catalog/gpus";
 import { eksSupport } from "../catalog/eks";
-import { ASSUMED, NLB_PROVISION_SECONDS, NLB_TARGET_REGISTRATION_SECONDS, NODE_BOOT_SECONDS } from "../catalog/timings";
+import {
+  ASSUMED,
+  COMPILE,
+  NLB_PROVISION_SECONDS,
+  NLB_TARGET_REGISTRATION_SECONDS,
+  NODE_BOOT_SECONDS,
+} from "../catalog/timings";
 import type { ResolvedStack } from "../config/stack";
-import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
+import { TRITON_WITH_FT_IMAGE_BYTES, compileHostDiskGiB, fp16WeightBytes } from "../model/sizing";
+import { compileHostFor } from "../catalog/compileHosts";
 import type { Plan } from "../plan";
 import { gatewayPlan } from "../plan/gateway";
 import type { StackPlan } from "../plan/stack";
-import { stepEstimates } from "../plan/budgets";
+import { stepEstimates, type StepEstimate, type StepId } from "../plan/budgets";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../resolve/network";
 import { registryPlan, type RegistryPlan } from "../plan/registry";
 import { namePrefix } from "../naming";
 import { budgetInputs } from "../plan/steps";
 import { GATEWAY_IMAGE_BYTES, STORE, TRAFFIC } from "./assumptions";
-import type { CapacityType, ModelCostInput, RegistryCostInput, StackCostInput, StoreCostInput } from "./input";
+import type {
+  BuilderCostInput,
+  CapacityType,
+  StepTiming,
+  ModelCostInput,
+  RegistryCostInput,
+  StackCostInput,
+  StoreCostInput,
+} from "./input";
 import type { StorePlan } from "../plan/store";
 
 export interface CostContext {
@@ -53,7 +68,7 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string = BUILD
   const a = sv.autoscaling;
   const k = plan.kubernetes;
   const inst = s.servingInstance;
-  const estimates = stepEstimates(budgetInputs(s));
+  const estimates = stepEstimates(budgetInputs(s, plan.build.smList));
   const nodes = a
     ? // Karpenter holds whole nodes for the pods that run: the floor at min, the ceiling at max.
       { min: Math.ceil(a.min / k.podsPerNode), max: Math.ceil(a.max / k.podsPerNode) }
@@ -80,15 +95,7 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string = BUILD
       kvCacheBytesPerGpu: s.memory.kvCacheBytes,
     },
     image: { baseBytes: TRITON_WITH_FT_IMAGE_BYTES, weightsBytes: fp16WeightBytes(s.model.family, s.model.arch) },
-    build: {
-      builder,
-      steps: plan.buildSteps.map((step) => ({
-        id: step.id,
-        dependsOn: [...step.dependsOn],
-        seconds: estimates[step.id].seconds,
-        inputHash: step.inputHash,
-      })),
-    },
+    build: { builder, steps: withCompileHost(plan.buildSteps, estimates) },
     serving: {
       nodeBootSeconds: NODE_BOOT_SECONDS[inst.gpuModel],
       pullSeconds: k.pullSeconds,
@@ -103,7 +110,29 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string = BUILD
   };
 }
 
-/** Every model the stack serves (one today; the multi-model plan maps plan.models here). */
+/** The compile host's readiness, as the estimate's graph has it: not a remote step, so no input hash of its own. */
+export const COMPILE_HOST_READY = "compile-host ready";
+
+/**
+ * The build steps as the estimate times them: each step at its estimate, and a
+ * step that runs on the compile host (triton_with_ft) also waits for that
+ * host's launch and first boot, which run beside the GPU builder's.
+ */
+function withCompileHost(steps: Plan["buildSteps"], estimates: Record<StepId, StepEstimate>): StepTiming[] {
+  const compiled = steps.some((st) => st.host === "compiler");
+  return [
+    ...(compiled
+      ? [{ id: COMPILE_HOST_READY, dependsOn: [], seconds: COMPILE.hostReadySeconds, inputHash: COMPILE_HOST_READY }]
+      : []),
+    ...steps.map((step) => ({
+      id: step.id,
+      dependsOn: step.host === "compiler" ? [...step.dependsOn, COMPILE_HOST_READY] : [...step.dependsOn],
+      seconds: estimates[step.id].seconds,
+      inputHash: step.inputHash,
+    })),
+  ];
+}
+
 /**
  * A stack's models, first to last. A further model's own steps wait for the
  * shared ones the first model's pipeline runs (triton_with_ft, and the host
@@ -135,6 +164,51 @@ export function modelEntries(s: ResolvedStack, plan: Plan, several?: SeveralMode
 export interface SeveralModels {
   models: readonly ResolvedStack[];
   plan: StackPlan;
+}
+
+/**
+ * The hosts the stack builds on: each GPU builder, and the CPU compile host
+ * beside it when that builder's triton_with_ft is compiled by this stack.
+ * A promoted stack builds nothing.
+ */
+function buildHosts(s: ResolvedStack, plan: Plan, promoted: boolean, several?: SeveralModels): BuilderCostInput[] {
+  if (promoted) return [];
+  const builders = several?.plan.builders ?? [
+    {
+      name: BUILDER_ID,
+      instanceType: plan.build.builderInstanceType,
+      diskGiB: plan.build.builderDiskGiB,
+      compileHost: compileHostOf(plan),
+    },
+  ];
+  const compiles = (several?.plan.models.map((m) => m.plan) ?? [plan]).some((p) =>
+    p.buildSteps.some((st) => st.host === "compiler"),
+  );
+  const volume = {
+    iops: BUILDER_VOLUME.iops,
+    throughputMiBps: BUILDER_VOLUME.throughputMiBps,
+    stopWhenDone: s.config.build.stopBuilderWhenDone,
+  };
+  return builders.flatMap((b): BuilderCostInput[] => [
+    { id: b.name, instanceType: b.instanceType, diskGiB: b.diskGiB, ...volume },
+    ...(compiles && b.compileHost
+      ? [
+          {
+            id: b.compileHost.name,
+            instanceType: b.compileHost.instanceType,
+            diskGiB: b.compileHost.diskGiB,
+            ...volume,
+            compilesFor: b.name,
+          },
+        ]
+      : []),
+  ]);
+}
+
+/** A one-model stack's compile host, as plan/stack.ts names and sizes it. */
+function compileHostOf(plan: Plan): { name: string; instanceType: string; diskGiB: number } {
+  const host = compileHostFor(plan.build.smList);
+  return { name: "compiler", instanceType: host.type, diskGiB: compileHostDiskGiB() };
 }
 
 /** Content-tagged images a repository keeps, plus the protected ones that may be older (infra/cloud/ecr.ts). */
@@ -215,19 +289,7 @@ export function costInput(s: ResolvedStack, plan: Plan, ctx: CostContext, severa
       publicAddresses: sv.loadBalancerScheme === "internet-facing" ? azs : 0,
       provisionSeconds: NLB_PROVISION_SECONDS,
     },
-    builders: (promoted
-      ? []
-      : (several?.plan.builders ?? [
-          { name: BUILDER_ID, instanceType: plan.build.builderInstanceType, diskGiB: plan.build.builderDiskGiB },
-        ])
-    ).map((b) => ({
-      id: b.name,
-      instanceType: b.instanceType,
-      diskGiB: b.diskGiB,
-      iops: BUILDER_VOLUME.iops,
-      throughputMiBps: BUILDER_VOLUME.throughputMiBps,
-      stopWhenDone: s.config.build.stopBuilderWhenDone,
-    })),
+    builders: buildHosts(s, plan, promoted, several),
     // A promoted stack builds nothing: no builder, no repository of its own (it pulls another stack's images).
     registries: promoted
       ? []

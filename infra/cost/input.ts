@@ -83,6 +83,11 @@ export interface BuilderCostInput {
   throughputMiBps: number;
   /** build.stopBuilderWhenDone: stopped, only its volume and address are billed between builds. */
   stopWhenDone: boolean;
+  /**
+   * A CPU compile host (catalog/compileHosts.ts): the id of the GPU builder whose
+   * triton_with_ft it compiles. It runs from its launch until that step ends.
+   */
+  compilesFor?: string;
 }
 
 /** A repository the stack keeps images in: a base stored once, and one layer set per kept image. */

@@ -108,6 +108,12 @@ export function buildSeconds(m: ModelCostInput, builderLaunch: number): number {
   return builderLaunch + latestOf(finish, servingInputs(m.build.steps)).at;
 }
 
+/** From the hosts' launch to the end of one step (the compile host runs until triton_with_ft is pushed); 0 when absent. */
+export function stepFinishSeconds(m: ModelCostInput, step: string, builderLaunch: number): number {
+  const at = longestPath(m.build.steps, (s) => s.seconds).finish.get(step);
+  return at === undefined ? 0 : builderLaunch + at;
+}
+
 export function estimateTime(stack: StackCostInput, m: ModelCostInput, builderLaunch: number): TimeEstimate {
   const { finish, pathTo } = longestPath(m.build.steps, (s) => s.seconds);
   const launch = builderLaunch;

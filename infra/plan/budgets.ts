@@ -18,6 +18,7 @@
  *
  * Pure: plain numbers in, minutes out.
  */
+import { compileSeconds } from "../catalog/compileHosts";
 import { ASSUMED, MEASURED, RATES } from "../catalog/timings";
 import { TRITON_WITH_FT_IMAGE_BYTES } from "../model/sizing";
 import type { Family } from "../model/types";
@@ -36,6 +37,11 @@ export interface BudgetInputs {
   parameters: number;
   /** vCPUs of the builder. */
   vcpus: number;
+  /**
+   * The triton_with_ft compile: how many CUDA archs it builds for and the
+   * vCPUs of the compile host it runs on (catalog/compileHosts.ts).
+   */
+  compile: { smCount: number; vcpus: number };
   /** Checkpoint as downloaded (archive or HF repo), bytes; defaults to fp32 (4 bytes per parameter). */
   checkpointBytes?: number;
   /** The mesh-transformer-jax slim archive goes through FT's JAX converter, with no consolidation; default: a Hugging Face repo. */
@@ -85,7 +91,7 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
     "host-ready": est({ "cloud-init and checks": ASSUMED.hostReadySeconds }),
     "triton-with-ft": est({
       "base image and pip": ASSUMED.tritonBaseSeconds,
-      compile: ASSUMED.compileCoreSeconds / i.vcpus,
+      compile: compileSeconds(i.compile.smCount, i.compile.vcpus),
       push: TRITON_WITH_FT_BYTES / ASSUMED.ecrPushBytesPerSecond,
     }),
     fetch: est({

@@ -5,7 +5,7 @@ import { ACCOUNT, REGION } from "../lib/mocks";
 import { findPreset } from "../../infra/model/catalog";
 import { builderDiskGiB } from "../../infra/model/sizing";
 import { existingNetworkProblems } from "../../infra/resolve/network";
-import { stepMinutes } from "../../infra/plan/steps";
+import { stackSmList, stepMinutes } from "../../infra/plan/steps";
 import { resolveStack } from "../../infra/resolve";
 import { buildSteps } from "../lib/plan";
 
@@ -236,7 +236,7 @@ describe("remote build pipeline", () => {
     // update timeouts, and it runs after its config is written and the steps it needs.
     const { stack } = resolveStack(gpt2Config(), {});
     if (!stack) throw new Error("fixture must resolve");
-    const budgets = stepMinutes(stack);
+    const budgets = stepMinutes(stack, stackSmList(stack));
     for (const step of buildSteps(stack, (p) => `h:${p}`).steps) {
       const opts = stepCmd(run, step.id).options;
       const budget = `${budgets[step.id]}m`;
