@@ -122,13 +122,22 @@ function withCompileHost(steps: Plan["buildSteps"], estimates: Record<StepId, St
   const compiled = steps.some((st) => st.host === "compiler");
   return [
     ...(compiled
-      ? [{ id: COMPILE_HOST_READY, dependsOn: [], seconds: COMPILE.hostReadySeconds, inputHash: COMPILE_HOST_READY }]
+      ? [
+          {
+            id: COMPILE_HOST_READY,
+            dependsOn: [],
+            seconds: COMPILE.hostReadySeconds,
+            inputHash: COMPILE_HOST_READY,
+            basis: "assumed" as const,
+          },
+        ]
       : []),
     ...steps.map((step) => ({
       id: step.id,
       dependsOn: step.host === "compiler" ? [...step.dependsOn, COMPILE_HOST_READY] : [...step.dependsOn],
       seconds: estimates[step.id].seconds,
       inputHash: step.inputHash,
+      basis: estimates[step.id].basis,
     })),
   ];
 }

@@ -7,6 +7,7 @@
  * them by hand.
  */
 import type { UnitKey } from "../catalog/prices";
+import type { TimeBasis } from "../plan/budgets";
 
 /** How a model's GPU nodes are bought (serving.autoscaling.capacityType; reservations when capacityReservationIds are set). */
 export type CapacityType = "on-demand" | "spot" | "reserved";
@@ -17,7 +18,11 @@ export interface StepTiming {
   dependsOn: string[];
   seconds: number;
   inputHash: string;
+  /** Whether `seconds` comes from measured rates (catalog/timings.ts); absent in an older cost.json. */
+  basis?: TimeBasis;
 }
+
+export type { TimeBasis } from "../plan/budgets";
 
 export interface ModelCostInput {
   /** The model's name (plan.model.name). */

@@ -55,7 +55,18 @@ export interface StepEstimate {
   seconds: number;
   /** Seconds per part, for docs/operating.md and plan.json. */
   parts: Record<string, number>;
+  /**
+   * Where the figure comes from: every part from a rate measured here
+   * (catalog/timings.ts MEASURED), some of them, or none (ASSUMED rates).
+   */
+  basis: TimeBasis;
 }
+
+/** How a time figure is known: catalog/timings.ts marks each rate measured or assumed. */
+export type TimeBasis = "measured" | "partly measured" | "assumed";
+
+/** The conversion phases that run at the measured rates (RATES); every other part is an assumed rate. */
+const MEASURED_PARTS: ReadonlySet<string> = new Set(["consolidate", "re-layout", "converter", "fp16", "verify"]);
 
 /** The FT converter script a model goes through, and its measured rate (catalog/timings.ts RATES). */
 function converterRate(i: BudgetInputs): number {
@@ -80,7 +91,12 @@ function convertParts(i: BudgetInputs): Record<string, number> {
 }
 
 const sum = (parts: Record<string, number>) => Object.values(parts).reduce((a, b) => a + b, 0);
-const est = (parts: Record<string, number>): StepEstimate => ({ seconds: sum(parts), parts });
+function est(parts: Record<string, number>): StepEstimate {
+  const measured = Object.keys(parts).filter((k) => MEASURED_PARTS.has(k)).length;
+  const basis: TimeBasis =
+    measured === 0 ? "assumed" : measured === Object.keys(parts).length ? "measured" : "partly measured";
+  return { seconds: sum(parts), parts, basis };
+}
 
 export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
   const p = i.parameters;
