@@ -79,6 +79,12 @@ export interface BuildPipelineArgs {
     readonly requiredFreeGiB: number;
   };
   /**
+   * triton_with_ft taken from another stack (build.tritonWithFtFrom), checked
+   * (infra/promotion/tritonWithFt.ts): the plan then has no triton-with-ft
+   * step, and the steps that wait for it use this image. Default: none.
+   */
+  readonly takenTritonWithFtImage?: pulumi.Input<string>;
+  /**
    * Input hashes of the further models' steps that run on this pipeline's
    * builder (keyed `<model>/<step>`): a change to any of them must start a
    * stopped builder too.
@@ -142,6 +148,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
     };
 
     const shared = args.shared;
+    const taken = args.takenTritonWithFtImage ? pulumi.output(args.takenTritonWithFtImage) : undefined;
+    if (taken) this.deployValues.tritonWithFtImage = taken;
     if (shared?.host) this.deployValues.tritonWithFtImage = shared.host.tritonWithFtImage;
     const host = shared?.host ? shared.host.hostSetup() : this.ownHost();
 
@@ -160,7 +168,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
         ...on.trees,
         ...on.ready,
         ...step.files.map((f) => this.shipFile(f, on)),
-        ...step.dependsOn.map((d) => this.upstream(d, commands)),
+        // A taken triton_with_ft is no step here: it exists before this pipeline starts.
+        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")).map((d) => this.upstream(d, commands)),
       ];
       const cmd = this.stepCommand(step, on, deps);
       commands[step.id] = cmd;
@@ -172,11 +181,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
       }
     }
     this.commands = commands;
-    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.host?.tritonWithFtImage;
+    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.host?.tritonWithFtImage ?? taken;
     const gatewayImage = images.gatewayImage ?? shared?.stack.gatewayImage;
     if (!tritonWithFtImage || !images.serverImage || !gatewayImage)
       throw new pulumi.ResourceError(
-        "the build steps must include bake, triton-with-ft unless the builder's owning pipeline runs it, and gateway-image unless the stack's first pipeline runs it",
+        "the build steps must include bake, triton-with-ft unless the builder's owning pipeline runs it or it is taken from another stack, and gateway-image unless the stack's first pipeline runs it",
         this,
       );
     this.tritonWithFtImage = tritonWithFtImage;

@@ -95,7 +95,7 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string = BUILD
       kvCacheBytesPerGpu: s.memory.kvCacheBytes,
     },
     image: { baseBytes: TRITON_WITH_FT_IMAGE_BYTES, weightsBytes: fp16WeightBytes(s.model.family, s.model.arch) },
-    build: { builder, steps: withCompileHost(plan.buildSteps, estimates) },
+    build: { builder, steps: withCompileHost(plan.buildSteps, estimates, plan.build.tritonWithFtFrom !== undefined) },
     serving: {
       nodeBootSeconds: NODE_BOOT_SECONDS[inst.gpuModel],
       pullSeconds: k.pullSeconds,
@@ -116,9 +116,15 @@ export const COMPILE_HOST_READY = "compile-host ready";
 /**
  * The build steps as the estimate times them: each step at its estimate, and a
  * step that runs on the compile host (triton_with_ft) also waits for that
- * host's launch and first boot, which run beside the GPU builder's.
+ * host's launch and first boot, which run beside the GPU builder's. A
+ * triton_with_ft taken from another stack (build.tritonWithFtFrom) is no step:
+ * it exists before the build starts, so nothing waits for it.
  */
-function withCompileHost(steps: Plan["buildSteps"], estimates: Record<StepId, StepEstimate>): StepTiming[] {
+function withCompileHost(
+  steps: Plan["buildSteps"],
+  estimates: Record<StepId, StepEstimate>,
+  taken: boolean,
+): StepTiming[] {
   const compiled = steps.some((st) => st.host === "compiler");
   return [
     ...(compiled
@@ -134,7 +140,10 @@ function withCompileHost(steps: Plan["buildSteps"], estimates: Record<StepId, St
       : []),
     ...steps.map((step) => ({
       id: step.id,
-      dependsOn: step.host === "compiler" ? [...step.dependsOn, COMPILE_HOST_READY] : [...step.dependsOn],
+      dependsOn: [
+        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")),
+        ...(step.host === "compiler" ? [COMPILE_HOST_READY] : []),
+      ],
       seconds: estimates[step.id].seconds,
       inputHash: step.inputHash,
       basis: estimates[step.id].basis,
