@@ -76,7 +76,9 @@ describe("compile host", () => {
     expect(plan.build.smList).toEqual([86]);
     expect(sp.builders[0]?.compileHost.instanceType).toBe(compileHostFor([86]).type);
     expect(twf?.seconds).toBeLessThan(60 * 60);
-    expect(compileSeconds(1, stack.builderInstance.vcpus)).toBeGreaterThan(4 * compileSeconds(1, compileHostFor([86]).vcpus));
+    expect(compileSeconds(1, stack.builderInstance.vcpus)).toBeGreaterThan(
+      4 * compileSeconds(1, compileHostFor([86]).vcpus),
+    );
     // The compile host is priced per build: its hours from launch to the pushed image, at the table's price.
     const run = r.buildRuns.find((b) => b.builder === "compiler");
     const hourly = PRICE_TABLE.regions["us-east-1"]?.ec2OnDemandHourly.usd[compileHostFor([86]).type];
@@ -98,7 +100,8 @@ describe("compile host", () => {
       (run.one("command:remote:Command", name).inputs.connection as { host?: unknown } | undefined)?.host;
     expect(host("build-triton-with-ft")).toBe(compilerIp);
     expect(host("build-config-triton-with-ft")).toBe(compilerIp);
-    for (const step of ["host-ready", "fetch", "convert", "gemm", "bake"]) expect(host(`build-${step}`)).toBe(builderIp);
+    for (const step of ["host-ready", "fetch", "convert", "gemm", "bake"])
+      expect(host(`build-${step}`)).toBe(builderIp);
     const twf = run.one("command:remote:Command", "build-triton-with-ft");
     expect(twf.options.dependsOn).toEqual(expect.arrayContaining([expect.stringMatching(/::build-compiler-ready$/)]));
     const stopped = run.one("aws:ec2transitgateway/instanceState:InstanceState", "build-compiler-stopped");
