@@ -11,7 +11,7 @@
 # without a GPU, and nothing here runs a container. The step itself logs in to
 # ECR (its login must outlive the compile).
 #
-# Prints: RESULT docker=<server version>
+# Prints: RESULT free_gib=<free GiB on the work root's filesystem>
 set -euo pipefail
 STEP_NAME="compile-host-ready"
 # shellcheck source=scripts/remote/lib.sh
@@ -39,15 +39,16 @@ fi
 
 phase docker
 require_cmd docker
-version=$(docker version --format '{{.Server.Version}}' 2>/dev/null) \
+docker info >/dev/null 2>&1 \
   || die "cannot talk to the Docker daemon as $(id -un); start docker or add the user to the docker group"
-log "docker $version is up"
+log "docker is up"
 
 phase tools
 require_cmd git
 require_cmd aws
 
 phase disk
+ensure_dir "$work_root"
 check_free_disk "$work_root" "$required_gib"
 
-result docker "$version"
+result free_gib "$(free_gib "$work_root")"
