@@ -9,9 +9,12 @@
  * its output from that host's disk, and it runs beside the compile, off the
  * critical path (plan/budgets.ts).
  *
- * vCPUs and memory: AWS's instance-type pages for C7i and C6i ("Compute
- * optimized instances", instance specifications; read 2026-11-27). Prices are
- * in the vendored table (infra/data/prices/aws.json), not here.
+ * vCPUs and memory: AWS's instance-type specifications for C7i ("Compute
+ * optimized instances"; 4 vCPUs and 8 GiB per xlarge step). Prices are in the
+ * vendored table (infra/data/prices/aws.json, the same Karpenter-generated
+ * Price List snapshot as every other instance), not here. The host boots the
+ * builder's AMI (Docker, git and the AWS CLI preinstalled); its GPU driver
+ * stays idle on a CPU instance.
  *
  * Pure: plain data.
  */
