@@ -15,7 +15,7 @@ export function modelSourceUri(source: ModelSource): string {
 }
 
 interface OutputSpec {
-  type: "string" | "number" | "string[]" | "object";
+  type: "string" | "number" | "string[]" | "object" | "object[]";
   secret: boolean;
   description: string;
 }
@@ -72,6 +72,12 @@ export const STACK_OUTPUT_CONTRACT = {
     secret: false,
     description: "Triton + FT backend base image, `<ecr-repo>@sha256:<digest>`.",
   },
+  tritonWithFtBuilds: {
+    type: "object[]",
+    secret: false,
+    description:
+      "Per builder, what its triton_with_ft was built from and the image: `[{builder, tritonVersion, backendCommit, ftCommit, smList, recipe, image}]` (`recipe`: `sha256:<hex>` of the build script, its library and `images/triton_with_ft`; infra/plan/tritonWithFt.ts). A stack with `build.tritonWithFtFrom` naming this one takes `image` instead of compiling, only when all the other fields equal its own plan.",
+  },
   clusterName: { type: "string", secret: false, description: "EKS cluster name (created, or the existing cluster's)." },
   namespace: {
     type: "string",
@@ -109,9 +115,11 @@ type TsType<T extends OutputSpec["type"]> = T extends "number"
   ? number
   : T extends "string[]"
     ? string[]
-    : T extends "object"
-      ? Record<string, unknown>
-      : string;
+    : T extends "object[]"
+      ? Array<Record<string, unknown>>
+      : T extends "object"
+        ? Record<string, unknown>
+        : string;
 
 /** What the program returns for the contract: each output as an Input of its contract type. */
 export type ContractOutputs = {

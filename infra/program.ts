@@ -32,6 +32,8 @@ import { modelSourceUri, type ContractOutputs } from "./outputs";
 import { buildStackPlan, modelResourceName, type ModelPlanEntry, type StackPlan } from "./plan/stack";
 import { modelPlanFingerprint, modelPlanOf, serializeModelPlan } from "./promotion/modelPlan";
 import { promotedSide, type PromotedSide } from "./promotion/side";
+import { TritonWithFtSource, ecrRepositoryArn } from "./promotion/tritonWithFt";
+import { tritonWithFtBuild, type TritonWithFtBuild } from "./plan/tritonWithFt";
 import { endpointAccess } from "./resolve/clusterAccess";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
@@ -58,6 +60,8 @@ interface BuildSide {
   network?: ClusterNetwork;
   /** Per model, in the stack plan's order. */
   serverImages: pulumi.Output<string>[];
+  /** Per builder of the stack plan: the triton_with_ft its models use. */
+  builderImages: pulumi.Output<string>[];
   tritonWithFtImage: pulumi.Output<string>;
   gatewayImage: pulumi.Output<string>;
   /** Stack outputs of the build side (names documented in docs/outputs.md). */
@@ -88,6 +92,18 @@ function buildSide(
     if (!id) throw new pulumi.ResourceError("the network has no public subnet for the builder", network);
     return id;
   });
+  // build.tritonWithFtFrom: each builder's triton_with_ft from another stack, checked at preview.
+  const takenFrom = first(sp.models).plan.build.tritonWithFtFrom;
+  const taken = takenFrom
+    ? new TritonWithFtSource("triton-with-ft-from", {
+        stackReference: takenFrom,
+        wanted: sp.builders.map((bp, i) => ({ builder: bp.name, build: builderTritonWithFt(sp, i) })),
+      })
+    : undefined;
+  const takenImage = (i: number) => {
+    const name = sp.builders[i]?.name;
+    return name !== undefined ? taken?.images[name] : undefined;
+  };
   // One builder per GPU model; the first keeps a one-model stack's names.
   const builders = sp.builders.map(
     (bp, i) =>
@@ -103,15 +119,37 @@ function buildSide(
         namePrefix: i === 0 ? prefix : `${prefix}-${bp.gpuModel.toLowerCase()}`,
         vpcId: network.vpcId,
         subnetId,
-        // The one-model list first (its policy unchanged), then the further models' repositories.
+        // The one-model list first (its policy unchanged), then the further models' repositories,
+        // then the repository of a triton_with_ft taken from another stack (pulled by convert, gemm and bake).
         repositoryArns: [
           registry.tritonWithFt.arn,
           registry.server.arn,
           registry.gateway.arn,
           ...registry.servers.slice(1).map((r) => r.arn),
+          ...(taken ? [pulumi.output(takenImage(i) ?? "").apply(ecrRepositoryArn)] : []),
         ],
         tags: tags.stack,
       }),
+  );
+  // Beside each builder whose triton_with_ft this stack compiles, the CPU host that compiles it
+  // (catalog/compileHosts.ts); same AMI, key, network and repository, sized by the plan from the SM list.
+  const compilers = sp.builders.map((bp, i) =>
+    !sp.models.some((m) => m.builder === i && m.plan.buildSteps.some((s) => s.host === "compiler"))
+      ? undefined
+      : new Builder(bp.compileHost.name, {
+          instanceType: bp.compileHost.instanceType,
+          diskGiB: bp.compileHost.diskGiB,
+          amiId: b.builderAmiId,
+          sshAllowedCidrs: b.sshAllowedCidrs,
+          sshKey: b.sshPublicKey
+            ? { publicKey: b.sshPublicKey, privateKey: validatedSecret(secrets, "sshPrivateKey") }
+            : undefined,
+          namePrefix: i === 0 ? `${prefix}-compile` : `${prefix}-compile-${bp.gpuModel.toLowerCase()}`,
+          vpcId: network.vpcId,
+          subnetId,
+          repositoryArns: [registry.tritonWithFt.arn],
+          tags: tags.stack,
+        }),
   );
   const common = {
     region: aws.getRegionOutput().region,
@@ -148,12 +186,25 @@ function buildSide(
             .filter((m) => m !== entry && m.builder === entry.builder)
             .flatMap((m) => m.plan.buildSteps.map((s) => [`${m.id}/${s.id}`, s.inputHash])),
         );
+    const compiler = compilers[entry.builder];
+    const bp = sp.builders[entry.builder];
+    const compiles = entry.plan.buildSteps.some((s) => s.host === "compiler");
     const pipeline = new BuildPipeline(modelResourceName("build", entry), {
       ...common,
       serverRepositoryUrl: serverRepository.repositoryUrl,
       steps: entry.plan.buildSteps,
       connection: connection(builder),
       instanceId: builder.instance.id,
+      ...(takenImage(entry.builder) ? { takenTritonWithFtImage: takenImage(entry.builder) } : {}),
+      ...(compiles && compiler && bp
+        ? {
+            compileHost: {
+              connection: connection(compiler),
+              instanceId: compiler.instance.id,
+              requiredFreeGiB: bp.compileHost.requiredFreeGiB,
+            },
+          }
+        : {}),
       ...(pipelines[0] ? { shared: { stack: pipelines[0], ...(host ? { host } : {}) } } : {}),
       ...(hostedStepHashes && Object.keys(hostedStepHashes).length > 0 ? { hostedStepHashes } : {}),
     });
@@ -161,6 +212,12 @@ function buildSide(
     pipelines.push(pipeline);
   }
   const firstPipeline = first(pipelines);
+  // Per builder, the triton_with_ft its models use: its owning pipeline's, compiled here or taken.
+  const builderImages = sp.builders.map((_, i) => {
+    const owner = hostOf.get(i);
+    if (!owner) throw new Error(`builder ${i} has no pipeline`);
+    return owner.tritonWithFtImage;
+  });
   const firstBuilder = first(builders);
   const outputs: Record<string, pulumi.Input<unknown>> = {
     vpcId: network.vpcId,
@@ -194,6 +251,7 @@ function buildSide(
   if (firstBuilder.generatedKey) outputs.builderPrivateKey = firstBuilder.privateKey;
   return {
     network,
+    builderImages,
     serverImages: pipelines.map((p) => p.serverImage),
     tritonWithFtImage: firstPipeline.tritonWithFtImage,
     gatewayImage: firstPipeline.gatewayImage,
@@ -232,6 +290,7 @@ function fromPromoted(side: PromotedSide, sp: StackPlan): BuildSide {
       return image;
     }),
     tritonWithFtImage: side.tritonWithFtImage,
+    builderImages: sp.builders.map(() => side.tritonWithFtImage),
     gatewayImage: side.gatewayImage,
     outputs: side.outputs,
     pipelines: [],
@@ -473,6 +532,18 @@ export function program(): StackOutputs {
     kubeconfig: cluster.kubeconfig,
     modelPlan: serializeModelPlan(modelPlan),
     modelPlanFingerprint: modelPlanFingerprint(modelPlan),
+    tritonWithFtBuilds: pulumi
+      .all(build.builderImages)
+      .apply((images) =>
+        sp.builders.map((bp, i) => ({ builder: bp.name, ...builderTritonWithFt(sp, i), image: images[i] ?? "" })),
+      ),
     [SECRET_FINGERPRINTS_OUTPUT]: fingerprints,
   };
+}
+
+/** What builder `i`'s triton_with_ft is built from: its first model's plan (every model on it plans the same). */
+function builderTritonWithFt(sp: StackPlan, i: number): TritonWithFtBuild {
+  const entry = sp.models.find((m) => m.builder === i);
+  if (!entry) throw new Error(`builder ${i} serves no model`);
+  return tritonWithFtBuild(entry.plan.image.document);
 }

@@ -29,6 +29,9 @@ import { parseStackFile, type StackFileConfig } from "../infra/synth/stackFile";
 import { formatProblems, formatWarnings, resolveStack } from "../infra/resolve";
 import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventory";
 import { INVENTORY_FILE, INVENTORY_SUMMARY_FILE } from "../infra/synth/inventory";
+import { COST_FILE, parseCostReport } from "../infra/synth/costArtifacts";
+import type { CostReport } from "../infra/cost";
+import { pathChange } from "../infra/cost/format";
 
 import type { ArtifactWriter } from "../infra/synth/types";
 export interface SynthIo {
@@ -182,13 +185,21 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   if (!firstPlan) throw new Error("a stack plan has at least one model");
   // The stack file's region prices the cost estimate (cost.json).
   const region = file.awsRegion ? { region: file.awsRegion } : {};
+  // The previous run's estimate, if any: what changed the first-deploy total since then is printed.
+  const previous = readPreviousCost(outDir);
   if (sp.models.length === 1) {
     const result = synthesize(
       { stackName: args.stack, stack, plan: firstPlan, stackPlan: sp, models: resolved, readRepoFile, ...region },
       writers,
     );
     writeResult(result, outDir);
-    for (const line of [...modelLines(firstPlan, stack), ...result.summary, `wrote ${outDir}`]) io.stdout(line);
+    for (const line of [
+      ...modelLines(firstPlan, stack),
+      ...result.summary,
+      ...sinceLastSynth(previous, outDir),
+      `wrote ${outDir}`,
+    ])
+      io.stdout(line);
     return 0;
   }
   const result = synthesizeStack(
@@ -197,8 +208,38 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   );
   writeResult(result, outDir);
   const perModel = result.models.map((m) => m.summary);
-  for (const line of [...stackSummary(sp, resolved, perModel, result.summary), `wrote ${outDir}`]) io.stdout(line);
+  for (const line of [
+    ...stackSummary(sp, resolved, perModel, result.summary),
+    ...sinceLastSynth(previous, outDir),
+    `wrote ${outDir}`,
+  ])
+    io.stdout(line);
   return 0;
+}
+
+/** The cost.json a previous synth left in the output folder; undefined when there is none or it is unreadable. */
+function readPreviousCost(outDir: string): CostReport | undefined {
+  const file = path.join(outDir, COST_FILE);
+  if (!fs.existsSync(file)) return undefined;
+  try {
+    return parseCostReport(fs.readFileSync(file, "utf8"), file);
+  } catch {
+    // An older or hand-edited file compares with nothing; the new one replaces it.
+    return undefined;
+  }
+}
+
+/** Per model, what moved its first-deploy total since the previous synth into the same folder. */
+function sinceLastSynth(previous: CostReport | undefined, outDir: string): string[] {
+  const current = readPreviousCost(outDir);
+  if (!previous || !current) return [];
+  return current.models.flatMap((m) => {
+    const moved = pathChange(
+      previous.models.find((x) => x.id === m.id),
+      m,
+    );
+    return moved ? [`  since the last synth: ${moved}`] : [];
+  });
 }
 
 /**

@@ -71,12 +71,49 @@ export interface BuildPipelineArgs {
     readonly host?: BuildPipeline;
   };
   /**
+   * The CPU host that compiles triton_with_ft (catalog/compileHosts.ts): the
+   * steps the plan puts on it (`host: "compiler"`) run over its connection,
+   * after its own preparation and readiness check, and with
+   * stopBuilderWhenDone it is started before them and stopped right after.
+   * @default none: a step the plan puts on it is then refused
+   */
+  readonly compileHost?: {
+    /** SSH connection to the compile host. */
+    readonly connection: command.types.input.remote.ConnectionArgs;
+    /** Its instance: a replaced host re-runs its steps (the image is then found in ECR by its tag). */
+    readonly instanceId: pulumi.Input<string>;
+    /** Free disk its readiness check requires (model/sizing.ts compileHostDiskGiB less the OS). */
+    readonly requiredFreeGiB: number;
+  };
+  /**
+   * triton_with_ft taken from another stack (build.tritonWithFtFrom), checked
+   * (infra/promotion/tritonWithFt.ts): the plan then has no triton-with-ft
+   * step, and the steps that wait for it use this image.
+   * @default none: this stack compiles its own
+   */
+  readonly takenTritonWithFtImage?: pulumi.Input<string>;
+  /**
    * Input hashes of the further models' steps that run on this pipeline's
    * builder (keyed `<model>/<step>`): a change to any of them must start a
    * stopped builder too.
    * @default none: no further model's step runs on this builder
    */
   readonly hostedStepHashes?: Readonly<Record<string, string>>;
+}
+
+/** Where a host's commands go, and the name prefix of the resources made on it ("" on the builder). */
+interface HostAddress {
+  connection: command.types.input.remote.ConnectionArgs;
+  instanceId: pulumi.Input<string>;
+  namePrefix: string;
+}
+
+/** A prepared host: its address, start trigger, /opt, shipped trees and what a step there waits for besides them. */
+interface HostSetup extends HostAddress {
+  restart: pulumi.Output<string>;
+  prepare: command.remote.Command;
+  trees: command.remote.CopyToRemote[];
+  ready: pulumi.Resource[];
 }
 
 /** The image each image-producing step pushes, as an output. */
@@ -104,6 +141,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
   private marked = false;
   private readonly fileCopies = new Map<string, command.remote.CopyToRemote>();
   private readonly deployValues: Partial<Record<DeployValue, pulumi.Output<string>>>;
+  private compiler?: HostSetup;
 
   constructor(name: string, args: BuildPipelineArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:buildPipeline:BuildPipeline", name, {}, opts);
@@ -119,18 +157,30 @@ export class BuildPipeline extends pulumi.ComponentResource {
     };
 
     const shared = args.shared;
+    const taken = args.takenTritonWithFtImage ? pulumi.output(args.takenTritonWithFtImage) : undefined;
+    if (taken) this.deployValues.tritonWithFtImage = taken;
     if (shared?.host) this.deployValues.tritonWithFtImage = shared.host.tritonWithFtImage;
     const host = shared?.host ? shared.host.hostSetup() : this.ownHost();
 
+    const builderHost: HostSetup = {
+      ...host,
+      connection: args.connection,
+      instanceId: args.instanceId,
+      namePrefix: "",
+      ready: [],
+    };
     const commands: Partial<Record<StepId, command.remote.Command>> = {};
     const images: Partial<Record<"tritonWithFtImage" | "serverImage" | "gatewayImage", pulumi.Output<string>>> = {};
     for (const step of args.steps) {
+      const on = step.host === "compiler" ? this.compilerHost(step) : builderHost;
       const deps = [
-        ...host.trees,
-        ...step.files.map((f) => this.shipFile(f, host.prepare)),
-        ...step.dependsOn.map((d) => this.upstream(d, commands)),
+        ...on.trees,
+        ...on.ready,
+        ...step.files.map((f) => this.shipFile(f, on)),
+        // A taken triton_with_ft is no step here: it exists before this pipeline starts.
+        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")).map((d) => this.upstream(d, commands)),
       ];
-      const cmd = this.stepCommand(step, host.prepare, deps);
+      const cmd = this.stepCommand(step, on, deps);
       commands[step.id] = cmd;
       const output = IMAGE_OUTPUT[step.id];
       if (output) {
@@ -140,11 +190,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
       }
     }
     this.commands = commands;
-    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.host?.tritonWithFtImage;
+    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.host?.tritonWithFtImage ?? taken;
     const gatewayImage = images.gatewayImage ?? shared?.stack.gatewayImage;
     if (!tritonWithFtImage || !images.serverImage || !gatewayImage)
       throw new pulumi.ResourceError(
-        "the build steps must include bake, triton-with-ft unless the builder's owning pipeline runs it, and gateway-image unless the stack's first pipeline runs it",
+        "the build steps must include bake, triton-with-ft unless the builder's owning pipeline runs it or it is taken from another stack, and gateway-image unless the stack's first pipeline runs it",
         this,
       );
     this.tritonWithFtImage = tritonWithFtImage;
@@ -154,6 +204,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
     this.restart = host.restart;
     this.trees = host.trees;
     this.prepare = host.prepare;
+    this.stopCompilerWhenDone(commands);
     this.registerOutputs({
       tritonWithFtImage: this.tritonWithFtImage,
       serverImage: this.serverImage,
@@ -178,8 +229,83 @@ export class BuildPipeline extends pulumi.ComponentResource {
   } {
     const restart = this.restartTrigger();
     const running = this.startBuilder(restart);
-    const prepare = this.prepareHost(running);
-    return { restart, prepare, trees: this.shipTrees(prepare) };
+    const here = { connection: this.args.connection, instanceId: this.args.instanceId, namePrefix: "" };
+    const prepare = this.prepareHost(here, running);
+    return { restart, prepare, trees: this.shipTrees(here, prepare) };
+  }
+
+  /**
+   * The compile host, set up once for the steps the plan puts on it: started
+   * (when stopped) exactly when one of them will run, /opt, the shipped trees,
+   * then its readiness check (scripts/remote/compile-host-ready.sh).
+   */
+  private compilerHost(step: BuildStep): HostSetup {
+    if (this.compiler) return this.compiler;
+    const c = this.args.compileHost;
+    if (!c)
+      throw new pulumi.ResourceError(
+        `build step ${step.id} runs on the compile host, but the pipeline was given none (BuildPipelineArgs.compileHost)`,
+        this,
+      );
+    const here = { connection: c.connection, instanceId: c.instanceId, namePrefix: "compiler-" };
+    const onIt = this.args.steps.filter((s) => s.host === "compiler");
+    const restart = pulumi
+      .all([
+        c.instanceId,
+        pulumi.all([this.args.region, this.args.ecrRegistry, this.args.tritonWithFtRepositoryUrl]),
+        pulumi.output(c.connection),
+      ])
+      .apply(([instanceId, deployValues, conn]) =>
+        builderRestartTrigger({
+          stepHashes: Object.fromEntries(onIt.map((s) => [s.id, s.inputHash])),
+          instanceId,
+          deployValues,
+          connection: {
+            host: conn.host,
+            user: conn.user,
+            port: conn.port,
+            hostKey: conn.hostKey,
+            privateKey: conn.privateKey,
+          },
+          secretEnv: [],
+        }),
+      );
+    const running = this.args.stopBuilderWhenDone
+      ? new aws.ec2transitgateway.InstanceState(
+          `${this.name}-compiler-running`,
+          { instanceId: c.instanceId, state: "running" },
+          { parent: this, replacementTrigger: restart, ignoreChanges: ["state"] },
+        )
+      : undefined;
+    const prepare = this.prepareHost(here, running);
+    const trees = this.shipTrees(here, prepare);
+    const ready = new command.remote.Command(
+      `${this.name}-compiler-ready`,
+      {
+        connection: c.connection,
+        create: `bash ${REMOTE.scripts}/remote/compile-host-ready.sh ${REMOTE.root} ${c.requiredFreeGiB}`,
+        triggers: [c.instanceId],
+        addPreviousOutputInEnv: false,
+      },
+      { parent: this, dependsOn: trees, customTimeouts: { create: "40m", update: "40m" } },
+    );
+    this.compiler = { ...here, restart, prepare, trees, ready: [ready] };
+    return this.compiler;
+  }
+
+  /** With stopBuilderWhenDone the compile host stops once its steps are done, re-created when they run again. */
+  private stopCompilerWhenDone(commands: Partial<Record<StepId, command.remote.Command>>): void {
+    const compiler = this.compiler;
+    if (!compiler || !this.args.stopBuilderWhenDone || !this.args.compileHost) return;
+    const done = this.args.steps.flatMap((s) => {
+      const cmd = s.host === "compiler" ? commands[s.id] : undefined;
+      return cmd ? [cmd] : [];
+    });
+    new aws.ec2transitgateway.InstanceState(
+      `${this.name}-compiler-stopped`,
+      { instanceId: this.args.compileHost.instanceId, state: "stopped" },
+      { parent: this, dependsOn: done, replacementTrigger: compiler.restart },
+    );
   }
 
   /** A step this one waits for: in this pipeline, or a step of the pipeline that owns its builder. */
@@ -269,13 +395,13 @@ export class BuildPipeline extends pulumi.ComponentResource {
   }
 
   /** /opt is root's; the copies below run as the SSH user. */
-  private prepareHost(running: pulumi.Resource | undefined): command.remote.Command {
+  private prepareHost(on: HostAddress, running: pulumi.Resource | undefined): command.remote.Command {
     return new command.remote.Command(
-      `${this.name}-prepare`,
+      `${this.name}-${on.namePrefix}prepare`,
       {
-        connection: this.args.connection,
+        connection: on.connection,
         create: `sudo install -d -o "$(id -un)" -g "$(id -gn)" -m 0755 ${REMOTE.root} ${REMOTE.scripts} ${REMOTE.steps} ${REMOTE.plan}`,
-        triggers: [this.args.instanceId],
+        triggers: [on.instanceId],
         addPreviousOutputInEnv: false,
       },
       { parent: this, dependsOn: running ? [running] : [], customTimeouts: { create: "30m", update: "30m" } },
@@ -283,37 +409,38 @@ export class BuildPipeline extends pulumi.ComponentResource {
   }
 
   /** Source trees (scripts, images), each as its staged copy of tracked files. */
-  private shipTrees(prepare: command.remote.Command): command.remote.CopyToRemote[] {
+  private shipTrees(on: HostAddress, prepare: command.remote.Command): command.remote.CopyToRemote[] {
     return SHIPPED_TREES.map(
       (t) =>
         new command.remote.CopyToRemote(
-          `${this.name}-ship-${t.local.replace(/\//g, "-")}`,
+          `${this.name}-${on.namePrefix}ship-${t.local.replace(/\//g, "-")}`,
           {
-            connection: this.args.connection,
+            connection: on.connection,
             source: new pulumi.asset.FileArchive(this.args.stageTree(t.local)),
             remotePath: t.remoteParent,
-            triggers: [this.args.instanceId],
+            triggers: [on.instanceId],
           },
           { parent: this, dependsOn: [prepare] },
         ),
     );
   }
 
-  /** A rendered file, shipped once even when several steps read it. */
-  private shipFile(f: GeneratedFile, prepare: command.remote.Command): command.remote.CopyToRemote {
-    const existing = this.fileCopies.get(f.remotePath);
+  /** A rendered file, shipped once per host even when several steps read it. */
+  private shipFile(f: GeneratedFile, on: HostSetup): command.remote.CopyToRemote {
+    const key = `${on.namePrefix}${f.remotePath}`;
+    const existing = this.fileCopies.get(key);
     if (existing) return existing;
     const copy = new command.remote.CopyToRemote(
-      `${this.name}-file-${f.remotePath.slice(REMOTE.root.length + 1).replace(/[^A-Za-z0-9]+/g, "-")}`,
+      `${this.name}-${on.namePrefix}file-${f.remotePath.slice(REMOTE.root.length + 1).replace(/[^A-Za-z0-9]+/g, "-")}`,
       {
-        connection: this.args.connection,
+        connection: on.connection,
         source: new pulumi.asset.StringAsset(f.content),
         remotePath: f.remotePath,
-        triggers: [this.args.instanceId],
+        triggers: [on.instanceId],
       },
-      { parent: this, dependsOn: [prepare] },
+      { parent: this, dependsOn: [on.prepare] },
     );
-    this.fileCopies.set(f.remotePath, copy);
+    this.fileCopies.set(key, copy);
     return copy;
   }
 
@@ -324,12 +451,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
   }
 
   /** The step's config write and its command, triggered by exactly its inputs. */
-  private stepCommand(
-    step: BuildStep,
-    prepare: command.remote.Command,
-    dependsOn: pulumi.Resource[],
-  ): command.remote.Command {
-    const conn = this.args.connection;
+  private stepCommand(step: BuildStep, on: HostSetup, dependsOn: pulumi.Resource[]): command.remote.Command {
+    const conn = on.connection;
     const used = deployValuesOf(step);
     const usedValues = pulumi.all(used.map((v) => this.deployValue(step.id, v)));
     const configText = usedValues.apply((vals) => {
@@ -348,10 +471,10 @@ export class BuildPipeline extends pulumi.ComponentResource {
         connection: conn,
         create: `set -eu; umask 022; ${mkdir}tmp=$(mktemp ${path}.XXXXXX); cat > "$tmp"; mv -f "$tmp" ${path}`,
         stdin: configText,
-        triggers: [this.args.instanceId],
+        triggers: [on.instanceId],
         addPreviousOutputInEnv: false,
       },
-      { parent: this, dependsOn: [prepare] },
+      { parent: this, dependsOn: [on.prepare] },
     );
     const environment: Record<string, pulumi.Output<string>> = {};
     for (const key of step.secretEnv) {
@@ -366,7 +489,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
         // Exactly the step's inputs: the builder's identity (a replaced instance is an
         // empty host), its hash, then the deploy-time values its config holds.
         triggers: pulumi
-          .all([this.args.instanceId, usedValues])
+          .all([on.instanceId, usedValues])
           .apply(([instanceId, vals]) => [instanceId, step.inputHash, ...vals]),
         environment: Object.keys(environment).length > 0 ? environment : undefined,
         addPreviousOutputInEnv: false,

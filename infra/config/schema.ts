@@ -128,6 +128,18 @@ export const promoteFromSchema = z
   })
   .strict();
 
+/** build.tritonWithFtFrom: the stack whose triton_with_ft this one takes instead of compiling it (infra/promotion/tritonWithFt.ts). */
+export const tritonWithFtFromSchema = z
+  .object({
+    stackReference: z
+      .string()
+      .min(1)
+      .describe(
+        "<org>/<project>/<stack> of the stack that compiled triton_with_ft (its tritonWithFtBuilds output), in the same AWS account and region.",
+      ),
+  })
+  .strict();
+
 export const buildSchema = z
   .object({
     tritonVersion: z
@@ -184,6 +196,12 @@ export const buildSchema = z
         "{stackReference}: build nothing; serve the images (by digest) that the named stack built, after checking each model's model plan (what its image is built from) equals this stack's (docs/delivery.md, Promotion). Only build.tritonVersion, build.backendCommit and build.ftCommit (the pins the images carry) may be set beside it.",
       )
       .meta(unsetMeans("none: the stack builds its own images")),
+    tritonWithFtFrom: tritonWithFtFromSchema
+      .optional()
+      .describe(
+        "{stackReference}: take triton_with_ft by digest from the named stack instead of compiling it (no compile host), after checking at preview that it was built from the same pins (build.tritonVersion, build.backendCommit, build.ftCommit), recipe and SM list as this stack plans; everything else is built here (docs/build.md, Adding an environment).",
+      )
+      .meta(unsetMeans("this stack compiles its own triton_with_ft on its compile host")),
   })
   .strict();
 

@@ -46,11 +46,35 @@ export function summaryLines(r: CostReport, file?: string): string[] {
     );
   for (const m of r.models) lines.push(`  ${modelLine(m, r.priced)}`);
   for (const m of r.models)
-    lines.push(`  ${m.id} critical path: ${m.criticalPath.map((s) => `${s.step} ${minutes(s.seconds)}`).join(" > ")}`);
+    lines.push(
+      `  ${m.id} critical path: ${m.criticalPath.map((s) => `${s.step} ${minutes(s.seconds)}${s.basis ? ` (${s.basis})` : ""}`).join(" > ")}`,
+    );
   for (const b of r.buildRuns)
-    if (b.usd !== undefined) lines.push(`  one build run on ${b.instanceType}: ${b.hours.toFixed(1)} h, ${usd(b.usd)}`);
+    if (b.usd !== undefined)
+      lines.push(
+        `  one build run on ${b.instanceType}${b.compiles ? " (compile host, triton_with_ft)" : ""}: ${b.hours.toFixed(1)} h, ${usd(b.usd)}`,
+      );
   for (const w of r.warnings) lines.push(`  warning: ${w}`);
   return lines;
+}
+
+/**
+ * What moved a model's first-deploy total between two estimates: each
+ * critical-path segment whose minutes changed, joined or left the path.
+ * Undefined when the total did not move.
+ */
+export function pathChange(before: ModelReport | undefined, after: ModelReport): string | undefined {
+  if (!before || Math.abs(before.firstDeploySeconds - after.firstDeploySeconds) < 30) return undefined;
+  const old = new Map(before.criticalPath.map((s) => [s.step, s.seconds]));
+  const now = new Map(after.criticalPath.map((s) => [s.step, s.seconds]));
+  const moves: string[] = [];
+  for (const [step, seconds] of now) {
+    const was = old.get(step);
+    if (was === undefined) moves.push(`${step} ${minutes(seconds)} (now on the path)`);
+    else if (minutes(was) !== minutes(seconds)) moves.push(`${step} ${minutes(was)} → ${minutes(seconds)}`);
+  }
+  for (const [step, seconds] of old) if (!now.has(step)) moves.push(`${step} ${minutes(seconds)} (off the path)`);
+  return `${after.id} first deploy ${minutes(before.firstDeploySeconds)} → ${minutes(after.firstDeploySeconds)}: ${moves.length ? moves.join(", ") : "the same segments"}`;
 }
 
 /** The change between two estimates of one stack, as `synth --diff` prints it. */
@@ -92,6 +116,8 @@ export function diffLines(before: CostReport | undefined, after: CostReport | un
       `this change: ${what.length ? `${minutes(change.seconds)} (${what.join("; ")})` : "no build or rollout"}`,
     );
     lines.push(`  ${m.id}: ${parts.join(", ")}`);
+    const path = pathChange(old, m);
+    if (path) lines.push(`    ${path}`);
   }
   for (const m of before?.models ?? [])
     if (!after.models.some((x) => x.id === m.id))

@@ -14,18 +14,32 @@ import { KEEP_IMAGES, PROTECTED_TAGS } from "../cloud/ecr";
 import { SYSTEM_NODES } from "../cloud/eks";
 import { GPU_MODELS } from "../catalog/gpus";
 import { eksSupport } from "../catalog/eks";
-import { ASSUMED, NLB_PROVISION_SECONDS, NLB_TARGET_REGISTRATION_SECONDS, NODE_BOOT_SECONDS } from "../catalog/timings";
+import {
+  ASSUMED,
+  COMPILE,
+  NLB_PROVISION_SECONDS,
+  NLB_TARGET_REGISTRATION_SECONDS,
+  NODE_BOOT_SECONDS,
+} from "../catalog/timings";
 import type { ResolvedStack } from "../config/stack";
 import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import type { StackPlan } from "../plan/stack";
-import { stepEstimates } from "../plan/budgets";
+import { stepEstimates, type StepEstimate, type StepId } from "../plan/budgets";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../resolve/network";
 import type { Plan } from "../plan";
 import type { RegistryPlan } from "../plan/registry";
 import { budgetInputs } from "../plan/steps";
 import { GATEWAY_IMAGE_BYTES, STORE, TRAFFIC } from "./assumptions";
-import type { CapacityType, ModelCostInput, RegistryCostInput, StackCostInput, StoreCostInput } from "./input";
+import type {
+  BuilderCostInput,
+  CapacityType,
+  StepTiming,
+  ModelCostInput,
+  RegistryCostInput,
+  StackCostInput,
+  StoreCostInput,
+} from "./input";
 import type { StorePlan } from "../plan/store";
 
 export interface CostContext {
@@ -48,7 +62,7 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): Model
   const a = sv.autoscaling;
   const k = plan.kubernetes;
   const inst = s.servingInstance;
-  const estimates = stepEstimates(budgetInputs(s));
+  const estimates = stepEstimates(budgetInputs(s, plan.build.smList));
   const nodes = a
     ? // Karpenter holds whole nodes for the pods that run: the floor at min, the ceiling at max.
       { min: Math.ceil(a.min / k.podsPerNode), max: Math.ceil(a.max / k.podsPerNode) }
@@ -75,15 +89,7 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): Model
       kvCacheBytesPerGpu: s.memory.kvCacheBytes,
     },
     image: { baseBytes: TRITON_WITH_FT_IMAGE_BYTES, weightsBytes: fp16WeightBytes(s.model.family, s.model.arch) },
-    build: {
-      builder,
-      steps: plan.buildSteps.map((step) => ({
-        id: step.id,
-        dependsOn: [...step.dependsOn],
-        seconds: estimates[step.id].seconds,
-        inputHash: step.inputHash,
-      })),
-    },
+    build: { builder, steps: withCompileHost(plan.buildSteps, estimates, plan.build.tritonWithFtFrom !== undefined) },
     serving: {
       nodeBootSeconds: NODE_BOOT_SECONDS[inst.gpuModel],
       pullSeconds: k.pullSeconds,
@@ -96,6 +102,47 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): Model
       rolloutHash: sha256(JSON.stringify({ serving: plan.serving, kubernetes: plan.kubernetes, launch: plan.launch })),
     },
   };
+}
+
+/** The compile host's readiness, as the estimate's graph has it: not a remote step, so no input hash of its own. */
+export const COMPILE_HOST_READY = "compile-host ready";
+
+/**
+ * The build steps as the estimate times them: each step at its estimate, and a
+ * step that runs on the compile host (triton_with_ft) also waits for that
+ * host's launch and first boot, which run beside the GPU builder's. A
+ * triton_with_ft taken from another stack (build.tritonWithFtFrom) is no step:
+ * it exists before the build starts, so nothing waits for it.
+ */
+function withCompileHost(
+  steps: Plan["buildSteps"],
+  estimates: Record<StepId, StepEstimate>,
+  taken: boolean,
+): StepTiming[] {
+  const compiled = steps.some((st) => st.host === "compiler");
+  return [
+    ...(compiled
+      ? [
+          {
+            id: COMPILE_HOST_READY,
+            dependsOn: [],
+            seconds: COMPILE.hostReadySeconds,
+            inputHash: COMPILE_HOST_READY,
+            basis: "assumed" as const,
+          },
+        ]
+      : []),
+    ...steps.map((step) => ({
+      id: step.id,
+      dependsOn: [
+        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")),
+        ...(step.host === "compiler" ? [COMPILE_HOST_READY] : []),
+      ],
+      seconds: estimates[step.id].seconds,
+      inputHash: step.inputHash,
+      basis: estimates[step.id].basis,
+    })),
+  ];
 }
 
 /**
@@ -127,6 +174,35 @@ export function modelEntries(models: readonly ResolvedStack[], sp: StackPlan): M
     const shared = ownerEntry.build.steps.filter((st) => needed.has(st.id));
     return { ...entry, build: { ...entry.build, steps: [...shared, ...entry.build.steps] } };
   });
+}
+
+/**
+ * The hosts the stack builds on: each GPU builder, and the CPU compile host
+ * beside it when that builder's triton_with_ft is compiled by this stack.
+ * A promoted stack builds nothing.
+ */
+function buildHosts(s: ResolvedStack, sp: StackPlan, promoted: boolean): BuilderCostInput[] {
+  if (promoted) return [];
+  const compiles = sp.models.some((m) => m.plan.buildSteps.some((st) => st.host === "compiler"));
+  const volume = {
+    iops: BUILDER_VOLUME.iops,
+    throughputMiBps: BUILDER_VOLUME.throughputMiBps,
+    stopWhenDone: s.config.build.stopBuilderWhenDone,
+  };
+  return sp.builders.flatMap((b): BuilderCostInput[] => [
+    { id: b.name, instanceType: b.instanceType, diskGiB: b.diskGiB, ...volume },
+    ...(compiles && b.compileHost.name !== ""
+      ? [
+          {
+            id: b.compileHost.name,
+            instanceType: b.compileHost.instanceType,
+            diskGiB: b.compileHost.diskGiB,
+            ...volume,
+            compilesFor: b.name,
+          },
+        ]
+      : []),
+  ]);
 }
 
 /** Content-tagged images a repository keeps, plus the protected ones that may be older (infra/cloud/ecr.ts). */
@@ -217,14 +293,7 @@ export function costInput(
       publicAddresses: sv.loadBalancerScheme === "internet-facing" ? azs : 0,
       provisionSeconds: NLB_PROVISION_SECONDS,
     },
-    builders: (promoted ? [] : sp.builders).map((b) => ({
-      id: b.name,
-      instanceType: b.instanceType,
-      diskGiB: b.diskGiB,
-      iops: BUILDER_VOLUME.iops,
-      throughputMiBps: BUILDER_VOLUME.throughputMiBps,
-      stopWhenDone: s.config.build.stopBuilderWhenDone,
-    })),
+    builders: buildHosts(s, sp, promoted),
     // A promoted stack builds nothing: no builder, no repository of its own (it pulls another stack's images).
     registries: promoted ? [] : registries(sp.registry, models),
     ...(store ? { store } : {}),

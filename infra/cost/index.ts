@@ -16,7 +16,7 @@ import type { GpuPricing } from "../render/observability";
 import type { LineItem, StackCostInput } from "./input";
 import { modelLines, stackLines, total } from "./money";
 import { PRICE_TABLE, instanceHourly, regionPrices, type PriceSource, type PriceTable } from "../catalog/prices";
-import { buildSeconds, changeInputs, estimateTime, type ChangeInputs, type Segment } from "./time";
+import { buildSeconds, stepFinishSeconds, changeInputs, estimateTime, type ChangeInputs, type Segment } from "./time";
 import { estimateTokens, type Range } from "./tokens";
 
 export const COST_SCHEMA_VERSION = 1;
@@ -44,7 +44,7 @@ export interface CostReport {
   monthlyUsd: { min: number; max: number };
   items: LineItem[];
   /** What one build run costs on each builder (its instance hours while the first deploy's build runs). */
-  buildRuns: Array<{ builder: string; instanceType: string; hours: number; usd?: number }>;
+  buildRuns: Array<{ builder: string; compiles?: boolean; instanceType: string; hours: number; usd?: number }>;
   models: ModelReport[];
   warnings: string[];
   /** The sources the prices came from (only those used). */
@@ -89,13 +89,22 @@ export function estimateCost(input: StackCostInput, table: PriceTable = PRICE_TA
     };
   });
   const buildRuns = input.builders.map((b) => {
-    const mine = input.models.filter((m) => m.build.builder === b.id);
-    // The builder runs from launch until its last model's last image: the longest build on it.
-    const seconds = Math.max(0, ...mine.map((m) => buildSeconds(m, ASSUMED.builderLaunchSeconds)));
+    const mine = input.models.filter((m) => m.build.builder === (b.compilesFor ?? b.id));
+    // A GPU builder runs from launch until its last model's last image: the longest build on it.
+    // A compile host runs from launch until its triton_with_ft is pushed.
+    const seconds = Math.max(
+      0,
+      ...mine.map((m) =>
+        b.compilesFor
+          ? stepFinishSeconds(m, "triton-with-ft", ASSUMED.builderLaunchSeconds)
+          : buildSeconds(m, ASSUMED.builderLaunchSeconds),
+      ),
+    );
     const hourly = lookup.ok ? instanceHourly(lookup.prices, b.instanceType) : undefined;
     const hours = seconds / 3600;
     return {
       builder: b.id,
+      ...(b.compilesFor ? { compiles: true } : {}),
       instanceType: b.instanceType,
       hours,
       ...(hourly && "usd" in hourly ? { usd: hours * hourly.usd } : {}),

@@ -7,6 +7,7 @@
  * them by hand.
  */
 import type { UnitKey } from "../catalog/prices";
+import type { TimeBasis } from "../plan/budgets";
 
 /** How a model's GPU nodes are bought (serving.autoscaling.capacityType; reservations when capacityReservationIds are set). */
 export type CapacityType = "on-demand" | "spot" | "reserved";
@@ -17,7 +18,11 @@ export interface StepTiming {
   dependsOn: string[];
   seconds: number;
   inputHash: string;
+  /** Whether `seconds` comes from measured rates (catalog/timings.ts); absent in an older cost.json. */
+  basis?: TimeBasis;
 }
+
+export type { TimeBasis } from "../plan/budgets";
 
 export interface ModelCostInput {
   /** The model's name (plan.model.name). */
@@ -83,6 +88,11 @@ export interface BuilderCostInput {
   throughputMiBps: number;
   /** build.stopBuilderWhenDone: stopped, only its volume and address are billed between builds. */
   stopWhenDone: boolean;
+  /**
+   * A CPU compile host (catalog/compileHosts.ts): the id of the GPU builder whose
+   * triton_with_ft it compiles. It runs from its launch until that step ends.
+   */
+  compilesFor?: string;
 }
 
 /** A repository the stack keeps images in: a base stored once, and one layer set per kept image. */

@@ -369,12 +369,14 @@ function loadBalancerLines(stack: StackCostInput, r: RegionPrices): LineItem[] {
 /** A builder's month: its volume and address always; its instance hours only when it is never stopped. */
 function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, warnings: string[]): LineItem[] {
   const hourly = instanceHourly(r, b.instanceType);
+  // A CPU compile host is billed exactly like a GPU builder; only its label differs.
+  const what = b.compilesFor ? "compile host" : "builder";
   if (!("usd" in hourly)) warnings.push(`builder ${b.id}: no price for ${b.instanceType} (${hourly.missing})`);
   const items = [
     line({
       id: `builder-${b.id}-volume`,
       scope: "stack",
-      label: `builder (${b.instanceType}): ${b.diskGiB} GiB gp3 root volume`,
+      label: `${what} (${b.instanceType}): ${b.diskGiB} GiB gp3 root volume`,
       quantity: both(b.diskGiB),
       unit: "GB-months",
       key: "ebsGp3GbMonth",
@@ -384,7 +386,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
     line({
       id: `builder-${b.id}-iops`,
       scope: "stack",
-      label: `builder (${b.instanceType}): ${b.iops} IOPS (3,000 free)`,
+      label: `${what} (${b.instanceType}): ${b.iops} IOPS (3,000 free)`,
       quantity: both(Math.max(0, b.iops - 3000)),
       unit: "IOPS-months",
       key: "ebsGp3IopsMonth",
@@ -394,7 +396,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
     line({
       id: `builder-${b.id}-throughput`,
       scope: "stack",
-      label: `builder (${b.instanceType}): ${b.throughputMiBps} MB/s (125 free)`,
+      label: `${what} (${b.instanceType}): ${b.throughputMiBps} MB/s (125 free)`,
       quantity: both(Math.max(0, b.throughputMiBps - 125)),
       unit: "MB/s-months",
       key: "ebsGp3ThroughputMonth",
@@ -404,13 +406,13 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
     line({
       id: `builder-${b.id}-address`,
       scope: "stack",
-      label: `builder (${b.instanceType}): Elastic IP`,
+      label: `${what} (${b.instanceType}): Elastic IP`,
       quantity: both(H),
       unit: "address-hours",
       key: "publicIpv4Hour",
       price: unitPrice(r, "publicIpv4Hour"),
       basis: (q, usd) => `${q} h × ${money(usd)}`,
-      note: b.stopWhenDone ? "billed while the builder is stopped too" : undefined,
+      note: b.stopWhenDone ? `billed while the ${what} is stopped too` : undefined,
     }),
   ];
   if (!b.stopWhenDone)
@@ -418,7 +420,7 @@ function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, wa
       line({
         id: `builder-${b.id}-instance`,
         scope: "stack",
-        label: `builder (${b.instanceType}): never stopped (build.stopBuilderWhenDone false)`,
+        label: `${what} (${b.instanceType}): never stopped (build.stopBuilderWhenDone false)`,
         quantity: both(H),
         unit: "instance-hours",
         key: "ec2",

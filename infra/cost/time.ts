@@ -21,13 +21,18 @@
  * A new replica under autoscaling: node boot + pull (FastImagePull when on) +
  * load, as resolve/scaling.ts's expected cold start.
  */
-import type { ModelCostInput, StackCostInput, StepTiming } from "./input";
+import type { ModelCostInput, StackCostInput, StepTiming, TimeBasis } from "./input";
 
-/** One segment of a path, for the printout ("convert 8 min"). */
+/** One segment of a path, for the printout ("convert 8 min, partly measured"). */
 export interface Segment {
   step: string;
   seconds: number;
+  /** Measured or assumed rates (catalog/timings.ts); absent in a cost.json written before it was recorded. */
+  basis?: TimeBasis;
 }
+
+/** Every figure outside the build steps (launches, boots, pulls, loads, the NLB) is an assumed rate. */
+const assumed = (step: string, seconds: number): Segment => ({ step, seconds, basis: "assumed" });
 
 export interface TimeEstimate {
   firstDeploySeconds: number;
@@ -79,7 +84,7 @@ export function longestPath(
     const out: Segment[] = [];
     for (let cur: string | undefined = id; cur !== undefined; cur = via.get(cur)) {
       const s = byId.get(cur);
-      if (s) out.unshift({ step: s.id, seconds: seconds(s) });
+      if (s) out.unshift({ step: s.id, seconds: seconds(s), ...(s.basis ? { basis: s.basis } : {}) });
     }
     return out;
   };
@@ -108,6 +113,12 @@ export function buildSeconds(m: ModelCostInput, builderLaunch: number): number {
   return builderLaunch + latestOf(finish, servingInputs(m.build.steps)).at;
 }
 
+/** From the hosts' launch to the end of one step (the compile host runs until triton_with_ft is pushed); 0 when absent. */
+export function stepFinishSeconds(m: ModelCostInput, step: string, builderLaunch: number): number {
+  const at = longestPath(m.build.steps, (s) => s.seconds).finish.get(step);
+  return at === undefined ? 0 : builderLaunch + at;
+}
+
 export function estimateTime(stack: StackCostInput, m: ModelCostInput, builderLaunch: number): TimeEstimate {
   const { finish, pathTo } = longestPath(m.build.steps, (s) => s.seconds);
   const launch = builderLaunch;
@@ -121,19 +132,16 @@ export function estimateTime(stack: StackCostInput, m: ModelCostInput, builderLa
   const waitPath: Segment[] =
     clusterReady > buildDone
       ? [
-          {
-            step: "EKS control plane",
-            seconds: stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0,
-          },
-          ...(sv.nodesWithCluster ? [{ step: "GPU node boot", seconds: sv.nodeBootSeconds }] : []),
+          assumed("EKS control plane", stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0),
+          ...(sv.nodesWithCluster ? [assumed("GPU node boot", sv.nodeBootSeconds)] : []),
         ]
-      : [{ step: "builder launch", seconds: launch }, ...pathTo(last.id)];
+      : [assumed("builder launch", launch), ...pathTo(last.id)];
   const serve: Segment[] = [
-    ...(sv.nodesWithCluster ? [] : [{ step: "GPU node boot", seconds: sv.nodeBootSeconds }]),
-    { step: "image pull", seconds: sv.pullSeconds },
-    { step: "model load", seconds: sv.loadSeconds },
-    { step: "NLB provision", seconds: stack.loadBalancer.provisionSeconds },
-    { step: "NLB registration", seconds: sv.nlbRegistrationSeconds },
+    ...(sv.nodesWithCluster ? [] : [assumed("GPU node boot", sv.nodeBootSeconds)]),
+    assumed("image pull", sv.pullSeconds),
+    assumed("model load", sv.loadSeconds),
+    assumed("NLB provision", stack.loadBalancer.provisionSeconds),
+    assumed("NLB registration", sv.nlbRegistrationSeconds),
   ];
   const criticalPath = [...waitPath, ...serve].filter((s) => s.seconds > 0);
   return {

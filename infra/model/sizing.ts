@@ -97,6 +97,21 @@ export function sharedBuilderDiskGiB(models: ReadonlyArray<{ family: Family; arc
   return Math.ceil((bytes * 1.5) / GiB + 40);
 }
 
+/**
+ * Compile host root volume (catalog/compileHosts.ts): the triton_with_ft image
+ * and, as much again, the build's intermediate layers and cache (the Triton
+ * base it builds from is part of the image), plus 50 % headroom and 40 GiB for
+ * the OS and the AMI. Model-independent: the compile host holds no weights.
+ */
+export function compileHostDiskGiB(): number {
+  return Math.ceil(compileHostFreeDiskGiB() * 1.5 + 40);
+}
+
+/** Free disk the compile host's readiness check requires: the image and its build layers, no headroom. */
+export function compileHostFreeDiskGiB(): number {
+  return Math.ceil((2 * TRITON_WITH_FT_IMAGE_BYTES) / GiB);
+}
+
 /** GPU node root volume: two server images side by side during a rollout, plus 50 % headroom. */
 export function nodeDiskGiB(family: Family, arch: ModelArch): number {
   const image = TRITON_WITH_FT_IMAGE_BYTES + fp16WeightBytes(family, arch);

@@ -18,6 +18,7 @@
  *
  * Pure: plain numbers in, minutes out.
  */
+import { compileSeconds } from "../catalog/compileHosts";
 import { ASSUMED, MEASURED, RATES } from "../catalog/timings";
 import { TRITON_WITH_FT_IMAGE_BYTES } from "../model/sizing";
 import type { Family } from "../model/types";
@@ -36,6 +37,11 @@ export interface BudgetInputs {
   parameters: number;
   /** vCPUs of the builder. */
   vcpus: number;
+  /**
+   * The triton_with_ft compile: how many CUDA archs it builds for and the
+   * vCPUs of the compile host it runs on (catalog/compileHosts.ts).
+   */
+  compile: { smCount: number; vcpus: number };
   /** Checkpoint as downloaded (archive or HF repo), bytes; defaults to fp32 (4 bytes per parameter). */
   checkpointBytes?: number;
   /** The mesh-transformer-jax slim archive goes through FT's JAX converter, with no consolidation; default: a Hugging Face repo. */
@@ -49,7 +55,18 @@ export interface StepEstimate {
   seconds: number;
   /** Seconds per part, for docs/build.md and plan.json. */
   parts: Record<string, number>;
+  /**
+   * Where the figure comes from: every part from a rate measured here
+   * (catalog/timings.ts MEASURED), some of them, or none (ASSUMED rates).
+   */
+  basis: TimeBasis;
 }
+
+/** How a time figure is known: catalog/timings.ts marks each rate measured or assumed. */
+export type TimeBasis = "measured" | "partly measured" | "assumed";
+
+/** The conversion phases that run at the measured rates (RATES); every other part is an assumed rate. */
+const MEASURED_PARTS: ReadonlySet<string> = new Set(["consolidate", "re-layout", "converter", "fp16", "verify"]);
 
 /** The FT converter script a model goes through, and its measured rate (catalog/timings.ts RATES). */
 function converterRate(i: BudgetInputs): number {
@@ -74,7 +91,12 @@ function convertParts(i: BudgetInputs): Record<string, number> {
 }
 
 const sum = (parts: Record<string, number>) => Object.values(parts).reduce((a, b) => a + b, 0);
-const est = (parts: Record<string, number>): StepEstimate => ({ seconds: sum(parts), parts });
+function est(parts: Record<string, number>): StepEstimate {
+  const measured = Object.keys(parts).filter((k) => MEASURED_PARTS.has(k)).length;
+  const basis: TimeBasis =
+    measured === 0 ? "assumed" : measured === Object.keys(parts).length ? "measured" : "partly measured";
+  return { seconds: sum(parts), parts, basis };
+}
 
 export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
   const p = i.parameters;
@@ -85,7 +107,7 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
     "host-ready": est({ "cloud-init and checks": ASSUMED.hostReadySeconds }),
     "triton-with-ft": est({
       "base image and pip": ASSUMED.tritonBaseSeconds,
-      compile: ASSUMED.compileCoreSeconds / i.vcpus,
+      compile: compileSeconds(i.compile.smCount, i.compile.vcpus),
       push: TRITON_WITH_FT_BYTES / ASSUMED.ecrPushBytesPerSecond,
     }),
     fetch: est({

@@ -67,6 +67,12 @@ export interface Plan {
     builderDiskGiB: number;
     /** CUDA archs (FT `-DSM`) triton_with_ft is compiled for: every GPU that runs the image. */
     smList: number[];
+    /**
+     * build.tritonWithFtFrom: the stack whose triton_with_ft this one takes by
+     * digest; the triton-with-ft step is then hashed (its consumers' hashes are
+     * the building stack's) but never run here.
+     */
+    tritonWithFtFrom?: string;
   };
   fetch: FetchPlan;
   conversion: ConversionPlan;
@@ -222,7 +228,9 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   const fingerprint = imageFingerprint(defined, hashPath);
   // Hashed as one graph (a model's convert hashes the shared triton_with_ft step), then cut to this pipeline's.
   const hashes = stepInputHashes(steps, hashPath);
-  const runs = PIPELINE_STEPS[opts.steps ?? "all"];
+  const pipelineRuns = PIPELINE_STEPS[opts.steps ?? "all"];
+  const taken = config.build.tritonWithFtFrom?.stackReference;
+  const runs = (id: StepId) => pipelineRuns(id) && !(taken && id === "triton-with-ft");
   const m = stack.memory;
   return {
     schemaVersion: PLAN_SCHEMA_VERSION,
@@ -260,6 +268,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
       builderInstanceType: stack.builderInstance.type,
       builderDiskGiB: opts.builderDiskGiB ?? stack.builderDiskGiB,
       smList,
+      ...(taken ? { tritonWithFtFrom: taken } : {}),
     },
     fetch,
     conversion,

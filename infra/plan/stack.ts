@@ -14,7 +14,8 @@
  * Pure: no Pulumi.
  */
 import { prometheusOperatorPresent } from "../config/autoscaling";
-import { sharedBuilderDiskGiB } from "../model/sizing";
+import { compileHostFor } from "../catalog/compileHosts";
+import { compileHostDiskGiB, compileHostFreeDiskGiB, sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, type Plan, type PlanOptions } from "./index";
 import { gatewayPlan, type GatewayPlan } from "./gateway";
@@ -44,8 +45,20 @@ export interface BuilderPlan {
   diskGiB: number;
   /** Ids of the models converted and tuned here, first to last. */
   models: string[];
-  /** CUDA archs of the triton_with_ft built on this builder: its models' serving GPUs and its own (one GPU family). */
+  /** CUDA archs of the triton_with_ft built for this builder: its models' serving GPUs and its own (one GPU family). */
   smList: number[];
+  /** The CPU host that compiles that triton_with_ft (catalog/compileHosts.ts), picked from the SM list. */
+  compileHost: CompileHostPlan;
+}
+
+export interface CompileHostPlan {
+  /** Component name: `compiler` beside the first builder, `compiler-<gpu>` beside the others. */
+  name: string;
+  instanceType: string;
+  vcpus: number;
+  diskGiB: number;
+  /** Free disk its readiness check requires (scripts/remote/compile-host-ready.sh). */
+  requiredFreeGiB: number;
 }
 
 export interface StackPlan {
@@ -79,6 +92,7 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
         diskGiB: 0,
         models: [],
         smList: [],
+        compileHost: { name: "", instanceType: "", vcpus: 0, diskGiB: 0, requiredFreeGiB: 0 },
       });
     }
     builders[i]?.models.push(m.model.name);
@@ -91,6 +105,14 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     // Every GPU that runs this builder's triton_with_ft: its models' serving GPUs and the builder's own
     // (a promoted stack has no builder: stackSmList).
     b.smList = [...new Set(hosted.flatMap((m) => stackSmList(m)))].sort((x, y) => x - y);
+    const host = compileHostFor(b.smList);
+    b.compileHost = {
+      name: i === 0 ? "compiler" : `compiler-${b.gpuModel.toLowerCase()}`,
+      instanceType: host.type,
+      vcpus: host.vcpus,
+      diskGiB: compileHostDiskGiB(),
+      requiredFreeGiB: compileHostFreeDiskGiB(),
+    };
   }
   // One Prometheus for the stack: a model that installs the operator brings it for every model.
   const operator = models.some((m) =>

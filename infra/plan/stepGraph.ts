@@ -74,6 +74,12 @@ export interface StepDefinition {
   producesImage: boolean;
   timeouts: StepTimeouts;
   /**
+   * Where the step runs: the GPU builder (unset), or the CPU compile host that
+   * builds triton_with_ft (catalog/compileHosts.ts). Not part of the input
+   * hash: the host changes how fast an output is made, not what it is.
+   */
+  host?: "compiler";
+  /**
    * The model a step belongs to when the builder converts several (plan/scope.ts):
    * its config, plan files, markers and scratch live under this name. Unset for
    * the first model and the shared steps, whose paths stay the one-model ones.
@@ -232,6 +238,8 @@ export interface StepPlanEntry {
   files: string[];
   secretEnv: string[];
   timeouts: StepTimeouts;
+  /** Set when the step runs on the compile host rather than the GPU builder. */
+  host?: "compiler";
 }
 
 /**
@@ -260,5 +268,6 @@ export function stepPlanEntries(steps: Array<StepDefinition & { inputHash: strin
     files: s.files.map((f) => f.remotePath),
     secretEnv: s.secretEnv,
     timeouts: s.timeouts,
+    ...(s.host ? { host: s.host } : {}),
   }));
 }

@@ -10,6 +10,7 @@
  * the same definitions to plan.json, so what a preview would re-run can be read
  * offline.
  */
+import { compileHostFor } from "../catalog/compileHosts";
 import { GPU_MODELS, smList } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
 import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
@@ -65,16 +66,20 @@ function timeouts(minutes: number): StepTimeouts {
  * rates of the real FT converters plus the image pull; the others from assumed
  * transfer rates and the FT compile's core-hours. A hung step fails in minutes.
  */
-export function stepMinutes(stack: ResolvedStack): Record<StepId, number> {
-  return stepBudgetMinutes(budgetInputs(stack));
+export function stepMinutes(stack: ResolvedStack, sms: readonly number[]): Record<StepId, number> {
+  return stepBudgetMinutes(budgetInputs(stack, sms));
 }
 
-/** What the budgets (and the cost module's time estimate) are computed from: one stack's model and builder. */
-export function budgetInputs(stack: ResolvedStack): BudgetInputs {
+/**
+ * What the budgets (and the cost module's time estimate) are computed from: one stack's model, its
+ * builder, and the compile host the plan picks for the SM list triton_with_ft is built for.
+ */
+export function budgetInputs(stack: ResolvedStack, sms: readonly number[]): BudgetInputs {
   return {
     family: stack.model.family,
     parameters: parameterCount(stack.model.family, stack.model.arch),
     vcpus: stack.builderInstance.vcpus,
+    compile: { smCount: sms.length, vcpus: compileHostFor(sms).vcpus },
     gemm: stack.gemm,
     source: stack.model.source.kind,
   };
@@ -132,7 +137,10 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
     id: "triton-with-ft",
     title: "build triton_with_ft from the pinned backend and FT commits for the serving GPU; push",
     script: SCRIPT("build-triton-with-ft"),
+    // Runs on the compile host (catalog/compileHosts.ts); it still waits for the GPU builder's host check,
+    // which confirmed the GPU its SM list was derived from, and that keeps every live stack's step hashes.
     dependsOn: ["host-ready"],
+    host: "compiler",
     config: [
       WORK_ROOT,
       ["AWS_REGION", REGION],
@@ -348,7 +356,7 @@ function gatewayImageStep(minutes: number): StepDefinition {
 
 /** The seven steps of the build graph, from the plan's sections. */
 export function stepDefinitions(src: StepSources): StepDefinition[] {
-  const minutes = stepMinutes(src.stack);
+  const minutes = stepMinutes(src.stack, src.smList);
   return [
     hostReadyStep(src, minutes["host-ready"]),
     tritonWithFtStep(src, minutes["triton-with-ft"]),

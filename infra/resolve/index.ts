@@ -50,7 +50,7 @@ import {
 } from "./limits";
 import { resolveModel } from "./model";
 import { modelViews, type ModelView } from "../config/models";
-import { checkPromotion, isBuildOnlyKey, isPromoted } from "./promotion";
+import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
 
@@ -171,6 +171,7 @@ function resolveModelView(
   const builderInstance = knownInstance(config.build.builderInstanceType, "build.builderInstanceType", addAndFail);
   checkPlatform(config, opts.today ?? isoDate(new Date()), forBuild(addAndFail), forBuild(warn));
   checkPromotion(raw, config, addAndFail);
+  checkTritonWithFtFrom(config, addAndFail);
   checkAccess(config, secrets, addAndFail);
   checkCluster(config, secrets, addAndFail);
   checkNetwork(config, addAndFail);

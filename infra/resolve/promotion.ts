@@ -33,19 +33,35 @@ export function isPromoted(config: StackConfig): boolean {
  * `raw` is the namespace as given (before defaults): a build key set beside
  * promoteFrom is a mistake even when it equals its default.
  */
-export function checkPromotion(raw: Record<string, unknown>, config: StackConfig, add: Add): void {
-  const from = config.build.promoteFrom;
-  if (!from) return;
-  const ref = from.stackReference;
+/** A stack reference must name its stack in full: a short name would resolve against whoever runs pulumi. */
+function checkReference(key: string, ref: string, add: Add): void {
   const r = PULUMI_STACK_REFERENCE;
   const parts = ref.split("/");
   if (parts.length !== 3 || !parts.every((p) => p.length <= r.maxPartChars && r.part.test(p)))
     add(
-      "build.promoteFrom.stackReference",
+      key,
       ref,
       `is not a fully qualified stack reference: <org>/<project>/<stack>, each part letters, digits, '-', '_' or '.', at most ${r.maxPartChars} characters`,
       "name the stack that built the images in full, e.g. acme/triton-ft/staging (the file backend's org is `organization`)",
     );
+}
+
+/**
+ * build.tritonWithFtFrom: the reference's form here; whether the named stack's
+ * triton_with_ft matches this stack's pins and SMs once its outputs are read
+ * (infra/promotion/tritonWithFt.ts).
+ */
+export function checkTritonWithFtFrom(config: StackConfig, add: Add): void {
+  const from = config.build.tritonWithFtFrom;
+  if (!from) return;
+  checkReference("build.tritonWithFtFrom.stackReference", from.stackReference, add);
+}
+
+export function checkPromotion(raw: Record<string, unknown>, config: StackConfig, add: Add): void {
+  const from = config.build.promoteFrom;
+  if (!from) return;
+  const ref = from.stackReference;
+  checkReference("build.promoteFrom.stackReference", ref, add);
   const rawBuild = raw.build;
   if (rawBuild !== null && typeof rawBuild === "object") {
     for (const [key, value] of Object.entries(rawBuild)) {

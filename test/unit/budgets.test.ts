@@ -15,7 +15,13 @@ const gemm = { batchSize: 8, beamWidth: 1, maxInputLen: 512 };
 function inputs(preset: string, vcpus = 16): BudgetInputs {
   const p = findPreset(preset);
   if (!p) throw new Error(preset);
-  return { family: p.family, parameters: parameterCount(p.family, p.arch), vcpus, gemm };
+  return {
+    family: p.family,
+    parameters: parameterCount(p.family, p.arch),
+    vcpus,
+    compile: { smCount: 1, vcpus: 48 },
+    gemm,
+  };
 }
 
 describe("step time budgets", () => {

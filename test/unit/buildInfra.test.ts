@@ -5,7 +5,7 @@ import { ACCOUNT, REGION } from "../lib/mocks";
 import { findPreset } from "../../infra/model/catalog";
 import { builderDiskGiB } from "../../infra/model/sizing";
 import { existingNetworkProblems } from "../../infra/resolve/network";
-import { stepMinutes } from "../../infra/plan/steps";
+import { stackSmList, stepMinutes } from "../../infra/plan/steps";
 import { resolveStack } from "../../infra/resolve";
 import { buildSteps } from "../lib/plan";
 
@@ -39,7 +39,7 @@ describe("network", () => {
     expect(outputs.vpcId).toMatch(/^vpc-/);
     expect(outputs.privateSubnetIds).toHaveLength(3);
     // The builder sits in the first public subnet.
-    expect(run.one("aws:ec2/instance:Instance").inputs.subnetId).toBe(outputs.publicSubnetIds[0]);
+    expect(run.one("aws:ec2/instance:Instance", "builder").inputs.subnetId).toBe(outputs.publicSubnetIds[0]);
   });
 
   it("rejects a VPC CIDR too small for the subnet layout", async () => {
@@ -133,7 +133,7 @@ describe("ECR registry", () => {
 describe("builder host", () => {
   it("GPU instance of the configured type: looked-up DLAMI, IMDSv2, encrypted gp3 sized from the model, public subnet, stable EIP", async () => {
     const run = await runProgram(gpt2Config());
-    const i = run.one("aws:ec2/instance:Instance");
+    const i = run.one("aws:ec2/instance:Instance", "builder");
     expect(i.inputs.instanceType).toBe("g5.xlarge");
     expect(i.inputs.ami).toBe("ami-0a1b2c3d4e5f60718");
     expect(i.inputs.metadataOptions).toMatchObject({ httpTokens: "required", httpEndpoint: "enabled" });
@@ -144,14 +144,14 @@ describe("builder host", () => {
     expect(root.volumeSize).toBe(builderDiskGiB("gpt", preset?.arch ?? (undefined as never)));
     expect(root.volumeSize).toBeGreaterThan(60 * 1.5 + 40);
     expect(i.inputs.associatePublicIpAddress).toBe(true);
-    expect(run.one("aws:ec2/eip:Eip").inputs.instance).toBe(i.id);
-    expect(run.outputs.builderPublicIp).toBe(run.one("aws:ec2/eip:Eip").state.publicIp);
+    expect(run.one("aws:ec2/eip:Eip", "builder").inputs.instance).toBe(i.id);
+    expect(run.outputs.builderPublicIp).toBe(run.one("aws:ec2/eip:Eip", "builder").state.publicIp);
     expect(String(i.inputs.userData)).toContain("AcceptEnv HF_TOKEN");
   });
 
   it("a pinned AMI skips the lookup", async () => {
     const run = await runProgram(withOverrides(gpt2Config(), { build: { builderAmiId: "ami-0123456789abcdef0" } }));
-    expect(run.one("aws:ec2/instance:Instance").inputs.ami).toBe("ami-0123456789abcdef0");
+    expect(run.one("aws:ec2/instance:Instance", "builder").inputs.ami).toBe("ami-0123456789abcdef0");
     expect(run.outputs.builderAmiId).toBe("ami-0123456789abcdef0");
   });
 
@@ -160,7 +160,15 @@ describe("builder host", () => {
       withOverrides(gpt2Config(), { build: { sshAllowedCidrs: ["198.51.100.7/32", "192.0.2.0/28"] } }),
     );
     const ingress = run.byType("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule");
-    expect(ingress.map((r) => r.inputs.cidrIpv4).sort()).toEqual(["192.0.2.0/28", "198.51.100.7/32"]);
+    // The builder's rules, and the compile host's: the same CIDRs.
+    for (const host of ["builder", "compiler"])
+      expect(
+        ingress
+          .filter((r) => r.name.startsWith(`${host}-`))
+          .map((r) => r.inputs.cidrIpv4)
+          .sort(),
+        host,
+      ).toEqual(["192.0.2.0/28", "198.51.100.7/32"]);
     for (const r of ingress) expect(r.inputs).toMatchObject({ ipProtocol: "tcp", fromPort: 22, toPort: 22 });
     expect(ingress.some((r) => r.inputs.cidrIpv4 === "0.0.0.0/0" || r.inputs.cidrIpv6 === "::/0")).toBe(false);
     // No inline rules that would slip past the check above.
@@ -208,9 +216,12 @@ describe("builder host", () => {
     const run = await runProgram(cfg, {
       secrets: { sshPrivateKey: "-----BEGIN OPENSSH PRIVATE KEY-----\nx\n-----END OPENSSH PRIVATE KEY-----\n" },
     });
-    // Only the host key is generated (the program pins it); no login key.
-    expect(run.byType("tls:index/privateKey:PrivateKey").map((k) => k.name)).toEqual(["builder-host-key"]);
-    expect(run.one("aws:ec2/keyPair:KeyPair").inputs.publicKey).toBe(
+    // Only the host keys are generated (the program pins them); no login key.
+    expect(run.byType("tls:index/privateKey:PrivateKey").map((k) => k.name)).toEqual([
+      "builder-host-key",
+      "compiler-host-key",
+    ]);
+    expect(run.one("aws:ec2/keyPair:KeyPair", "builder").inputs.publicKey).toBe(
       "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIexample ops",
     );
     expect(run.outputs.builderPrivateKey).toBeUndefined();
@@ -236,7 +247,7 @@ describe("remote build pipeline", () => {
     // update timeouts, and it runs after its config is written and the steps it needs.
     const { stack } = resolveStack(gpt2Config(), {});
     if (!stack) throw new Error("fixture must resolve");
-    const budgets = stepMinutes(stack);
+    const budgets = stepMinutes(stack, stackSmList(stack));
     for (const step of buildSteps(stack, (p) => `h:${p}`).steps) {
       const opts = stepCmd(run, step.id).options;
       const budget = `${budgets[step.id]}m`;
@@ -300,8 +311,11 @@ describe("remote build pipeline", () => {
     expect(off.byType("aws:ec2transitgateway/instanceState:InstanceState")).toHaveLength(0);
     const on = await runProgram(withOverrides(gpt2Config(), { build: { stopBuilderWhenDone: true } }));
     const states: RecordedResource[] = on.byType("aws:ec2transitgateway/instanceState:InstanceState");
-    const instanceId = on.one("aws:ec2/instance:Instance").id;
+    const instanceId = on.one("aws:ec2/instance:Instance", "builder").id;
+    const compilerId = on.one("aws:ec2/instance:Instance", "compiler").id;
     expect(states.map((s) => [s.name, s.inputs.state, s.inputs.instanceId]).sort()).toEqual([
+      ["build-compiler-running", "running", compilerId],
+      ["build-compiler-stopped", "stopped", compilerId],
       ["build-running", "running", instanceId],
       ["build-stopped", "stopped", instanceId],
     ]);

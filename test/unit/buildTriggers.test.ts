@@ -9,14 +9,26 @@ describe("SSH host key pinning", () => {
     run = await runProgram(gpt2Config(), { stack: "dev" });
   });
 
-  it("every SSH connection (commands and copies) pins the program's generated host key", () => {
-    const hostKey = run.one("tls:index/privateKey:PrivateKey", "builder-host-key");
-    expect(hostKey.inputs.algorithm).toBe("ED25519");
-    const pub = String(hostKey.state.publicKeyOpenssh);
-    expect(pub).toMatch(/\S/);
+  it("every SSH connection (commands and copies) pins the program's generated host key of its host", () => {
+    const pub = (host: string) => {
+      const hostKey = run.one("tls:index/privateKey:PrivateKey", `${host}-host-key`);
+      expect(hostKey.inputs.algorithm).toBe("ED25519");
+      return String(hostKey.state.publicKeyOpenssh);
+    };
+    const builder = pub("builder");
+    const compiler = pub("compiler");
+    expect(builder).toMatch(/\S/);
+    expect(compiler).not.toBe(builder);
+    // The triton-with-ft step, its config and the compile host's own setup run on the compile host.
+    const onCompiler = (name: string) =>
+      name === "build-triton-with-ft" || name === "build-config-triton-with-ft" || name.startsWith("build-compiler-");
     const remote = [...run.byType("command:remote:Command"), ...run.byType("command:remote:CopyToRemote")];
     expect(remote.length).toBeGreaterThan(10);
-    for (const r of remote) expect((r.inputs.connection as { hostKey?: string }).hostKey, r.name).toBe(pub);
+    expect(remote.filter((r) => onCompiler(r.name)).length).toBe(7);
+    for (const r of remote)
+      expect((r.inputs.connection as { hostKey?: string }).hostKey, r.name).toBe(
+        onCompiler(r.name) ? compiler : builder,
+      );
   });
 
   it("the private host key is an SSM SecureString only the builder's role may read, never in user data", () => {
@@ -28,19 +40,22 @@ describe("SSH host key pinning", () => {
     expect(policy.Statement).toEqual([
       { Sid: "ReadHostKey", Effect: "Allow", Action: ["ssm:GetParameter"], Resource: param.state.arn },
     ]);
-    const userData = String(run.one("aws:ec2/instance:Instance").inputs.userData);
+    const userData = String(run.one("aws:ec2/instance:Instance", "builder").inputs.userData);
     expect(userData).toContain("--name '/triton-ft-dev/builder/ssh-host-ed25519-key' --with-decryption");
     expect(userData).not.toContain("BEGIN OPENSSH PRIVATE KEY");
     expect(userData).not.toContain(String(hostKey.state.privateKeyOpenssh));
   });
 
-  it("every step's triggers start with the builder's identity, so a replaced builder re-runs every step", () => {
-    const instanceId = run.one("aws:ec2/instance:Instance").id;
+  it("every step's triggers start with its host's identity, so a replaced host re-runs its steps", () => {
+    const id = (host: string) => run.one("aws:ec2/instance:Instance", host).id;
     const steps = run
       .byType("command:remote:Command")
       .filter((c) => /^build-(host-ready|triton-with-ft|fetch|convert|gemm|bake)$/.test(c.name));
     expect(steps).toHaveLength(6);
-    for (const s of steps) expect((s.inputs.triggers as unknown[])[0], s.name).toBe(instanceId);
+    for (const s of steps)
+      expect((s.inputs.triggers as unknown[])[0], s.name).toBe(
+        id(s.name === "build-triton-with-ft" ? "compiler" : "builder"),
+      );
   });
 });
 

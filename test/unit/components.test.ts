@@ -93,7 +93,7 @@ describe("Builder", () => {
         return { ami: b.amiId, generated: String(b.generatedKey) };
       };
     });
-    const instance = run.one("aws:ec2/instance:Instance");
+    const instance = run.one("aws:ec2/instance:Instance", "builder");
     expect(instance.inputs).toMatchObject({ instanceType: "g5.4xlarge", ami: "ami-0123456789abcdef0" });
     expect((instance.inputs.rootBlockDevice as Record<string, unknown>).volumeSize).toBe(321);
     expect(
@@ -228,6 +228,11 @@ describe("BuildPipeline", () => {
           secretEnv: { HF_TOKEN: pulumi.secret("hf_unit_token") },
           stopBuilderWhenDone: false,
           stageTree: (tree) => stageTree(REPO_ROOT, tree),
+          compileHost: {
+            connection: { host: "203.0.113.20", user: "ubuntu", privateKey: pulumi.secret("key") },
+            instanceId: "i-0fedcba9876543210",
+            requiredFreeGiB: 60,
+          },
         });
         return { triton: p.tritonWithFtImage, server: p.serverImage, gateway: p.gatewayImage };
       };
@@ -241,7 +246,11 @@ describe("BuildPipeline", () => {
     for (const step of plan.buildSteps) {
       const cmd = byName(`build-${step.id}`);
       expect(cmd.inputs.create).toBe(`bash /opt/triton-ft/${step.script} ${stepConfigPath(step.id)}`);
-      expect((cmd.inputs.triggers as string[]).slice(0, 2)).toEqual(["i-0123456789abcdef0", step.inputHash]);
+      // A step on the compile host is keyed to that host, the others to the builder.
+      const host = step.host === "compiler" ? "i-0fedcba9876543210" : "i-0123456789abcdef0";
+      expect((cmd.inputs.triggers as string[]).slice(0, 2)).toEqual([host, step.inputHash]);
+      const address = step.host === "compiler" ? "203.0.113.20" : "203.0.113.10";
+      expect((cmd.inputs.connection as { host?: string }).host, step.id).toBe(address);
       const env = (cmd.inputs.environment ?? {}) as Record<string, string>;
       expect(env.HF_TOKEN, step.id).toBe(step.id === "fetch" ? "hf_unit_token" : undefined);
       expect(String(byName(`build-config-${step.id}`).inputs.stdin)).not.toContain("hf_unit_token");
@@ -251,6 +260,16 @@ describe("BuildPipeline", () => {
     expect(String(byName("build-config-convert").inputs.stdin)).toContain(`IMAGE='${String(run.outputs.triton)}'`);
     expect(String(byName("build-config-bake").inputs.stdin)).toContain(`ECR_REPOSITORY_URL='${registry}/unit/server'`);
     expect(String(byName("build-config-host-ready").inputs.stdin)).toContain(`AWS_REGION='${REGION}'`);
+    // The compile host is prepared and checked before its step, with its own copies of the scripts.
+    expect(byName("build-compiler-ready").inputs.create).toBe(
+      "bash /opt/triton-ft/scripts/remote/compile-host-ready.sh /opt/triton-ft 60",
+    );
+    expect(byName("build-triton-with-ft").options.dependsOn).toEqual(
+      expect.arrayContaining([
+        "command:remote:Command::build-compiler-ready",
+        "command:remote:Command::build-host-ready",
+      ]),
+    );
     expect(String(byName("build-config-convert").inputs.stdin)).not.toContain("@{");
     expect(run.outputs.server).toMatch(/\/build-bake@sha256:[0-9a-f]{64}$/);
     // No builder stop/start without stopBuilderWhenDone.

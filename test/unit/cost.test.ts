@@ -178,16 +178,18 @@ describe("a change: prod from g5.12xlarge to p4d.24xlarge", () => {
     const lines = diffLines(before, after);
     const dMin = after.monthlyUsd.min - before.monthlyUsd.min;
     expect(lines[0]).toBe(
-      `cost: +$${Math.round(dMin).toLocaleString("en-US")}/month at min, +$${Math.round(after.monthlyUsd.max - before.monthlyUsd.max).toLocaleString("en-US")} at max ($4,528–$12,842 → $${Math.round(after.monthlyUsd.min).toLocaleString("en-US")}–$${Math.round(after.monthlyUsd.max).toLocaleString("en-US")})`,
+      `cost: +$${Math.round(dMin).toLocaleString("en-US")}/month at min, +$${Math.round(after.monthlyUsd.max - before.monthlyUsd.max).toLocaleString("en-US")} at max ($4,572–$12,886 → $${Math.round(after.monthlyUsd.min).toLocaleString("en-US")}–$${Math.round(after.monthlyUsd.max).toLocaleString("en-US")})`,
     );
-    // A100 hosts boot slower (NVSwitch); the 96-vCPU builder compiles triton_with_ft faster.
+    // A100 hosts boot slower (NVSwitch); the compile host, not the builder, compiles triton_with_ft (one SM either way).
     expect(lines[1]).toMatch(
-      /gpt-j-6b: first deploy 169 min → 123 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
+      /gpt-j-6b: first deploy 138 min → 142 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
     );
-    expect(lines[2]).toMatch(/^ {2}\+\$19,636\/month {2}GPU nodes: 1\.\.2 × p4d\.24xlarge/);
+    // What moved the first-deploy total: only the node boot.
+    expect(lines[2]).toBe("    gpt-j-6b first deploy 138 min → 142 min: GPU node boot 3.0 min → 7.0 min");
+    expect(lines[3]).toMatch(/^ {2}\+\$19,636\/month {2}GPU nodes: 1\.\.2 × p4d\.24xlarge/);
     const md = diffMarkdown("prod", before, after);
     expect(md).toContain("before ████░░░░░░░");
-    expect(md).toContain("after  ██████████████░░░░░░░░░░░░░░ $16,418–$32,467/month");
+    expect(md).toContain("after  ██████████████░░░░░░░░░░░░░░ $16,462–$32,511/month");
   });
 
   it("a change that touches nothing the build or the pods read takes no time", () => {

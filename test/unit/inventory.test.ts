@@ -90,8 +90,9 @@ describe("offline inventory (resources.json)", () => {
     });
     const { code, out } = await diffText("base", "cidrs");
     expect(code).toBe(0);
-    // The builder's SSH rules, and the EKS API endpoint's public CIDRs (they default to the same list).
-    expect(out).toMatch(/^stack dev: 1 to add, 2 to change, 0 to remove/);
+    // The builder's and the compile host's SSH rules, and the EKS API endpoint's public CIDRs (they default to the same list).
+    expect(out).toMatch(/^stack dev: 2 to add, 3 to change, 0 to remove/);
+    expect(out).toContain("+ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule compiler-ssh-1");
     expect(out).toContain("~ eks:index:Cluster cluster");
     expect(out).toContain(
       '~ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule builder-ssh-0  (in triton-ft:builder:Builder::builder)\n    ~ cidrIpv4: "198.51.100.7/32" -> "203.0.113.0/28"',

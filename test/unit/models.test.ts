@@ -238,10 +238,26 @@ describe("the program of several models (mock runtime)", () => {
   it("starts and stops each builder once, from the pipeline that owns it, after every bake on it", async () => {
     const run = await runProgram(seed(), { stack: "seed-models" });
     const states = run.byType("aws:ec2transitgateway/instanceState:InstanceState").map((r) => r.name);
-    // Two builders (A10G, L4): each one start and one stop; kogpt-6b shares the first and owns neither.
+    // Two builders (A10G, L4) and their compile hosts: each one start and one stop; kogpt-6b shares the
+    // first builder and owns neither.
     expect(states.sort()).toEqual(
-      ["build-codegen-2b-mono-running", "build-codegen-2b-mono-stopped", "build-running", "build-stopped"].sort(),
+      [
+        "build-codegen-2b-mono-running",
+        "build-codegen-2b-mono-stopped",
+        "build-codegen-2b-mono-compiler-running",
+        "build-codegen-2b-mono-compiler-stopped",
+        "build-running",
+        "build-stopped",
+        "build-compiler-running",
+        "build-compiler-stopped",
+      ].sort(),
     );
+    expect(run.byType("triton-ft:builder:Builder").map((r) => r.name)).toEqual([
+      "builder",
+      "builder-l4",
+      "compiler",
+      "compiler-l4",
+    ]);
     expect(run.byType("triton-ft:tritonService:TritonService").map((r) => r.name)).toEqual([
       "triton",
       "triton-kogpt-6b",

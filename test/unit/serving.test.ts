@@ -35,6 +35,7 @@ describe("stack-output contract", () => {
     kubeconfig: "string (secret)",
     modelPlan: "string",
     modelPlanFingerprint: "string",
+    tritonWithFtBuilds: "object[]",
     secretFingerprints: "object (secret)",
   };
 
@@ -52,7 +53,13 @@ describe("stack-output contract", () => {
 
   it("exports every contract output with its type and secrecy", () => {
     const typeOf = (v: unknown): string =>
-      Array.isArray(v) ? (v.every((x) => typeof x === "string") ? "string[]" : "array") : typeof v;
+      Array.isArray(v)
+        ? v.every((x) => typeof x === "string")
+          ? "string[]"
+          : v.every((x) => x !== null && typeof x === "object" && !Array.isArray(x))
+            ? "object[]"
+            : "array"
+        : typeof v;
     for (const [name, spec] of Object.entries(STACK_OUTPUT_CONTRACT)) {
       expect(run.outputs, name).toHaveProperty(name);
       expect(typeOf(run.outputs[name]), name).toBe(spec.type);
