@@ -8,13 +8,7 @@
  */
 import type { ApiError } from "../../../images/gateway/src/server/apiError";
 import type { Tensor } from "../../../images/gateway/src/triton/tensors";
-import type {
-  ModelMetadata,
-  SendOptions,
-  StreamOptions,
-  TritonClient,
-  UpstreamCall,
-} from "../../../images/gateway/src/triton/tritonClient";
+import type { ModelMetadata, StreamOptions, TritonClient } from "../../../images/gateway/src/triton/tritonClient";
 
 /**
  * The token the fake generates at position i (1-based): the text grows by
@@ -38,9 +32,6 @@ export class FakeTriton implements TritonClient {
   readonly calls: Tensor[][] = [];
   /** Every generation's requested outputs (undefined: all), in call order. */
   readonly outputsAsked: Array<readonly string[] | undefined> = [];
-  /** Calls opened (`open`), and of those closed without a request (`abandon`). */
-  opened = 0;
-  abandoned = 0;
   private gate: Promise<void> | undefined;
   private openGate: (() => void) | undefined;
 
@@ -69,23 +60,6 @@ export class FakeTriton implements TritonClient {
       platform: "ensemble",
       inputs: [{ name: "text_input", datatype: "BYTES", shape: [-1, 1] }],
       outputs: [{ name: "text_output", datatype: "BYTES", shape: [-1, 1] }],
-    };
-  }
-
-  open(deadline: number): UpstreamCall {
-    this.opened += 1;
-    let used = false;
-    return {
-      send: (inputs: Tensor[], options: SendOptions) => {
-        if (used) throw new Error("an upstream call carries one request");
-        used = true;
-        return this.stream(inputs, { ...options, deadline });
-      },
-      abandon: () => {
-        if (used) return;
-        used = true;
-        this.abandoned += 1;
-      },
     };
   }
 

@@ -822,37 +822,6 @@ describe("what a generation asks of Triton", () => {
   });
 });
 
-describe("Triton calls opened while admission decides", () => {
-  it("an admitted request sends on the call opened for each prompt, and abandons none", async () => {
-    const { app, triton } = gateway();
-    expect((await complete(app, { prompt: ["one", "two"], max_tokens: 1 })).statusCode).toBe(200);
-    expect([triton.opened, triton.calls.length, triton.abandoned]).toEqual([2, 2, 0]);
-    const chat = await app.inject({
-      method: "POST",
-      url: "/v1/chat/completions",
-      headers: auth(),
-      payload: { model: "m", messages: [{ role: "user", content: "hi" }], max_tokens: 1 },
-    });
-    expect(chat.statusCode).toBe(200);
-    expect([triton.opened, triton.calls.length, triton.abandoned]).toEqual([3, 3, 0]);
-  });
-
-  it("a refused request's calls are abandoned: Triton is sent nothing", async () => {
-    const { app, triton } = gateway();
-    for (let i = 0; i < 2; i++) await complete(app, { prompt: "hi", max_tokens: 1 }, "key-rate");
-    const refused = await complete(app, { prompt: ["a", "b", "c"], max_tokens: 1 }, "key-rate");
-    expect(refused.statusCode).toBe(429);
-    expect([triton.opened, triton.calls.length, triton.abandoned]).toEqual([5, 2, 3]);
-  });
-
-  it("a request refused before admission (invalid, or the wrong model) opens no call", async () => {
-    const { app, triton } = gateway();
-    expect((await complete(app, { prompt: "hi", max_tokens: -1 })).statusCode).toBe(400);
-    expect((await complete(app, { prompt: "hi", model: "nope" })).statusCode).toBe(404);
-    expect(triton.opened).toBe(0);
-  });
-});
-
 describe("request bodies that cannot be decoded", () => {
   it("answers 400 invalid_body to JSON that is not UTF-8 (or declares another charset); the next request is served", async () => {
     const { app } = gateway();

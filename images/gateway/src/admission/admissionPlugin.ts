@@ -32,10 +32,7 @@ declare module "fastify" {
      * `serve` with the request's context. Everything is released when `serve`
      * is done, that is when the generation has ended upstream, the tokens
      * settled with the real usage, which is recorded for the team and `model`
-     * (the model `app.routeModel()` routed the request to). `meanwhile` runs
-     * once the decision is under way (with the shared store, while its round
-     * trip is on the wire): work the request needs if admitted, that sends
-     * nothing a refusal would have to take back (OpenedCalls.open).
+     * (the model `app.routeModel()` routed the request to).
      */
     admit(
       request: FastifyRequest,
@@ -45,7 +42,6 @@ declare module "fastify" {
       slots: number,
       tokens: number,
       serve: (ctx: RequestContext) => Promise<void>,
-      meanwhile?: () => void,
     ): Promise<void>;
   }
 }
@@ -122,25 +118,12 @@ export const limits = definePlugin<LimitsOptions>(
         slots: number,
         tokens: number,
         serve: (ctx: RequestContext) => Promise<void>,
-        meanwhile?: () => void,
       ) => {
         const consumer = request.consumer as Consumer;
-        // Sent first (a store's script is written to its socket at once), awaited after `meanwhile`.
-        const deciding = limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
+        const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
           id: model.config.id,
           maxInflight: model.config.maxInflight,
         });
-        try {
-          meanwhile?.();
-        } catch (error) {
-          // Nothing will be served: an admission gives back what it took.
-          void deciding.then(
-            (a) => a.release(0),
-            () => undefined,
-          );
-          throw error;
-        }
-        const admitted = await deciding;
         const modelId = model.config.id;
         const labels = { consumer: consumer.name, model: modelId };
         metrics.inflight.inc(labels, slots);

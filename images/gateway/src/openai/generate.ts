@@ -12,7 +12,7 @@ import { randomBytes } from "node:crypto";
 import { ApiError } from "../server/apiError";
 import type { Tensor } from "../triton/tensors";
 import { IncrementalText } from "./textStream";
-import type { UpstreamCall } from "../triton/tritonClient";
+import type { TritonClient } from "../triton/tritonClient";
 import type { Sampling } from "./validate";
 
 export type FinishReason = "stop" | "length";
@@ -121,6 +121,7 @@ function row(outputs: Map<string, Tensor>, name: string, r: number): (string | n
 
 export interface GenerateOptions {
   signal: AbortSignal;
+  deadline: number;
   timeoutSeconds: number;
   trimStart?: boolean;
   /** Samples of the prompt, batched in one request (OpenAI `n`, or `best_of`). */
@@ -172,9 +173,8 @@ class Copy {
   }
 }
 
-/** The generation of `prompt` on `call`, an open call to the model's ensemble (its deadline set at `open`). */
 export async function* generate(
-  call: UpstreamCall,
+  triton: TritonClient,
   prompt: string,
   sampling: Sampling,
   options: GenerateOptions,
@@ -191,10 +191,11 @@ export async function* generate(
     return { type: "delta", row: r, text: d, ...(tokens ? { tokens } : {}) };
   };
   try {
-    for await (const outputs of call.send(ensembleInputs(prompt, sampling, copies, logprobs), {
+    for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs), {
       // The per-token arrays (every token so far, at every step) only when the client asked for logprobs.
       outputs: logprobs ? [...OUTPUTS, ...LOGPROB_OUTPUTS] : OUTPUTS,
       signal: local.signal,
+      deadline: options.deadline,
       timeoutSeconds: options.timeoutSeconds,
     })) {
       for (let r = 0; r < copies; r++) {

@@ -1,13 +1,11 @@
 /** The OpenAI API: completions, chat completions and the model list, routed by the `model` field. */
-import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
 import type { ServedModel } from "../models/modelRouter";
 import { serveGeneration } from "./serveGeneration";
 import definePlugin from "fastify-plugin";
 import { LIMITS_PLUGIN, reserveTokens } from "../admission/admissionPlugin";
 import { MODELS_PLUGIN } from "../models/modelsPlugin";
-import { OpenedCalls } from "../triton/openedCalls";
-import { type ChatRequest, type CompletionRequest, parseChat, parseCompletion, requestedModel } from "./validate";
+import { parseChat, parseCompletion, requestedModel } from "./validate";
 
 export interface OpenaiRoutesOptions {
   config: GatewayConfig;
@@ -35,48 +33,34 @@ export function modelCard({ config: m }: ServedModel): Record<string, unknown> {
 
 export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
   async (app, { config }) => {
-    /**
-     * Admit a parsed generation and serve it. Its Triton calls are opened while
-     * admission decides and carry a request only once it is admitted; the
-     * unused ones are abandoned whatever the outcome.
-     */
-    const generation = async (
-      request: FastifyRequest,
-      reply: FastifyReply,
-      route: string,
-      model: ServedModel,
-      parsed: CompletionRequest | ChatRequest,
-    ): Promise<FastifyReply> => {
-      const prompts = parsed.kind === "chat" ? [parsed.prompt] : parsed.prompts;
-      const tokens = reserveTokens(prompts, parsed.sampling.maxTokens, parsed.choices.bestOf, model.config.maxInputLen);
-      const calls = new OpenedCalls(model.triton, prompts.length, config.limits.requestTimeoutSeconds);
-      try {
-        await app.admit(
-          request,
-          reply,
-          route,
-          model,
-          prompts.length,
-          tokens,
-          (ctx) => serveGeneration(ctx, reply, parsed, calls),
-          () => calls.open(),
-        );
-      } finally {
-        calls.abandonUnused();
-      }
-      return reply;
-    };
-
     app.post("/v1/completions", async (request, reply) => {
       const model = app.routeModel(request, requestedModel(request.body, "completion"));
       const parsed = parseCompletion(request.body, { model: model.config, limits: config.limits });
-      return generation(request, reply, "/v1/completions", model, parsed);
+      const tokens = reserveTokens(
+        parsed.prompts,
+        parsed.sampling.maxTokens,
+        parsed.choices.bestOf,
+        model.config.maxInputLen,
+      );
+      await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens, (ctx) =>
+        serveGeneration(ctx, reply, parsed),
+      );
+      return reply;
     });
 
     app.post("/v1/chat/completions", async (request, reply) => {
       const model = app.routeModel(request, requestedModel(request.body, "chat"));
       const parsed = parseChat(request.body, { model: model.config, limits: config.limits });
-      return generation(request, reply, "/v1/chat/completions", model, parsed);
+      const tokens = reserveTokens(
+        [parsed.prompt],
+        parsed.sampling.maxTokens,
+        parsed.choices.bestOf,
+        model.config.maxInputLen,
+      );
+      await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens, (ctx) =>
+        serveGeneration(ctx, reply, parsed),
+      );
+      return reply;
     });
 
     // Only the models this key may use: a scoped key learns nothing of the others.

@@ -13,7 +13,6 @@ import type { FastifyReply } from "fastify";
 import { ApiError } from "../server/apiError";
 import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
 import type { RequestContext } from "../admission/requestContext";
-import type { OpenedCalls } from "../triton/openedCalls";
 import type { ChatRequest, CompletionRequest } from "./validate";
 
 interface ChoiceResult {
@@ -66,14 +65,12 @@ interface Generation {
   record(index: number, event: GenerationEvent): void;
 }
 
-/** `calls`: the request's Triton calls, one per prompt (opened while it was admitted). */
 export async function serveGeneration(
   ctx: RequestContext,
   reply: FastifyReply,
   request: CompletionRequest | ChatRequest,
-  calls: OpenedCalls,
 ): Promise<void> {
-  const generation = await start(ctx, request, calls);
+  const generation = await start(ctx, request);
   if (!request.stream) return sendJson(ctx, reply, generation, request);
   return streamEvents(ctx, reply, generation, request);
 }
@@ -91,19 +88,16 @@ function asContextError(error: unknown): unknown {
 }
 
 /** Start every prompt's generation and wait for each one's first event: errors before it are plain HTTP errors. */
-async function start(
-  ctx: RequestContext,
-  request: CompletionRequest | ChatRequest,
-  calls: OpenedCalls,
-): Promise<Generation> {
+async function start(ctx: RequestContext, request: CompletionRequest | ChatRequest): Promise<Generation> {
   const chat = request.kind === "chat";
   const prompts = chat ? [request.prompt] : request.prompts;
   const id = `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
   const created = Math.floor(Date.now() / 1000);
   const { bestOf, logprobs } = request.choices;
-  const generators = prompts.map((prompt, i) =>
-    generate(calls.take(i), prompt, request.sampling, {
+  const generators = prompts.map((prompt) =>
+    generate(ctx.model.triton, prompt, request.sampling, {
       signal: ctx.signal,
+      deadline: ctx.deadline,
       timeoutSeconds: ctx.config.limits.requestTimeoutSeconds,
       trimStart: chat,
       copies: bestOf,

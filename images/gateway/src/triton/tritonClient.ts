@@ -5,19 +5,11 @@
  * Triton 23.05 and on newer servers alike: the gateway writes one request per
  * stream and half-closes, and Triton ends the stream with OK once the request
  * is complete.
- *
- * A call can be opened before its request is known (`open`): while admission
- * waits for the shared store, the HTTP/2 stream is set up (about half a
- * millisecond of the time to first token, measured in docs/operating.md
- * "Bench"), and Triton runs nothing until the request is written. A call
- * whose request is refused is half-closed without one (`abandon`): Triton
- * ends it with OK, having run no model.
  */
 import path from "node:path";
 import {
   type ChannelOptions,
   Client,
-  type ClientDuplexStream,
   Metadata,
   credentials,
   status as GrpcStatus,
@@ -127,29 +119,14 @@ export function classifyGrpcError(error: ServiceError, timeoutSeconds: number): 
   }
 }
 
-export interface SendOptions {
+export interface StreamOptions {
   signal: AbortSignal;
+  /** Absolute deadline, ms since the epoch. */
+  deadline: number;
   timeoutSeconds: number;
   requestId?: string;
   /** Only these outputs: Triton serializes and sends nothing else, at every streamed step. Absent: all of them. */
   outputs?: readonly string[];
-}
-
-export interface StreamOptions extends SendOptions {
-  /** Absolute deadline, ms since the epoch. */
-  deadline: number;
-}
-
-/** A call to the ensemble, open, that carries at most one request. */
-export interface UpstreamCall {
-  /**
-   * Write the request and half-close; yields every response's outputs as they
-   * arrive. Aborting the signal (client gone, stop sequence seen, timeout) or
-   * leaving the loop cancels the call, so nothing more is forwarded. Once per call.
-   */
-  send(inputs: Tensor[], options: SendOptions): AsyncGenerator<Map<string, Tensor>>;
-  /** Half-close without a request if none was sent (Triton ran nothing); no-op after `send`. */
-  abandon(): void;
 }
 
 /**
@@ -163,9 +140,7 @@ export interface TritonClient {
   /** Server ready and the ensemble loaded. */
   ready(timeoutMs?: number): Promise<boolean>;
   metadata(timeoutMs?: number): Promise<ModelMetadata>;
-  /** A call to the ensemble with no request yet, ending at `deadline` (ms since the epoch). */
-  open(deadline: number): UpstreamCall;
-  /** One request to the ensemble (`open` then `send`); every response's outputs as they arrive. */
+  /** One request to the ensemble; every response's outputs as they arrive. */
   stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>>;
 }
 
@@ -245,68 +220,37 @@ export class TritonGateway implements TritonClient {
     return { ...m, inputs: m.inputs.map(spec), outputs: m.outputs.map(spec) };
   }
 
-  open(deadline: number): UpstreamCall {
-    return new GrpcCall(this.channel, this.ensemble, deadline);
-  }
-
-  stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>> {
-    return this.open(options.deadline).send(inputs, options);
-  }
-}
-
-/**
- * One ModelStreamInfer call. Its listeners are on from the start: a call
- * that fails before its request is sent (Triton unreachable) keeps the
- * failure for `send` to throw.
- */
-class GrpcCall implements UpstreamCall {
-  private readonly call: ClientDuplexStream<unknown, unknown>;
-  private readonly queue: StreamResponseMessage[] = [];
-  private done = false;
-  private failure: ServiceError | undefined;
-  private wake: (() => void) | undefined;
-  /** A request was written, or the call was abandoned: it carries nothing more. */
-  private used = false;
-
-  constructor(
-    channel: Client,
-    private readonly ensemble: string,
-    deadline: number,
-  ) {
+  /**
+   * One request to the ensemble; yields every response's outputs as they
+   * arrive. Aborting the signal (client gone, stop sequence seen, timeout) or
+   * leaving the loop cancels the call, so nothing more is forwarded.
+   */
+  async *stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>> {
     const m = kserve().ModelStreamInfer;
-    this.call = channel.makeBidiStreamRequest(m.path, m.requestSerialize, m.responseDeserialize, new Metadata(), {
-      deadline,
+    const call = this.channel.makeBidiStreamRequest(m.path, m.requestSerialize, m.responseDeserialize, new Metadata(), {
+      deadline: options.deadline,
     });
-    this.call.on("data", (message: StreamResponseMessage) => {
-      this.queue.push(message);
-      this.notify();
+    const queue: StreamResponseMessage[] = [];
+    let done = false;
+    let failure: ServiceError | undefined;
+    let wake: (() => void) | undefined;
+    const notify = (): void => {
+      wake?.();
+      wake = undefined;
+    };
+    call.on("data", (message: StreamResponseMessage) => {
+      queue.push(message);
+      notify();
     });
-    this.call.on("error", (error: ServiceError) => {
-      this.failure = error;
-      this.done = true;
-      this.notify();
+    call.on("error", (error: ServiceError) => {
+      failure = error;
+      done = true;
+      notify();
     });
-    this.call.on("end", () => {
-      this.done = true;
-      this.notify();
+    call.on("end", () => {
+      done = true;
+      notify();
     });
-  }
-
-  private notify(): void {
-    this.wake?.();
-    this.wake = undefined;
-  }
-
-  abandon(): void {
-    if (this.used) return;
-    this.used = true;
-    if (!this.done) this.call.end();
-  }
-
-  async *send(inputs: Tensor[], options: SendOptions): AsyncGenerator<Map<string, Tensor>> {
-    if (this.used) throw new Error("an upstream call carries one request");
-    this.used = true;
-    const call = this.call;
     // Set when Triton itself ended the request with an error: it then closes the stream on its own,
     // and cancelling a call the server is finishing only races its gRPC frontend (no benefit, and
     // Triton 24.x builds have crashed on such races: server issues #7840, #8034).
@@ -314,20 +258,17 @@ class GrpcCall implements UpstreamCall {
     const onAbort = (): void => call.cancel();
     options.signal.addEventListener("abort", onAbort, { once: true });
     try {
-      // A call that has already failed (Triton unreachable) takes no request: its failure is thrown below.
-      if (!this.done) {
-        const request: InferRequestMessage = {
-          model_name: this.ensemble,
-          ...(options.requestId ? { id: options.requestId } : {}),
-          inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
-          outputs: (options.outputs ?? []).map((name) => ({ name })),
-          raw_input_contents: inputs.map(encode),
-        };
-        call.write(request);
-        call.end();
-      }
+      const request: InferRequestMessage = {
+        model_name: this.ensemble,
+        ...(options.requestId ? { id: options.requestId } : {}),
+        inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+        outputs: (options.outputs ?? []).map((name) => ({ name })),
+        raw_input_contents: inputs.map(encode),
+      };
+      call.write(request);
+      call.end();
       for (;;) {
-        const message = this.queue.shift();
+        const message = queue.shift();
         if (message) {
           if (message.error_message) {
             answeredByServer = true;
@@ -336,17 +277,16 @@ class GrpcCall implements UpstreamCall {
           if (message.infer_response) yield outputsOf(message.infer_response);
           continue;
         }
-        if (this.done) break;
-        await new Promise<void>((resolve) => (this.wake = resolve));
+        if (done) break;
+        await new Promise<void>((resolve) => (wake = resolve));
       }
-      const failure = this.failure;
       if (failure && failure.code !== GrpcStatus.OK) {
         if (failure.code === GrpcStatus.CANCELLED && options.signal.aborted) return;
         throw classifyGrpcError(failure, options.timeoutSeconds);
       }
     } finally {
       options.signal.removeEventListener("abort", onAbort);
-      if (!this.done && !answeredByServer) call.cancel();
+      if (!done && !answeredByServer) call.cancel();
     }
   }
 }
