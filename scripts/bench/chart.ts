@@ -4,7 +4,6 @@
  * against concurrency, one line per target, plus the gateway's added
  * latency ratio.
  */
-import type { GatewayOverhead } from "./compare";
 import type { LevelResult } from "./loadgen";
 
 export interface BenchReport {
@@ -43,6 +42,13 @@ export interface GatewayAdded {
     latencyP50Ratio: number;
     ttftP50Ratio: number;
   };
+}
+
+export interface GatewayOverhead {
+  concurrency: number;
+  latencyP50Ratio: number;
+  latencyP95Ratio: number;
+  ttftP50Ratio: number;
 }
 
 export interface StoreOverhead {

@@ -4,7 +4,7 @@
  * at p50 latency and p50 time to first token. Pure: bench.ts logs and
  * writes what this returns.
  */
-import type { GatewayAdded, StoreOverhead } from "./chart";
+import type { GatewayAdded, GatewayOverhead, StoreOverhead } from "./chart";
 import type { LevelResult } from "./loadgen";
 
 /** The bench's target names (bench.ts), by role. */
@@ -13,13 +13,6 @@ export const TARGETS = {
   gateway: "gateway (OpenAI SSE)",
   store: "gateway + store (OpenAI SSE)",
 } as const;
-
-export interface GatewayOverhead {
-  concurrency: number;
-  latencyP50Ratio: number;
-  latencyP95Ratio: number;
-  ttftP50Ratio: number;
-}
 
 export interface Comparison {
   gatewayAdded?: GatewayAdded[];
