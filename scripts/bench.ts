@@ -19,7 +19,10 @@
  * With several targets, each level interleaves them (every client sends to
  * each target in turn, bench/loadgen.ts runInterleaved): the machine's other
  * load falls on all of them alike, and the report holds what each gateway
- * adds over direct Triton in ms (gatewayAdded), p50 latency and TTFT.
+ * adds over direct Triton (bench/compare.ts gatewayAdded), at p50 latency and
+ * p50 TTFT, in ms and as a ratio, of the p50s and paired request by request.
+ *   --client http|fetch                    the gateway targets' HTTP client (bench/gatewayClient.ts):
+ *                                          node:http (default) or Node's fetch, as the openai npm client
  * Workload:
  *   --concurrency 1,2,4,8   levels (default 1,2,4,8)
  *   --duration SECS         per level (default 20)
@@ -37,16 +40,10 @@ import { renderGatewayConfig } from "../infra/plan/gatewayConfig";
 import { startGateway } from "../test/gateway/harness";
 import { STORE_PASSWORD_ENV, startTritonDecoupled, storeSection } from "../test/gateway/globalSetup";
 import { StoreServer } from "../test/lib/storeServer";
-import { type BenchReport, type GatewayAdded, renderHtml, type StoreOverhead } from "./bench/chart";
-import {
-  type LevelResult,
-  type Sender,
-  type Workload,
-  gatewaySender,
-  runInterleaved,
-  runLevel,
-  tritonSender,
-} from "./bench/loadgen";
+import { type BenchReport, renderHtml } from "./bench/chart";
+import { TARGETS, addedLine, compare } from "./bench/compare";
+import { GATEWAY_CLIENTS, type GatewayClient, gatewaySender } from "./bench/gatewayClient";
+import { type LevelResult, type Sender, type Workload, runInterleaved, runLevel, tritonSender } from "./bench/loadgen";
 import { measureAdmission } from "./bench/storeAdmission";
 
 function log(message: string): void {
@@ -100,6 +97,7 @@ async function main(): Promise<void> {
       "max-tokens": { type: "string", default: "64" },
       "step-ms": { type: "string", default: "20" },
       out: { type: "string", default: "out/bench" },
+      client: { type: "string", default: "http" },
     },
   });
   const levels = values.concurrency.split(",").map(Number);
@@ -119,6 +117,8 @@ async function main(): Promise<void> {
     fail("give --gateway URL --key KEY, --triton HOST:PORT, or --local");
   if (values.gateway && !values.key) fail("--gateway needs --key");
   if (values.store && !values.local) fail("--store needs --local");
+  const client = values.client as GatewayClient;
+  if (!GATEWAY_CLIENTS.includes(client)) fail(`--client ${values.client}: one of ${GATEWAY_CLIENTS.join(", ")}`);
 
   const cleanup: Array<() => Promise<void> | void> = [];
   let gateway = values.gateway
@@ -174,9 +174,18 @@ async function main(): Promise<void> {
     const promptOf = (n: number): string => Array.from({ length: n }, (_, i) => WORDS[i % WORDS.length]).join(" ");
     let words = promptWords;
     // A prompt longer than the model takes fails every request: shorten it until one is served.
-    const probe = gateway
-      ? gatewaySender({ kind: "gateway", ...gateway })
-      : tritonSender({ kind: "triton", grpc: triton as string, ensemble: values.ensemble }).send;
+    const targets: Array<{ name: string; send: Sender }> = [];
+    if (triton) {
+      const direct = tritonSender({ grpc: triton, ensemble: values.ensemble });
+      cleanup.unshift(direct.close);
+      targets.push({ name: TARGETS.direct, send: direct.send });
+    }
+    if (gateway) {
+      const sender = gatewaySender(gateway, client);
+      cleanup.unshift(sender.close);
+      targets.push({ name: TARGETS.gateway, send: sender.send });
+    }
+    const probe = targets[targets.length - 1].send;
     for (;;) {
       const sample = await probe({ prompt: promptOf(words), maxTokens });
       if (sample.ok) break;
@@ -190,15 +199,9 @@ async function main(): Promise<void> {
       createdAt: new Date().toISOString(),
       workload: { promptWords: words, maxTokens, durationSeconds: duration },
       environment,
+      ...(gateway ? { client } : {}),
       targets: {},
     };
-    const targets: Array<{ name: string; send: Sender }> = [];
-    if (triton) {
-      const direct = tritonSender({ kind: "triton", grpc: triton, ensemble: values.ensemble });
-      cleanup.unshift(direct.close);
-      targets.push({ name: "triton (direct gRPC)", send: direct.send });
-    }
-    if (gateway) targets.push({ name: "gateway (OpenAI SSE)", send: gatewaySender({ kind: "gateway", ...gateway }) });
     if (storeInfo) {
       report.storeAdmission = await measureAdmission(storeInfo);
       const a = report.storeAdmission;
@@ -207,7 +210,9 @@ async function main(): Promise<void> {
       );
     }
     if (storeGateway) {
-      targets.push({ name: "gateway + store (OpenAI SSE)", send: gatewaySender({ kind: "gateway", ...storeGateway }) });
+      const sender = gatewaySender(storeGateway, client);
+      cleanup.unshift(sender.close);
+      targets.push({ name: TARGETS.store, send: sender.send });
     }
     for (const t of targets) await t.send(workload); // warm-up
     if (targets.length === 1)
@@ -223,71 +228,19 @@ async function main(): Promise<void> {
         for (const t of targets) {
           const r = level[t.name];
           report.targets[t.name].push(r);
-          const paired = r.pairedAddedMs
-            ? `; paired with the direct request before it (${r.pairedAddedMs.pairs} pairs): latency p50 +${r.pairedAddedMs.latencyP50} ms, TTFT p50 +${r.pairedAddedMs.ttftP50} ms`
-            : "";
           log(
-            `${t.name} c=${c}: ${r.requests} requests, TTFT p50 ${r.ttftMs.p50} ms, latency p50/p95/p99 ${r.latencyMs.p50}/${r.latencyMs.p95}/${r.latencyMs.p99} ms, errors ${r.errors}${paired}`,
+            `${t.name} c=${c}: ${r.requests} requests, TTFT p50 ${r.ttftMs.p50} ms, latency p50/p95/p99 ${r.latencyMs.p50}/${r.latencyMs.p95}/${r.latencyMs.p99} ms, errors ${r.errors}`,
           );
         }
       }
     }
-    const d = report.targets["triton (direct gRPC)"];
-    const g = report.targets["gateway (OpenAI SSE)"];
-    const gs = report.targets["gateway + store (OpenAI SSE)"];
-    if (g && gs) {
-      const ms = (a: number, b: number): number => Math.round((a - b) * 10) / 10;
-      const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
-      report.storeOverhead = gs.map((sl, i): StoreOverhead => ({
-        concurrency: sl.concurrency,
-        latencyP50AddedMs: ms(sl.latencyMs.p50, g[i].latencyMs.p50),
-        latencyP99AddedMs: ms(sl.latencyMs.p99, g[i].latencyMs.p99),
-        ttftP50AddedMs: ms(sl.ttftMs.p50, g[i].ttftMs.p50),
-        latencyP50Ratio: r(sl.latencyMs.p50, g[i].latencyMs.p50),
-        latencyP99Ratio: r(sl.latencyMs.p99, g[i].latencyMs.p99),
-      }));
-      for (const o of report.storeOverhead) {
-        log(
-          `store added at c=${o.concurrency}: latency p50 ${o.latencyP50AddedMs} ms (x${o.latencyP50Ratio}), p99 ${o.latencyP99AddedMs} ms (x${o.latencyP99Ratio}), TTFT p50 ${o.ttftP50AddedMs} ms`,
-        );
-      }
+    Object.assign(report, compare(report.targets));
+    for (const o of report.storeOverhead ?? []) {
+      log(
+        `store added at c=${o.concurrency}: latency p50 ${o.latencyP50AddedMs} ms (x${o.latencyP50Ratio}), p99 ${o.latencyP99AddedMs} ms (x${o.latencyP99Ratio}), TTFT p50 ${o.ttftP50AddedMs} ms`,
+      );
     }
-    if (d) {
-      const ms = (a: number, b: number): number => Math.round((a - b) * 10) / 10;
-      const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
-      const added = (target: string, levelsOf: LevelResult[]): GatewayAdded[] =>
-        levelsOf.map((l, i) => ({
-          target,
-          concurrency: l.concurrency,
-          latencyP50AddedMs: ms(l.latencyMs.p50, d[i].latencyMs.p50),
-          ttftP50AddedMs: ms(l.ttftMs.p50, d[i].ttftMs.p50),
-          latencyP50Ratio: r(l.latencyMs.p50, d[i].latencyMs.p50),
-          ttftP50Ratio: r(l.ttftMs.p50, d[i].ttftMs.p50),
-        }));
-      report.gatewayAdded = [
-        ...(g ? added("gateway (OpenAI SSE)", g) : []),
-        ...(gs ? added("gateway + store (OpenAI SSE)", gs) : []),
-      ];
-      for (const o of report.gatewayAdded) {
-        log(
-          `${o.target} adds at c=${o.concurrency}: latency p50 +${o.latencyP50AddedMs} ms (x${o.latencyP50Ratio}), TTFT p50 +${o.ttftP50AddedMs} ms (x${o.ttftP50Ratio})`,
-        );
-      }
-    }
-    if (d && g) {
-      const r = (a: number, b: number): number => Math.round((a / b) * 1000) / 1000;
-      report.gatewayOverhead = g.map((gl, i) => ({
-        concurrency: gl.concurrency,
-        latencyP50Ratio: r(gl.latencyMs.p50, d[i].latencyMs.p50),
-        latencyP95Ratio: r(gl.latencyMs.p95, d[i].latencyMs.p95),
-        ttftP50Ratio: r(gl.ttftMs.p50, d[i].ttftMs.p50),
-      }));
-      for (const o of report.gatewayOverhead) {
-        log(
-          `gateway added latency at c=${o.concurrency}: p50 x${o.latencyP50Ratio}, p95 x${o.latencyP95Ratio}, TTFT p50 x${o.ttftP50Ratio}`,
-        );
-      }
-    }
+    for (const o of report.gatewayAdded ?? []) log(addedLine(o));
     mkdirSync(values.out, { recursive: true });
     writeFileSync(path.join(values.out, "bench.json"), `${JSON.stringify(report, null, 2)}\n`);
     writeFileSync(path.join(values.out, "bench.html"), renderHtml(report));

@@ -10,9 +10,11 @@ export interface BenchReport {
   createdAt: string;
   workload: { promptWords: number; maxTokens: number; durationSeconds: number };
   environment: string;
+  /** The gateway targets' HTTP client (bench/gatewayClient.ts). */
+  client?: string;
   targets: Record<string, LevelResult[]>;
   /** Per concurrency: gateway latency p50 / direct latency p50 (and p95). */
-  gatewayOverhead?: { concurrency: number; latencyP50Ratio: number; latencyP95Ratio: number; ttftP50Ratio: number }[];
+  gatewayOverhead?: GatewayOverhead[];
   /** Per concurrency (--store): what the shared store adds to the gateway's latency, in ms and as ratios. */
   storeOverhead?: StoreOverhead[];
   /** Per gateway target and concurrency: what it adds over direct Triton, in ms and as ratios (interleaved runs). */
@@ -27,6 +29,25 @@ export interface GatewayAdded {
   latencyP50AddedMs: number;
   ttftP50AddedMs: number;
   latencyP50Ratio: number;
+  ttftP50Ratio: number;
+  /**
+   * (interleaved runs) the median of each request's difference to the direct
+   * request its client sent just before it, in ms and over the direct p50:
+   * drift in the machine's load cancels out.
+   */
+  paired?: {
+    pairs: number;
+    latencyP50AddedMs: number;
+    ttftP50AddedMs: number;
+    latencyP50Ratio: number;
+    ttftP50Ratio: number;
+  };
+}
+
+export interface GatewayOverhead {
+  concurrency: number;
+  latencyP50Ratio: number;
+  latencyP95Ratio: number;
   ttftP50Ratio: number;
 }
 

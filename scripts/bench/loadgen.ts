@@ -1,9 +1,10 @@
 /**
  * Closed-loop load generator: `concurrency` workers each send one streamed
  * request after another for `durationSeconds`; every request records its
- * time to first token and total latency. Two targets speak the same
- * workload: the gateway (OpenAI /v1/completions, SSE) and Triton directly
- * (gRPC ModelStreamInfer on the ensemble, what the gateway itself calls).
+ * time to first token and total latency. Two kinds of target speak the same
+ * workload: the gateway (OpenAI /v1/completions, SSE: bench/gatewayClient.ts)
+ * and Triton directly (gRPC ModelStreamInfer on the ensemble, what the
+ * gateway itself calls).
  */
 import { TritonGateway } from "../../images/gateway/src/triton/tritonClient";
 import { ensembleInputs } from "../../images/gateway/src/openai/generate";
@@ -21,55 +22,15 @@ export interface Workload {
   maxTokens: number;
 }
 
-export type Target =
-  { kind: "gateway"; url: string; key: string; model: string } | { kind: "triton"; grpc: string; ensemble: string };
+export interface TritonTarget {
+  grpc: string;
+  ensemble: string;
+}
 
 export type Sender = (w: Workload) => Promise<Sample>;
 
-/** One streamed completion through the gateway, timed at the first text chunk and at [DONE]. */
-export function gatewaySender(t: Extract<Target, { kind: "gateway" }>): Sender {
-  return async (w) => {
-    const started = performance.now();
-    let ttft = -1;
-    let outputTokens = 0;
-    const response = await fetch(`${t.url}/v1/completions`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" },
-      body: JSON.stringify({ model: t.model, prompt: w.prompt, max_tokens: w.maxTokens, temperature: 0, stream: true }),
-    });
-    if (response.status !== 200 || !response.body) {
-      await response.text();
-      return {
-        ok: false,
-        status: String(response.status),
-        ttftMs: -1,
-        latencyMs: performance.now() - started,
-        outputTokens: 0,
-      };
-    }
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const bytes of response.body) {
-      buffer += decoder.decode(bytes as Uint8Array, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf("\n\n")) >= 0) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-        const chunk = JSON.parse(event.slice(6)) as {
-          choices?: { text?: string }[];
-          usage?: { completion_tokens: number };
-        };
-        if (ttft < 0 && chunk.choices?.[0]?.text) ttft = performance.now() - started;
-        if (chunk.usage) outputTokens = chunk.usage.completion_tokens;
-      }
-    }
-    return { ok: true, status: "200", ttftMs: ttft, latencyMs: performance.now() - started, outputTokens };
-  };
-}
-
-/** The same request straight to Triton over gRPC streaming. */
-export function tritonSender(t: Extract<Target, { kind: "triton" }>): { send: Sender; close: () => void } {
+/** One streamed completion straight to Triton over gRPC, timed at the first generated token and at the end. */
+export function tritonSender(t: TritonTarget): { send: Sender; close: () => void } {
   const client = new TritonGateway(t.grpc, t.ensemble);
   const send: Sender = async (w) => {
     const started = performance.now();
