@@ -128,8 +128,9 @@ describe("preview workflow steps, run for real", () => {
     const md = fs.readFileSync(path.join(temp, "inventory", "diff.md"), "utf8");
     expect(md).toContain(`base \`${base.slice(0, 12)}\` -> head \`${head.slice(0, 12)}\``);
     // Each stack's change list opens with its estimate's change: a new SSH range costs nothing and rebuilds nothing.
+    // It opens the builder's and the compile host's firewall (one rule each) and the EKS endpoint.
     expect(md).toMatch(
-      /```diff\nstack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged \(\$[\d,]+\/month\)\n {2}gpt2: [^\n]*this change: no build or rollout\n\nstack prod: 1 to add, 1 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged/,
+      /```diff\nstack dev: 0 to add, 0 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged \(\$[\d,]+\/month\)\n {2}gpt2: [^\n]*this change: no build or rollout\n\nstack prod: 2 to add, 1 to change, 0 to remove \(\d+ unchanged\)\ncost: unchanged/,
     );
     // The comment's cost section: a bar per side, before and after.
     expect(md).toMatch(
@@ -141,6 +142,9 @@ describe("preview workflow steps, run for real", () => {
     );
     expect(md).toContain(
       '+ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule builder-ssh-1  (in triton-ft:builder:Builder::builder)\n      cidrIpv4: "203.0.113.9/32"',
+    );
+    expect(md).toContain(
+      '+ aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule compiler-ssh-1  (in triton-ft:builder:Builder::compiler)\n      cidrIpv4: "203.0.113.9/32"',
     );
     expect(fs.readFileSync(env.GITHUB_STEP_SUMMARY as string, "utf8")).toBe(md);
   });
