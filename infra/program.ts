@@ -466,8 +466,7 @@ export function program(): StackOutputs {
     if (!entry || !t) continue;
     // A builder stops only after every model baked on it: the pipeline of the first model on it owns it
     // (plan/stack.ts), which is not the stack's first model for a builder a further model opened.
-    const ownsHost = sp.models.findIndex((m) => m.builder === entry.builder) === i;
-    const hostedBakes = ownsHost
+    const hostedBakes = entry.ownsBuilder
       ? build.pipelines.flatMap((p, j) =>
           j !== i && sp.models[j]?.builder === entry.builder && p.commands.bake ? [p.commands.bake] : [],
         )

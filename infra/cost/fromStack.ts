@@ -160,7 +160,7 @@ export function modelEntries(models: readonly ResolvedStack[], sp: StackPlan): M
     return modelEntry(m, e.plan, builder.name);
   });
   return entries.map((entry, i) => {
-    const owner = sp.models.findIndex((x) => x.builder === sp.models[i]?.builder);
+    const owner = sp.models.findIndex((x) => x.ownsBuilder && x.builder === sp.models[i]?.builder);
     const ownerEntry = entries[owner];
     if (owner === i || !ownerEntry) return entry;
     const own = new Set(entry.build.steps.map((st) => st.id));

@@ -35,6 +35,11 @@ export interface ModelPlanEntry {
   plan: Plan;
   /** Index into StackPlan.builders. */
   builder: number;
+  /**
+   * The first model on its builder: its pipeline runs the builder's shared steps (host check,
+   * triton_with_ft), starts and stops the builder, and the other models on it wait for it.
+   */
+  ownsBuilder: boolean;
 }
 
 export interface BuilderPlan {
@@ -131,7 +136,7 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
       builderDiskGiB: builders[builder]?.diskGiB,
       ...(first ? {} : { scope: m.model.name, steps: ownHost ? "builder-and-model" : "model" }),
     };
-    return { id: m.model.name, first, plan: buildPlan(m, stackName, hashPath, opts), builder };
+    return { id: m.model.name, first, plan: buildPlan(m, stackName, hashPath, opts), builder, ownsBuilder: ownHost };
   });
   const first = entries[0]?.plan.renderInputs.triton;
   const stackView = models[0];
