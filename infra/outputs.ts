@@ -78,6 +78,12 @@ export const STACK_OUTPUT_CONTRACT = {
     description:
       "Per builder, what its triton_with_ft was built from and the image: `[{builder, tritonVersion, backendCommit, ftCommit, smList, recipe, image}]` (`recipe`: `sha256:<hex>` of the build script, its library and `images/triton_with_ft`; infra/plan/tritonWithFt.ts). A stack with `build.tritonWithFtFrom` naming this one takes `image` instead of compiling, only when all the other fields equal its own plan.",
   },
+  buildStepTimes: {
+    type: "object[]",
+    secret: false,
+    description:
+      "What each build step took in its last real run, as its host recorded it (scripts/remote/measure-step.sh; infra/plan/measurements.ts): `[{step, inputHash, seconds, netBytes, measuredAt}]` (`inputHash`: the step's input hash in the plan, as plan.json has it; `netBytes`: bytes the host's network interfaces moved during the run, both directions; `measuredAt`: UTC). A step its host never timed is absent (a stack promoted from another builds nothing: empty). `npm run synth -- --measured <file>` and the stack's own preview use a step's entry in place of the catalog's assumed time while its input hash is unchanged (docs/cost.md).",
+  },
   clusterName: { type: "string", secret: false, description: "EKS cluster name (created, or the existing cluster's)." },
   namespace: {
     type: "string",

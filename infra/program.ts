@@ -43,6 +43,7 @@ import { estimateCost, gpuPricing } from "./cost";
 import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
 import { modelTags, stackTags } from "./tags";
+import { STEP_TIMES_OUTPUT } from "./plan/measurements";
 import { SECRET_FINGERPRINTS_OUTPUT, reportSecretChanges, secretFingerprints } from "./secretChanges";
 
 import { ENSEMBLE_MODEL } from "./conventions/workload";
@@ -536,6 +537,8 @@ export function program(): StackOutputs {
       .apply((images) =>
         sp.builders.map((bp, i) => ({ builder: bp.name, ...builderTritonWithFt(sp, i), image: images[i] ?? "" })),
       ),
+    // What each step took in its last real run (plan/measurements.ts); a promoted stack builds nothing.
+    [STEP_TIMES_OUTPUT]: pulumi.all(build.pipelines.map((p) => p.stepTimes)).apply((lists) => lists.flat()),
     [SECRET_FINGERPRINTS_OUTPUT]: fingerprints,
   };
 }

@@ -10,6 +10,7 @@ import * as aws from "@pulumi/aws";
 import * as command from "@pulumi/command";
 import * as pulumi from "@pulumi/pulumi";
 import type { BuildStep } from "../plan";
+import { measuredSteps, type MeasuredStep } from "../plan/measurements";
 import { builderRestartTrigger } from "../plan/restart";
 import { REMOTE } from "../plan/paths";
 import {
@@ -132,6 +133,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
   readonly serverImage: pulumi.Output<string>;
   /** Digest-pinned gateway image reference printed by the gateway-image step. */
   readonly gatewayImage: pulumi.Output<string>;
+  /** What each of this pipeline's steps took in its last real run, where its host recorded it (plan/measurements.ts). */
+  readonly stepTimes: pulumi.Output<MeasuredStep[]>;
 
   private readonly name: string;
   private readonly args: BuildPipelineArgs;
@@ -190,6 +193,15 @@ export class BuildPipeline extends pulumi.ComponentResource {
       }
     }
     this.commands = commands;
+    const ran = args.steps.flatMap((s) => {
+      const cmd = commands[s.id];
+      return cmd ? [{ step: s, stdout: cmd.stdout }] : [];
+    });
+    this.stepTimes = pulumi
+      .all(ran.map((r) => r.stdout))
+      .apply((outs) =>
+        measuredSteps(ran.map((r, i) => ({ id: r.step.id, inputHash: r.step.inputHash, stdout: outs[i] }))),
+      );
     const tritonWithFtImage = images.tritonWithFtImage ?? shared?.host?.tritonWithFtImage ?? taken;
     const gatewayImage = images.gatewayImage ?? shared?.stack.gatewayImage;
     if (!tritonWithFtImage || !images.serverImage || !gatewayImage)
@@ -258,6 +270,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
       .apply(([instanceId, deployValues, conn]) =>
         builderRestartTrigger({
           stepHashes: Object.fromEntries(onIt.map((s) => [s.id, s.inputHash])),
+          commands: Object.fromEntries(onIt.map((s) => [s.id, stepCommand(s)])),
           instanceId,
           deployValues,
           connection: {
@@ -372,6 +385,8 @@ export class BuildPipeline extends pulumi.ComponentResource {
       .apply(([instanceId, deployValues, c, secretEnv]) =>
         builderRestartTrigger({
           stepHashes: { ...Object.fromEntries(a.steps.map((s) => [s.id, s.inputHash])), ...a.hostedStepHashes },
+          // A further model's commands change only with these (one stepCommand makes them all).
+          commands: Object.fromEntries(a.steps.map((s) => [s.id, stepCommand(s)])),
           instanceId,
           deployValues,
           connection: { host: c.host, user: c.user, port: c.port, hostKey: c.hostKey, privateKey: c.privateKey },

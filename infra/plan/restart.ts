@@ -4,6 +4,8 @@
  * when any of its inputs changes, so the trigger covers all of them:
  * - each step's input hash, and the builder's identity (a replaced instance
  *   re-runs every step);
+ * - each step's command line (plan/stepGraph.ts stepCommand): a new one runs
+ *   the step again (it then finds its marker and skips);
  * - the deploy-time values the step configs hold (region, registry, the
  *   repository URLs). The triton_with_ft image is left out: it can only change
  *   when the triton-with-ft step itself re-runs, which the above covers (and
@@ -16,6 +18,8 @@ import { sha256 } from "./hash";
 
 export interface RestartMaterial {
   stepHashes: Record<string, string>;
+  /** Each step's command line, keyed like stepHashes. */
+  commands: Record<string, string>;
   instanceId: string;
   deployValues: string[];
   connection: { host?: string; user?: string; port?: number; hostKey?: string; privateKey?: string };
@@ -27,6 +31,7 @@ export function builderRestartTrigger(m: RestartMaterial): string {
   return sha256(
     JSON.stringify({
       steps: m.stepHashes,
+      commands: m.commands,
       instanceId: m.instanceId,
       deploy: m.deployValues,
       connection: [c.host, c.user, c.port, c.hostKey, sha256(c.privateKey ?? "")],

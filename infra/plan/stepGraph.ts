@@ -96,9 +96,25 @@ export function stepConfigPath(id: StepId, scope?: string): string {
   return scope ? `${REMOTE.steps}/${scope}/${id}.conf` : `${REMOTE.steps}/${id}.conf`;
 }
 
-/** The command a step's resource runs: the script with its config file, nothing secret. */
+/**
+ * The script that times a step beside its marker (plan/measurements.ts). It is
+ * shipped with scripts/remote but is no step's input: it observes a step, it
+ * changes none of its outputs, so editing it re-runs nothing.
+ */
+export const MEASURE_SCRIPT = "scripts/remote/measure-step.sh";
+
+/** The marker a finished step leaves on its host (scripts/remote/lib/state.sh marker_path). */
+export function stepMarkerPath(id: StepId, scope?: string): string {
+  return `${REMOTE.root}/state${scope ? `/${scope}` : ""}/${id}.done`;
+}
+
+/**
+ * The command a step's resource runs: the script with its config file, nothing
+ * secret, run by the timer that records how long a real run took.
+ */
 export function stepCommand(step: StepDefinition): string {
-  return `bash ${REMOTE.root}/${step.script} ${stepConfigPath(step.id, step.scope)}`;
+  const run = `bash ${REMOTE.root}/${step.script} ${stepConfigPath(step.id, step.scope)}`;
+  return `bash ${REMOTE.root}/${MEASURE_SCRIPT} ${stepMarkerPath(step.id, step.scope)} ${run}`;
 }
 
 /** Single-quoted bash word: the only character needing care inside '' is ' itself. */

@@ -106,8 +106,9 @@ export const RESOURCE_STATE: Record<string, StateFn> = {
       .join(""),
   }),
   "command:remote:Command": (name, i) => ({
-    // Remote steps that produce an image print `RESULT image=<ref>`; echo a digest-pinned one.
-    stdout: `done\nRESULT image=${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/${name}@sha256:${hex(name + JSON.stringify(i.triggers ?? []), 64)}\n`,
+    // Remote steps that produce an image print `RESULT image=<ref>`; echo a digest-pinned one. A step's
+    // timer (scripts/remote/measure-step.sh) adds what the run took; other commands print it too, unread.
+    stdout: `done\nRESULT image=${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/${name}@sha256:${hex(name + JSON.stringify(i.triggers ?? []), 64)}\nRESULT step_seconds=60\nRESULT step_net_bytes=1048576\nRESULT step_measured_at=2026-01-02T03:04:05Z\n`,
     stderr: "",
   }),
   // awsx's VPC is a remote component: the mock stands in for everything it creates.

@@ -62,6 +62,7 @@ describe("SSH host key pinning", () => {
 describe("restarting a stopped builder", () => {
   const base: RestartMaterial = {
     stepHashes: { fetch: "a", convert: "b" },
+    commands: { fetch: "bash fetch.sh fetch.conf", convert: "bash convert.sh convert.conf" },
     instanceId: "i-1",
     deployValues: ["us-east-1", "123.dkr.ecr", "repo/twf", "repo/server"],
     connection: { host: "1.2.3.4", user: "ubuntu", hostKey: "ssh-ed25519 AAA", privateKey: "KEY" },
@@ -71,6 +72,10 @@ describe("restarting a stopped builder", () => {
 
   it.each([
     ["a step's input hash", { ...base, stepHashes: { ...base.stepHashes, convert: "c" } }],
+    [
+      "a step's command line (a new one runs the step again)",
+      { ...base, commands: { ...base.commands, fetch: "bash timer fetch.sh fetch.conf" } },
+    ],
     ["the builder's identity", { ...base, instanceId: "i-2" }],
     ["a deploy-time value (repository URL)", { ...base, deployValues: [...base.deployValues.slice(0, 3), "other"] }],
     ["the pinned host key", { ...base, connection: { ...base.connection, hostKey: "ssh-ed25519 BBB" } }],

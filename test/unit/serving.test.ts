@@ -36,6 +36,7 @@ describe("stack-output contract", () => {
     modelPlan: "string",
     modelPlanFingerprint: "string",
     tritonWithFtBuilds: "object[]",
+    buildStepTimes: "object[]",
     secretFingerprints: "object (secret)",
   };
 
