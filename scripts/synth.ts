@@ -31,7 +31,9 @@ import { diffCommand, writeInventory, type LoadedProgram } from "./synthInventor
 import { INVENTORY_FILE, INVENTORY_SUMMARY_FILE } from "../infra/synth/inventory";
 import { COST_FILE, parseCostReport } from "../infra/synth/costArtifacts";
 import type { CostReport } from "../infra/cost";
-import { pathChange } from "../infra/cost/format";
+import { minutes, pathChange } from "../infra/cost/format";
+import { basisLabel } from "../infra/cost/measured";
+import { readMeasuredSteps, type MeasuredStep } from "../infra/plan/measurements";
 
 import type { ArtifactWriter } from "../infra/synth/types";
 export interface SynthIo {
@@ -46,16 +48,18 @@ export interface SynthIo {
 export interface SynthArgs {
   stack: string;
   out?: string;
+  /** A file of the stack's exported outputs (`pulumi stack output --json`): its measured step times. */
+  measured?: string;
 }
 
 const USAGE =
-  "usage: npm run synth -- --stack <name> [--out <dir>]\n       npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]";
+  "usage: npm run synth -- --stack <name> [--out <dir>] [--measured <outputs.json>]\n       npm run synth -- --diff <old-out> <new-out> [--cost-markdown <file>]";
 
 export function parseArgs(argv: string[]): SynthArgs {
   const values: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    const m = /^--(stack|out)(?:=(.*))?$/.exec(arg);
+    const m = /^--(stack|out|measured)(?:=(.*))?$/.exec(arg);
     if (!m) throw new Error(`unknown argument ${JSON.stringify(arg)}\n${USAGE}`);
     const value = m[2] ?? argv[++i];
     if (value === undefined || value === "") throw new Error(`--${m[1]} needs a value\n${USAGE}`);
@@ -64,7 +68,7 @@ export function parseArgs(argv: string[]): SynthArgs {
   if (!values.stack) throw new Error(`--stack is required\n${USAGE}`);
   if (!/^[A-Za-z0-9_.-]+$/.test(values.stack))
     throw new Error(`--stack ${JSON.stringify(values.stack)} is not a stack name`);
-  return { stack: values.stack, out: values.out };
+  return { stack: values.stack, out: values.out, measured: values.measured };
 }
 
 function configLines(file: StackFileConfig): string[] {
@@ -173,6 +177,16 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
     io.stderr(formatProblems(args.stack, problems));
     return 1;
   }
+  let measured: MeasuredStep[] | undefined;
+  if (args.measured) {
+    const file = path.resolve(io.cwd, args.measured);
+    try {
+      measured = readMeasuredSteps(JSON.parse(fs.readFileSync(file, "utf8")) as unknown, file);
+    } catch (err) {
+      io.stderr(`${PROJECT}: --measured: ${(err as Error).message}`);
+      return 1;
+    }
+  }
   const outDir = path.resolve(io.cwd, args.out ?? path.join("out", args.stack));
   // The stack plan, as infra/program.ts computes it: a one-model stack's is exactly its one plan.
   const resolved = models ?? [stack];
@@ -184,7 +198,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   const firstPlan = sp.models[0]?.plan;
   if (!firstPlan) throw new Error("a stack plan has at least one model");
   // The stack file's region prices the cost estimate (cost.json).
-  const region = file.awsRegion ? { region: file.awsRegion } : {};
+  const region = { ...(file.awsRegion ? { region: file.awsRegion } : {}), ...(measured ? { measured } : {}) };
   // The previous run's estimate, if any: what changed the first-deploy total since then is printed.
   const previous = readPreviousCost(outDir);
   if (sp.models.length === 1) {
@@ -196,6 +210,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
     for (const line of [
       ...modelLines(firstPlan, stack),
       ...result.summary,
+      ...measuredLines(measured, args.measured, outDir),
       ...sinceLastSynth(previous, outDir),
       `wrote ${outDir}`,
     ])
@@ -210,6 +225,7 @@ export function main(argv: string[], io: SynthIo, writers: readonly ArtifactWrit
   const perModel = result.models.map((m) => m.summary);
   for (const line of [
     ...stackSummary(sp, resolved, perModel, result.summary),
+    ...measuredLines(measured, args.measured, outDir),
     ...sinceLastSynth(previous, outDir),
     `wrote ${outDir}`,
   ])
@@ -227,6 +243,24 @@ function readPreviousCost(outDir: string): CostReport | undefined {
     // An older or hand-edited file compares with nothing; the new one replaces it.
     return undefined;
   }
+}
+
+/**
+ * With --measured: per model, which steps the estimate took from the stack's
+ * own measurements (their inputs match) and which stay the catalog's figures.
+ */
+function measuredLines(measured: MeasuredStep[] | undefined, file: string | undefined, outDir: string): string[] {
+  const report = measured && readPreviousCost(outDir);
+  if (!report) return [];
+  const lines = [`measured step times: ${measured.length} in ${file ?? "?"}`];
+  for (const m of report.models) {
+    const used = m.change.steps.filter((s) => s.measuredAt);
+    const rest = m.change.steps.filter((s) => !s.measuredAt).map((s) => s.id);
+    lines.push(
+      `  ${m.id}: ${used.length ? used.map((s) => `${s.id} ${minutes(s.seconds)} (${basisLabel(s) ?? ""})`).join(", ") : "no step's inputs match a measurement"}${rest.length ? `; the catalog's figures: ${rest.join(", ")}` : ""}`,
+    );
+  }
+  return lines;
 }
 
 /** Per model, what moved its first-deploy total since the previous synth into the same folder. */

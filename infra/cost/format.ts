@@ -7,7 +7,8 @@
  */
 import { ASSUMED } from "../catalog/timings";
 import type { CostReport, ModelReport } from "./index";
-import { estimateChange } from "./time";
+import { basisLabel } from "./measured";
+import { estimateChange, type Segment } from "./time";
 
 /** Dollars: whole dollars with thousands separators from $100, cents below. */
 export function usd(n: number): string {
@@ -37,6 +38,16 @@ function modelLine(m: ModelReport, priced: boolean): string {
   return `${m.id}: ${money} on ${span(m.nodes, String)} × ${m.instanceType}; first deploy ${minutes(m.firstDeploySeconds)}; new replica ${minutes(m.newReplicaSeconds)}; ${tokens}, ${Math.round(m.tokensPerSecondPerPod.central)} tok/s per pod`;
 }
 
+/** The path's segments with their minutes and how each is known: "fetch 3.0 min (measured on 2026-11-28) > …". */
+export function criticalPathText(path: readonly Segment[]): string {
+  return path
+    .map((s) => {
+      const label = basisLabel(s);
+      return `${s.step} ${minutes(s.seconds)}${label ? ` (${label})` : ""}`;
+    })
+    .join(" > ");
+}
+
 /** synth's summary (`file`: where it wrote the report) and the program's info messages: the sum, each model's three figures, the warnings. */
 export function summaryLines(r: CostReport, file?: string): string[] {
   const lines: string[] = [];
@@ -45,10 +56,7 @@ export function summaryLines(r: CostReport, file?: string): string[] {
       `cost: ${span(r.monthlyUsd, usd)}/month in ${r.region ?? "?"}${r.monthlyUsd.min !== r.monthlyUsd.max ? " (autoscaling min–max)" : ""}, ${r.items.length} items${file ? ` -> ${file}` : ""}`,
     );
   for (const m of r.models) lines.push(`  ${modelLine(m, r.priced)}`);
-  for (const m of r.models)
-    lines.push(
-      `  ${m.id} critical path: ${m.criticalPath.map((s) => `${s.step} ${minutes(s.seconds)}${s.basis ? ` (${s.basis})` : ""}`).join(" > ")}`,
-    );
+  for (const m of r.models) lines.push(`  ${m.id} critical path: ${criticalPathText(m.criticalPath)}`);
   for (const b of r.buildRuns)
     if (b.usd !== undefined)
       lines.push(
@@ -163,5 +171,7 @@ export function diffMarkdown(stack: string, before: CostReport | undefined, afte
   if (after) chart.push(`after  ${bar(after.monthlyUsd, scale)} ${span(after.monthlyUsd, usd)}/month`);
   if (chart.length) out.push("```", ...chart, "```");
   out.push(...lines.slice(1).map((l) => `- ${l.trim()}`));
+  // Each step's minutes and whether they are the stack's own measurement or the catalog's assumption.
+  for (const m of after?.models ?? []) out.push(`- ${m.id} critical path: ${criticalPathText(m.criticalPath)}`);
   return out.join("\n");
 }

@@ -41,6 +41,8 @@ import type {
   StoreCostInput,
 } from "./input";
 import type { StorePlan } from "../plan/store";
+import type { MeasuredStep } from "../plan/measurements";
+import { withMeasuredSteps } from "./measured";
 
 export interface CostContext {
   stackName: string;
@@ -48,6 +50,12 @@ export interface CostContext {
   region: string | undefined;
   /** ISO date the EKS support phase is read at (catalog/eks.ts). */
   today: string;
+  /**
+   * The stack's own measured step times (its `buildStepTimes` output): each
+   * replaces the catalog's figure of the step with the same input hash.
+   * @default none: every step at the catalog's figure
+   */
+  measured?: readonly MeasuredStep[];
 }
 
 function capacityType(s: ResolvedStack): CapacityType {
@@ -265,7 +273,11 @@ export function costInput(
   const c = s.config.cluster;
   const n = s.config.network;
   const sv = s.config.serving;
-  const models = modelEntries(resolved, sp);
+  const measured = ctx.measured ?? [];
+  // Each model's steps, the builder's shared ones among them, each at its measured time where its inputs match.
+  const models = modelEntries(resolved, sp).map((m) =>
+    measured.length ? { ...m, build: { ...m.build, steps: withMeasuredSteps(m.build.steps, measured) } } : m,
+  );
   const promoted = s.config.build.promoteFrom !== undefined;
   const store = storeCost(sp.gateway.plan.store);
   const support = eksSupport(c.kubernetesVersion, ctx.today).status === "extended" ? "extended" : "standard";

@@ -20,6 +20,12 @@ export interface StepTiming {
   inputHash: string;
   /** Whether `seconds` comes from measured rates (catalog/timings.ts); absent in an older cost.json. */
   basis?: TimeBasis;
+  /**
+   * Set when `seconds` is this stack's own measurement of the step with the
+   * same input hash (cost/measured.ts): the UTC time of that run.
+   * @default none: the catalog's estimate
+   */
+  measuredAt?: string;
 }
 
 export type { TimeBasis } from "../plan/budgets";

@@ -29,6 +29,8 @@ export interface Segment {
   seconds: number;
   /** Measured or assumed rates (catalog/timings.ts); absent in a cost.json written before it was recorded. */
   basis?: TimeBasis;
+  /** The stack's own measurement of the step (its UTC time), when it replaced the catalog's figure. */
+  measuredAt?: string;
 }
 
 /** Every figure outside the build steps (launches, boots, pulls, loads, the NLB) is an assumed rate. */
@@ -84,7 +86,13 @@ export function longestPath(
     const out: Segment[] = [];
     for (let cur: string | undefined = id; cur !== undefined; cur = via.get(cur)) {
       const s = byId.get(cur);
-      if (s) out.unshift({ step: s.id, seconds: seconds(s), ...(s.basis ? { basis: s.basis } : {}) });
+      if (s)
+        out.unshift({
+          step: s.id,
+          seconds: seconds(s),
+          ...(s.basis ? { basis: s.basis } : {}),
+          ...(s.measuredAt ? { measuredAt: s.measuredAt } : {}),
+        });
     }
     return out;
   };

@@ -22,6 +22,7 @@ export function stackCostReport(stack: StackSynthContext): CostReport {
       stackName: stack.stackName,
       region: stack.region,
       today: stack.today ?? isoDate(new Date()),
+      ...(stack.measured ? { measured: stack.measured } : {}),
     }),
   );
 }

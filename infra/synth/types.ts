@@ -6,6 +6,7 @@
  */
 import type { ResolvedStack } from "../config";
 import type { Plan } from "../plan";
+import type { MeasuredStep } from "../plan/measurements";
 import type { StackPlan } from "../plan/stack";
 
 export interface SynthContext {
@@ -25,6 +26,12 @@ export interface SynthContext {
   region?: string;
   /** ISO date the estimate reads support phases at; today when unset. */
   today?: string;
+  /**
+   * The stack's own measured step times (`synth --measured`, plan/measurements.ts):
+   * the estimate uses each for the step whose input hash it belongs to.
+   * @default none: every step at the catalog's figure
+   */
+  measured?: readonly MeasuredStep[];
 }
 
 /** A stack of several models: every model's resolved config and the stack plan, in the stack's order. */
@@ -33,9 +40,10 @@ export interface StackSynthContext {
   models: readonly ResolvedStack[];
   stackPlan: StackPlan;
   readRepoFile(path: string): string | undefined;
-  /** As SynthContext's: the region and date the cost estimate reads. */
+  /** As SynthContext's: the region, date and measured step times the cost estimate reads. */
   region?: string;
   today?: string;
+  measured?: readonly MeasuredStep[];
 }
 
 export interface SynthFile {

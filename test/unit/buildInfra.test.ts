@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runProgram, type ProgramRun, type RecordedResource } from "../lib/pulumi";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
@@ -9,6 +11,7 @@ import { stackSmList, stepMinutes } from "../../infra/plan/steps";
 import { resolveStack } from "../../infra/resolve";
 import { buildSteps } from "../lib/plan";
 
+const ROOT = join(__dirname, "..", "..");
 const COMMAND = "command:remote:Command";
 const stepCmd = (run: ProgramRun, id: string) => run.one(COMMAND, `build-${id}`);
 
@@ -229,7 +232,7 @@ describe("builder host", () => {
 });
 
 describe("remote build pipeline", () => {
-  it("one command per step, running its script with its config file, with step-sized timeouts", async () => {
+  it("one command per step, running its script with its config file under the timer, with step-sized timeouts", async () => {
     const run = await runProgram(gpt2Config());
     for (const [id, script] of [
       ["host-ready", "host-ready"],
@@ -239,8 +242,9 @@ describe("remote build pipeline", () => {
       ["gemm", "gemm"],
       ["bake", "bake"],
     ] as const) {
+      // The timer watches the marker the script leaves (lib/state.sh: state/<step name>.done, named as the id).
       expect(stepCmd(run, id).inputs.create).toBe(
-        `bash /opt/triton-ft/scripts/remote/${script}.sh /opt/triton-ft/steps/${id}.conf`,
+        `bash /opt/triton-ft/scripts/remote/measure-step.sh /opt/triton-ft/state/${id}.done bash /opt/triton-ft/scripts/remote/${script}.sh /opt/triton-ft/steps/${id}.conf`,
       );
     }
     // Each step's budget from the plan (infra/plan/budgets.ts) as its create and
@@ -278,6 +282,22 @@ describe("remote build pipeline", () => {
       for (const id of Object.keys(base) as Array<keyof typeof base>)
         expect(now[id], `${changed}: ${id}`).not.toBe(base[id]);
     }
+  });
+
+  it("the step timer is no step's input: editing it re-runs nothing", () => {
+    const { stack } = resolveStack(gpt2Config(), {});
+    if (!stack) throw new Error("fixture must resolve");
+    const hashesWith = (changed: string) => buildSteps(stack, (p) => (p === changed ? "edited" : `h:${p}`)).hashes;
+    expect(hashesWith("scripts/remote/measure-step.sh")).toEqual(hashesWith(""));
+  });
+
+  it("each step script names its marker as the timer expects (step_init <id>)", () => {
+    const { stack } = resolveStack(gpt2Config(), {});
+    if (!stack) throw new Error("fixture must resolve");
+    for (const step of buildSteps(stack, (p) => `h:${p}`).steps)
+      expect(readFileSync(join(ROOT, step.script), "utf8"), step.script).toMatch(
+        new RegExp(`^step_init ${step.id} "\\$\\{1:-\\}"$`, "m"),
+      );
   });
 
   it("the step configs carry deploy-time values: repository URLs, and triton_with_ft's digest for convert, gemm and bake only", async () => {

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { repositoryNames } from "../../infra/naming";
 import { registryPlan } from "../../infra/plan/registry";
-import { stepConfigPath } from "../../infra/plan/stepGraph";
+import { stepConfigPath, stepMarkerPath } from "../../infra/plan/stepGraph";
 import { resolveStack } from "../../infra/resolve";
 import type { TeamLimitsFile } from "../../infra/plan/gatewayConfig";
 import { gpt2Config } from "../lib/fixtures";
@@ -234,9 +234,19 @@ describe("BuildPipeline", () => {
             requiredFreeGiB: 60,
           },
         });
-        return { triton: p.tritonWithFtImage, server: p.serverImage, gateway: p.gatewayImage };
+        return { triton: p.tritonWithFtImage, server: p.serverImage, gateway: p.gatewayImage, times: p.stepTimes };
       };
     });
+    // What each step's timer printed (the mock prints one measurement for every command), by the plan's input hash.
+    expect(run.outputs.times).toEqual(
+      plan.buildSteps.map((s) => ({
+        step: s.id,
+        inputHash: s.inputHash,
+        seconds: 60,
+        netBytes: 1048576,
+        measuredAt: "2026-01-02T03:04:05Z",
+      })),
+    );
     const commands = run.byType("command:remote:Command");
     const byName = (n: string) => {
       const c = commands.find((r) => r.name === n);
@@ -245,7 +255,9 @@ describe("BuildPipeline", () => {
     };
     for (const step of plan.buildSteps) {
       const cmd = byName(`build-${step.id}`);
-      expect(cmd.inputs.create).toBe(`bash /opt/triton-ft/${step.script} ${stepConfigPath(step.id)}`);
+      expect(cmd.inputs.create).toBe(
+        `bash /opt/triton-ft/scripts/remote/measure-step.sh ${stepMarkerPath(step.id)} bash /opt/triton-ft/${step.script} ${stepConfigPath(step.id)}`,
+      );
       // A step on the compile host is keyed to that host, the others to the builder.
       const host = step.host === "compiler" ? "i-0fedcba9876543210" : "i-0123456789abcdef0";
       expect((cmd.inputs.triggers as string[]).slice(0, 2)).toEqual([host, step.inputHash]);
