@@ -20,8 +20,13 @@ import { connect, exec, HostKeyMismatch, type Connection, type ExecResult } from
 import { extractPipeline, replay, type Extracted, type Op, type OpResult } from "./pipeline";
 import { ed25519KeyPair } from "./keys";
 import { TestSshd, type SshdInfo } from "./sshd";
+import type { CostReport } from "../../infra/cost";
+import { COMPILE_HOST_READY } from "../../infra/cost/fromStack";
+import { STEP_TIMES_OUTPUT, parseStepMeasurement, readMeasuredSteps } from "../../infra/plan/measurements";
+import { main } from "../../scripts/synth";
 
 const HF_SECRET = "hf_SshSuiteS3cretTokenValue0123456789";
+const BUILD_DELAY_SECONDS = 2;
 const STACK = "dev";
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "triton-ft-ssh-"));
 const sshd = new TestSshd(work);
@@ -32,10 +37,13 @@ let hostKeyFromProgram = false;
 const clients: Client[] = [];
 /** Every step output of every replay, searched for the token at the end. */
 const outputs: string[] = [];
+/** The results of each replay, in order: the timing tests compare a step's runs. */
+const runs: OpResult[][] = [];
 
 async function replayAll(c: Client): ReturnType<typeof replay> {
   const r = await replay(c, pipeline.ops);
   for (const x of r.results) if (x.result) outputs.push(x.result.stdout, x.result.stderr);
+  runs.push(r.results);
   return r;
 }
 
@@ -116,6 +124,9 @@ function stepResult(results: OpResult[], script: string): ExecResult | undefined
 
 const stepOps = () =>
   pipeline.ops.filter((o) => o.kind === "exec" && /^bash \S+\/scripts\/remote\/\S+\.sh /.test(o.command));
+
+/** The build steps, each run by its timer (scripts/remote/measure-step.sh). */
+const timedOps = () => stepOps().filter((o) => o.kind === "exec" && o.command.includes("/remote/measure-step.sh "));
 
 beforeAll(async () => {
   const t0 = Date.now();
@@ -221,7 +232,10 @@ describe("the build steps over SSH, as the program registers them", { concurrent
     const before = fs.readFileSync(path.join(server.stubState, "hf-downloaded"), "utf8").split("\n").filter(Boolean);
     const callsBefore = stubCalls().length;
     const c = await client();
+    // Each image build takes BUILD_DELAY_SECONDS: the bake step's recorded time must hold it (below).
+    sshd.setControl({ STUB_DELAY: "docker:build", STUB_DELAY_SECONDS: String(BUILD_DELAY_SECONDS) });
     const { results, failed } = await replayAll(c);
+    sshd.setControl({});
     expect(failed, `${failed?.op.name}: ${failed?.result?.stderr}`).toBeUndefined();
     for (const script of ["host-ready", "build-triton-with-ft"]) {
       expect(stepResult(results, script)?.stderr, script).toMatch(/skipping/);
@@ -259,6 +273,115 @@ describe("the build steps over SSH, as the program registers them", { concurrent
     }
     const newCalls = stubCalls().slice(callsBefore);
     expect(newCalls.filter((l) => /^(docker (build|push|run)|huggingface-cli)/.test(l))).toEqual([]);
+  });
+
+  it("steps record their durations: each real run printed what it took, and its host keeps it beside the marker", async () => {
+    const [first, second] = runs;
+    if (!first || !second) throw new Error("the runs before did not happen");
+    const c = await client();
+    for (const op of timedOps()) {
+      // The run that did the work: host-ready and triton_with_ft in the interrupted first run, the rest in the next.
+      const real = [first, second]
+        .map((rs) => rs.find((r) => r.op === op)?.result)
+        .find((r) => r && r.code === 0 && !/skipping/.test(r.stderr));
+      expect(real, op.name).toBeDefined();
+      const m = parseStepMeasurement(real?.stdout ?? "");
+      expect(m, `${op.name}: ${real?.stdout}`).toBeDefined();
+      expect(m?.measuredAt.slice(0, 10), op.name).toBe(new Date().toISOString().slice(0, 10));
+      // The host's record beside the step's marker (the timer's first argument), for the marker's inputs.
+      const marker = op.kind === "exec" ? /measure-step\.sh (\S+\.done) /.exec(op.command)?.[1] : undefined;
+      expect(marker, op.name).toBeDefined();
+      const r = await exec(c, `cat ${marker}.measured; sed -n 's/^input_hash=//p' ${marker}`);
+      expect(r.code, op.name).toBe(0);
+      const [hashLine, secondsLine, , , markerHash] = r.stdout.trim().split("\n");
+      expect(hashLine, op.name).toBe(`input_hash=${markerHash}`);
+      expect(secondsLine, op.name).toBe(`seconds=${m?.seconds}`);
+    }
+    // The bake of the next run took at least its (stubbed) image build's time.
+    const bake = stepResult(second, "bake");
+    expect(parseStepMeasurement(bake?.stdout ?? "")?.seconds).toBeGreaterThanOrEqual(BUILD_DELAY_SECONDS);
+  });
+
+  it("a re-run that skips a step keeps its recorded time", () => {
+    const [first, second, third] = runs;
+    if (!first || !second || !third) throw new Error("the runs before did not happen");
+    for (const op of timedOps()) {
+      const skipped = third.find((r) => r.op === op)?.result;
+      expect(skipped?.stderr, op.name).toMatch(/skipping/);
+      const real = [first, second]
+        .map((rs) => rs.find((r) => r.op === op)?.result)
+        .find((r) => r && r.code === 0 && !/skipping/.test(r.stderr));
+      expect(parseStepMeasurement(skipped?.stdout ?? ""), op.name).toEqual(parseStepMeasurement(real?.stdout ?? ""));
+    }
+  });
+
+  it("the recorded times reach the stack output, and synth reads them back into the estimate", async () => {
+    const third = runs[2];
+    if (!third) throw new Error("the runs before did not happen");
+    // The program again, each remote command's stdout the real one of the last run: what `pulumi up` records.
+    const stdout = new Map(
+      third.flatMap((r) => (r.op.kind === "exec" && r.result ? [[r.op.name, r.result.stdout]] : [])),
+    );
+    const fake = RESOURCE_STATE["command:remote:Command"];
+    RESOURCE_STATE["command:remote:Command"] = (name, inputs) => ({
+      ...(fake ? fake(name, inputs) : {}),
+      stdout: stdout.get(name) ?? "",
+      stderr: "",
+    });
+    let exported: unknown;
+    try {
+      const run = await runProgram(stackConfig(STACK), { stack: STACK, secrets: { hfToken: HF_SECRET } });
+      exported = run.outputs[STEP_TIMES_OUTPUT];
+    } finally {
+      if (fake) RESOURCE_STATE["command:remote:Command"] = fake;
+    }
+    const times = readMeasuredSteps(exported, STEP_TIMES_OUTPUT);
+    const out = path.join(work, "synth");
+    const lines: string[] = [];
+    const io = {
+      cwd: ROOT,
+      repoRoot: ROOT,
+      stdout: (l: string) => lines.push(l),
+      stderr: (l: string) => lines.push(l),
+    };
+    expect(main(["--stack", STACK, "--out", path.join(out, "plain")], io), lines.join("\n")).toBe(0);
+    const plan = JSON.parse(fs.readFileSync(path.join(out, "plain", "plan.json"), "utf8")) as {
+      buildSteps: Array<{ id: string; inputHash: string }>;
+    };
+    // Every step, labelled with its input hash in the plan, with the seconds its host recorded.
+    expect(times.map((t) => t.step).sort()).toEqual(plan.buildSteps.map((s) => s.id).sort());
+    for (const t of times) {
+      expect(t.inputHash, t.step).toBe(plan.buildSteps.find((s) => s.id === t.step)?.inputHash);
+      const op = timedOps().find((o) => o.name === `build-${t.step}`);
+      expect(t.seconds, t.step).toBe(
+        parseStepMeasurement(third.find((r) => r.op === op)?.result?.stdout ?? "")?.seconds,
+      );
+    }
+    // `pulumi stack output --json`, as synth --measured reads it.
+    const file = path.join(out, "outputs.json");
+    fs.writeFileSync(file, JSON.stringify({ modelIds: ["gpt2"], [STEP_TIMES_OUTPUT]: exported }));
+    lines.length = 0;
+    expect(
+      main(["--stack", STACK, "--out", path.join(out, "measured"), "--measured", file], io),
+      lines.join("\n"),
+    ).toBe(0);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(lines.join("\n")).toMatch(new RegExp(`fetch \\d+(\\.\\d)? min \\(measured on ${today}\\)`));
+    const cost = JSON.parse(fs.readFileSync(path.join(out, "measured", "cost.json"), "utf8")) as CostReport;
+    for (const s of cost.models[0]?.change.steps.filter((x) => x.id !== COMPILE_HOST_READY) ?? []) {
+      expect(s.measuredAt, s.id).toBeDefined();
+      expect(s.seconds, s.id).toBe(times.find((t) => t.step === s.id)?.seconds);
+    }
+    // Every step measured and listed so; the figures outside the build stay assumed.
+    expect(lines).toContain(`measured step times: ${times.length} in ${file}`);
+    // Only the compile host's boot, which is no remote step, keeps the catalog's figure.
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^ {2}gpt2: host-ready .*\(measured on .*\); the catalog's figures: compile-host ready$/),
+    );
+    expect(lines.find((l) => l.includes("critical path"))).toMatch(/image pull \d+(\.\d)? min \(assumed\)/);
+    // Seconds on the test host, not the catalog's hours: the build leaves the first deploy's critical path.
+    const plain = JSON.parse(fs.readFileSync(path.join(out, "plain", "cost.json"), "utf8")) as CostReport;
+    expect(cost.models[0]?.firstDeploySeconds).toBeLessThan(plain.models[0]?.firstDeploySeconds ?? 0);
   });
 
   it("the HF token reached the fetch step through its environment and was never written to a file or a log", async () => {

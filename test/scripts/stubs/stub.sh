@@ -40,6 +40,13 @@ maybe_fail() {
 maybe_fail "${STUB_FAIL_ONCE:-}" once
 maybe_fail "${STUB_FAIL_ALWAYS:-}" always
 
+# STUB_DELAY='<tool>:<substring>' with STUB_DELAY_SECONDS=<n>: every matching
+# call takes n seconds of wall-clock time first (the real sleep: `sleep` on
+# PATH may be this stub), so a timed step takes at least that long.
+if [[ -n ${STUB_DELAY:-} && ${STUB_DELAY%%:*} == "$tool" && $joined == *"${STUB_DELAY#*:}"* ]]; then
+  command -p sleep "${STUB_DELAY_SECONDS:-1}"
+fi
+
 # STUB_KILL_ONCE / STUB_KILL_ONCE_AFTER='<tool>:<substring>': the first
 # matching call SIGKILLs the step's whole process group, as a crash, a lost
 # builder or the end of its SSH session would: no trap runs, nothing is
