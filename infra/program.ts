@@ -44,7 +44,8 @@ import { summaryLines } from "./cost/format";
 import { costInput } from "./cost/fromStack";
 import { modelTags, stackTags } from "./tags";
 import { STEP_TIMES_OUTPUT } from "./plan/measurements";
-import { SECRET_FINGERPRINTS_OUTPUT, reportSecretChanges, secretFingerprints } from "./secretChanges";
+import { reportMeasuredEstimate } from "./measuredPreview";
+import { SECRET_FINGERPRINTS_OUTPUT, reportSecretChanges, secretFingerprints, selfReference } from "./secretChanges";
 
 import { ENSEMBLE_MODEL } from "./conventions/workload";
 /**
@@ -382,13 +383,17 @@ export function program(): StackOutputs {
   const stackName = pulumi.getStack();
   // A changed secret is a change too: the preview says what it does (infra/secretChanges.ts).
   const fingerprints = secretFingerprints(secrets);
-  reportSecretChanges(fingerprints, stack.config.build.promoteFrom !== undefined);
+  const self = selfReference();
+  reportSecretChanges(self, fingerprints, stack.config.build.promoteFrom !== undefined);
   const sp = buildStackPlan(models, stackName, repoPathHasher(REPO_ROOT));
   const plan = first(sp.models).plan;
   // The estimate synth writes to cost.json, as info messages in the preview: $/month, minutes to serve, $/1k tokens.
   const region = new pulumi.Config("aws").get("region");
-  const cost = estimateCost(costInput(stack, models, sp, { stackName, region, today: isoDate(new Date()) }));
+  const costContext = { stackName, region, today: isoDate(new Date()) };
+  const cost = estimateCost(costInput(stack, models, sp, costContext));
   for (const line of summaryLines(cost)) void pulumi.log.info(line);
+  // And with the step times this stack measured itself, where the steps' inputs are unchanged.
+  reportMeasuredEstimate(self, (measured) => estimateCost(costInput(stack, models, sp, { ...costContext, measured })));
   const shared = stackTags(PROJECT, stackName, stack);
   // triton-ft:model only on a model's own resources; what the models share carries the stack's tags.
   const tags: StackTags = {

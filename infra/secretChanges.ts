@@ -68,14 +68,27 @@ export function secretFingerprints(secrets: StackSecrets): pulumi.Output<Record<
 }
 
 /**
- * In a preview: compares the fingerprints with the last update's (read from
- * this stack's own outputs) and logs what each changed secret does. A
- * reference to the stack itself reads its last saved outputs; an update
- * registers it too, so a preview and an update have the same resources.
+ * A reference to the stack itself: it reads the last update's saved outputs.
+ * An update registers it too, so a preview and an update have the same
+ * resources. Made once per program (its name is the one it always had: the
+ * secret fingerprints were its first reader; the measured step times,
+ * infra/measuredPreview.ts, read it too).
  */
-export function reportSecretChanges(fingerprints: pulumi.Output<Record<string, string>>, promoted: boolean): void {
+export function selfReference(): pulumi.StackReference {
   const self = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
-  const ref = new pulumi.StackReference("secret-fingerprints-ref", { name: self });
+  return new pulumi.StackReference("secret-fingerprints-ref", { name: self });
+}
+
+/**
+ * In a preview: compares the fingerprints with the last update's (read from
+ * this stack's own outputs through `ref`, selfReference()) and logs what each
+ * changed secret does.
+ */
+export function reportSecretChanges(
+  ref: pulumi.StackReference,
+  fingerprints: pulumi.Output<Record<string, string>>,
+  promoted: boolean,
+): void {
   if (!pulumi.runtime.isDryRun()) return;
   pulumi
     .all([ref.getOutput(SECRET_FINGERPRINTS_OUTPUT), fingerprints])

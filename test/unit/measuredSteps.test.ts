@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { estimateCost, type CostReport } from "../../infra/cost";
 import { diffMarkdown, summaryLines } from "../../infra/cost/format";
 import { costInput } from "../../infra/cost/fromStack";
@@ -18,6 +18,8 @@ import { buildStackPlan } from "../../infra/plan/stack";
 import { resolveStack } from "../../infra/resolve";
 import { main } from "../../scripts/synth";
 import { gpt2Config } from "../lib/fixtures";
+import { REFERENCED_STACKS } from "../lib/mocks";
+import { runProgram } from "../lib/pulumi";
 
 const ROOT = path.join(__dirname, "..", "..");
 
@@ -173,5 +175,51 @@ describe("synth --measured", () => {
     expect(main(["--stack", "dev", "--out", path.join(out, "bad"), "--measured", file], io)).toBe(1);
     expect(lines.join("\n")).toMatch(/--measured: .*expected the stack's outputs/);
     fs.rmSync(out, { recursive: true, force: true });
+  });
+});
+
+describe("the preview", () => {
+  const SELF = "organization/triton-ft/test";
+  afterEach(() => {
+    REFERENCED_STACKS.clear();
+    vi.restoreAllMocks();
+  });
+
+  /** The preview's info lines, with `times` as the last update's buildStepTimes (none: a first update). */
+  async function previewLines(times: MeasuredStep[] | undefined): Promise<string[]> {
+    REFERENCED_STACKS.clear();
+    if (times) REFERENCED_STACKS.set(SELF, { name: SELF, outputs: { buildStepTimes: times }, secretOutputNames: [] });
+    const lines: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((m: unknown) => void lines.push(String(m)));
+    await runProgram(gpt2Config(), { preview: true });
+    vi.restoreAllMocks();
+    return lines;
+  }
+
+  it("estimates again with the stack's own measured step times, saying which are measured", async () => {
+    const update = await runProgram(gpt2Config());
+    const hashes = update.outputs.buildStepHashes as Record<string, string>;
+    const twf: MeasuredStep = {
+      step: "triton-with-ft",
+      inputHash: hashes["triton-with-ft"] ?? "",
+      seconds: 25 * 60,
+      netBytes: 0,
+      measuredAt: "2026-11-20T10:00:00Z",
+    };
+    const said = (await previewLines([twf])).filter((l) =>
+      /own step times|: first deploy \d+ min; critical path: /.test(l),
+    );
+    expect(said).toEqual([
+      expect.stringContaining("with this stack's own step times (1 measured, buildStepTimes of its last update"),
+      expect.stringMatching(
+        /gpt2: first deploy \d+ min; critical path: .*triton-with-ft 25 min \(measured on 2026-11-20\)/,
+      ),
+    ]);
+    // A first update, or measurements of other inputs only: nothing more than the catalog's estimate.
+    expect((await previewLines(undefined)).filter((l) => l.includes("own step times"))).toEqual([]);
+    const stale = (await previewLines([{ ...twf, inputHash: "other" }])).find((l) =>
+      /: first deploy \d+ min; critical path: /.test(l),
+    );
+    expect(stale).not.toMatch(/measured on/);
   });
 });
