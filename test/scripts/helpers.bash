@@ -33,7 +33,7 @@ common_setup() {
   export REAL_PATH=${REAL_PATH:-$PATH}
   export PATH="$T/bin:$PATH"
   unset HF_TOKEN STUB_FAIL_ONCE STUB_FAIL_ALWAYS STUB_GPUS STUB_DF_AVAIL_KIB STUB_GIT_LFS
-  unset STUB_KILL_ONCE STUB_KILL_ONCE_AFTER
+  unset STUB_KILL_ONCE STUB_KILL_ONCE_AFTER STUB_DELAY STUB_DELAY_SECONDS
   # bats' own process group: a stub never SIGKILLs it (stub.sh kill_step).
   STUB_BATS_PGID=$(ps -o pgid= -p $$ | tr -d ' ')
   export STUB_BATS_PGID
