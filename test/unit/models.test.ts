@@ -7,7 +7,7 @@ import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
 import { buildPlan } from "../../infra/plan";
-import { stepConfigPath, type StepId } from "../../infra/plan/stepGraph";
+import { stepCommand, stepConfigPath, type StepId } from "../../infra/plan/stepGraph";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 import { gpt2Config } from "../lib/fixtures";
 import { SEED_MODELS_STACK, stackFileConfig, toModelsForm } from "../lib/modelsForm";
@@ -165,7 +165,11 @@ describe("the stack plan of several models", () => {
       (i?.plan.buildSteps ?? []).flatMap((s) => [stepConfigPath(s.id, s.scope), ...s.files.map((f) => f.remotePath)]);
     const shared = paths(h2o).filter((p) => paths(kogpt).includes(p));
     expect(shared).toEqual([]);
-    for (const s of kogpt?.plan.buildSteps ?? []) expect(s.config).toContainEqual(["STEP_SCOPE", "kogpt-6b"]);
+    for (const s of kogpt?.plan.buildSteps ?? []) {
+      expect(s.config).toContainEqual(["STEP_SCOPE", "kogpt-6b"]);
+      // The step timer watches the marker under the model's state folder (lib/state.sh STATE_DIR).
+      expect(stepCommand(s)).toMatch(new RegExp(`measure-step\\.sh /opt/triton-ft/state/kogpt-6b/${s.id}\\.done `));
+    }
     // The first model's steps stay the one-model ones: no scope.
     for (const s of h2o?.plan.buildSteps ?? []) expect(s.config.map(([k]) => k)).not.toContain("STEP_SCOPE");
   });
