@@ -11,7 +11,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
 import { RequestContext } from "./requestContext";
-import { ApiError, tooLarge } from "../server/apiError";
+import { ApiError, modelUnavailable, shuttingDown, tooLarge, upstream } from "../server/apiError";
+import { Holding, UNAVAILABLE_RETRY_AFTER_SECONDS, endStreamWithError, waitHeld } from "./holding";
 import { Admission, type KeyLimits } from "./podAdmission";
 import type { GatewayMetrics } from "../telemetry/metrics";
 import type { ServedModel } from "../models/modelRouter";
@@ -21,6 +22,7 @@ import { LocalLimits, SharedLimits, type TeamLimiter } from "./sharedLimits";
 import { RedisAdmissionStore } from "./storeScripts";
 import { AUTH_PLUGIN } from "../auth/authPlugin";
 import { STORE_PLUGIN } from "../store/storePlugin";
+import { MODELS_PLUGIN } from "../models/modelsPlugin";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
@@ -33,6 +35,13 @@ declare module "fastify" {
      * is done, that is when the generation has ended upstream, the tokens
      * settled with the real usage, which is recorded for the team and `model`
      * (the model `app.routeModel()` routed the request to).
+     *
+     * A model that may sleep and has no ready Triton holds the request first
+     * (holding.ts): it takes a place in the model's queue (else 429), then
+     * its permits, as an admitted request; a `stream` gets its event stream
+     * and keepalives at once. It goes on when the model is ready, or gets the
+     * 503 model_unavailable after the activation timeout; a client that
+     * leaves gives everything back at once (nothing reached Triton).
      */
     admit(
       request: FastifyRequest,
@@ -42,7 +51,10 @@ declare module "fastify" {
       slots: number,
       tokens: number,
       serve: (ctx: RequestContext) => Promise<void>,
+      stream?: boolean,
     ): Promise<void>;
+    /** The hold queues of the models that may sleep (holding.ts): /v1/models reads their status. */
+    holding: Holding;
   }
 }
 
@@ -105,6 +117,10 @@ export const limits = definePlugin<LimitsOptions>(
       ? new SharedLimits(store, new RedisAdmissionStore(store.client, store.keys), admission, store.podId)
       : new LocalLimits(admission);
     const usage = app.usage;
+    const holding = new Holding(app.models.all, metrics.heldRequests);
+    app.decorate("holding", holding);
+    // Held requests are answered (503 server_shutting_down) so their clients retry on another pod.
+    app.addHook("preClose", async () => holding.closeAll());
     app.addHook("onReady", async () => limiter.start());
     app.addHook("onClose", async () => limiter.stop());
 
@@ -118,16 +134,57 @@ export const limits = definePlugin<LimitsOptions>(
         slots: number,
         tokens: number,
         serve: (ctx: RequestContext) => Promise<void>,
+        stream = false,
       ) => {
         const consumer = request.consumer as Consumer;
-        const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
-          id: model.config.id,
-          maxInflight: model.config.maxInflight,
-        });
+        // Before the permits: a full queue refuses without a store round trip.
+        const hold = holding.enter(model);
+        let admitted;
+        try {
+          admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
+            id: model.config.id,
+            maxInflight: model.config.maxInflight,
+          });
+        } catch (error) {
+          hold?.leave();
+          throw error;
+        }
+        let streamOpen = false;
+        if (hold && model.config.wake) {
+          const end = await waitHeld(hold, request, reply, model.config.wake, stream);
+          streamOpen = stream;
+          if (end !== "released") {
+            // Nothing reached Triton: every permit and the whole token reservation back at once.
+            void admitted.release(0);
+            if (end === "gone") {
+              if (streamOpen) reply.raw.end();
+              else reply.hijack();
+              return;
+            }
+            const error =
+              end === "closing"
+                ? shuttingDown()
+                : modelUnavailable(
+                    model.config.id,
+                    model.config.wake.activationTimeoutSeconds,
+                    UNAVAILABLE_RETRY_AFTER_SECONDS,
+                  );
+            if (!streamOpen) throw error;
+            metrics.errors.inc({
+              status: String(error.status),
+              code: error.code ?? "error",
+              consumer: consumer.name,
+              model: model.config.id,
+            });
+            endStreamWithError(reply, error);
+            return;
+          }
+        }
         const modelId = model.config.id;
         const labels = { consumer: consumer.name, model: modelId };
         metrics.inflight.inc(labels, slots);
         const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
+        ctx.streamOpen = streamOpen;
         // Released when the generation completes, before the response's last bytes (the store's release is
         // a round trip: a client that sends its next request at once must find its slot free).
         ctx.onFinished((o) => admitted.release(o.promptTokens + o.completionTokens));
@@ -139,7 +196,12 @@ export const limits = definePlugin<LimitsOptions>(
           await serve(ctx);
         } catch (error) {
           failure = error;
-          throw error;
+          // A sleeping model's Triton gone between two polls: hold its next requests until it is back.
+          if (error instanceof ApiError && error.code === "upstream_unavailable") model.readiness?.markDown();
+          // A held stream has sent its 200: the error is its last event (the finally still releases).
+          if (!ctx.streamOpen) throw error;
+          ctx.failedMidStream(error);
+          endStreamWithError(reply, error instanceof ApiError ? error : upstream(String(error)));
         } finally {
           // `serve` returns once the generation has ended upstream (a client gone or not), or failed.
           ctx.close();
@@ -175,7 +237,7 @@ export const limits = definePlugin<LimitsOptions>(
   {
     name: LIMITS_PLUGIN,
     fastify: "5.x",
-    dependencies: [AUTH_PLUGIN, STORE_PLUGIN],
-    decorators: { request: ["consumer"], fastify: ["store", "usage"] },
+    dependencies: [AUTH_PLUGIN, STORE_PLUGIN, MODELS_PLUGIN],
+    decorators: { request: ["consumer"], fastify: ["store", "usage", "models"] },
   },
 );

@@ -1,0 +1,123 @@
+/**
+ * Requests held for models that may sleep: one hold queue per such model on
+ * this pod (holdQueue.ts), released first in first out when its readiness
+ * watch (models/readinessWatch.ts) sees its Triton ready, and the HTTP side
+ * of a held request: a stream gets its 200 and an SSE comment at once, then
+ * one every keepaliveSeconds, so neither the client nor the load balancer
+ * drops an idle connection; a client that leaves frees its place at once.
+ * A request to a model without `wake`, or to an awake one, is never held.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Gauge } from "prom-client";
+import type { Wake } from "../config";
+import type { ServedModel } from "../models/modelRouter";
+import { type ModelStatus, statusOf } from "../models/readinessWatch";
+import { type ApiError, holdQueueFull } from "../server/apiError";
+import { openEventStream, sendComment, writable } from "../server/sse";
+import { type Hold, type HoldEnd, HoldQueue } from "./holdQueue";
+
+/**
+ * Retry-After of the 503 model_unavailable. Soon: the wake goes on after the
+ * 503 (the model's scaler stays active for its idle window), and a retry is
+ * held again rather than refused.
+ */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/** The SSE comment a held stream receives. */
+export const KEEPALIVE_COMMENT = "keepalive";
+
+export class Holding {
+  private readonly queues = new Map<string, HoldQueue>();
+
+  constructor(models: readonly ServedModel[], gauge: Gauge<"model">) {
+    for (const model of models) {
+      const { readiness, config } = model;
+      if (!readiness || !config.wake) continue;
+      const id = config.id;
+      // A series from start-up: the scaler's sum exists whenever the scrape works.
+      gauge.set({ model: id }, 0);
+      const queue = new HoldQueue({
+        depth: config.wake.queueDepth,
+        timeoutMs: config.wake.activationTimeoutSeconds * 1000,
+        onSize: (size) => gauge.set({ model: id }, size),
+      });
+      readiness.onChange((seen) => {
+        if (seen === "ready") queue.releaseAll();
+      });
+      this.queues.set(id, queue);
+    }
+  }
+
+  /**
+   * A place in `model`'s hold queue when its Triton is not ready; undefined
+   * when the request goes on at once (no `wake`, or awake: one property read).
+   * Throws the 429 when the queue is full.
+   */
+  enter(model: ServedModel): Hold | undefined {
+    if (model.readiness === undefined || model.readiness.ready) return undefined;
+    const queue = this.queues.get(model.config.id);
+    if (!queue) return undefined;
+    const hold = queue.enter();
+    if (!hold) throw holdQueueFull(model.config.id, queue.size, queue.retryAfterSeconds());
+    return hold;
+  }
+
+  /** What /v1/models says of `model`: always `ready` for a model that never sleeps. */
+  status(model: ServedModel): ModelStatus {
+    if (!model.readiness) return "ready";
+    return statusOf(model.readiness.seen, this.queues.get(model.config.id)?.size ?? 0);
+  }
+
+  /** The pod is shutting down: every held request ends now, to be retried on another pod. */
+  closeAll(): void {
+    for (const queue of this.queues.values()) queue.closeAll();
+  }
+}
+
+/**
+ * Wait out `hold` for one request: a stream is opened at once (status 200,
+ * an SSE comment) and gets a comment every `wake.keepaliveSeconds`; a client
+ * that leaves ends the wait ("gone") and frees its place. Returns how the
+ * wait ended; the stream, if opened, stays open for the generation or the error.
+ */
+export async function waitHeld(
+  hold: Hold,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  wake: Wake,
+  stream: boolean,
+): Promise<HoldEnd> {
+  const raw = reply.raw;
+  const onClose = (): void => {
+    if (!raw.writableFinished) hold.leave();
+  };
+  raw.once("close", onClose);
+  // Gone while admission was taking its permits: the close event has passed already.
+  if (raw.destroyed || request.raw.socket?.destroyed) hold.leave();
+  let keepalive: NodeJS.Timeout | undefined;
+  if (stream) {
+    reply.hijack();
+    openEventStream(raw, request.id);
+    sendComment(raw, KEEPALIVE_COMMENT);
+    keepalive = setInterval(() => sendComment(raw, KEEPALIVE_COMMENT), wake.keepaliveSeconds * 1000);
+  }
+  try {
+    return await hold.end;
+  } finally {
+    clearInterval(keepalive);
+    raw.off("close", onClose);
+  }
+}
+
+/**
+ * The last event of a stream opened while held: the error in OpenAI's shape,
+ * with SSE's own `retry:` field carrying the Retry-After (headers are gone).
+ */
+export function endStreamWithError(reply: FastifyReply, error: ApiError): void {
+  const raw = reply.raw;
+  if (writable(raw)) {
+    const retry = error.retryAfter === undefined ? "" : `retry: ${error.retryAfter * 1000}\n`;
+    raw.write(`${retry}data: ${JSON.stringify(error.body())}\n\n`);
+  }
+  raw.end();
+}
