@@ -94,7 +94,11 @@ function startTriton(): { child: ChildProcess; ready: Promise<void> } {
       ...["--log", path.join(work, "sleepy.tritonserver.log"), "--watch-pid", String(process.pid)],
       ...["--http-port", http, "--grpc-port", grpc, "--metrics-port", metrics],
     ],
-    { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(STEP_MS) } },
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "inherit", "inherit"],
+      env: { ...process.env, TRITONFT_STANDIN_STEP_MS: String(STEP_MS) },
+    },
   );
   stoppers.push(() => stop(child));
   return { child, ready: waitForState(child, stateFile, 300_000).then(() => undefined) };

@@ -160,13 +160,19 @@ describe("a model that may sleep", () => {
 });
 
 describe("a model that never sleeps", () => {
-  it("is served as before: no hold, no gauge series, status ready", async () => {
+  it("is served as before: no hold, its gauge series 0, status ready", async () => {
     const { app, metrics } = gateway();
     await app.ready();
     expect((await post(app, {}, KEY, "other")).statusCode).toBe(200);
     const metric = (await metrics.registry.getMetricsAsJSON()).find((m) => m.name === METRICS.heldRequests);
-    const labels = ((metric?.values ?? []) as { labels: Record<string, string> }[]).map((v) => v.labels.model);
-    expect(labels).toEqual(["m"]);
+    const series = ((metric?.values ?? []) as { labels: Record<string, string>; value: number }[]).map((v) => [
+      v.labels.model,
+      v.value,
+    ]);
+    expect(series).toEqual([
+      ["m", 0],
+      ["other", 0],
+    ]);
     expect((await statuses(app)).other).toBe("ready");
   });
 });

@@ -32,10 +32,11 @@ export class Holding {
   constructor(models: readonly ServedModel[], gauge: Gauge<"model">) {
     for (const model of models) {
       const { readiness, config } = model;
-      if (!readiness || !config.wake) continue;
       const id = config.id;
-      // A series from start-up: the scaler's sum exists whenever the scrape works.
+      // A series per model from start-up (0 for one that never sleeps): a query on it is never empty
+      // while the scrape works, so an empty result means a broken scrape, not a sleeping model.
       gauge.set({ model: id }, 0);
+      if (!readiness || !config.wake) continue;
       const queue = new HoldQueue({
         depth: config.wake.queueDepth,
         timeoutMs: config.wake.activationTimeoutSeconds * 1000,

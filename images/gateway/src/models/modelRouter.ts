@@ -48,7 +48,9 @@ export class ModelRouter {
       models.map((config) => {
         const triton = tritons.get(config.id);
         if (!triton) throw new Error(`no Triton client for model ${config.id}`);
-        const model: ServedModel = config.wake ? { config, triton, readiness: new ReadinessWatch(triton) } : { config, triton };
+        const model: ServedModel = config.wake
+          ? { config, triton, readiness: new ReadinessWatch(triton) }
+          : { config, triton };
         return [config.id, model];
       }),
     );

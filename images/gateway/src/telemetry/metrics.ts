@@ -28,8 +28,9 @@ export const METRICS = {
   upstreamCancelled: `${METRIC_PREFIX}upstream_cancelled_total`,
   /**
    * Gauge {model}: requests of a model that may sleep held on this pod, waiting for its Triton to be
-   * ready (admission/holding.ts). One series per such model from start-up, 0 when none is held: the
-   * model's ScaledObject activates from 0 replicas on its sum across the gateway pods.
+   * ready (admission/holding.ts). One series per served model from start-up, 0 when none is held (always
+   * 0 for a model that never sleeps): a model's ScaledObject activates from 0 replicas on its sum
+   * across the gateway pods.
    */
   heldRequests: `${METRIC_PREFIX}held_requests`,
   /** Gauge: 1 while this pod cannot reach the shared store (per-pod limits), else 0; absent without a store. */
@@ -138,7 +139,7 @@ export class GatewayMetrics {
     });
     this.heldRequests = new Gauge({
       name: METRICS.heldRequests,
-      help: "Requests held on this pod while their model's Triton wakes, by model (models that may sleep only).",
+      help: "Requests held on this pod while their model's Triton wakes, by model (always 0 for a model that never sleeps).",
       labelNames: [LABELS.model],
       registers,
     });
