@@ -115,6 +115,21 @@ describe("a model that may sleep", () => {
     expect(r.body.endsWith("data: [DONE]\n\n")).toBe(true);
   });
 
+  it("keeps a released stream's keepalives going until Triton's first answer", async () => {
+    const { app, triton } = gateway();
+    await app.ready();
+    // Awake soon, but its Triton answers the drained request only 1.3 s later (a queue drained at once).
+    triton.hold();
+    const pending = post(app, { stream: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    wakeUp(triton);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    triton.release();
+    const r = await pending;
+    expect(r.body.startsWith(": keepalive\n\n: keepalive\n\ndata: ")).toBe(true);
+    expect(r.body.endsWith("data: [DONE]\n\n")).toBe(true);
+  });
+
   it("refuses past the queue's depth with 429 and Retry-After", async () => {
     const { app, triton } = gateway();
     await app.ready();

@@ -150,8 +150,11 @@ export const limits = definePlugin<LimitsOptions>(
           throw error;
         }
         let streamOpen = false;
+        let stopKeepalive = (): void => undefined;
         if (hold && model.config.wake) {
-          const end = await waitHeld(hold, request, reply, model.config.wake, stream);
+          const held = await waitHeld(hold, request, reply, model.config.wake, stream);
+          const end = held.end;
+          stopKeepalive = held.stopKeepalive;
           streamOpen = stream;
           if (end !== "released") {
             // Nothing reached Triton: every permit and the whole token reservation back at once.
@@ -185,6 +188,7 @@ export const limits = definePlugin<LimitsOptions>(
         metrics.inflight.inc(labels, slots);
         const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
         ctx.streamOpen = streamOpen;
+        ctx.stopKeepalive = stopKeepalive;
         // Released when the generation completes, before the response's last bytes (the store's release is
         // a round trip: a client that sends its next request at once must find its slot free).
         ctx.onFinished((o) => admitted.release(o.promptTokens + o.completionTokens));
@@ -200,9 +204,11 @@ export const limits = definePlugin<LimitsOptions>(
           if (error instanceof ApiError && error.code === "upstream_unavailable") model.readiness?.markDown();
           // A held stream has sent its 200: the error is its last event (the finally still releases).
           if (!ctx.streamOpen) throw error;
+          ctx.stopKeepalive();
           ctx.failedMidStream(error);
           endStreamWithError(reply, error instanceof ApiError ? error : upstream(String(error)));
         } finally {
+          stopKeepalive();
           // `serve` returns once the generation has ended upstream (a client gone or not), or failed.
           ctx.close();
           const outcome = ctx.outcome;

@@ -75,11 +75,21 @@ export class Holding {
   }
 }
 
+/** How a held request's wait ended, and the stop of its keepalives (a no-op for a request that is no stream). */
+export interface HeldOutcome {
+  end: HoldEnd;
+  /**
+   * A released stream keeps its keepalives until its first event (Triton may take a while to answer
+   * a queue drained at once): whoever writes that event, or ends the stream, calls this first.
+   */
+  stopKeepalive: () => void;
+}
+
 /**
  * Wait out `hold` for one request: a stream is opened at once (status 200,
  * an SSE comment) and gets a comment every `wake.keepaliveSeconds`; a client
- * that leaves ends the wait ("gone") and frees its place. Returns how the
- * wait ended; the stream, if opened, stays open for the generation or the error.
+ * that leaves ends the wait ("gone") and frees its place. The stream, if
+ * opened, stays open for the generation or the error.
  */
 export async function waitHeld(
   hold: Hold,
@@ -87,7 +97,7 @@ export async function waitHeld(
   reply: FastifyReply,
   wake: Wake,
   stream: boolean,
-): Promise<HoldEnd> {
+): Promise<HeldOutcome> {
   const raw = reply.raw;
   const onClose = (): void => {
     if (!raw.writableFinished) hold.leave();
@@ -96,6 +106,7 @@ export async function waitHeld(
   // Gone while admission was taking its permits: the close event has passed already.
   if (raw.destroyed || request.raw.socket?.destroyed) hold.leave();
   let keepalive: NodeJS.Timeout | undefined;
+  const stopKeepalive = (): void => clearInterval(keepalive);
   if (stream) {
     reply.hijack();
     openEventStream(raw, request.id);
@@ -103,9 +114,10 @@ export async function waitHeld(
     keepalive = setInterval(() => sendComment(raw, KEEPALIVE_COMMENT), wake.keepaliveSeconds * 1000);
   }
   try {
-    return await hold.end;
+    const end = await hold.end;
+    if (end !== "released") stopKeepalive();
+    return { end, stopKeepalive };
   } finally {
-    clearInterval(keepalive);
     raw.off("close", onClose);
   }
 }

@@ -33,6 +33,8 @@ export class RequestContext {
    * then error events, not statuses.
    */
   streamOpen = false;
+  /** Stops the held stream's keepalive comments: called before its first event. */
+  stopKeepalive: () => void = () => undefined;
   private readonly finishHooks: Array<(outcome: Outcome) => void | Promise<void>> = [];
   outcome: Outcome | undefined;
 

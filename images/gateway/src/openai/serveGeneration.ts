@@ -267,7 +267,8 @@ async function streamEvents(
   const echo = request.kind === "completion" && request.echo;
   const raw = reply.raw;
   // A request held while its model woke has its stream open already (admission/holding.ts).
-  if (!ctx.streamOpen) {
+  if (ctx.streamOpen) ctx.stopKeepalive();
+  else {
     reply.hijack();
     openEventStream(raw, ctx.requestId);
   }
