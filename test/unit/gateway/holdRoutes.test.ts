@@ -110,8 +110,8 @@ describe("a model that may sleep", () => {
     const r = await pending;
     expect(r.statusCode).toBe(200);
     expect(r.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
-    // One comment at once, one a second later, then the generation.
-    expect(r.body.startsWith(": keepalive\n\n: keepalive\n\ndata: ")).toBe(true);
+    // One comment at once, then one every 0.5 s (keepaliveSeconds 1, sent half a second early), then the generation.
+    expect(r.body).toMatch(/^(: keepalive\n\n){3,4}data: /);
     expect(r.body.endsWith("data: [DONE]\n\n")).toBe(true);
   });
 
@@ -126,7 +126,7 @@ describe("a model that may sleep", () => {
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     triton.release();
     const r = await pending;
-    expect(r.body.startsWith(": keepalive\n\n: keepalive\n\ndata: ")).toBe(true);
+    expect(r.body).toMatch(/^(: keepalive\n\n){3,4}data: /);
     expect(r.body.endsWith("data: [DONE]\n\n")).toBe(true);
   });
 
@@ -154,7 +154,9 @@ describe("a model that may sleep", () => {
     expect(plain.headers["retry-after"]).toBe("5");
     expect(JSON.parse(plain.body)).toMatchObject({ error: { type: "server_error", code: "model_unavailable" } });
     expect(stream.statusCode).toBe(200);
-    expect(stream.body).toMatch(/^: keepalive\n\nretry: 5000\ndata: \{"error":\{.*"code":"model_unavailable"\}\}\n\n$/);
+    expect(stream.body).toMatch(
+      /^(: keepalive\n\n){2,3}retry: 5000\ndata: \{"error":\{.*"code":"model_unavailable"\}\}\n\n$/,
+    );
     expect(await held(metrics)).toBe(0);
     // The model that never sleeps is served meanwhile and after.
     expect((await post(app, {}, KEY, "other")).statusCode).toBe(200);

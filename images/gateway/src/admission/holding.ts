@@ -4,7 +4,8 @@
  * watch (models/readinessWatch.ts) sees its Triton ready, and the HTTP side
  * of a held request: a stream gets its 200 and an SSE comment at once, then
  * one every keepaliveSeconds, so neither the client nor the load balancer
- * drops an idle connection; a client that leaves frees its place at once.
+ * drops an idle connection (half a second early: never a longer gap); a
+ * client that leaves frees its place at once.
  * A request to a model without `wake`, or to an awake one, is never held.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -25,6 +26,18 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 /** The SSE comment a held stream receives. */
 export const KEEPALIVE_COMMENT = "keepalive";
+
+/**
+ * Keepalives go this much before keepaliveSeconds is up: a timer fires late on a
+ * busy event loop (the wake test measured 10.01 s between comments at exactly 10 s),
+ * and the client must never see a gap longer than keepaliveSeconds.
+ */
+export const KEEPALIVE_EARLY_MS = 500;
+
+/** Milliseconds between two keepalive comments: never a gap longer than `keepaliveSeconds` on the client. */
+export function keepaliveIntervalMs(keepaliveSeconds: number): number {
+  return keepaliveSeconds * 1000 - KEEPALIVE_EARLY_MS;
+}
 
 export class Holding {
   private readonly queues = new Map<string, HoldQueue>();
@@ -111,7 +124,7 @@ export async function waitHeld(
     reply.hijack();
     openEventStream(raw, request.id);
     sendComment(raw, KEEPALIVE_COMMENT);
-    keepalive = setInterval(() => sendComment(raw, KEEPALIVE_COMMENT), wake.keepaliveSeconds * 1000);
+    keepalive = setInterval(() => sendComment(raw, KEEPALIVE_COMMENT), keepaliveIntervalMs(wake.keepaliveSeconds));
   }
   try {
     const end = await hold.end;
