@@ -117,7 +117,7 @@ describe("ReadinessWatch", () => {
     const triton = new FakeTriton();
     triton.isLive = false;
     const failing = vi.spyOn(triton, "ready").mockRejectedValue(new Error("connect ECONNREFUSED"));
-    const watch = new ReadinessWatch(triton, 100);
+    const watch = new ReadinessWatch(triton, 100, 1000);
     const changes: string[] = [];
     watch.onChange((seen, before) => changes.push(`${before}->${seen}`));
     watch.start();
@@ -129,10 +129,19 @@ describe("ReadinessWatch", () => {
     failing.mockResolvedValue(true);
     await vi.advanceTimersByTimeAsync(100);
     expect([watch.seen, watch.ready]).toEqual(["ready", true]);
+    // Ready: polled every readyPollMs (1000 here) only.
+    const polls = failing.mock.calls.length;
+    await vi.advanceTimersByTimeAsync(999);
+    expect(failing.mock.calls.length).toBe(polls);
+    // A request found it gone: down at once, and polled again after pollMs, not readyPollMs.
+    failing.mockRejectedValue(new Error("connect ECONNREFUSED"));
     watch.markDown();
     expect(watch.ready).toBe(false);
+    failing.mockResolvedValue(true);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(watch.ready).toBe(true);
     watch.stop();
-    expect(changes).toEqual(["down->loading", "loading->ready", "ready->down"]);
+    expect(changes).toEqual(["down->loading", "loading->ready", "ready->down", "down->ready"]);
   });
 
   it("status: ready, waking while loading or holding, sleeping otherwise", () => {

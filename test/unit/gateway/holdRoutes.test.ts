@@ -4,7 +4,8 @@
  * is, a held stream's status and keepalive comments sent before any token,
  * the 429 past the queue's depth, the 503 model_unavailable after the
  * activation timeout (a status, or a held stream's last event), a held
- * request holding its team's permit, /v1/models' status, the held-requests
+ * request holding its team's permit, a request held again when the model's
+ * Triton went away since the last poll, /v1/models' status, the held-requests
  * gauge, /readyz while the only model sleeps, and a model without `wake`
  * served as before. Real time, about 5 s: the watch polls every 500 ms and a
  * keepalive is at least 1 s apart.
@@ -13,6 +14,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { buildGateway } from "../../../images/gateway/src/app";
 import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth/keyRing";
 import { GatewayConfigSchema } from "../../../images/gateway/src/config";
+import { overloaded } from "../../../images/gateway/src/server/apiError";
 import { GatewayMetrics, METRICS } from "../../../images/gateway/src/telemetry/metrics";
 import { FakeTriton, OTHER_MODEL, TEST_MODEL } from "./fakeTriton";
 
@@ -128,6 +130,21 @@ describe("a model that may sleep", () => {
     const r = await pending;
     expect(r.body).toMatch(/^(: keepalive\n\n){3,4}data: /);
     expect(r.body.endsWith("data: [DONE]\n\n")).toBe(true);
+  });
+
+  it("holds a request again when the model's Triton went away since the last poll, instead of a 503", async () => {
+    const { app, triton, metrics } = gateway();
+    wakeUp(triton);
+    await app.ready();
+    await until(async () => (await statuses(app)).m === "ready");
+    // Scaled to zero a moment ago: the watch still says ready, the first call finds no server.
+    triton.refuseWith = overloaded("the inference server is unavailable", 2, "upstream_unavailable");
+    const pending = post(app, {});
+    await until(async () => triton.calls.length === 1 && (await held(metrics)) === 1);
+    triton.refuseWith = undefined;
+    const r = await pending;
+    expect(r.statusCode).toBe(200);
+    expect(triton.calls).toHaveLength(2);
   });
 
   it("refuses past the queue's depth with 429 and Retry-After", async () => {

@@ -13,7 +13,7 @@ import type { Gauge } from "prom-client";
 import type { Wake } from "../config";
 import type { ServedModel } from "../models/modelRouter";
 import { type ModelStatus, statusOf } from "../models/readinessWatch";
-import { type ApiError, holdQueueFull } from "../server/apiError";
+import { type ApiError, holdQueueFull, modelUnavailable, shuttingDown } from "../server/apiError";
 import { openEventStream, sendComment, writable } from "../server/sse";
 import { type Hold, type HoldEnd, HoldQueue } from "./holdQueue";
 
@@ -133,6 +133,36 @@ export async function waitHeld(
   } finally {
     raw.off("close", onClose);
   }
+}
+
+/**
+ * Answer a held request whose wait ended without its model: nothing for a
+ * client gone; else the 503, model_unavailable after the activation timeout
+ * or server_shutting_down while the pod drains. A plain request's is thrown
+ * (the error handler sends it, with Retry-After); a held stream has sent its
+ * 200, so the 503 is its last event, counted by `countError` (the telemetry
+ * sees a 200).
+ */
+export function answerUnreleased(
+  end: Exclude<HoldEnd, "released">,
+  reply: FastifyReply,
+  modelId: string,
+  wake: Wake,
+  streamOpen: boolean,
+  countError: (error: ApiError) => void,
+): void {
+  if (end === "gone") {
+    if (streamOpen) reply.raw.end();
+    else reply.hijack();
+    return;
+  }
+  const error =
+    end === "closing"
+      ? shuttingDown()
+      : modelUnavailable(modelId, wake.activationTimeoutSeconds, UNAVAILABLE_RETRY_AFTER_SECONDS);
+  if (!streamOpen) throw error;
+  countError(error);
+  endStreamWithError(reply, error);
 }
 
 /**

@@ -18,11 +18,17 @@ export type ModelStatus = "ready" | "waking" | "sleeping";
 export type Seen = "ready" | "loading" | "down";
 
 /**
- * Between polls. The wake's own latency is dominated by the gRPC channel's
- * reconnect backoff (at most 5 s, triton/tritonClient.ts), so polling faster
- * buys little; two calls a second to an awake Triton cost it nothing.
+ * Between polls while the model is not ready. The wake's own latency is
+ * dominated by the gRPC channel's reconnect backoff (at most 5 s,
+ * triton/tritonClient.ts), so polling faster buys little.
  */
 export const POLL_MS = 500;
+/**
+ * Between polls while it is ready: only to notice it went to sleep. A request
+ * that finds it gone first marks it down itself (markDown) and is held again
+ * (admission/admissionPlugin.ts), so a slow poll here never costs a request.
+ */
+export const READY_POLL_MS = 5000;
 /** A poll's own deadline: an unreachable Triton must not delay the next poll. */
 const POLL_TIMEOUT_MS = 1000;
 
@@ -30,11 +36,13 @@ export class ReadinessWatch {
   private seenNow: Seen = "down";
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
+  private polling = false;
   private readonly listeners: Array<(seen: Seen, before: Seen) => void> = [];
 
   constructor(
     private readonly triton: TritonClient,
     private readonly pollMs = POLL_MS,
+    private readonly readyPollMs = READY_POLL_MS,
   ) {}
 
   get seen(): Seen {
@@ -51,7 +59,7 @@ export class ReadinessWatch {
     this.listeners.push(listener);
   }
 
-  /** Polls now, then every pollMs until stop(). */
+  /** Polls now, then every pollMs (readyPollMs while ready) until stop(). */
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
@@ -69,19 +77,29 @@ export class ReadinessWatch {
    */
   markDown(): void {
     this.set("down");
+    // The next poll soon, not after the ready state's long interval (one in flight schedules its own).
+    if (!this.polling) this.schedule(this.pollMs);
   }
 
   /** One poll, then the next one scheduled (never two at once). */
   async poll(): Promise<void> {
+    this.polling = true;
     let seen: Seen;
     try {
       seen = (await this.triton.ready(POLL_TIMEOUT_MS)) ? "ready" : "loading";
     } catch {
       seen = "down";
+    } finally {
+      this.polling = false;
     }
     this.set(seen);
+    this.schedule(seen === "ready" ? this.readyPollMs : this.pollMs);
+  }
+
+  private schedule(ms: number): void {
+    clearTimeout(this.timer);
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.poll(), this.pollMs);
+    this.timer = setTimeout(() => void this.poll(), ms);
     this.timer.unref();
   }
 
