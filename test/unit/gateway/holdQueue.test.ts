@@ -95,11 +95,13 @@ describe("HoldQueue", () => {
   });
 
   it("asks a refused client to retry when the oldest held request times out", async () => {
-    const { q } = queue(1, 30_000);
+    const { q } = queue(2, 30_000);
     expect(q.retryAfterSeconds()).toBe(1);
     q.enter();
     expect(q.retryAfterSeconds()).toBe(30);
     await vi.advanceTimersByTimeAsync(12_500);
+    q.enter();
+    // The oldest's timeout, not the newest's.
     expect(q.retryAfterSeconds()).toBe(18);
   });
 
@@ -131,7 +133,7 @@ describe("ReadinessWatch", () => {
     expect([watch.seen, watch.ready]).toEqual(["ready", true]);
     // Ready: polled every readyPollMs (1000 here) only.
     const polls = failing.mock.calls.length;
-    await vi.advanceTimersByTimeAsync(999);
+    await vi.advanceTimersByTimeAsync(500);
     expect(failing.mock.calls.length).toBe(polls);
     // A request found it gone: down at once, and polled again after pollMs, not readyPollMs.
     failing.mockRejectedValue(new Error("connect ECONNREFUSED"));

@@ -30,8 +30,13 @@ afterEach(async () => {
 });
 
 /** `m` may sleep (its Triton starts unreachable); `other` never sleeps and is ready. */
-function gateway(wake: typeof WAKE = WAKE): { app: FastifyInstance; triton: FakeTriton; metrics: GatewayMetrics } {
-  const config = GatewayConfigSchema.parse({ models: [{ ...TEST_MODEL, wake }, OTHER_MODEL] });
+function gateway(
+  wake: typeof WAKE = WAKE,
+  withOther = true,
+): { app: FastifyInstance; triton: FakeTriton; metrics: GatewayMetrics } {
+  const config = GatewayConfigSchema.parse({
+    models: [{ ...TEST_MODEL, wake }, ...(withOther ? [OTHER_MODEL] : [])],
+  });
   const keys = new KeyRing({
     consumers: [
       { name: "team-a", keySha256: [sha256Hex(KEY)] },
@@ -89,8 +94,6 @@ describe("a model that may sleep", () => {
     await app.ready();
     expect(await held(metrics)).toBe(0);
     expect(await statuses(app)).toEqual({ m: "sleeping", other: "ready" });
-    // Ready while the only model that serves anything sleeps: the pod must stay behind the load balancer.
-    expect((await app.inject({ method: "GET", url: "/readyz" })).statusCode).toBe(200);
     const pending = post(app, {});
     await until(async () => (await held(metrics)) === 1);
     expect(triton.calls).toHaveLength(0);
@@ -101,6 +104,14 @@ describe("a model that may sleep", () => {
     expect((JSON.parse(r.body) as { choices: { text: string }[] }).choices[0].text).toBe(" t1 t2");
     expect(await held(metrics)).toBe(0);
     expect((await statuses(app)).m).toBe("ready");
+  });
+
+  it("keeps the gateway ready while its only model sleeps: the pod must stay behind the load balancer", async () => {
+    const { app } = gateway(WAKE, false);
+    await app.ready();
+    expect(await statuses(app)).toEqual({ m: "sleeping" });
+    const r = await app.inject({ method: "GET", url: "/readyz" });
+    expect([r.statusCode, r.body]).toEqual([200, JSON.stringify({ status: "ready" })]);
   });
 
   it("sends a held stream its 200 and keepalive comments before the first token", async () => {
