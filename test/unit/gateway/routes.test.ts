@@ -140,6 +140,8 @@ describe("authentication", () => {
           object: "model",
           created: 0,
           owned_by: "triton-ft",
+          // A model without `wake` never sleeps: always ready.
+          status: "ready",
           max_input_tokens: 512,
           max_output_tokens: 256,
           max_prompt_bytes: 4096,

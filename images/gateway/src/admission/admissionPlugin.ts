@@ -11,7 +11,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Consumer, GatewayConfig } from "../config";
 import { RequestContext } from "./requestContext";
-import { ApiError, tooLarge } from "../server/apiError";
+import { ApiError, tooLarge, upstream } from "../server/apiError";
+import { Holding, answerUnreleased, endStreamWithError, waitHeld } from "./holding";
 import { Admission, type KeyLimits } from "./podAdmission";
 import type { GatewayMetrics } from "../telemetry/metrics";
 import type { ServedModel } from "../models/modelRouter";
@@ -21,6 +22,7 @@ import { LocalLimits, SharedLimits, type TeamLimiter } from "./sharedLimits";
 import { RedisAdmissionStore } from "./storeScripts";
 import { AUTH_PLUGIN } from "../auth/authPlugin";
 import { STORE_PLUGIN } from "../store/storePlugin";
+import { MODELS_PLUGIN } from "../models/modelsPlugin";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
@@ -33,6 +35,13 @@ declare module "fastify" {
      * is done, that is when the generation has ended upstream, the tokens
      * settled with the real usage, which is recorded for the team and `model`
      * (the model `app.routeModel()` routed the request to).
+     *
+     * A model that may sleep and has no ready Triton holds the request first
+     * (holding.ts): it takes a place in the model's queue (else 429), then
+     * its permits, as an admitted request; a `stream` gets its event stream
+     * and keepalives at once. It goes on when the model is ready, or gets the
+     * 503 model_unavailable after the activation timeout; a client that
+     * leaves gives everything back at once (nothing reached Triton).
      */
     admit(
       request: FastifyRequest,
@@ -42,7 +51,10 @@ declare module "fastify" {
       slots: number,
       tokens: number,
       serve: (ctx: RequestContext) => Promise<void>,
+      stream?: boolean,
     ): Promise<void>;
+    /** The hold queues of the models that may sleep (holding.ts): /v1/models reads their status. */
+    holding: Holding;
   }
 }
 
@@ -105,12 +117,115 @@ export const limits = definePlugin<LimitsOptions>(
       ? new SharedLimits(store, new RedisAdmissionStore(store.client, store.keys), admission, store.podId)
       : new LocalLimits(admission);
     const usage = app.usage;
+    const holding = new Holding(app.models.all, metrics.heldRequests);
+    app.decorate("holding", holding);
+    // Held requests are answered (503 server_shutting_down) so their clients retry on another pod.
+    app.addHook("preClose", async () => holding.closeAll());
     app.addHook("onReady", async () => limiter.start());
     app.addHook("onClose", async () => limiter.stop());
 
+    /**
+     * One admission; `rehold`: a model that may sleep found unreachable before anything reached it
+     * (its Triton scaled to zero between two polls) holds the request again, once, instead of a 503.
+     */
+    const admit = async (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      route: string,
+      model: ServedModel,
+      slots: number,
+      tokens: number,
+      serve: (ctx: RequestContext) => Promise<void>,
+      stream: boolean,
+      rehold: boolean,
+    ): Promise<void> => {
+      const consumer = request.consumer as Consumer;
+      // Before the permits: a full queue refuses without a store round trip.
+      const hold = holding.enter(model);
+      let admitted;
+      try {
+        admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
+          id: model.config.id,
+          maxInflight: model.config.maxInflight,
+        });
+      } catch (error) {
+        hold?.leave();
+        throw error;
+      }
+      let streamOpen = false;
+      let stopKeepalive = (): void => undefined;
+      if (hold && model.config.wake) {
+        const held = await waitHeld(hold, request, reply, model.config.wake, stream);
+        if (held.end !== "released") {
+          // Nothing reached Triton: every permit and the whole token reservation back at once.
+          void admitted.release(0);
+          answerUnreleased(held.end, reply, model.config.id, model.config.wake, stream, (error) =>
+            metrics.errors.inc({
+              status: String(error.status),
+              code: error.code ?? "error",
+              consumer: consumer.name,
+              model: model.config.id,
+            }),
+          );
+          return;
+        }
+        streamOpen = stream;
+        stopKeepalive = held.stopKeepalive;
+      }
+      const modelId = model.config.id;
+      const labels = { consumer: consumer.name, model: modelId };
+      metrics.inflight.inc(labels, slots);
+      const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
+      ctx.streamOpen = streamOpen;
+      ctx.stopKeepalive = stopKeepalive;
+      // Released when the generation completes, before the response's last bytes (the store's release is
+      // a round trip: a client that sends its next request at once must find its slot free).
+      ctx.onFinished((o) => admitted.release(o.promptTokens + o.completionTokens));
+      const onClose = (): void => {
+        if (!reply.raw.writableFinished) ctx.clientGone();
+      };
+      reply.raw.once("close", onClose);
+      let failure: unknown;
+      let holdAgain = false;
+      try {
+        await serve(ctx);
+      } catch (error) {
+        failure = error;
+        const unreachable = error instanceof ApiError && error.code === "upstream_unavailable";
+        // A sleeping model's Triton gone between two polls: hold its next requests until it is back.
+        if (unreachable) model.readiness?.markDown();
+        holdAgain = unreachable && rehold && model.readiness !== undefined && !ctx.streamOpen && !reply.sent;
+        if (!holdAgain) {
+          // A held stream has sent its 200: the error is its last event (the finally still releases).
+          if (!ctx.streamOpen) throw error;
+          ctx.stopKeepalive();
+          ctx.failedMidStream(error);
+          endStreamWithError(reply, error instanceof ApiError ? error : upstream(String(error)));
+        }
+      } finally {
+        stopKeepalive();
+        // `serve` returns once the generation has ended upstream (a client gone or not), or failed.
+        ctx.close();
+        const outcome = ctx.outcome;
+        // Refused inside Triton before the model (400/413: the prompt too long for it), or not reached at all
+        // (held again): nothing was generated. Any other failure keeps the reservation: Triton may have generated it all.
+        const refused = (failure instanceof ApiError && failure.status < 500) || holdAgain;
+        void admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : refused ? 0 : undefined);
+        // Usage counts requests that reached the model (docs/consuming.md "Usage"), refusals not.
+        if (ctx.hasReachedModel) {
+          usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
+        }
+        metrics.inflight.dec(labels, slots);
+      }
+      if (holdAgain) {
+        reply.raw.off("close", onClose);
+        request.log.info({ model: modelId }, "model's Triton gone since the last poll; request held again");
+        await admit(request, reply, route, model, slots, tokens, serve, stream, false);
+      }
+    };
     app.decorate(
       "admit",
-      async (
+      (
         request: FastifyRequest,
         reply: FastifyReply,
         route: string,
@@ -118,43 +233,8 @@ export const limits = definePlugin<LimitsOptions>(
         slots: number,
         tokens: number,
         serve: (ctx: RequestContext) => Promise<void>,
-      ) => {
-        const consumer = request.consumer as Consumer;
-        const admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
-          id: model.config.id,
-          maxInflight: model.config.maxInflight,
-        });
-        const modelId = model.config.id;
-        const labels = { consumer: consumer.name, model: modelId };
-        metrics.inflight.inc(labels, slots);
-        const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
-        // Released when the generation completes, before the response's last bytes (the store's release is
-        // a round trip: a client that sends its next request at once must find its slot free).
-        ctx.onFinished((o) => admitted.release(o.promptTokens + o.completionTokens));
-        reply.raw.once("close", () => {
-          if (!reply.raw.writableFinished) ctx.clientGone();
-        });
-        let failure: unknown;
-        try {
-          await serve(ctx);
-        } catch (error) {
-          failure = error;
-          throw error;
-        } finally {
-          // `serve` returns once the generation has ended upstream (a client gone or not), or failed.
-          ctx.close();
-          const outcome = ctx.outcome;
-          // Refused inside Triton before the model (400/413: the prompt too long for it): nothing was generated.
-          // Any other failure keeps the reservation: Triton may have generated it all.
-          const refused = failure instanceof ApiError && failure.status < 500;
-          void admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : refused ? 0 : undefined);
-          // Usage counts requests that reached the model (docs/consuming.md "Usage"), refusals not.
-          if (ctx.hasReachedModel) {
-            usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
-          }
-          metrics.inflight.dec(labels, slots);
-        }
-      },
+        stream = false,
+      ) => admit(request, reply, route, model, slots, tokens, serve, stream, true),
     );
 
     // Refuse an oversized body by its Content-Length before reading it, but read (and drop) it first
@@ -175,7 +255,7 @@ export const limits = definePlugin<LimitsOptions>(
   {
     name: LIMITS_PLUGIN,
     fastify: "5.x",
-    dependencies: [AUTH_PLUGIN, STORE_PLUGIN],
-    decorators: { request: ["consumer"], fastify: ["store", "usage"] },
+    dependencies: [AUTH_PLUGIN, STORE_PLUGIN, MODELS_PLUGIN],
+    decorators: { request: ["consumer"], fastify: ["store", "usage", "models"] },
   },
 );

@@ -27,6 +27,14 @@ export class RequestContext {
   private answered = false;
   /** The client left before the response was complete. */
   abandoned = false;
+  /**
+   * The response is already an open event stream (status 200 sent): the
+   * request was held while its model woke, with keepalives. Its errors are
+   * then error events, not statuses.
+   */
+  streamOpen = false;
+  /** Stops the held stream's keepalive comments: called before its first event. */
+  stopKeepalive: () => void = () => undefined;
   private readonly finishHooks: Array<(outcome: Outcome) => void | Promise<void>> = [];
   outcome: Outcome | undefined;
 

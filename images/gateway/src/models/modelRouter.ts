@@ -10,10 +10,13 @@
 import type { Consumer, ModelConfig } from "../config";
 import { ApiError } from "../server/apiError";
 import type { TritonClient } from "../triton/tritonClient";
+import { ReadinessWatch } from "./readinessWatch";
 
 export interface ServedModel {
   readonly config: ModelConfig;
   readonly triton: TritonClient;
+  /** Only for a model that may sleep (`wake` in its config): whether its Triton is ready now. */
+  readonly readiness?: ReadinessWatch;
 }
 
 /**
@@ -45,9 +48,17 @@ export class ModelRouter {
       models.map((config) => {
         const triton = tritons.get(config.id);
         if (!triton) throw new Error(`no Triton client for model ${config.id}`);
-        return [config.id, { config, triton }];
+        const model: ServedModel = config.wake
+          ? { config, triton, readiness: new ReadinessWatch(triton) }
+          : { config, triton };
+        return [config.id, model];
       }),
     );
+  }
+
+  /** The models that may sleep, each with its readiness watch. */
+  get sleepers(): Array<ServedModel & { readiness: ReadinessWatch }> {
+    return this.all.filter((m): m is ServedModel & { readiness: ReadinessWatch } => m.readiness !== undefined);
   }
 
   /** Every served model, in the config's order. */

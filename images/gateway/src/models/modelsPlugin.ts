@@ -32,6 +32,18 @@ export interface ModelsOptions {
 export const models = definePlugin<ModelsOptions>(
   async (app, { router }) => {
     app.decorate("models", router);
+    // The sleepers' watches poll from start-up: the first request to an awake model finds it ready.
+    app.addHook("onReady", async () => {
+      for (const m of router.sleepers) {
+        m.readiness.onChange((seen, before) =>
+          app.log.info({ model: m.config.id, seen, before }, "sleeping model's Triton changed"),
+        );
+        m.readiness.start();
+      }
+    });
+    app.addHook("onClose", async () => {
+      for (const m of router.sleepers) m.readiness.stop();
+    });
     app.decorateRequest("servedModel", undefined);
     app.decorate("routeModel", (request: FastifyRequest, requested: string) => {
       // Every route that routes is behind the auth hook: a request here has a consumer.

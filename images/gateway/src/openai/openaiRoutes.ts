@@ -1,6 +1,7 @@
 /** The OpenAI API: completions, chat completions and the model list, routed by the `model` field. */
 import type { Consumer, GatewayConfig } from "../config";
 import type { ServedModel } from "../models/modelRouter";
+import type { ModelStatus } from "../models/readinessWatch";
 import { serveGeneration } from "./serveGeneration";
 import definePlugin from "fastify-plugin";
 import { LIMITS_PLUGIN, reserveTokens } from "../admission/admissionPlugin";
@@ -13,14 +14,16 @@ export interface OpenaiRoutesOptions {
 
 /**
  * A model's card: OpenAI's four fields, then the limits a client needs to size
- * its requests (OpenAI's list carries none; extra fields are ignored by its clients).
+ * its requests (OpenAI's list carries none; extra fields are ignored by its clients),
+ * and its `status`: `ready`, or for a model that may sleep `sleeping` / `waking`.
  */
-export function modelCard({ config: m }: ServedModel): Record<string, unknown> {
+export function modelCard({ config: m }: ServedModel, status: ModelStatus): Record<string, unknown> {
   return {
     id: m.id,
     object: "model",
     created: m.created,
     owned_by: "triton-ft",
+    status,
     max_input_tokens: m.maxInputLen,
     max_output_tokens: m.maxOutputLen,
     max_prompt_bytes: m.maxPromptBytes,
@@ -42,8 +45,15 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      await app.admit(request, reply, "/v1/completions", model, parsed.prompts.length, tokens, (ctx) =>
-        serveGeneration(ctx, reply, parsed),
+      await app.admit(
+        request,
+        reply,
+        "/v1/completions",
+        model,
+        parsed.prompts.length,
+        tokens,
+        (ctx) => serveGeneration(ctx, reply, parsed),
+        parsed.stream,
       );
       return reply;
     });
@@ -57,8 +67,15 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
-      await app.admit(request, reply, "/v1/chat/completions", model, 1, tokens, (ctx) =>
-        serveGeneration(ctx, reply, parsed),
+      await app.admit(
+        request,
+        reply,
+        "/v1/chat/completions",
+        model,
+        1,
+        tokens,
+        (ctx) => serveGeneration(ctx, reply, parsed),
+        parsed.stream,
       );
       return reply;
     });
@@ -66,11 +83,12 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
     // Only the models this key may use: a scoped key learns nothing of the others.
     app.get("/v1/models", async (request) => ({
       object: "list",
-      data: app.models.visibleTo(request.consumer as Consumer).map(modelCard),
+      data: app.models.visibleTo(request.consumer as Consumer).map((m) => modelCard(m, app.holding.status(m))),
     }));
-    app.get<{ Params: { model: string } }>("/v1/models/:model", async (request) =>
-      modelCard(app.routeModel(request, request.params.model)),
-    );
+    app.get<{ Params: { model: string } }>("/v1/models/:model", async (request) => {
+      const model = app.routeModel(request, request.params.model);
+      return modelCard(model, app.holding.status(model));
+    });
   },
   // Its own context (routes stay private); the metadata makes a missing plugin fail at boot.
   { name: "gateway-openai-routes", fastify: "5.x", encapsulate: true, dependencies: [LIMITS_PLUGIN, MODELS_PLUGIN] },

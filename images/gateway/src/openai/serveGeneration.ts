@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyReply } from "fastify";
 import { ApiError } from "../server/apiError";
+import { openEventStream, sendEvent } from "../server/sse";
 import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
 import type { RequestContext } from "../admission/requestContext";
 import type { ChatRequest, CompletionRequest } from "./validate";
@@ -264,18 +265,14 @@ async function streamEvents(
   const { chat, id, created, model, results } = g;
   const { n, logprobs } = request.choices;
   const echo = request.kind === "completion" && request.echo;
-  reply.hijack();
   const raw = reply.raw;
-  raw.writeHead(200, {
-    "content-type": "text/event-stream; charset=utf-8",
-    "cache-control": "no-cache",
-    connection: "keep-alive",
-    "x-accel-buffering": "no",
-    "x-request-id": ctx.requestId,
-  });
-  const send = (data: unknown): void => {
-    if (!raw.writableEnded && !raw.destroyed) raw.write(`data: ${JSON.stringify(data)}\n\n`);
-  };
+  // A request held while its model woke has its stream open already (admission/holding.ts).
+  if (ctx.streamOpen) ctx.stopKeepalive();
+  else {
+    reply.hijack();
+    openEventStream(raw, ctx.requestId);
+  }
+  const send = (data: unknown): void => sendEvent(raw, data);
   const object = chat ? "chat.completion.chunk" : "text_completion";
   // Characters sent per choice: completions' text_offset continues from there.
   const offsets = new Map<number, number>();

@@ -66,3 +66,19 @@ export const timedOut = (seconds: number): ApiError =>
 
 export const upstream = (message: string): ApiError =>
   new ApiError(502, "server_error", `the inference server failed: ${message}`, "upstream_error");
+
+/** A sleeping model's hold queue is full on this pod: the client retries once a place is sure to be free. */
+export const holdQueueFull = (model: string, held: number, retryAfter: number): ApiError =>
+  rateLimited(
+    `the model '${model}' is waking up and ${held} requests already wait for it here; retry in ${retryAfter} s`,
+    "model_queue_full",
+    retryAfter,
+  );
+
+/** A sleeping model did not wake within its activation timeout. */
+export const modelUnavailable = (model: string, timeoutSeconds: number, retryAfter: number): ApiError =>
+  overloaded(
+    `the model '${model}' was asleep and did not become ready within ${timeoutSeconds} s; retry in ${retryAfter} s`,
+    retryAfter,
+    "model_unavailable",
+  );

@@ -7,6 +7,9 @@ import { MODELS_PLUGIN } from "../models/modelsPlugin";
 const READY_CACHE_MS = 1000;
 
 async function ready(model: ServedModel): Promise<boolean> {
+  // A model that may sleep is served asleep too (its requests are held while it wakes): the pod must stay
+  // in the load balancer, or nothing would ever wake it. Its watch logs its own changes.
+  if (model.readiness) return true;
   try {
     return await model.triton.ready(2000);
   } catch {
@@ -15,7 +18,7 @@ async function ready(model: ServedModel): Promise<boolean> {
 }
 
 /**
- * /readyz is ready while at least one model's Triton is: one model down must
+ * /readyz is ready while at least one model's Triton is, or any model may sleep: one model down must
  * not take the pod out of the load balancer for the teams of the others (a
  * request for the down model gets 503 upstream_unavailable with Retry-After).
  * The answer names no model: the probes need no key, and the models a key
@@ -32,7 +35,7 @@ export const probeRoutes = definePlugin(
         const models = app.models.all;
         const answers = await Promise.all(models.map(ready));
         models.forEach((m, i) => {
-          if (last.get(m.config.id) === answers[i]) return;
+          if (m.readiness || last.get(m.config.id) === answers[i]) return;
           last.set(m.config.id, answers[i]);
           const line = { model: m.config.id, ready: answers[i] };
           if (answers[i]) request.log.info(line, "model ready");

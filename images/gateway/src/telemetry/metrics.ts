@@ -26,6 +26,13 @@ export const METRICS = {
   inflight: `${METRIC_PREFIX}inflight_requests`,
   /** Counter {reason, model}: Triton calls the gateway cancelled (client_disconnect, stop_sequence, timeout). */
   upstreamCancelled: `${METRIC_PREFIX}upstream_cancelled_total`,
+  /**
+   * Gauge {model}: requests of a model that may sleep held on this pod, waiting for its Triton to be
+   * ready (admission/holding.ts). One series per served model from start-up, 0 when none is held (always
+   * 0 for a model that never sleeps): a model's ScaledObject activates from 0 replicas on its sum
+   * across the gateway pods.
+   */
+  heldRequests: `${METRIC_PREFIX}held_requests`,
   /** Gauge: 1 while this pod cannot reach the shared store (per-pod limits), else 0; absent without a store. */
   storeDegraded: `${METRIC_PREFIX}store_degraded`,
   /** Gauge: gateway pods this pod last counted in the store (the divisor of degraded limits). */
@@ -62,6 +69,7 @@ export class GatewayMetrics {
   readonly errors: Counter<"status" | "code" | "consumer" | "model">;
   readonly inflight: Gauge<"consumer" | "model">;
   readonly upstreamCancelled: Counter<"reason" | "model">;
+  readonly heldRequests: Gauge<"model">;
   /** Only with a store (store/storePlugin.ts registers them): a pod without one exports neither. */
   storeDegraded: Gauge | undefined;
   storePods: Gauge | undefined;
@@ -127,6 +135,12 @@ export class GatewayMetrics {
       name: METRICS.upstreamCancelled,
       help: "Triton calls cancelled by the gateway, by reason and model.",
       labelNames: [LABELS.reason, LABELS.model],
+      registers,
+    });
+    this.heldRequests = new Gauge({
+      name: METRICS.heldRequests,
+      help: "Requests held on this pod while their model's Triton wakes, by model (always 0 for a model that never sleeps).",
+      labelNames: [LABELS.model],
       registers,
     });
   }
