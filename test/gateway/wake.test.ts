@@ -294,9 +294,10 @@ describe("a model that sleeps: requests held, not dropped", () => {
       `awake: p50 ${figures.awakeP50Ms} ms through the hold path, ${figures.twinP50Ms} ms without one; ` +
         `median paired difference ${figures.addedMedianPairedMs} ms over ${diffs.length} pairs`,
     );
-    // Same Triton, same gateway: the hold path is one property read. The bound is this machine's noise
-    // (runs gave 0.11 and 4.97 ms on a loaded 2-core runner); a request waiting on a poll would add 250 ms.
-    expect(Math.abs(figures.addedMedianPairedMs)).toBeLessThan(10);
+    // Same Triton, same gateway: the hold path is one property read. Not a speed target (the figure is
+    // reported, not asserted): the bound only tells a request that waited on a readiness poll (+250 ms)
+    // from a loaded runner's noise (runs gave 0.11 to 5.17 ms on 2 cores).
+    expect(Math.abs(figures.addedMedianPairedMs)).toBeLessThan(100);
     expect(await heldEverywhere("sleepy")).toBe(0);
     expect(await heldEverywhere("never")).toBe(0);
     if (process.env.WAKE_REPORT) writeFileSync(process.env.WAKE_REPORT, JSON.stringify(figures, null, 2));
