@@ -66,6 +66,19 @@ export const ModelConfigSchema = z
      * that check is_cancelled()); the call is cancelled and released at once.
      */
     cancellable: z.boolean().default(false),
+    /**
+     * A model that sleeps (autoscaling min 0): the gateway holds up to queueDepth of its requests
+     * per pod while no Triton of it is ready, keeps held streams alive with an SSE comment every
+     * keepaliveSeconds, and answers 503 model_unavailable after activationTimeoutSeconds.
+     */
+    wake: z
+      .object({
+        queueDepth: positive,
+        activationTimeoutSeconds: positive,
+        keepaliveSeconds: z.number().int().min(1).max(10).default(10),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
