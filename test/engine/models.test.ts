@@ -416,6 +416,40 @@ describe("the three-model example, promoted, autoscaled, with the in-cluster sto
     expect(deps.get("triton-codegen-2b-mono")?.replicas).toBe(2);
   });
 
+  it("keep a sleeping model awake, then let it sleep again (codegen min 0 -> 1 -> 0): its scaler, the gateway's wake block and the dashboard; replaces nothing", async () => {
+    // What a model's minimum touches: its ScaledObject (minReplicaCount; with 0 the in-use trigger and the
+    // idle window), the gateway's config (the model's wake block) and Deployment (the config's checksum
+    // rolls it), the dashboard (the model's replica range). Not its Deployment, NodePool or nodes.
+    const updates = [
+      "kubernetes:apps/v1:Deployment::gateway-deployment",
+      "kubernetes:core/v1:ConfigMap::gateway-config",
+      "kubernetes:core/v1:ConfigMap::scaling-dashboard",
+      "kubernetes:keda.sh/v1alpha1:ScaledObject::scaling-scaledobject-codegen-2b-mono",
+    ].sort();
+    const awake = buildingWith({ "kogpt-6b": { replicas: 2 }, "codegen-2b-mono": { autoscaling: { min: 1, max: 3 } } });
+    for (const [label, cfg, min] of [
+      ["wake", awake, 1],
+      ["sleep", SERVED, 0],
+    ] as const) {
+      await publish(cfg, "build-1", { "kogpt-6b": "build-2" });
+      await configure(promoted(cfg, [KEY_2]));
+      const { planned } = await change(label);
+      expect(planned, label).toEqual({ ...NONE, update: updates });
+      const so = await kube.json<{ spec: { minReplicaCount: number; triggers: { name: string }[] } }>([
+        "get",
+        "scaledobject",
+        "-n",
+        NS,
+        "triton-codegen-2b-mono",
+      ]);
+      expect(so.spec.minReplicaCount, label).toBe(min);
+      expect(
+        so.spec.triggers.map((t) => t.name),
+        label,
+      ).toEqual(min === 0 ? ["queue-compute-ratio", "in-use"] : ["queue-compute-ratio"]);
+    }
+  });
+
   it("destroy leaves no object of the stack on the API server", async () => {
     const destroy = await stack.destroy({ onOutput: logTo("destroy") });
     expect(destroy.summary.result).toBe("succeeded");
