@@ -164,6 +164,22 @@ describe("rendering a model that sleeps", () => {
     for (const o of crdObjects({ shared: m, models: [m] })) validateCustomResource(o);
   });
 
+  it("alerts on absent Triton metrics of a sleeping model only while it wants pods, and for longer than a wake", () => {
+    const rule = (min: number) => {
+      const m = renderStackScaling(resolvedStack(gptjAutoscaled({ min })));
+      const r = m.prometheusRule.spec.groups.flatMap((g) => g.rules).find((x) => x.alert === "TritonMetricsAbsent");
+      return { rule: r, budget: m.autoscaling?.coldStartBudgetSeconds ?? NaN };
+    };
+    const asleep = rule(0);
+    expect(asleep.rule?.expr).toMatch(
+      /^absent\(nv_inference_request_success\{.*\}\) and on\(\) \(kube_deployment_spec_replicas\{.*deployment="triton-gpt-j-6b"\} > 0\)$/,
+    );
+    expect(asleep.rule?.for).toBe(`${Math.ceil(Math.max(600, asleep.budget) / 60)}m`);
+    const awake = rule(1);
+    expect(awake.rule?.expr).toMatch(/^absent\(nv_inference_request_success\{.*\}\)$/);
+    expect(awake.rule?.for).toBe("10m");
+  });
+
   it("leaves a model at min 1 exactly as before: one trigger, no cooldown", () => {
     const so = renderStackScaling(resolvedStack(gptjAutoscaled({ min: 1 }))).scaledObject;
     expect(so?.spec.triggers.map((t) => t.name)).toEqual(["queue-compute-ratio"]);
