@@ -25,6 +25,23 @@ export const ChatTemplateSchema = z
 export type ChatTemplate = z.infer<typeof ChatTemplateSchema>;
 
 /**
+ * A model that may sleep (0 Triton replicas): while it has no ready Triton, its
+ * requests are held on each gateway pod (admission/holdQueue.ts) instead of refused,
+ * and the pod's held-requests gauge wakes it (the ScaledObject activates on it).
+ */
+export const WakeSchema = z
+  .object({
+    /** Requests held per gateway pod; one more is refused with 429 and Retry-After. */
+    queueDepth: positive,
+    /** Longest a request is held; then 503 model_unavailable with Retry-After. */
+    activationTimeoutSeconds: positive,
+    /** Seconds between SSE comments to a held stream: at most 10, so clients and the NLB's idle timers never fire. */
+    keepaliveSeconds: z.number().int().min(1).max(10).default(10),
+  })
+  .strict();
+export type Wake = z.infer<typeof WakeSchema>;
+
+/**
  * One served model: the OpenAI id clients send, its limits (the numbers its
  * model repository was rendered with) and where its ensemble is.
  */
@@ -66,19 +83,8 @@ export const ModelConfigSchema = z
      * that check is_cancelled()); the call is cancelled and released at once.
      */
     cancellable: z.boolean().default(false),
-    /**
-     * A model that sleeps (autoscaling min 0): the gateway holds up to queueDepth of its requests
-     * per pod while no Triton of it is ready, keeps held streams alive with an SSE comment every
-     * keepaliveSeconds, and answers 503 model_unavailable after activationTimeoutSeconds.
-     */
-    wake: z
-      .object({
-        queueDepth: positive,
-        activationTimeoutSeconds: positive,
-        keepaliveSeconds: z.number().int().min(1).max(10).default(10),
-      })
-      .strict()
-      .optional(),
+    /** Present only for a model that may sleep; absent (the default): requests to a model without a ready Triton get 503 upstream_unavailable at once. */
+    wake: WakeSchema.optional(),
   })
   .strict();
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
