@@ -137,13 +137,12 @@ export interface ScaledObjectInput<Plan = AutoscalingPlan> {
 export const WAKE_TRIGGER = "in-use";
 
 /**
- * Triton's ScaledObject: the queue/compute ratio from one pod up and, for a
- * model that sleeps (plan.sleep, `model` its id), the in-use trigger that
- * wakes it from 0 on a held request and keeps it up while it has traffic
- * (render/prometheus.ts modelInUseQuery), with the idle window as KEDA's
- * cooldown.
+ * Triton's ScaledObject for model `model` (its id, the gateway's `model` label): the queue/compute
+ * ratio from one pod up and, for a model that sleeps (plan.sleep), the in-use trigger that wakes it
+ * from 0 on a held request and keeps it up while it has traffic (render/prometheus.ts
+ * modelInUseQuery), with the idle window as KEDA's cooldown.
  */
-export function renderScaledObject(i: ScaledObjectInput, model?: string): ScaledObject {
+export function renderScaledObject(i: ScaledObjectInput, model: string): ScaledObject {
   const so = scaledDeployment(i, i.plan, {
     type: "prometheus",
     name: "queue-compute-ratio",
@@ -159,7 +158,7 @@ export function renderScaledObject(i: ScaledObjectInput, model?: string): Scaled
     },
   });
   const sleep = i.plan.sleep;
-  if (!sleep || model === undefined) return so;
+  if (!sleep) return so;
   so.spec.cooldownPeriod = sleep.idleSeconds;
   // A first deploy (or a re-created ScaledObject) leaves the model up for one idle window, not straight to sleep.
   so.spec.initialCooldownPeriod = sleep.idleSeconds;

@@ -160,6 +160,9 @@ export function planAutoscaling(a: AutoscalingConfig, instance: GpuInstance, pod
   const nodeBootSeconds = NODE_BOOT_SECONDS[instance.gpuModel];
   const coldStartSeconds = nodeBootSeconds + pod.pullSeconds + pod.loadSeconds;
   const coldStartBudgetSeconds = nodeBootSeconds + pod.pullSeconds + pod.startupBudgetSeconds;
+  const expectedPullSeconds = a.fastImagePull
+    ? Math.ceil(pod.imageBytes / FAST_PULL_BYTES_PER_SECOND)
+    : pod.pullSeconds;
   const detectionSeconds =
     RATE_WINDOW_SECONDS +
     SCRAPE_INTERVAL_SECONDS +
@@ -184,9 +187,6 @@ export function planAutoscaling(a: AutoscalingConfig, instance: GpuInstance, pod
   const scaleUpPeriod = Math.min(HPA_MAX_PERIOD_SECONDS, roundUpToMinute(coldStartSeconds));
   const scaleDownPeriod = Math.min(HPA_MAX_PERIOD_SECONDS, Math.max(60, pod.terminationGracePeriodSeconds));
 
-  const expectedPullSeconds = a.fastImagePull
-    ? Math.ceil(pod.imageBytes / FAST_PULL_BYTES_PER_SECOND)
-    : pod.pullSeconds;
   return {
     minReplicas: a.min,
     maxReplicas: a.max,
@@ -247,17 +247,15 @@ export function planSleep(a: AutoscalingConfig, coldStartSeconds: number, serial
  * A model that sleeps, with an activation timeout below the expected wake:
  * every request that wakes it would get the 503 before the model could answer.
  */
-export function sleepPlanProblems(plan: AutoscalingPlan | undefined): ConfigProblem[] {
+export function sleepPlanProblem(plan: AutoscalingPlan | undefined): ConfigProblem | undefined {
   const z = plan?.sleep;
-  if (!z || z.activationTimeoutSeconds >= z.wakeSeconds) return [];
-  return [
-    {
-      key: "serving.autoscaling.activationTimeoutSeconds",
-      value: z.activationTimeoutSeconds,
-      message: `is below the model's expected wake from 0 (${z.wakeSeconds} s: activation, node boot, image pull, model load), so every request that wakes it gets a 503 before it could be served`,
-      fix: `raise it to at least ${roundUpToMinute(z.wakeHighSeconds)} (the estimate's long end), or leave it unset`,
-    },
-  ];
+  if (!z || z.activationTimeoutSeconds >= z.wakeSeconds) return undefined;
+  return {
+    key: "serving.autoscaling.activationTimeoutSeconds",
+    value: z.activationTimeoutSeconds,
+    message: `is below the model's expected wake from 0 (${z.wakeSeconds} s: activation, node boot, image pull, model load), so every request that wakes it gets a 503 before it could be served`,
+    fix: `raise it to at least ${roundUpToMinute(z.wakeHighSeconds)} (the estimate's long end), or leave it unset`,
+  };
 }
 
 export function roundUpToMinute(seconds: number): number {
@@ -340,7 +338,7 @@ export function stackAutoscalingPlan(
 /** The problem (key without the project prefix) that keeps the stack from autoscaling, if any. */
 export function autoscalingPlanProblem(s: ResolvedStack): ConfigProblem | undefined {
   try {
-    return sleepPlanProblems(stackAutoscalingPlan(s))[0];
+    return sleepPlanProblem(stackAutoscalingPlan(s));
   } catch (error) {
     if (error instanceof AutoscalingPlanError)
       return { key: error.key, value: error.value, message: error.message, fix: error.fix };
