@@ -14,6 +14,19 @@ export type CapacityType = (typeof CAPACITY_TYPES)[number];
 export const MONITORING_NAMESPACE = "monitoring";
 export const STACK_PROMETHEUS_URL = `http://prometheus-operated.${MONITORING_NAMESPACE}.svc:9090`;
 
+/**
+ * Default idle window of a model with min 0: long enough that a model used
+ * through a working session stays up between requests (a cold start costs
+ * minutes), short enough that nights and weekends are asleep. docs/scaling.md
+ * "Scale to zero" says how to choose it.
+ */
+export const DEFAULT_IDLE_MINUTES = 30;
+/** KEDA takes any cooldown; past a day a model that sleeps at all should rather be removed. */
+export const MAX_IDLE_MINUTES = 1440;
+
+/** The keys that only mean something with min 0 (a model that sleeps). */
+export const SLEEP_KEYS = ["idleMinutes", "holdQueueDepth", "activationTimeoutSeconds"] as const;
+
 /** Default target of the queue/compute ratio; docs/scaling.md "Autoscaling and observability" explains the choice. */
 export const DEFAULT_QUEUE_COMPUTE_TARGET = 0.5;
 
@@ -22,8 +35,10 @@ export const autoscalingSchema = z
     min: z
       .number()
       .int()
-      .min(1)
-      .describe("Fewest Triton pods. At least 1: a cold start takes minutes, so the endpoint never scales to zero."),
+      .min(0)
+      .describe(
+        "Fewest Triton pods. 0 lets the model sleep: after idleMinutes without requests its pods and GPU nodes go, and the gateway holds its requests while it wakes (docs/scaling.md, Scale to zero).",
+      ),
     max: z.number().int().min(1).describe("Most Triton pods. Also bounds the GPU nodes (NodePool limits)."),
     target: z
       .number()
@@ -53,6 +68,32 @@ export const autoscalingSchema = z
       .array(z.string())
       .default([])
       .describe("EC2 On-Demand Capacity Reservations (cr-...) Karpenter launches into first, e.g. for p4d."),
+    idleMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_IDLE_MINUTES)
+      .optional()
+      .describe(
+        "With min 0: minutes without a request (held, in flight or finished) before the model goes to 0 pods (KEDA cooldownPeriod).",
+      )
+      .meta(unsetMeans(`${DEFAULT_IDLE_MINUTES}`)),
+    holdQueueDepth: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "With min 0: requests each gateway pod holds for the model while it wakes; beyond it 429 with Retry-After.",
+      )
+      .meta(unsetMeans("the model's in-flight cap: 2 × maxBatchSize × max")),
+    activationTimeoutSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe("With min 0: how long a held request waits for the model to wake before a 503 model_unavailable.")
+      .meta(unsetMeans("the plan's zero-to-serving estimate (activation + node boot + serial pull + load), to the minute")),
   })
   .strict();
 
@@ -91,6 +132,16 @@ export function autoscalingProblems(
     });
   }
   if (a.min > a.max) add("max", a.max, `is below serving.autoscaling.min (${a.min})`, `raise max to at least ${a.min}`);
+  if (a.min > 0) {
+    for (const k of SLEEP_KEYS)
+      if (a[k] !== undefined)
+        add(
+          k,
+          a[k],
+          `only applies to a model that sleeps (min 0), and min is ${a.min}`,
+          `remove serving.autoscaling.${k}, or set serving.autoscaling.min to 0`,
+        );
+  }
   if (ctx.clusterMode !== "create") {
     add(
       "",
@@ -103,7 +154,7 @@ export function autoscalingProblems(
     add(
       "capacityType",
       a.capacityType,
-      "with min 1 lets one spot interruption stop the endpoint for a whole cold start (node boot + image pull + model load)",
+      `with min ${a.min} lets one spot interruption stop the endpoint for a whole cold start (node boot + image pull + model load)`,
       "raise serving.autoscaling.min to 2 or more, or use capacityType on-demand",
     );
   }
@@ -126,6 +177,25 @@ export function autoscalingProblems(
     );
   }
   return out;
+}
+
+/**
+ * A fixed size of 0: the model's GPU nodes come from a managed node group
+ * that keeps them (and bills them) whatever the pod count, and nothing would
+ * wake the model. Sleeping needs nodes that go away with the pods: Karpenter,
+ * i.e. serving.autoscaling with min 0.
+ */
+export function fixedSizeProblems(replicas: number, a: AutoscalingConfig | undefined): AutoscalingProblem[] {
+  if (replicas !== 0 || a) return [];
+  return [
+    {
+      key: "serving.replicas",
+      value: replicas,
+      message:
+        "is 0, but a fixed size runs on a managed node group that keeps its GPU nodes (and bills them) with no pod on them, and nothing would wake the model",
+      fix: "to let the model sleep, remove serving.replicas and set serving.autoscaling: {min: 0, max: 1} (Karpenter nodes go with the pods; needs cluster.mode create); to serve, set serving.replicas to 1 or more",
+    },
+  ];
 }
 
 /** The stack installs its own Prometheus Operator stack when autoscaling has no Prometheus to query. */

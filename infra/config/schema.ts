@@ -315,11 +315,18 @@ export const servingSchema = z
     tensorParallel: positiveInt
       .default(1)
       .describe("Tensor-parallel size: GPUs per Triton pod. Must divide the head count."),
-    replicas: positiveInt.default(1).describe("Triton pods, a fixed size. Leave unset with serving.autoscaling."),
+    replicas: z
+      .number()
+      .int()
+      .min(0)
+      .default(1)
+      .describe(
+        "Triton pods, a fixed size. Leave unset with serving.autoscaling. 0 is refused: a model that sleeps needs serving.autoscaling with min 0.",
+      ),
     autoscaling: autoscalingSchema
       .optional()
       .describe(
-        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds}. See docs/scaling.md, Autoscaling and observability.",
+        "Queue-based autoscaling (KEDA + Karpenter): {min, max, target, prometheusUrl, capacityType, capacityReservationIds, fastImagePull; with min 0: idleMinutes, holdQueueDepth, activationTimeoutSeconds}. See docs/scaling.md, Autoscaling and observability and Scale to zero.",
       )
       .meta(unsetMeans("none: a fixed number of pods (replicas)")),
     maxBatchSize: positiveInt.default(8).describe("max_batch_size of every model in the repository."),

@@ -52,6 +52,13 @@ export const DCGM_EXPORTER_REQUESTS = { cpuMillis: 100, memoryBytes: 128 * 1024 
 export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;
 
 /**
+ * Seconds between the SSE comments the gateway writes to a held stream while its model wakes: the
+ * most its schema allows (images/gateway/src/config.ts), far inside the NLB's 350 s TCP idle timeout
+ * and the idle timeouts of common HTTP clients and proxies (60 s and up).
+ */
+export const WAKE_KEEPALIVE_SECONDS = 10;
+
+/**
  * The model clients call: the text-in/text-out pipeline. One name for the
  * repository's folder and config, the gateway's target, the client's default
  * and the stack output `modelName`.

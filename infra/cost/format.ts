@@ -53,10 +53,14 @@ export function summaryLines(r: CostReport, file?: string): string[] {
   const lines: string[] = [];
   if (r.priced)
     lines.push(
-      `cost: ${span(r.monthlyUsd, usd)}/month in ${r.region ?? "?"}${r.monthlyUsd.min !== r.monthlyUsd.max ? " (autoscaling min–max)" : ""}, ${r.items.length} items${file ? ` -> ${file}` : ""}`,
+      `cost: ${span(r.monthlyUsd, usd)}/month in ${r.region ?? "?"}${r.monthlyUsd.min !== r.monthlyUsd.max ? ` (autoscaling min–max${r.models.some((m) => m.sleep) ? ", min with the models that sleep asleep" : ""})` : ""}, ${r.items.length} items${file ? ` -> ${file}` : ""}`,
     );
   for (const m of r.models) lines.push(`  ${modelLine(m, r.priced)}`);
   for (const m of r.models) lines.push(`  ${m.id} critical path: ${criticalPathText(m.criticalPath)}`);
+  for (const m of r.models) {
+    const line = sleepLine(m);
+    if (line) lines.push(`  ${line}`);
+  }
   for (const b of r.buildRuns)
     if (b.usd !== undefined)
       lines.push(
@@ -64,6 +68,26 @@ export function summaryLines(r: CostReport, file?: string): string[] {
       );
   for (const w of r.warnings) lines.push(`  warning: ${w}`);
   return lines;
+}
+
+/** The path as the summary prints it: "image pull 12 min (assumed) > model load 1.7 min (assumed)". */
+const pathText = (path: ModelReport["criticalPath"]) =>
+  path.map((s) => `${s.step} ${minutes(s.seconds)}${s.basis ? ` (${s.basis})` : ""}`).join(" > ");
+
+/** Zero to first token, expected and the long end: "6.1 min (up to 9.9 min)". */
+const wakeText = (z: NonNullable<ModelReport["sleep"]>) =>
+  `${minutes(z.zeroToFirstTokenSeconds.expected)} (up to ${minutes(z.zeroToFirstTokenSeconds.high)})`;
+
+/** A model that sleeps: $/month awake and asleep, what an hour asleep saves, and the minutes from zero to its first token. */
+export function sleepLine(m: ModelReport): string | undefined {
+  const z = m.sleep;
+  if (!z) return undefined;
+  const money =
+    z.awakeUsd !== undefined && z.asleepUsd !== undefined && z.savedPerHourUsd !== undefined
+      ? `${usd(z.awakeUsd)}/month awake, ${usd(z.asleepUsd)} asleep (each hour asleep saves ${usd(z.savedPerHourUsd)}; asleep it keeps ${z.remains})`
+      : "unpriced";
+  const t = z.zeroToFirstTokenSeconds;
+  return `${m.id} sleeps after ${z.idleMinutes} min idle: ${money}; zero to first token ${minutes(t.expected)} (up to ${minutes(t.high)} at the serial pull rate): ${pathText(z.path)}`;
 }
 
 /**
@@ -120,6 +144,22 @@ export function diffLines(before: CostReport | undefined, after: CostReport | un
       ...(change.changedSteps.length ? [`re-runs ${change.changedSteps.join(", ")}`] : []),
       ...(change.rollout ? [`rolls ${m.change.replicas} pod(s)`] : []),
     ];
+    if (m.sleep) {
+      const z = m.sleep;
+      const was = old?.sleep;
+      parts.push(
+        z.awakeUsd !== undefined && z.asleepUsd !== undefined
+          ? moved(
+              "sleeps: awake/asleep",
+              was?.awakeUsd !== undefined && was.asleepUsd !== undefined
+                ? `${usd(was.awakeUsd)}/${usd(was.asleepUsd)}`
+                : undefined,
+              `${usd(z.awakeUsd)}/${usd(z.asleepUsd)} a month`,
+            )
+          : "sleeps",
+        moved("zero to first token", was && wakeText(was), wakeText(z)),
+      );
+    } else if (old?.sleep) parts.push("no longer sleeps");
     parts.push(
       `this change: ${what.length ? `${minutes(change.seconds)} (${what.join("; ")})` : "no build or rollout"}`,
     );

@@ -85,6 +85,16 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): Model
     nodes,
     replicas: a ? { min: a.min, max: a.max } : { min: sv.replicas, max: sv.replicas },
     autoscaled: a !== undefined,
+    ...(plan.autoscaling?.sleep
+      ? {
+          sleep: {
+            // Awake, a model that sleeps runs one pod: the queue/compute ratio adds more from there.
+            awakeNodes: Math.ceil(1 / k.podsPerNode),
+            activationSeconds: plan.autoscaling.sleep.activationSeconds,
+            idleMinutes: plan.autoscaling.sleep.idleSeconds / 60,
+          },
+        }
+      : {}),
     capacityType: capacityType(s),
     nodeDiskGiB: s.nodeDiskGiB,
     decode: {

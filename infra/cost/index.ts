@@ -18,6 +18,7 @@ import { modelLines, stackLines, total } from "./money";
 import { PRICE_TABLE, instanceHourly, regionPrices, type PriceSource, type PriceTable } from "../catalog/prices";
 import { buildSeconds, stepFinishSeconds, changeInputs, estimateTime, type ChangeInputs, type Segment } from "./time";
 import { estimateTokens, type Range } from "./tokens";
+import { sleepReport, type SleepReport } from "./sleep";
 
 export const COST_SCHEMA_VERSION = 1;
 
@@ -31,6 +32,8 @@ export interface ModelReport {
   newReplicaSeconds: number;
   tokensPerSecondPerPod: Range;
   usdPer1kTokens?: Range;
+  /** A model that sleeps (autoscaling min 0): $/month awake and asleep, minutes from zero to its first token. */
+  sleep?: SleepReport;
   /** What a later `--diff` needs to time a change: step hashes and durations, the rollout's shape. */
   change: ChangeInputs;
 }
@@ -75,6 +78,7 @@ export function estimateCost(input: StackCostInput, table: PriceTable = PRICE_TA
     const t = estimateTime(input, m, ASSUMED.builderLaunchSeconds);
     const k = estimateTokens(m, hourly && "usd" in hourly ? hourly.usd : undefined);
     const own = items.filter((i) => i.scope === m.id);
+    const sleep = sleepReport(input, m, lookup.ok ? lookup.prices : undefined);
     return {
       id: m.id,
       instanceType: m.instanceType,
@@ -85,6 +89,7 @@ export function estimateCost(input: StackCostInput, table: PriceTable = PRICE_TA
       newReplicaSeconds: t.newReplicaSeconds,
       tokensPerSecondPerPod: k.tokensPerSecondPerPod,
       ...(k.usdPer1kTokens ? { usdPer1kTokens: k.usdPer1kTokens } : {}),
+      ...(sleep ? { sleep } : {}),
       change: changeInputs(m, input.builders.find((b) => b.id === m.build.builder)?.stopWhenDone ?? false),
     };
   });

@@ -45,6 +45,12 @@ export interface ModelCostInput {
   nodes: { min: number; max: number };
   replicas: { min: number; max: number };
   autoscaled: boolean;
+  /**
+   * A model that sleeps (autoscaling min 0): `nodes.min` is 0 (asleep), and
+   * awake it holds `awakeNodes` (one pod's). `activationSeconds`: a held
+   * request to KEDA scaling it to 1 (resolve/scaling.ts planSleep).
+   */
+  sleep?: { awakeNodes: number; activationSeconds: number; idleMinutes: number };
   capacityType: CapacityType;
   /** GPU node root volume (gp3, baseline IOPS and throughput), GiB. */
   nodeDiskGiB: number;

@@ -13,11 +13,11 @@ import { renderGatewayConfig } from "./gatewayConfig";
 import type { ResolvedStack } from "../config/stack";
 import type { TeamLimits } from "../config/schema";
 import { consumerEntries, heldKeys, teamLimits } from "../config/teams";
-import { planGatewayScaling, type GatewayScalingPlan } from "../resolve/scaling";
+import { planGatewayScaling, stackAutoscalingPlan, type GatewayScalingPlan } from "../resolve/scaling";
 import { storePlan, type StorePlan } from "./store";
 
-import { PORTS, workloadName, SYSTEM_NODE_LABEL } from "../conventions/workload";
-import type { GatewayConfigFile, GatewayRoute } from "./types";
+import { PORTS, workloadName, SYSTEM_NODE_LABEL, WAKE_KEEPALIVE_SECONDS } from "../conventions/workload";
+import type { GatewayConfigFile, GatewayRoute, GatewayWake } from "./types";
 /** The gateway's side of the plan: its config file (from the same numbers as the model repositories) and deployment. */
 export interface GatewayPlan {
   config: GatewayConfigFile;
@@ -46,10 +46,27 @@ export function modelMaxReplicas(model: ResolvedStack): number {
   return s.autoscaling?.max ?? s.replicas;
 }
 
-/** A model as the gateway routes to it: its limits, chat template, Triton Service and in-flight cap. */
+/**
+ * The gateway's `wake` block of a model that sleeps (autoscaling min 0), else undefined. The queue
+ * defaults to the model's in-flight cap: once it is awake the gateway sends it no more than that at
+ * once, so a deeper queue would only make the last held requests wait longer.
+ */
+export function gatewayWake(model: ResolvedStack, maxInflight: number): GatewayWake | undefined {
+  const sleep = stackAutoscalingPlan(model)?.sleep;
+  if (!sleep) return undefined;
+  return {
+    queueDepth: model.config.serving.autoscaling?.holdQueueDepth ?? maxInflight,
+    activationTimeoutSeconds: sleep.activationTimeoutSeconds,
+    keepaliveSeconds: WAKE_KEEPALIVE_SECONDS,
+  };
+}
+
+/** A model as the gateway routes to it: its limits, chat template, Triton Service, in-flight cap and wake settings. */
 export function gatewayRoute(model: ResolvedStack): GatewayRoute {
   const s = model.config.serving;
   const tritonService = `${workloadName({ modelName: model.model.name })}.${s.namespace}.svc.cluster.local`;
+  const maxInflight = 2 * s.maxBatchSize * modelMaxReplicas(model);
+  const wake = gatewayWake(model, maxInflight);
   return {
     id: model.model.name,
     maxInputLen: s.maxInputLen,
@@ -63,7 +80,8 @@ export function gatewayRoute(model: ResolvedStack): GatewayRoute {
     // per the most Triton pods the model can have; the ScaledObject adds them as the queue grows, and a
     // cap at the floor would refuse the very load that makes it scale (16 where 4 replicas need 64).
     // The gateway-wide cap (limits.maxInflight) defaults to the sum of the models' caps.
-    maxInflight: 2 * s.maxBatchSize * modelMaxReplicas(model),
+    maxInflight,
+    ...(wake ? { wake } : {}),
   };
 }
 
@@ -82,7 +100,8 @@ export function gatewayPlan(stack: ResolvedStack, models: readonly ResolvedStack
         replicas: s.gatewayReplicas,
         models: models.map((m) => ({
           maxBatchSize: m.config.serving.maxBatchSize,
-          minReplicas: m.config.serving.autoscaling?.min ?? m.config.serving.replicas,
+          // A model that sleeps is at one pod or more whenever it has traffic: its floor for the gateway's share.
+          minReplicas: Math.max(1, m.config.serving.autoscaling?.min ?? m.config.serving.replicas),
           maxReplicas: modelMaxReplicas(m),
         })),
       })

@@ -113,6 +113,18 @@ export interface GatewayModel {
   /** n (or best_of) × max_tokens per prompt; the gateway defaults it to maxOutputLen × maxBatchSize. */
   maxChoiceTokens?: number;
   chatTemplate?: ChatTemplate;
+  /** A model that sleeps (autoscaling min 0): the gateway holds its requests while it wakes. */
+  wake?: GatewayWake;
+}
+
+/** The gateway's `wake` block of a model (ModelConfigSchema in the gateway package). */
+export interface GatewayWake {
+  /** Requests each gateway pod holds for the model; beyond it 429 with Retry-After. */
+  queueDepth: number;
+  /** A held request waits this long for a ready Triton, then 503 model_unavailable. */
+  activationTimeoutSeconds: number;
+  /** SSE comment interval on a held stream. */
+  keepaliveSeconds: number;
 }
 
 export interface GatewayLimits {

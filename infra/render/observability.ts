@@ -410,6 +410,7 @@ function tritonRules(i: ObservabilityInput): AlertRule[] {
   // size alerts when requests wait longer than they compute.
   const queueThreshold = a ? Math.max(1, 2 * a.target) : 1;
   const queueFor = a ? minutes(a.scaleUpLatencySeconds) : "10m";
+  const sleeps = a?.sleep !== undefined;
   const sev = severity;
   return [
     {
@@ -457,10 +458,12 @@ function tritonRules(i: ObservabilityInput): AlertRule[] {
         description: `Longer than the worst-case start (${i.podStartBudgetSeconds} s): see docs/operations.md, "Troubleshooting" (Pending, image pull, model load).`,
       },
     },
+    // A model that sleeps has no Triton series while it has no pod, by design: only absent series
+    // while pods are wanted count, and for longer than a wake from zero takes.
     {
       alert: "TritonMetricsAbsent",
-      expr: `absent(${e.tritonSeries})`,
-      for: "10m",
+      expr: sleeps ? `absent(${e.tritonSeries}) and on() (${e.desiredReplicas} > 0)` : `absent(${e.tritonSeries})`,
+      for: sleeps ? minutes(Math.max(600, i.podStartBudgetSeconds)) : "10m",
       labels: sev(a ? "critical" : "warning"),
       annotations: {
         summary: `Prometheus has no Triton metrics for ${i.deployment}`,

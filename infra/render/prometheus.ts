@@ -47,6 +47,31 @@ export function queueComputeRatioQuery(sel: MetricsSelector): string {
 /** The gateway's in-flight gauge (images/gateway/src/telemetry/metrics.ts METRICS.inflight). */
 export const GATEWAY_INFLIGHT_METRIC = "triton_ft_gateway_inflight_requests";
 
+/** Requests the gateway holds for a model that sleeps (images/gateway/src/telemetry/metrics.ts METRICS.heldRequests). */
+export const GATEWAY_HELD_METRIC = "triton_ft_gateway_held_requests";
+/** Requests the gateway has answered (METRICS.requests), by model among other labels. */
+export const GATEWAY_REQUESTS_METRIC = "triton_ft_gateway_requests_total";
+
+/**
+ * Whether a model that sleeps is in use, as 0 or 1: requests held for it on
+ * any gateway pod, in flight to it, or answered within the rate window. Held
+ * requests wake it (KEDA activates from 0 on any value above 0); the other two
+ * keep it awake, since KEDA polls every few seconds and a short request
+ * between two polls would otherwise count as idleness. Capped at 1 so, as an
+ * AverageValue metric with target 1, it never asks for more than one pod: the
+ * queue/compute ratio scales from there. The selector is the namespace and the
+ * model id (the gauge's `model` label), not the gateway's Service, which is
+ * named after the stack's first model. Every gateway pod exports the held gauge
+ * of every model that sleeps from start-up, so an empty result is a broken
+ * scrape: an error, as with the other scalers; the other two series appear
+ * only with traffic, hence their `or vector(0)`.
+ */
+export function modelInUseQuery(namespace: string, model: string): string {
+  const s = labelMatchers({ namespace, model });
+  const w = `${RATE_WINDOW_SECONDS}s`;
+  return `clamp_max(sum(${GATEWAY_HELD_METRIC}{${s}}) + (sum(${GATEWAY_INFLIGHT_METRIC}{${s}}) or vector(0)) + (sum(increase(${GATEWAY_REQUESTS_METRIC}{${s}}[${w}])) or vector(0)), 1)`;
+}
+
 /** Generations in flight through every gateway pod. */
 export function gatewayInflightQuery(sel: MetricsSelector): string {
   return `sum(${GATEWAY_INFLIGHT_METRIC}{${selectorText(sel)}})`;

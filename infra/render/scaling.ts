@@ -16,7 +16,7 @@ import { stringify } from "yaml";
 import { STACK_PROMETHEUS_URL } from "../config/autoscaling";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
 import type { AutoscalingPlan, GatewayScalingPlan, HpaRules } from "../resolve/scaling";
-import { gatewayInflightQuery, queueComputeRatioQuery, type MetricsSelector } from "./prometheus";
+import { gatewayInflightQuery, modelInUseQuery, queueComputeRatioQuery, type MetricsSelector } from "./prometheus";
 import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
 import { recommendedLabels } from "./tritonManifests";
 import { GATEWAY_COMPONENT, gatewaySelector } from "./gatewayManifests";
@@ -58,6 +58,10 @@ export interface ScaledObject {
   spec: {
     scaleTargetRef: { apiVersion: "apps/v1"; kind: "Deployment"; name: string };
     pollingInterval: number;
+    /** A model that sleeps: idle seconds before KEDA takes it from 1 pod to 0. */
+    cooldownPeriod?: number;
+    /** A model that sleeps: after the ScaledObject is created it stays up this long before it may sleep. */
+    initialCooldownPeriod?: number;
     minReplicaCount: number;
     maxReplicaCount: number;
     advanced: {
@@ -129,8 +133,17 @@ export interface ScaledObjectInput<Plan = AutoscalingPlan> {
   pollingIntervalSeconds: number;
 }
 
-export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
-  return scaledDeployment(i, i.plan, {
+/** The trigger that wakes a model that sleeps: its name in the ScaledObject. */
+export const WAKE_TRIGGER = "in-use";
+
+/**
+ * Triton's ScaledObject for model `model` (its id, the gateway's `model` label): the queue/compute
+ * ratio from one pod up and, for a model that sleeps (plan.sleep), the in-use trigger that wakes it
+ * from 0 on a held request and keeps it up while it has traffic (render/prometheus.ts
+ * modelInUseQuery), with the idle window as KEDA's cooldown.
+ */
+export function renderScaledObject(i: ScaledObjectInput, model: string): ScaledObject {
+  const so = scaledDeployment(i, i.plan, {
     type: "prometheus",
     name: "queue-compute-ratio",
     // Value: desired = ceil(ready pods × ratio / target); the ratio is a
@@ -144,6 +157,25 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
       ignoreNullValues: "false",
     },
   });
+  const sleep = i.plan.sleep;
+  if (!sleep) return so;
+  so.spec.cooldownPeriod = sleep.idleSeconds;
+  // A first deploy (or a re-created ScaledObject) leaves the model up for one idle window, not straight to sleep.
+  so.spec.initialCooldownPeriod = sleep.idleSeconds;
+  so.spec.triggers.push({
+    type: "prometheus",
+    name: WAKE_TRIGGER,
+    metricType: "AverageValue",
+    metadata: {
+      serverAddress: i.prometheusUrl,
+      query: modelInUseQuery(i.namespace, model),
+      // The query is 0 or 1: one pod at most from this trigger, and any held request activates from 0.
+      threshold: "1",
+      activationThreshold: "0",
+      ignoreNullValues: "false",
+    },
+  });
+  return so;
 }
 
 export type GatewayScaledObjectInput = ScaledObjectInput<GatewayScalingPlan>;
@@ -359,16 +391,19 @@ export function renderModelScaling(input: ScalingRenderInput): ModelScalingManif
   };
   return {
     autoscaling: a.plan,
-    scaledObject: renderScaledObject({
-      name: own.deployment,
-      namespace: w.namespace,
-      labels: { ...labels, "app.kubernetes.io/component": "autoscaler" },
-      deployment: own.deployment,
-      selector: own.triton,
-      prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
-      plan: a.plan,
-      pollingIntervalSeconds: KEDA_POLLING_SECONDS,
-    }),
+    scaledObject: renderScaledObject(
+      {
+        name: own.deployment,
+        namespace: w.namespace,
+        labels: { ...labels, "app.kubernetes.io/component": "autoscaler" },
+        deployment: own.deployment,
+        selector: own.triton,
+        prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
+        plan: a.plan,
+        pollingIntervalSeconds: KEDA_POLLING_SECONDS,
+      },
+      w.modelName,
+    ),
     nodePool: renderNodePool(k),
     ec2NodeClass: renderEC2NodeClass(k),
   };

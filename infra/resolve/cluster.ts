@@ -6,7 +6,7 @@
  */
 import { endpointAccessProblems } from "./clusterAccess";
 import { VPC_PREFIX_RANGE, vpcPrefix } from "./network";
-import { autoscalingProblems } from "../config/autoscaling";
+import { autoscalingProblems, fixedSizeProblems } from "../config/autoscaling";
 import { platformFindings } from "../config/platformChecks";
 import { PROJECT, type SecretPresence, type StackConfig, type Add } from "../config/schema";
 import { storeMode } from "../config/store";
@@ -132,11 +132,14 @@ export function checkNetwork(config: StackConfig, add: Add): void {
   }
 }
 
-/** serving.autoscaling: the rules that need no model (replicas given too, min/max, cluster mode, capacity). */
+/** serving.autoscaling: the rules that need no model (replicas given too, min/max, cluster mode, capacity, a fixed size of 0). */
 export function checkAutoscaling(raw: Record<string, unknown>, config: StackConfig, add: Add): void {
   const rawServing = raw.serving;
   // The schema's default hides whether replicas was given: look at the raw value.
   const replicasSet = rawServing !== null && typeof rawServing === "object" && "replicas" in rawServing;
-  for (const p of autoscalingProblems(config.serving.autoscaling, { replicasSet, clusterMode: config.cluster.mode }))
+  for (const p of [
+    ...autoscalingProblems(config.serving.autoscaling, { replicasSet, clusterMode: config.cluster.mode }),
+    ...fixedSizeProblems(config.serving.replicas, config.serving.autoscaling),
+  ])
     add(p.key, p.value, p.message, p.fix);
 }

@@ -15,7 +15,7 @@
  * Prometheus, so the gateway needs no metrics-server (EKS does not install one).
  */
 import type { ConfigProblem } from "../config";
-import type { AutoscalingConfig } from "../config/autoscaling";
+import { DEFAULT_IDLE_MINUTES, type AutoscalingConfig } from "../config/autoscaling";
 import type { GpuInstance } from "../catalog/gpus";
 import { FAST_PULL_BYTES_PER_SECOND, NLB_TARGET_REGISTRATION_SECONDS, NODE_BOOT_SECONDS } from "../catalog/timings";
 
@@ -70,6 +70,26 @@ export interface AutoscalingPlan {
   scaleUpSchedule: number[];
   /** Karpenter keeps an emptied node this long: a pod that returns within it skips boot and pull. */
   consolidateAfterSeconds: number;
+  /** With min 0: how the model goes to sleep and wakes (render/scaling.ts, the gateway's `wake` block, the cost estimate). */
+  sleep?: SleepPlan;
+}
+
+/**
+ * A model that sleeps (serving.autoscaling.min 0): KEDA takes it to 0 pods
+ * after the idle window, Karpenter then removes its empty GPU nodes, and the
+ * gateway holds its requests while it wakes.
+ */
+export interface SleepPlan {
+  /** KEDA cooldownPeriod: serving.autoscaling.idleMinutes in seconds. */
+  idleSeconds: number;
+  /** First held request to KEDA setting the Deployment to 1: the gauge's scrape, then a KEDA poll. */
+  activationSeconds: number;
+  /** Expected first held request to a serving pod: activation + node boot + expected pull + load. */
+  wakeSeconds: number;
+  /** The estimate's long end: the serial pull instead of FastImagePull's (the rate the budgets keep). */
+  wakeHighSeconds: number;
+  /** A held request waits this long, then gets 503 model_unavailable (the gateway's wake.activationTimeoutSeconds). */
+  activationTimeoutSeconds: number;
 }
 
 /** What the scaling plan needs from the workload plan (WorkloadPlan has these fields). */
@@ -197,6 +217,44 @@ export function planAutoscaling(a: AutoscalingConfig, instance: GpuInstance, pod
     },
     scaleUpSchedule: scaleUpSchedule(a.min, a.max, pod.podsPerNode),
     consolidateAfterSeconds: roundUpToMinute(pod.pullSeconds),
+    ...(a.min === 0
+      ? { sleep: planSleep(a, nodeBootSeconds + expectedPullSeconds + pod.loadSeconds, coldStartSeconds) }
+      : {}),
+  };
+}
+
+/** A held request is seen by the next scrape of the gateway's gauge, then by KEDA's next poll. */
+export const ACTIVATION_SECONDS = SCRAPE_INTERVAL_SECONDS + KEDA_POLLING_SECONDS;
+
+/**
+ * The sleep plan of a model with min 0. `coldStartSeconds` is node boot +
+ * pull + load with FastImagePull's expected pull, `serialColdStartSeconds`
+ * with the serial pull. The activation timeout defaults to the long end, to
+ * the minute: a wake that goes as the estimate says answers every held request.
+ */
+export function planSleep(a: AutoscalingConfig, coldStartSeconds: number, serialColdStartSeconds: number): SleepPlan {
+  const wakeHighSeconds = ACTIVATION_SECONDS + serialColdStartSeconds;
+  return {
+    idleSeconds: (a.idleMinutes ?? DEFAULT_IDLE_MINUTES) * 60,
+    activationSeconds: ACTIVATION_SECONDS,
+    wakeSeconds: ACTIVATION_SECONDS + coldStartSeconds,
+    wakeHighSeconds,
+    activationTimeoutSeconds: a.activationTimeoutSeconds ?? roundUpToMinute(wakeHighSeconds),
+  };
+}
+
+/**
+ * A model that sleeps, with an activation timeout below the expected wake:
+ * every request that wakes it would get the 503 before the model could answer.
+ */
+export function sleepPlanProblem(plan: AutoscalingPlan | undefined): ConfigProblem | undefined {
+  const z = plan?.sleep;
+  if (!z || z.activationTimeoutSeconds >= z.wakeSeconds) return undefined;
+  return {
+    key: "serving.autoscaling.activationTimeoutSeconds",
+    value: z.activationTimeoutSeconds,
+    message: `is below the model's expected wake from 0 (${z.wakeSeconds} s: activation, node boot, image pull, model load), so every request that wakes it gets a 503 before it could be served`,
+    fix: `raise it to at least ${roundUpToMinute(z.wakeHighSeconds)} (the estimate's long end), or leave it unset`,
   };
 }
 
@@ -280,8 +338,7 @@ export function stackAutoscalingPlan(
 /** The problem (key without the project prefix) that keeps the stack from autoscaling, if any. */
 export function autoscalingPlanProblem(s: ResolvedStack): ConfigProblem | undefined {
   try {
-    stackAutoscalingPlan(s);
-    return undefined;
+    return sleepPlanProblem(stackAutoscalingPlan(s));
   } catch (error) {
     if (error instanceof AutoscalingPlanError)
       return { key: error.key, value: error.value, message: error.message, fix: error.fix };

@@ -110,8 +110,9 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   const tp = sv.tensorParallel;
   // Validation guarantees tp <= the instance's GPU count, so at least one pod fits.
   const podsPerNode = Math.floor(inst.gpuCount / tp);
-  // maxSurge 1 / maxUnavailable 0 needs one free GPU slot, or the rollout waits forever.
-  const gpuNodes = Math.ceil(((sv.autoscaling?.min ?? sv.replicas) + 1) / podsPerNode);
+  // maxSurge 1 / maxUnavailable 0 needs one free GPU slot, or the rollout waits forever. A model that
+  // sleeps (autoscaling min 0) rolls when awake, at one pod: its floor here is one.
+  const gpuNodes = Math.ceil((Math.max(1, sv.autoscaling?.min ?? sv.replicas) + 1) / podsPerNode);
 
   const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - GPU_NODE_DAEMONSET_CPU_MILLIS;
   const cpuRequestMillis = Math.floor(cpuFree / podsPerNode / 100) * 100 - 100;

@@ -4,7 +4,7 @@
  * cluster (AWS, eks, awsx, random and tls are the fake cloud's plugins,
  * test/engine/fakeCloud.ts; the created cluster's kubeconfig is the suite's
  * control plane), autoscaling on (KEDA ScaledObjects and Karpenter NodePools
- * applied as custom resources against the vendored upstream CRDs), and the
+ * applied as custom resources against the vendored upstream CRDs; codegen sleeps, min 0), and the
  * in-cluster store. Then the changes a platform team makes to a live stack,
  * each asserted as the exact sets of resources the engine creates, updates,
  * replaces and deletes (its own step events), and each followed by a
@@ -414,6 +414,42 @@ describe("the three-model example, promoted, autoscaled, with the in-cluster sto
     });
     expect(deps.get("triton-kogpt-6b")).toEqual({ replicas: 2, available: 2 });
     expect(deps.get("triton-codegen-2b-mono")?.replicas).toBe(2);
+  });
+
+  it("keep a sleeping model awake, then let it sleep again (codegen min 0 -> 1 -> 0): its scaler, the gateway's wake block and the dashboard; replaces nothing", async () => {
+    // What a model's minimum touches: its ScaledObject (minReplicaCount; with 0 the in-use trigger and the
+    // idle window), the gateway's config (the model's wake block) and Deployment (the config's checksum
+    // rolls it), the dashboard (the model's replica range) and the alerts (a sleeping model's absent
+    // metrics count only while it wants pods). Not its Deployment, NodePool or nodes.
+    const updates = [
+      "kubernetes:apps/v1:Deployment::gateway-deployment",
+      "kubernetes:core/v1:ConfigMap::gateway-config",
+      "kubernetes:core/v1:ConfigMap::scaling-dashboard",
+      "kubernetes:keda.sh/v1alpha1:ScaledObject::scaling-scaledobject-codegen-2b-mono",
+      "kubernetes:monitoring.coreos.com/v1:PrometheusRule::scaling-alerts",
+    ].sort();
+    const awake = buildingWith({ "kogpt-6b": { replicas: 2 }, "codegen-2b-mono": { autoscaling: { min: 1, max: 3 } } });
+    for (const [label, cfg, min] of [
+      ["wake", awake, 1],
+      ["sleep", SERVED, 0],
+    ] as const) {
+      await publish(cfg, "build-1", { "kogpt-6b": "build-2" });
+      await configure(promoted(cfg, [KEY_2]));
+      const { planned } = await change(label);
+      expect(planned, label).toEqual({ ...NONE, update: updates });
+      const so = await kube.json<{ spec: { minReplicaCount: number; triggers: { name: string }[] } }>([
+        "get",
+        "scaledobject",
+        "-n",
+        NS,
+        "triton-codegen-2b-mono",
+      ]);
+      expect(so.spec.minReplicaCount, label).toBe(min);
+      expect(
+        so.spec.triggers.map((t) => t.name),
+        label,
+      ).toEqual(min === 0 ? ["queue-compute-ratio", "in-use"] : ["queue-compute-ratio"]);
+    }
   });
 
   it("destroy leaves no object of the stack on the API server", async () => {

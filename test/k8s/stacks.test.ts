@@ -17,6 +17,8 @@ import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
 import { SCRAPER_NAMESPACE_LABEL } from "../../infra/render/gatewayManifests";
+import { GATEWAY_HELD_METRIC } from "../../infra/render/prometheus";
+import { WAKE_TRIGGER } from "../../infra/render/scaling";
 
 import { eksNodeShape, podFitProblems, GPU_NODE_DAEMONSET_REQUESTS } from "../../infra/resolve/nodeShape";
 import { Kube, podReady, until, type LabelSelector, type Pod } from "./kube";
@@ -161,7 +163,9 @@ for (const ref of stacks) {
       expect(stored).toHaveLength(stack.objects.length);
       // An autoscaled Deployment carries no replicas (the HPA owns them) and the API server defaults
       // it to 1. KEDA does not run here: stand in for the HPA it creates, which raises every target
-      // to its ScaledObject's minReplicaCount at once; the later checks expect that count.
+      // to its ScaledObject's minReplicaCount at once; the later checks expect that count. A model
+      // that sleeps (minReplicaCount 0) is taken to one pod, as KEDA wakes it on a held request, so
+      // the checks below see it serve.
       for (const so of stack.objects.filter((o) => o.kind === "ScaledObject")) {
         const spec = (so as K8sObject & { spec: { scaleTargetRef: { name: string }; minReplicaCount: number } }).spec;
         const target = stack.objects.find(
@@ -173,14 +177,15 @@ for (const ref of stacks) {
         expect(target, `ScaledObject ${so.metadata.name} targets a rendered Deployment`).toBeDefined();
         if (!target) continue;
         expect(target.spec.replicas, `${target.metadata.name} leaves replicas to the HPA`).toBeUndefined();
+        const awake = Math.max(1, spec.minReplicaCount);
         await kube.run([
           "scale",
           "-n",
           so.metadata.namespace ?? "default",
           `deployment/${target.metadata.name}`,
-          `--replicas=${spec.minReplicaCount}`,
+          `--replicas=${awake}`,
         ]);
-        target.spec.replicas = spec.minReplicaCount;
+        target.spec.replicas = awake;
       }
     });
 
@@ -233,13 +238,74 @@ for (const ref of stacks) {
         "json",
       ]);
       // Its range reaches what every model's Triton pods hold at their most, at half of the floor's hold per pod.
+      // A model that sleeps counts at one pod, its floor whenever it has traffic.
       const floor = stack.models.reduce(
-        (sum, m) => sum + 2 * m.maxBatchSize * (m.autoscaling?.minReplicas ?? m.kubernetes.replicas),
+        (sum, m) => sum + 2 * m.maxBatchSize * Math.max(1, m.autoscaling?.minReplicas ?? m.kubernetes.replicas),
         0,
       );
       const peak = stack.models.reduce((sum, m) => sum + held(m), 0);
       expect(so.spec.maxReplicaCount).toBe(Math.max(so.spec.minReplicaCount, Math.ceil(peak / Math.ceil(floor / 2))));
       if (stack.models.length > 1) expect(so.spec.maxReplicaCount).toBeGreaterThan(so.spec.minReplicaCount);
+    });
+
+    it("lets a model that sleeps go to 0: as stored, its ScaledObject wakes on the gateway's held requests and sleeps after the idle window, its NodePool consolidates when empty, the gateway holds its requests", async (ctx) => {
+      const sleepers = stack.models.filter((m) => m.autoscaling?.minReplicas === 0);
+      if (sleepers.length === 0) return ctx.skip();
+      const config = stack.objects.find(
+        (o) => o.kind === "ConfigMap" && o.metadata.labels?.["app.kubernetes.io/name"] === "triton-ft-gateway",
+      );
+      if (!config) throw new Error("no gateway ConfigMap rendered");
+      const storedConfig = await kube.json<{ data: Record<string, string> }>([
+        "get",
+        "configmap",
+        "-n",
+        config.metadata.namespace ?? "default",
+        config.metadata.name,
+      ]);
+      const routes = (
+        JSON.parse(storedConfig.data["config.json"] ?? "{}") as {
+          models: Array<{ id: string; wake?: { queueDepth: number; activationTimeoutSeconds: number } }>;
+        }
+      ).models;
+      // The gateway holds requests for exactly the models that sleep.
+      expect(routes.filter((r) => r.wake).map((r) => r.id)).toEqual(sleepers.map((m) => m.id));
+      for (const m of sleepers) {
+        const rendered = (kind: string) => {
+          const o = m.objects.find((x) => x.kind === kind);
+          if (!o) throw new Error(`${m.id} has no ${kind} rendered`);
+          return o;
+        };
+        const so = rendered("ScaledObject");
+        type Trigger = { type: string; name: string; metricType: string; metadata: Record<string, string> };
+        const stored = await kube.json<{
+          spec: { minReplicaCount: number; cooldownPeriod?: number; triggers: Trigger[] };
+        }>(["get", "scaledobject", "-n", so.metadata.namespace ?? "default", so.metadata.name]);
+        expect(stored.spec.minReplicaCount, m.id).toBe(0);
+        expect(stored.spec.cooldownPeriod, `${m.id}: the idle window`).toBe(
+          (so as K8sObject & { spec: { cooldownPeriod: number } }).spec.cooldownPeriod,
+        );
+        expect(stored.spec.cooldownPeriod).toBeGreaterThan(0);
+        const wake = stored.spec.triggers.find((t) => t.name === WAKE_TRIGGER);
+        expect(wake, `${m.id} has the in-use trigger`).toMatchObject({
+          type: "prometheus",
+          metricType: "AverageValue",
+          metadata: { activationThreshold: "0", threshold: "1" },
+        });
+        expect(wake?.metadata.query).toContain(
+          `${GATEWAY_HELD_METRIC}{namespace="${so.metadata.namespace ?? "default"}",model="${m.id}"}`,
+        );
+        // Beside it, the queue/compute ratio scales from one pod up as for every autoscaled model.
+        expect(stored.spec.triggers.map((t) => t.name)).toEqual(["queue-compute-ratio", WAKE_TRIGGER]);
+        const np = rendered("NodePool");
+        const pool = await kube.json<{
+          spec: { disruption: { consolidationPolicy: string; consolidateAfter: string } };
+        }>(["get", "nodepool", np.metadata.name]);
+        expect(pool.spec.disruption.consolidationPolicy, `${m.id}'s empty GPU nodes go`).toBe("WhenEmpty");
+        expect(pool.spec.disruption.consolidateAfter).toMatch(/^\d+s$/);
+        const route = routes.find((r) => r.id === m.id);
+        expect(route?.wake?.queueDepth).toBeGreaterThan(0);
+        expect(route?.wake?.activationTimeoutSeconds).toBeGreaterThan(0);
+      }
     });
 
     it("schedules every pod onto the intended node type: GPU pods on their model's GPU nodes, the rest on system nodes", async () => {

@@ -175,8 +175,8 @@ describe("serving.autoscaling validation", () => {
     ]);
   });
 
-  it("refuses unknown keys, a malformed Prometheus URL and a zero minimum", () => {
-    const cfg = gptjAutoscaled({ min: 0, maxReplicas: 4, prometheusUrl: "prometheus:9090" });
+  it("refuses unknown keys, a malformed Prometheus URL and a negative minimum (0 is a model that sleeps)", () => {
+    const cfg = gptjAutoscaled({ min: -1, maxReplicas: 4, prometheusUrl: "prometheus:9090" });
     const p = problems(cfg).join("\n");
     expect(p).toMatch(/serving\.autoscaling\.maxReplicas: is not a key of triton-ft:serving\.autoscaling/);
     expect(p).toMatch(/serving\.autoscaling\.min: /);
