@@ -456,6 +456,8 @@ export function program(): StackOutputs {
     image: build.gatewayImage,
     provider: cluster.provider,
     dependsOn: tritons,
+    // The NLB Service waits for no Triton and no build: the NLB is provisioned while the images build.
+    namespace: triton.namespaceResource,
     loadBalancerReady: cluster.loadBalancerReady,
     ...(store ? { store: { host: store.host, ready: store.ready } } : {}),
   });

@@ -295,6 +295,7 @@ describe("GatewayService", () => {
           image,
           provider,
           dependsOn: [],
+          namespace: new k8s.core.v1.Namespace("ns", { metadata: { name: "triton" } }, { provider }),
           loadBalancerReady: [],
         });
         return { keys: g.apiKeys, url: g.baseUrl };

@@ -182,10 +182,10 @@ describe("a change: prod from g5.12xlarge to p4d.24xlarge", () => {
     );
     // A100 hosts boot slower (NVSwitch); the compile host, not the builder, compiles triton_with_ft (one SM either way).
     expect(lines[1]).toMatch(
-      /gpt-j-6b: first deploy 138 min → 142 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
+      /gpt-j-6b: first deploy 128 min → 132 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
     );
     // What moved the first-deploy total: only the node boot.
-    expect(lines[2]).toBe("    gpt-j-6b first deploy 138 min → 142 min: GPU node boot 3.0 min → 7.0 min");
+    expect(lines[2]).toBe("    gpt-j-6b first deploy 128 min → 132 min: GPU node boot 3.0 min → 7.0 min");
     expect(lines[3]).toMatch(/^ {2}\+\$19,636\/month {2}GPU nodes: 1\.\.2 × p4d\.24xlarge/);
     const md = diffMarkdown("prod", before, after);
     expect(md).toContain("before ████░░░░░░░");
@@ -346,9 +346,10 @@ describe("minutes to serve", () => {
     expect(pathTo("bake").map((s) => s.step)).toEqual(["host-ready", "triton-with-ft", "gemm", "bake"]);
   });
 
-  it("first deploy: builder launch, the build, then node boot (Karpenter), pull, load and the NLB", () => {
+  it("first deploy: builder launch, the build, then node boot (Karpenter), pull, load and the NLB's registration", () => {
     const t = estimateTime(stack(), model(), 120);
-    expect(t.firstDeploySeconds).toBe(120 + 5500 + 180 + 800 + 150 + 600 + 180);
+    // The NLB (control plane 900 s + 600 s) is ready long before the pods: only its target registration follows them.
+    expect(t.firstDeploySeconds).toBe(120 + 5500 + 180 + 800 + 150 + 180);
     expect(t.criticalPath.map((s) => s.step)).toEqual([
       "builder launch",
       "host-ready",
@@ -358,7 +359,6 @@ describe("minutes to serve", () => {
       "GPU node boot",
       "image pull",
       "model load",
-      "NLB provision",
       "NLB registration",
     ]);
     expect(t.newReplicaSeconds).toBe(180 + 300 + 150);
@@ -370,8 +370,19 @@ describe("minutes to serve", () => {
       serving: { ...model().serving, nodesWithCluster: true },
     });
     const t = estimateTime(stack(), quick, 120);
-    expect(t.firstDeploySeconds).toBe(900 + 180 + 800 + 150 + 600 + 180);
+    expect(t.firstDeploySeconds).toBe(900 + 180 + 800 + 150 + 180);
     expect(t.criticalPath[0]?.step).toBe("EKS control plane");
+  });
+
+  it("the NLB is provisioned beside the build: on the path only when it is ready after the pods", () => {
+    // An NLB slower than the build and the pods: control plane, NLB provision, registration.
+    const slowNlb = stack({ loadBalancer: { scheme: "internal", publicAddresses: 0, provisionSeconds: 9000 } });
+    const t = estimateTime(slowNlb, model(), 120);
+    expect(t.firstDeploySeconds).toBe(900 + 9000 + 180);
+    expect(t.criticalPath.map((s) => s.step)).toEqual(["EKS control plane", "NLB provision", "NLB registration"]);
+    // An existing cluster: the NLB starts at once.
+    const existing = estimateTime({ ...slowNlb, cluster: { mode: "existing" } }, model(), 120);
+    expect(existing.firstDeploySeconds).toBe(9000 + 180);
   });
 
   it("a change re-runs only the steps whose hashes differ, then rolls the pods", () => {
