@@ -158,6 +158,8 @@ function buildSide(
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
+    // The first bake mounts triton_with_ft's layers only once the registry allows it.
+    registryReady: [registry.blobMounting],
     stageTree: (tree: string) => stageTree(REPO_ROOT, tree),
   };
   const connection = (builder: Builder) => ({

@@ -47,6 +47,13 @@ export interface BuildPipelineArgs {
   /** Start the builder before the steps and stop it after the bake. */
   readonly stopBuilderWhenDone: boolean;
   /**
+   * What the hosts' preparation waits for besides their start: the registry's
+   * blob-mounting setting (components/registry.ts), so the first bake already
+   * mounts the base's layers. An ordering only: no step's trigger reads it.
+   * @default none
+   */
+  readonly registryReady?: pulumi.Resource[];
+  /**
    * The local folder holding exactly the tracked files of a repo-relative
    * tree, named like it (infra/repoFiles.ts stageTree): what is shipped is
    * what the step hashes cover, never an untracked file or a node_modules.
@@ -404,7 +411,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
         triggers: [on.instanceId],
         addPreviousOutputInEnv: false,
       },
-      { parent: this, dependsOn: running ? [running] : [], customTimeouts: { create: "30m", update: "30m" } },
+      {
+        parent: this,
+        dependsOn: [...(running ? [running] : []), ...(this.args.registryReady ?? [])],
+        customTimeouts: { create: "30m", update: "30m" },
+      },
     );
   }
 

@@ -268,6 +268,17 @@ describe("remote build pipeline", () => {
     expect(ships.filter((n) => n.includes("model-repository"))).toHaveLength(4);
   });
 
+  it("both hosts are prepared after the registry allows blob mounts, so the first bake mounts triton_with_ft's layers", async () => {
+    const run = await runProgram(gpt2Config());
+    const prepares = run.byType(COMMAND).filter((c) => c.name.endsWith("prepare"));
+    expect(prepares.map((c) => c.name).sort()).toEqual(["build-compiler-prepare", "build-prepare"]);
+    for (const p of prepares)
+      expect(p.options.dependsOn, p.name).toContain("aws:ecr/accountSetting:AccountSetting::registry-blob-mounting");
+    // An ordering only: no step's trigger reads the setting, so a live stack's steps do not re-run for it.
+    for (const c of run.byType(COMMAND).filter((x) => x.name.startsWith("build-") && !x.name.endsWith("prepare")))
+      expect(JSON.stringify(c.inputs.triggers ?? []), c.name).not.toContain("BLOB_MOUNTING");
+  });
+
   it("every step's input hash covers lib.sh and the helpers it sources from scripts/remote/lib/", () => {
     const { stack } = resolveStack(gpt2Config(), {});
     if (!stack) throw new Error("fixture must resolve");

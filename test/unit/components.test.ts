@@ -39,6 +39,10 @@ describe("Registry", () => {
         return { server: r.server.repositoryUrl };
       };
     });
+    // Blob mounting on for the registry, kept when the stack is destroyed (other stacks' bakes rely on it).
+    const mounting = run.one("aws:ecr/accountSetting:AccountSetting");
+    expect(mounting.inputs).toMatchObject({ name: "BLOB_MOUNTING", value: "ENABLED" });
+    expect(mounting.options.retainOnDelete).toBe(true);
     const repos = run.byType("aws:ecr/repository:Repository");
     const names = Object.values(repositoryNames("triton-ft-unit")).sort();
     expect(names).toContain("triton-ft-unit/server");
@@ -63,12 +67,13 @@ describe("Registry", () => {
     // Nothing but the component and its children: no program around it.
     expect(new Set(run.resources.map((r) => r.type))).toEqual(
       new Set([
+        "aws:ecr/accountSetting:AccountSetting",
         "aws:ecr/lifecyclePolicy:LifecyclePolicy",
         "aws:ecr/repository:Repository",
         "triton-ft:registry:Registry",
       ]),
     );
-    expect(run.resources).toHaveLength(2 * names.length + 1);
+    expect(run.resources).toHaveLength(2 * names.length + 2);
   });
 });
 
