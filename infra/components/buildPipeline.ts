@@ -17,6 +17,7 @@ import {
   deployValuesOf,
   renderStepConfig,
   requireImageResult,
+  runOrder,
   stepCommand,
   stepConfigPath,
   type DeployValue,
@@ -185,7 +186,9 @@ export class BuildPipeline extends pulumi.ComponentResource {
         ...on.ready,
         ...step.files.map((f) => this.shipFile(f, on)),
         // A taken triton_with_ft is no step here: it exists before this pipeline starts.
-        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")).map((d) => this.upstream(d, commands)),
+        ...runOrder(step)
+          .filter((d) => !(taken && d === "triton-with-ft"))
+          .map((d) => this.upstream(d, commands)),
       ];
       const cmd = this.stepCommand(step, on, deps);
       commands[step.id] = cmd;

@@ -30,6 +30,7 @@ import { natGatewayCount } from "../resolve/network";
 import type { Plan } from "../plan";
 import type { RegistryPlan } from "../plan/registry";
 import { budgetInputs } from "../plan/steps";
+import { runOrder } from "../plan/stepGraph";
 import { GATEWAY_IMAGE_BYTES, STORE, TRAFFIC } from "./assumptions";
 import type {
   BuilderCostInput,
@@ -138,7 +139,7 @@ function withCompileHost(
     ...steps.map((step) => ({
       id: step.id,
       dependsOn: [
-        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")),
+        ...runOrder(step).filter((d) => !(taken && d === "triton-with-ft")),
         ...(step.host === "compiler" ? [COMPILE_HOST_READY] : []),
       ],
       seconds: expectedSeconds(step.id, estimates[step.id], !taken),

@@ -8,6 +8,7 @@ import { existingNetworkProblems } from "../../infra/resolve/network";
 import { stackSmList, stepMinutes } from "../../infra/plan/steps";
 import { resolveStack } from "../../infra/resolve";
 import { buildSteps } from "../lib/plan";
+import { runOrder } from "../../infra/plan/stepGraph";
 
 const COMMAND = "command:remote:Command";
 const stepCmd = (run: ProgramRun, id: string) => run.one(COMMAND, `build-${id}`);
@@ -255,7 +256,7 @@ describe("remote build pipeline", () => {
       expect(opts.dependsOn, step.id).toEqual(
         expect.arrayContaining([
           `${COMMAND}::build-config-${step.id}`,
-          ...step.dependsOn.map((d) => `${COMMAND}::build-${d}`),
+          ...runOrder(step).map((d) => `${COMMAND}::build-${d}`),
         ]),
       );
     }

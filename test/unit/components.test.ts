@@ -269,10 +269,13 @@ describe("BuildPipeline", () => {
     expect(byName("build-compiler-ready").inputs.create).toBe(
       "bash /opt/triton-ft/scripts/remote/compile-host-ready.sh /opt/triton-ft 60",
     );
-    expect(byName("build-triton-with-ft").options.dependsOn).toEqual(
+    // It waits for its own host's check, not the GPU builder's (which its hash still covers); gemm, on the builder, does.
+    expect(byName("build-triton-with-ft").options.dependsOn).toContain("command:remote:Command::build-compiler-ready");
+    expect(byName("build-triton-with-ft").options.dependsOn).not.toContain("command:remote:Command::build-host-ready");
+    expect(byName("build-gemm").options.dependsOn).toEqual(
       expect.arrayContaining([
-        "command:remote:Command::build-compiler-ready",
         "command:remote:Command::build-host-ready",
+        "command:remote:Command::build-triton-with-ft",
       ]),
     );
     expect(String(byName("build-config-convert").inputs.stdin)).not.toContain("@{");
