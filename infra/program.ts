@@ -160,6 +160,8 @@ function buildSide(
     gatewayRepositoryUrl: registry.gateway.repositoryUrl,
     secretEnv: secrets.hfToken ? { HF_TOKEN: secrets.hfToken } : {},
     stopBuilderWhenDone: b.stopBuilderWhenDone,
+    // The first bake mounts triton_with_ft's layers only once the registry allows it.
+    registryReady: [registry.blobMounting],
     stageTree: (tree: string) => stageTree(REPO_ROOT, tree),
   };
   const connection = (builder: Builder) => ({
@@ -462,6 +464,8 @@ export function program(): StackOutputs {
     image: build.gatewayImage,
     provider: cluster.provider,
     dependsOn: tritons,
+    // The NLB Service waits for no Triton and no build: the NLB is provisioned while the images build.
+    namespace: triton.namespaceResource,
     loadBalancerReady: cluster.loadBalancerReady,
     ...(store ? { store: { host: store.host, ready: store.ready } } : {}),
   });

@@ -18,6 +18,7 @@ import {
   deployValuesOf,
   renderStepConfig,
   requireImageResult,
+  runOrder,
   stepCommand,
   stepConfigPath,
   type DeployValue,
@@ -47,6 +48,13 @@ export interface BuildPipelineArgs {
   readonly secretEnv: Partial<Record<SecretEnv, pulumi.Output<string>>>;
   /** Start the builder before the steps and stop it after the bake. */
   readonly stopBuilderWhenDone: boolean;
+  /**
+   * What the hosts' preparation waits for besides their start: the registry's
+   * blob-mounting setting (components/registry.ts), so the first bake already
+   * mounts the base's layers. An ordering only: no step's trigger reads it.
+   * @default none
+   */
+  readonly registryReady?: pulumi.Resource[];
   /**
    * The local folder holding exactly the tracked files of a repo-relative
    * tree, named like it (infra/repoFiles.ts stageTree): what is shipped is
@@ -181,7 +189,9 @@ export class BuildPipeline extends pulumi.ComponentResource {
         ...on.ready,
         ...step.files.map((f) => this.shipFile(f, on)),
         // A taken triton_with_ft is no step here: it exists before this pipeline starts.
-        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")).map((d) => this.upstream(d, commands)),
+        ...runOrder(step)
+          .filter((d) => !(taken && d === "triton-with-ft"))
+          .map((d) => this.upstream(d, commands)),
       ];
       const cmd = this.stepCommand(step, on, deps);
       commands[step.id] = cmd;
@@ -419,7 +429,11 @@ export class BuildPipeline extends pulumi.ComponentResource {
         triggers: [on.instanceId],
         addPreviousOutputInEnv: false,
       },
-      { parent: this, dependsOn: running ? [running] : [], customTimeouts: { create: "30m", update: "30m" } },
+      {
+        parent: this,
+        dependsOn: [...(running ? [running] : []), ...(this.args.registryReady ?? [])],
+        customTimeouts: { create: "30m", update: "30m" },
+      },
     );
   }
 

@@ -6,9 +6,13 @@
  * thing behind the load balancer), metrics Service, PDB, and the namespace's
  * NetworkPolicies (render/gatewayManifests.ts).
  *
- * The Service is created after the Deployment is available, so its await (the
- * NLB hostname) does not run into the pods' start; the gateway's readiness
- * follows Triton's, so it is also created after Triton is up.
+ * The gateway's Deployment waits for Triton (its readiness follows Triton's),
+ * but its NLB Service does not: it waits only for the namespace and the load
+ * balancer controller, so the NLB is provisioned while the images build, and
+ * on a first deploy only the target registration follows the pods. Its await
+ * is the NLB's hostname alone (`pulumi.com/waitFor`): Pulumi's default await
+ * for a Service also waits for ready endpoints, which no pod gives before the
+ * build is done.
  */
 import { createHash } from "node:crypto";
 import * as k8s from "@pulumi/kubernetes";
@@ -40,6 +44,8 @@ export interface GatewayServiceArgs {
   readonly provider: k8s.Provider;
   /** Triton's namespace, Deployment and Service: the gateway is ready only once they are. */
   readonly dependsOn: pulumi.Resource[];
+  /** The namespace the gateway lives in: all its NLB Service waits for besides the controller. */
+  readonly namespace: pulumi.Resource;
   /** The load balancer controller: without it nothing provisions the NLB. */
   readonly loadBalancerReady: pulumi.Resource[];
   /**
@@ -55,6 +61,12 @@ export const API_KEY_PREFIX = "tft-";
 export const API_KEY_RANDOM_LENGTH = 48;
 /** apiKeys.<entry> of a team that holds its own key: the stack has only the key's SHA-256. */
 export const EXTERNAL_KEY = "external";
+/**
+ * The NLB Service's await: its hostname, which the AWS Load Balancer Controller
+ * sets once the NLB exists, targets or not (pulumi-kubernetes's user-defined
+ * await, pulumi/pulumi-kubernetes#3134, in the provider since 4.18).
+ */
+export const NLB_HOSTNAME_AWAIT = { "pulumi.com/waitFor": "jsonpath={.status.loadBalancer.ingress[0].hostname}" };
 /** The synth placeholder passes the renderer's image check; pulumi up always renders the real digest. */
 const PLACEHOLDER_IMAGE = "gateway:synth";
 
@@ -161,11 +173,21 @@ export class GatewayService extends pulumi.ComponentResource {
     this.deployment = deployment;
     new k8s.core.v1.Service(`${name}-metrics`, known.metricsService, after);
     new k8s.policy.v1.PodDisruptionBudget(`${name}-pdb`, known.podDisruptionBudget, after);
-    const service = new k8s.core.v1.Service(`${name}-service`, known.service, {
-      ...opt,
-      dependsOn: [deployment, ...args.loadBalancerReady],
-      customTimeouts: { create: "15m", update: "15m" },
-    });
+    const service = new k8s.core.v1.Service(
+      `${name}-service`,
+      {
+        ...known.service,
+        metadata: {
+          ...known.service.metadata,
+          annotations: { ...known.service.metadata?.annotations, ...NLB_HOSTNAME_AWAIT },
+        },
+      },
+      {
+        ...opt,
+        dependsOn: [args.namespace, ...args.loadBalancerReady],
+        customTimeouts: { create: "15m", update: "15m" },
+      },
+    );
 
     this.hostname = service.status.loadBalancer.ingress.apply((ingress) => {
       const host = ingress?.[0]?.hostname ?? ingress?.[0]?.ip;

@@ -4,6 +4,14 @@
  * change) and the gateway image, shared, and one repository of baked server
  * images per model, each with its own protected tags, so no model's rollout
  * moves a tag off the image another model runs. The cluster pulls by digest.
+ *
+ * Blob mounting (an ECR registry setting, for the account in this region) is
+ * turned on, so the bake's push of a server image FROM triton_with_ft mounts
+ * the base's layers from the triton_with_ft repository instead of uploading
+ * them again (AWS: "Blob mounting in Amazon ECR"; the repositories share the
+ * encryption type and the account's aws/ecr key, which a mount requires). The
+ * setting is the registry's, not this stack's: a destroyed stack leaves it on
+ * for the others (retainOnDelete), and a second stack setting it again changes nothing.
  */
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
@@ -26,6 +34,8 @@ export class Registry extends pulumi.ComponentResource {
   /** Every model's server repository, in the plan's order (the first is `server`). */
   readonly servers: aws.ecr.Repository[];
   readonly gateway: aws.ecr.Repository;
+  /** The registry's blob-mounting setting: a push that should mount layers waits for it. */
+  readonly blobMounting: aws.ecr.AccountSetting;
 
   constructor(name: string, args: RegistryArgs, opts?: pulumi.ComponentResourceOptions) {
     super("triton-ft:registry:Registry", name, {}, opts);
@@ -65,6 +75,11 @@ export class Registry extends pulumi.ComponentResource {
     if (!first) throw new pulumi.ResourceError("a registry holds at least one model's server repository", this);
     this.server = first;
     this.gateway = repo("gateway", "gateway", p.gateway, args.tags);
+    this.blobMounting = new aws.ecr.AccountSetting(
+      `${name}-blob-mounting`,
+      { name: "BLOB_MOUNTING", value: "ENABLED" },
+      { parent: this, retainOnDelete: true },
+    );
     this.registerOutputs({
       tritonWithFtUrl: this.tritonWithFt.repositoryUrl,
       serverUrl: this.server.repositoryUrl,

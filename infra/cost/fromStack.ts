@@ -24,12 +24,13 @@ import {
 import type { ResolvedStack } from "../config/stack";
 import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import type { StackPlan } from "../plan/stack";
-import { stepEstimates, type StepEstimate, type StepId } from "../plan/budgets";
+import { expectedSeconds, stepEstimates, type StepEstimate, type StepId } from "../plan/budgets";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../resolve/network";
 import type { Plan } from "../plan";
 import type { RegistryPlan } from "../plan/registry";
 import { budgetInputs } from "../plan/steps";
+import { runOrder } from "../plan/stepGraph";
 import { GATEWAY_IMAGE_BYTES, STORE, TRAFFIC } from "./assumptions";
 import type {
   BuilderCostInput,
@@ -130,7 +131,10 @@ export const COMPILE_HOST_READY = "compile-host ready";
  * step that runs on the compile host (triton_with_ft) also waits for that
  * host's launch and first boot, which run beside the GPU builder's. A
  * triton_with_ft taken from another stack (build.tritonWithFtFrom) is no step:
- * it exists before the build starts, so nothing waits for it.
+ * it exists before the build starts, so nothing waits for it. The bake pushes
+ * only its new layers when ECR mounts the base's from this stack's own
+ * triton_with_ft repository (plan/budgets.ts BAKE_BASE_PUSH); a taken base may
+ * live in another account's registry, where no mount applies, so it counts in full.
  */
 function withCompileHost(
   steps: Plan["buildSteps"],
@@ -153,10 +157,10 @@ function withCompileHost(
     ...steps.map((step) => ({
       id: step.id,
       dependsOn: [
-        ...step.dependsOn.filter((d) => !(taken && d === "triton-with-ft")),
+        ...runOrder(step).filter((d) => !(taken && d === "triton-with-ft")),
         ...(step.host === "compiler" ? [COMPILE_HOST_READY] : []),
       ],
-      seconds: estimates[step.id].seconds,
+      seconds: expectedSeconds(step.id, estimates[step.id], !taken),
       inputHash: step.inputHash,
       basis: estimates[step.id].basis,
     })),

@@ -10,8 +10,10 @@
  * - Cluster (cluster.mode create): the EKS control plane, and with a fixed
  *   size the GPU node group, which boots with the cluster.
  * Then: GPU node launch (Karpenter launches on the pending pods, so only with
- * autoscaling), image pull, model load, and the load balancer (provisioning
- * plus target registration).
+ * autoscaling), image pull, model load, and the NLB's target registration.
+ * The NLB itself is a third branch: its Service waits only for the cluster
+ * (components/gatewayService.ts), so it is provisioned while the images
+ * build, and it is on the path only when it is ready after the pods.
  *
  * A change: only the steps whose input hashes differ run (the others take no
  * time on the same graph); a stopped builder starts first; a new server image
@@ -148,12 +150,21 @@ export function estimateTime(stack: StackCostInput, m: ModelCostInput, builderLa
     ...(sv.nodesWithCluster ? [] : [assumed("GPU node boot", sv.nodeBootSeconds)]),
     assumed("image pull", sv.pullSeconds),
     assumed("model load", sv.loadSeconds),
-    assumed("NLB provision", stack.loadBalancer.provisionSeconds),
-    assumed("NLB registration", sv.nlbRegistrationSeconds),
   ];
-  const criticalPath = [...waitPath, ...serve].filter((s) => s.seconds > 0);
+  const podsReady = Math.max(buildDone, clusterReady) + serve.reduce((a, s) => a + s.seconds, 0);
+  // The NLB's Service is created once the control plane (and its controller) is up, beside the build.
+  const controlPlane = stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0;
+  const nlbReady = controlPlane + stack.loadBalancer.provisionSeconds;
+  const registration = assumed("NLB registration", sv.nlbRegistrationSeconds);
+  const criticalPath = (
+    nlbReady > podsReady
+      ? [assumed("EKS control plane", controlPlane), assumed("NLB provision", stack.loadBalancer.provisionSeconds)]
+      : [...waitPath, ...serve]
+  )
+    .concat(registration)
+    .filter((s) => s.seconds > 0);
   return {
-    firstDeploySeconds: Math.max(buildDone, clusterReady) + serve.reduce((a, s) => a + s.seconds, 0),
+    firstDeploySeconds: Math.max(podsReady, nlbReady) + registration.seconds,
     criticalPath,
     newReplicaSeconds: sv.nodeBootSeconds + sv.expectedPullSeconds + sv.loadSeconds,
   };

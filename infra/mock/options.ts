@@ -29,6 +29,8 @@ export interface RecordedOptions {
   aliases: Array<{ urn: string } | AliasSpec>;
   /** undefined when the option was not given. */
   protect?: boolean;
+  /** undefined when the option was not given. */
+  retainOnDelete?: boolean;
 }
 
 export interface AliasSpec {
@@ -54,6 +56,8 @@ interface RegisterRequest {
   getAliasurnsList?(): string[];
   getProtect?(): boolean;
   hasProtect?(): boolean;
+  getRetainondelete?(): boolean | undefined;
+  hasRetainondelete?(): boolean;
 }
 
 interface AliasMessage {
@@ -119,6 +123,7 @@ export function optionsOf(req: RegisterRequest): RecordedOptions {
     ignoreChanges: req.getIgnorechangesList?.() ?? [],
     aliases: aliases.length > 0 ? aliases.map(aliasOf) : (req.getAliasurnsList?.() ?? []).map((urn) => ({ urn })),
     protect: req.hasProtect?.() ? req.getProtect?.() : undefined,
+    retainOnDelete: req.hasRetainondelete?.() ? req.getRetainondelete?.() : undefined,
   };
 }
 

@@ -122,10 +122,30 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
     }),
     bake: est({
       "verify and build context": weights / ASSUMED.diskBytesPerSecond + 60,
-      push: (TRITON_WITH_FT_BYTES + weights) / ASSUMED.ecrPushBytesPerSecond,
+      // The weights layer and the model repository: the image's own layers.
+      "push new layers": weights / ASSUMED.ecrPushBytesPerSecond,
+      [BAKE_BASE_PUSH]: TRITON_WITH_FT_BYTES / ASSUMED.ecrPushBytesPerSecond,
     }),
     "gateway-image": est({ "build and push": ASSUMED.gatewayImageSeconds }),
   };
+}
+
+/**
+ * The bake's push of triton_with_ft's layers into the server repository. ECR
+ * mounts them from the triton_with_ft repository instead when the registry has
+ * blob mounting on (components/registry.ts turns it on) and the base is in the
+ * same registry (this stack compiled it): Docker, having pulled the base from
+ * that repository, asks ECR to mount each of its layers (a cross-repository
+ * blob mount), and only the new layers are uploaded. The budget keeps this
+ * part (a registry that refuses the mount uploads every layer and must not time
+ * out); the first-deploy estimate leaves it out where the mount applies
+ * (`expectedSeconds`).
+ */
+export const BAKE_BASE_PUSH = "push triton_with_ft layers";
+
+/** A step's estimate as the critical path counts it: the bake without its base layers' push when ECR mounts them. */
+export function expectedSeconds(id: StepId, e: StepEstimate, baseMounted: boolean): number {
+  return id === "bake" && baseMounted ? e.seconds - (e.parts[BAKE_BASE_PUSH] ?? 0) : e.seconds;
 }
 
 /** Whole minutes: BUDGET_FACTOR × estimate, rounded up. */

@@ -61,8 +61,15 @@ export interface StepDefinition {
   title: string;
   /** Repo-relative path of the step script. */
   script: string;
-  /** Steps whose output this step consumes (or which must have prepared the host). */
+  /** Steps whose output this step consumes (or which must have prepared the host): its hash covers theirs. */
   dependsOn: StepId[];
+  /**
+   * The steps it waits for when running, where that is not `dependsOn`: the
+   * compile waits for its own host only, not for the GPU builder's check, which
+   * its hash still covers. Not part of the input hash.
+   * @default dependsOn
+   */
+  runsAfter?: StepId[];
   /** Step config entries in file order. */
   config: Array<[string, ConfigValue]>;
   /** Repo-relative files or folders the step reads besides its script and lib.sh. */
@@ -85,6 +92,11 @@ export interface StepDefinition {
    * the first model and the shared steps, whose paths stay the one-model ones.
    */
   scope?: string;
+}
+
+/** The steps a step waits for when it runs (the pipeline's order and the estimate's graph). */
+export function runOrder(step: { dependsOn: StepId[]; runsAfter?: StepId[] }): StepId[] {
+  return step.runsAfter ?? step.dependsOn;
 }
 
 export const LIB_SCRIPT = "scripts/remote/lib.sh";
@@ -246,6 +258,8 @@ export interface StepPlanEntry {
   args: string[];
   command: string;
   dependsOn: StepId[];
+  /** Set when the step waits for other steps than those its hash covers (StepDefinition.runsAfter). */
+  runsAfter?: StepId[];
   inputHash: string;
   /** Config file content with deploy-time values as `@{name}`. */
   config: string;
@@ -277,6 +291,7 @@ export function stepPlanEntries(steps: Array<StepDefinition & { inputHash: strin
     args: [stepConfigPath(s.id, s.scope)],
     command: stepCommand(s),
     dependsOn: s.dependsOn,
+    ...(s.runsAfter ? { runsAfter: s.runsAfter } : {}),
     inputHash: s.inputHash,
     config: renderStepConfig(s, placeholder),
     deployValues: deployValuesOf(s),

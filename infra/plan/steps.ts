@@ -137,9 +137,11 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
     id: "triton-with-ft",
     title: "build triton_with_ft from the pinned backend and FT commits for the serving GPU; push",
     script: SCRIPT("build-triton-with-ft"),
-    // Runs on the compile host (catalog/compileHosts.ts); it still waits for the GPU builder's host check,
-    // which confirmed the GPU its SM list was derived from, and that keeps every live stack's step hashes.
+    // Runs on the compile host (catalog/compileHosts.ts). Its hash still covers the GPU builder's host check,
+    // which keeps every live stack's step hashes, but it does not wait for it: the SM list comes from the
+    // configured instance types, not from the builder's GPU, and the compile host has its own readiness check.
     dependsOn: ["host-ready"],
+    runsAfter: [],
     host: "compiler",
     config: [
       WORK_ROOT,
@@ -271,6 +273,8 @@ function gemmStep(src: StepSources, minutes: number): StepDefinition {
     script: SCRIPT("gemm"),
     // Needs only the image and the architecture numbers, not the weights.
     dependsOn: ["triton-with-ft"],
+    // Runs on the builder: after its host check too, which the compile no longer waits for.
+    runsAfter: ["host-ready", "triton-with-ft"],
     config: [
       WORK_ROOT,
       ["IMAGE", TRITON_IMAGE],

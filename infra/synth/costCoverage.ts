@@ -182,6 +182,7 @@ export const COST_COVERAGE: Readonly<Record<string, CoverageRule>> = {
   ),
   "aws:cloudwatch/eventTarget:EventTarget": NO_CHARGE("an EventBridge rule's target"),
   "aws:ecr/lifecyclePolicy:LifecyclePolicy": NO_CHARGE("a repository's lifecycle policy"),
+  "aws:ecr/accountSetting:AccountSetting": NO_CHARGE("the registry's blob-mounting setting"),
   "aws:elasticache/user:User": NO_CHARGE("an ElastiCache user (access control)"),
   "aws:elasticache/userGroup:UserGroup": NO_CHARGE("an ElastiCache user group (access control)"),
   "aws:ec2/keyPair:KeyPair": NO_CHARGE("an EC2 key pair"),

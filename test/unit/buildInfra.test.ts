@@ -10,6 +10,7 @@ import { existingNetworkProblems } from "../../infra/resolve/network";
 import { stackSmList, stepMinutes } from "../../infra/plan/steps";
 import { resolveStack } from "../../infra/resolve";
 import { buildSteps } from "../lib/plan";
+import { runOrder } from "../../infra/plan/stepGraph";
 
 const ROOT = join(__dirname, "..", "..");
 const COMMAND = "command:remote:Command";
@@ -259,7 +260,7 @@ describe("remote build pipeline", () => {
       expect(opts.dependsOn, step.id).toEqual(
         expect.arrayContaining([
           `${COMMAND}::build-config-${step.id}`,
-          ...step.dependsOn.map((d) => `${COMMAND}::build-${d}`),
+          ...runOrder(step).map((d) => `${COMMAND}::build-${d}`),
         ]),
       );
     }
@@ -270,6 +271,17 @@ describe("remote build pipeline", () => {
       expect.arrayContaining(["build-ship-scripts-remote", "build-ship-scripts-convert", "build-ship-images"]),
     );
     expect(ships.filter((n) => n.includes("model-repository"))).toHaveLength(4);
+  });
+
+  it("both hosts are prepared after the registry allows blob mounts, so the first bake mounts triton_with_ft's layers", async () => {
+    const run = await runProgram(gpt2Config());
+    const prepares = run.byType(COMMAND).filter((c) => c.name.endsWith("prepare"));
+    expect(prepares.map((c) => c.name).sort()).toEqual(["build-compiler-prepare", "build-prepare"]);
+    for (const p of prepares)
+      expect(p.options.dependsOn, p.name).toContain("aws:ecr/accountSetting:AccountSetting::registry-blob-mounting");
+    // An ordering only: no step's trigger reads the setting, so a live stack's steps do not re-run for it.
+    for (const c of run.byType(COMMAND).filter((x) => x.name.startsWith("build-") && !x.name.endsWith("prepare")))
+      expect(JSON.stringify(c.inputs.triggers ?? []), c.name).not.toContain("BLOB_MOUNTING");
   });
 
   it("every step's input hash covers lib.sh and the helpers it sources from scripts/remote/lib/", () => {

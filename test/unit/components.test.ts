@@ -39,6 +39,10 @@ describe("Registry", () => {
         return { server: r.server.repositoryUrl };
       };
     });
+    // Blob mounting on for the registry, kept when the stack is destroyed (other stacks' bakes rely on it).
+    const mounting = run.one("aws:ecr/accountSetting:AccountSetting");
+    expect(mounting.inputs).toMatchObject({ name: "BLOB_MOUNTING", value: "ENABLED" });
+    expect(mounting.options.retainOnDelete).toBe(true);
     const repos = run.byType("aws:ecr/repository:Repository");
     const names = Object.values(repositoryNames("triton-ft-unit")).sort();
     expect(names).toContain("triton-ft-unit/server");
@@ -63,12 +67,13 @@ describe("Registry", () => {
     // Nothing but the component and its children: no program around it.
     expect(new Set(run.resources.map((r) => r.type))).toEqual(
       new Set([
+        "aws:ecr/accountSetting:AccountSetting",
         "aws:ecr/lifecyclePolicy:LifecyclePolicy",
         "aws:ecr/repository:Repository",
         "triton-ft:registry:Registry",
       ]),
     );
-    expect(run.resources).toHaveLength(2 * names.length + 1);
+    expect(run.resources).toHaveLength(2 * names.length + 2);
   });
 });
 
@@ -276,10 +281,13 @@ describe("BuildPipeline", () => {
     expect(byName("build-compiler-ready").inputs.create).toBe(
       "bash /opt/triton-ft/scripts/remote/compile-host-ready.sh /opt/triton-ft 60",
     );
-    expect(byName("build-triton-with-ft").options.dependsOn).toEqual(
+    // It waits for its own host's check, not the GPU builder's (which its hash still covers); gemm, on the builder, does.
+    expect(byName("build-triton-with-ft").options.dependsOn).toContain("command:remote:Command::build-compiler-ready");
+    expect(byName("build-triton-with-ft").options.dependsOn).not.toContain("command:remote:Command::build-host-ready");
+    expect(byName("build-gemm").options.dependsOn).toEqual(
       expect.arrayContaining([
-        "command:remote:Command::build-compiler-ready",
         "command:remote:Command::build-host-ready",
+        "command:remote:Command::build-triton-with-ft",
       ]),
     );
     expect(String(byName("build-config-convert").inputs.stdin)).not.toContain("@{");
@@ -307,6 +315,7 @@ describe("GatewayService", () => {
           image,
           provider,
           dependsOn: [],
+          namespace: new k8s.core.v1.Namespace("ns", { metadata: { name: "triton" } }, { provider }),
           loadBalancerReady: [],
         });
         return { keys: g.apiKeys, url: g.baseUrl };

@@ -20,10 +20,17 @@ function report(raw: RawConfig): CostReport {
 
 describe("critical path", () => {
   it("marks each segment measured, partly measured or assumed, and prints it", () => {
-    // Taking triton_with_ft puts the conversion (measured converter rates plus an assumed pull) on the path.
-    const cfg = gpt2Config();
-    cfg.build = { ...cfg.build, tritonWithFtFrom: { stackReference: "acme/triton-ft/dev" } };
-    const r = report(cfg);
+    // A 6B model's conversion (measured converter rates plus an assumed pull) outlasts its gpt_gemm sweep at batch 4.
+    const r = report(
+      withOverrides(gpt2Config(), {
+        model: {
+          preset: "kogpt-6b",
+          source: { huggingface: { repo: "kakaobrain/kogpt", revision: "7c1e4b2a9d8f6e5c4b3a29180f7e6d5c4b3a2918" } },
+        },
+        serving: { instanceType: "g5.2xlarge", maxBatchSize: 4 },
+        build: { builderInstanceType: "g5.4xlarge" },
+      }),
+    );
     const path = r.models[0]?.criticalPath ?? [];
     expect(path.length).toBeGreaterThan(3);
     for (const s of path) expect(s.basis, s.step).toBeDefined();
@@ -31,7 +38,7 @@ describe("critical path", () => {
     for (const s of path.filter((x) => x.step !== "convert")) expect(s.basis, s.step).toBe("assumed");
     const line = summaryLines(r).find((l) => l.includes("critical path")) ?? "";
     expect(line).toMatch(/convert \d+(\.\d)? min \(partly measured\)/);
-    expect(line).toMatch(/host-ready 10 min \(assumed\)/);
+    expect(line).toMatch(/compile-host ready 5\.0 min \(assumed\)/);
   });
 
   it("names what moved the first-deploy total", () => {

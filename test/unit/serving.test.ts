@@ -349,6 +349,27 @@ describe("workload under mocks", () => {
     ).toHaveLength(3);
   });
 
+  it("creates the gateway's NLB Service during the build: it waits for the namespace and the controller, not the pipeline or the pods", () => {
+    const svc = run.one("kubernetes:core/v1:Service", "gateway-service");
+    const after = svc.options.dependsOn;
+    expect(after).toContain("kubernetes:core/v1:Namespace::triton-ns");
+    expect(after).toContain("kubernetes:helm.sh/v3:Release::cluster-aws-load-balancer-controller");
+    // Nothing the build pipeline registers (its remote commands, copies, instance states), no Deployment or pod.
+    for (const d of after) {
+      expect(d, d).not.toMatch(
+        /^command:|^aws:ec2transitgateway\/instanceState|Deployment::|^kubernetes:core\/v1:Pod::/,
+      );
+    }
+    // Its await is the NLB's hostname alone: Pulumi's default would wait for ready endpoints, i.e. for the pods.
+    expect(obj(obj(svc.inputs.metadata).annotations)["pulumi.com/waitFor"]).toBe(
+      "jsonpath={.status.loadBalancer.ingress[0].hostname}",
+    );
+    // The gateway's Deployment still follows Triton's.
+    expect(run.one("kubernetes:apps/v1:Deployment", "gateway-deployment").options.dependsOn).toContain(
+      "kubernetes:apps/v1:Deployment::triton-deployment",
+    );
+  });
+
   it("passes the scheme, source ranges and TLS certificate to the gateway's NLB Service", () => {
     const svc = run.byType("kubernetes:core/v1:Service").find((r) => obj(r.inputs.spec).type === "LoadBalancer");
     const annotations = obj(obj(svc?.inputs.metadata).annotations);
