@@ -93,7 +93,9 @@ export const autoscalingSchema = z
       .min(1)
       .optional()
       .describe("With min 0: how long a held request waits for the model to wake before a 503 model_unavailable.")
-      .meta(unsetMeans("the plan's zero-to-serving estimate (activation + node boot + serial pull + load), to the minute")),
+      .meta(
+        unsetMeans("the plan's zero-to-serving estimate (activation + node boot + serial pull + load), to the minute"),
+      ),
   })
   .strict();
 
