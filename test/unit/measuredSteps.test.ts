@@ -128,7 +128,7 @@ describe("a measured step time in the estimate", () => {
     expect(measured.models[0]?.firstDeploySeconds).not.toBe(assumed.models[0]?.firstDeploySeconds);
     const line = summaryLines(measured).find((l) => l.includes("critical path")) ?? "";
     expect(line).toMatch(/triton-with-ft 25 min \(measured on 2026-11-20\)/);
-    expect(line).toMatch(/host-ready 10 min \(assumed\)/);
+    expect(line).toMatch(/compile-host ready 5.0 min \(assumed\)/);
     const md = diffMarkdown("dev", assumed, measured);
     expect(md).toMatch(/^- gpt2 critical path: .*triton-with-ft 25 min \(measured on 2026-11-20\)/m);
     expect(md).toMatch(/^- gpt2 critical path: .*gemm \d+ min \(assumed\)/m);
