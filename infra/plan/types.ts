@@ -167,6 +167,14 @@ export interface GatewayModelFile extends GatewayModel {
   maxPromptBytes: number;
   triton: { grpc: string; ensemble: string };
   maxInflight: number;
+  /** The model's canary build and its rollback rule (CanarySchema in the gateway package, images/gateway/src/canary/canaryConfig.ts). */
+  canary?: {
+    id: string;
+    weight: number;
+    triton: { grpc: string; ensemble: string };
+    maxInflight: number;
+    rollback: { maxErrorRate: number; maxTtftRatio: number; windowSeconds: number; minRequests: number };
+  };
 }
 
 /** The JSON the gateway loads (GATEWAY_CONFIG); the schema is GatewayConfigSchema in the gateway package. */

@@ -14,6 +14,7 @@
  *   store/      the shared store's link and heartbeats
  *   usage/      the usage ledger and GET /v1/usage
  *   models/     `app.routeModel()`: the model a request names, among those its key may use
+ *   canary/     a model's canary build: the weighted split, the rollback rule, the shared decision
  *   admission/  body size by Content-Length; `app.admit()` for generations
  *   openai/     the OpenAI routes and generation
  *   kserve/     the KServe v2 routes
@@ -29,6 +30,7 @@ import { drain } from "./server/drain";
 import { errors } from "./server/errorHandler";
 import { limits } from "./admission/admissionPlugin";
 import { models } from "./models/modelsPlugin";
+import { canary } from "./canary/canaryPlugin";
 import { store } from "./store/storePlugin";
 import { telemetry } from "./telemetry/telemetryPlugin";
 import { strictJsonBodies } from "./server/jsonBody";
@@ -45,6 +47,8 @@ export interface GatewayDeps {
   keys: KeyRing;
   /** One Triton client per served model, by model id (each model has its own Triton). */
   tritons: ReadonlyMap<string, TritonClient>;
+  /** One more per model with a canary, by model id: its canary build's Triton. */
+  canaryTritons?: ReadonlyMap<string, TritonClient>;
   metrics?: GatewayMetrics;
   /** The shared store's client (main.ts connects it when the config has a `store`); absent: per-pod limits and usage. */
   storeClient?: StoreClient;
@@ -54,7 +58,10 @@ export interface GatewayDeps {
 
 export function buildGateway(deps: GatewayDeps): FastifyInstance {
   const { config, keys } = deps;
-  const router = new ModelRouter(config.models, deps.tritons);
+  const router = new ModelRouter(config.models, deps.tritons, {
+    ...(deps.canaryTritons ? { canaryTritons: deps.canaryTritons } : {}),
+    sharedDecisions: config.store !== undefined && deps.storeClient !== undefined,
+  });
   const metrics = deps.metrics ?? new GatewayMetrics();
   const app = Fastify({
     bodyLimit: config.limits.bodyBytes,
@@ -79,6 +86,7 @@ export function buildGateway(deps: GatewayDeps): FastifyInstance {
     ...(config.store && deps.storeClient ? { connection: { client: deps.storeClient, config: config.store } } : {}),
   });
   void app.register(models, { router });
+  void app.register(canary, { metrics });
   void app.register(limits, { config, metrics, keys });
 
   void app.register(openaiRoutes, { config });

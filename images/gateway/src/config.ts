@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { StoreConfigSchema } from "./store/storeConfig";
+import { CanarySchema } from "./canary/canaryConfig";
 
 const positive = z.number().int().positive();
 
@@ -85,8 +86,30 @@ export const ModelConfigSchema = z
     cancellable: z.boolean().default(false),
     /** Present only for a model that may sleep; absent (the default): requests to a model without a ready Triton get 503 upstream_unavailable at once. */
     wake: WakeSchema.optional(),
+    /**
+     * A second build taking `weight` percent of the model's new requests, rolled back by itself when it
+     * breaks its rule (canary/canaryConfig.ts); absent (the default): every request goes to `triton`.
+     */
+    canary: CanarySchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((m, ctx) => {
+    // A model that sleeps has no ready build to compare with, and holding requests for two builds is not defined.
+    if (m.wake && m.canary) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["canary"],
+        message: `model ${m.id} has both wake and canary: a model that may sleep cannot have a canary; remove one`,
+      });
+    }
+    if (m.canary && m.canary.triton.grpc === m.triton.grpc && m.canary.triton.ensemble === m.triton.ensemble) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["canary", "triton"],
+        message: `the canary of model ${m.id} calls the stable build's Triton (${m.triton.grpc}, ${m.triton.ensemble}): give it its own`,
+      });
+    }
+  });
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 
 export const GatewayConfigSchema = z

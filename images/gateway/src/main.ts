@@ -68,8 +68,21 @@ async function main(): Promise<void> {
   }
   // One channel per model: each model has its own Triton (Service), reconnecting on its own.
   const tritons = new Map(config.models.map((m) => [m.id, new TritonGateway(m.triton.grpc, m.triton.ensemble)]));
+  // A canary has its own Triton (Service): its own channel too.
+  const canaryTritons = new Map(
+    config.models.flatMap((m) =>
+      m.canary ? [[m.id, new TritonGateway(m.canary.triton.grpc, m.canary.triton.ensemble)] as const] : [],
+    ),
+  );
   const metrics = new GatewayMetrics();
-  const app = buildGateway({ config, keys, tritons, metrics, ...(storeClient ? { storeClient } : {}) });
+  const app = buildGateway({
+    config,
+    keys,
+    tritons,
+    canaryTritons,
+    metrics,
+    ...(storeClient ? { storeClient } : {}),
+  });
   const metricsApp = buildMetricsServer(metrics);
 
   const served = config.models.map((m) => m.id);
@@ -104,7 +117,11 @@ async function main(): Promise<void> {
     {
       url,
       metricsUrl,
-      models: config.models.map((m) => ({ id: m.id, triton: m.triton.grpc })),
+      models: config.models.map((m) => ({
+        id: m.id,
+        triton: m.triton.grpc,
+        ...(m.canary ? { canary: { id: m.canary.id, weight: m.canary.weight, triton: m.canary.triton.grpc } } : {}),
+      })),
       keys: keys.size,
       store: config.store ? `${config.store.host}:${config.store.port}` : "none (per-pod limits)",
     },
@@ -126,6 +143,7 @@ async function main(): Promise<void> {
     await app.close();
     await metricsApp.close();
     for (const triton of tritons.values()) triton.close();
+    for (const triton of canaryTritons.values()) triton.close();
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -23,6 +23,8 @@ import { RedisAdmissionStore } from "./storeScripts";
 import { AUTH_PLUGIN } from "../auth/authPlugin";
 import { STORE_PLUGIN } from "../store/storePlugin";
 import { MODELS_PLUGIN } from "../models/modelsPlugin";
+import { CANARY_PLUGIN } from "../canary/canaryPlugin";
+import type { Build } from "../canary/weightedSplit";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
@@ -42,6 +44,10 @@ declare module "fastify" {
      * and keepalives at once. It goes on when the model is ready, or gets the
      * 503 model_unavailable after the activation timeout; a client that
      * leaves gives everything back at once (nothing reached Triton).
+     *
+     * A model with a canary sends the request to the build its split picks
+     * (canary/weightedSplit.ts), against that build's own in-flight cap, and
+     * the request stays there to its end; its outcome feeds the canary's rule.
      */
     admit(
       request: FastifyRequest,
@@ -59,6 +65,9 @@ declare module "fastify" {
 }
 
 export const LIMITS_PLUGIN = "gateway-limits";
+
+/** The response header that tells the caller which build answered (only for a model with a canary). */
+export const BUILD_HEADER = "x-triton-ft-build";
 
 /** Oversized bodies up to this size are read and dropped before the 413, so the client sees it. */
 const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;
@@ -138,16 +147,22 @@ export const limits = definePlugin<LimitsOptions>(
       serve: (ctx: RequestContext) => Promise<void>,
       stream: boolean,
       rehold: boolean,
+      build: Build,
     ): Promise<void> => {
       const consumer = request.consumer as Consumer;
       // Before the permits: a full queue refuses without a store round trip.
       const hold = holding.enter(model);
       let admitted;
       try {
-        admitted = await limiter.admit(consumer.name, limitsOf(consumer, config), slots, tokens, {
-          id: model.config.id,
-          maxInflight: model.config.maxInflight,
-        });
+        admitted = await limiter.admit(
+          consumer.name,
+          limitsOf(consumer, config),
+          slots,
+          tokens,
+          build === "canary" && model.canary
+            ? { id: model.config.id, maxInflight: model.canary.config.maxInflight, build }
+            : { id: model.config.id, maxInflight: model.config.maxInflight },
+        );
       } catch (error) {
         hold?.leave();
         throw error;
@@ -165,6 +180,7 @@ export const limits = definePlugin<LimitsOptions>(
               code: error.code ?? "error",
               consumer: consumer.name,
               model: model.config.id,
+              build,
             }),
           );
           return;
@@ -173,9 +189,9 @@ export const limits = definePlugin<LimitsOptions>(
         stopKeepalive = held.stopKeepalive;
       }
       const modelId = model.config.id;
-      const labels = { consumer: consumer.name, model: modelId };
+      const labels = { consumer: consumer.name, model: modelId, build };
       metrics.inflight.inc(labels, slots);
-      const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log);
+      const ctx = new RequestContext(request.id, route, consumer, config, model, metrics, request.log, build);
       ctx.streamOpen = streamOpen;
       ctx.stopKeepalive = stopKeepalive;
       // Released when the generation completes, before the response's last bytes (the store's release is
@@ -210,17 +226,27 @@ export const limits = definePlugin<LimitsOptions>(
         // Refused inside Triton before the model (400/413: the prompt too long for it), or not reached at all
         // (held again): nothing was generated. Any other failure keeps the reservation: Triton may have generated it all.
         const refused = (failure instanceof ApiError && failure.status < 500) || holdAgain;
+        if (failure !== undefined && !refused) ctx.serverFailure ??= failure instanceof ApiError ? failure.status : 500;
+        // Every finished request of a model with a canary, either build's: the rule compares them.
+        if (model.canary && !holdAgain) {
+          const ttftSeconds = ctx.ttftSeconds;
+          model.canary.samples.record({
+            build,
+            failed: ctx.serverFailure !== undefined,
+            ...(ttftSeconds !== undefined ? { ttftSeconds } : {}),
+          });
+        }
         void admitted.release(outcome ? outcome.promptTokens + outcome.completionTokens : refused ? 0 : undefined);
         // Usage counts requests that reached the model (docs/consuming.md "Usage"), refusals not.
         if (ctx.hasReachedModel) {
-          usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0);
+          usage.record(consumer.name, modelId, outcome?.promptTokens ?? 0, outcome?.completionTokens ?? 0, build);
         }
         metrics.inflight.dec(labels, slots);
       }
       if (holdAgain) {
         reply.raw.off("close", onClose);
         request.log.info({ model: modelId }, "model's Triton gone since the last poll; request held again");
-        await admit(request, reply, route, model, slots, tokens, serve, stream, false);
+        await admit(request, reply, route, model, slots, tokens, serve, stream, false, build);
       }
     };
     app.decorate(
@@ -234,7 +260,13 @@ export const limits = definePlugin<LimitsOptions>(
         tokens: number,
         serve: (ctx: RequestContext) => Promise<void>,
         stream = false,
-      ) => admit(request, reply, route, model, slots, tokens, serve, stream, true),
+      ) => {
+        // Picked once per request: its stream, and any retry, stay on this build.
+        const build = model.canary?.pick() ?? "stable";
+        request.servedBuild = build;
+        if (model.canary) void reply.header(BUILD_HEADER, build);
+        return admit(request, reply, route, model, slots, tokens, serve, stream, true, build);
+      },
     );
 
     // Refuse an oversized body by its Content-Length before reading it, but read (and drop) it first
@@ -255,7 +287,7 @@ export const limits = definePlugin<LimitsOptions>(
   {
     name: LIMITS_PLUGIN,
     fastify: "5.x",
-    dependencies: [AUTH_PLUGIN, STORE_PLUGIN, MODELS_PLUGIN],
+    dependencies: [AUTH_PLUGIN, STORE_PLUGIN, MODELS_PLUGIN, CANARY_PLUGIN],
     decorators: { request: ["consumer"], fastify: ["store", "usage", "models"] },
   },
 );

@@ -22,10 +22,17 @@ interface Team {
   inflight: number;
 }
 
-/** The model a generation goes to and its own in-flight cap (ModelConfig.maxInflight). */
+/** The model a generation goes to and its own in-flight cap (ModelConfig.maxInflight, or its canary's). */
 export interface ModelCap {
   id: string;
   maxInflight: number;
+  /** `canary`: the model's canary build, whose own cap is counted apart from the stable build's. */
+  build?: "stable" | "canary";
+}
+
+/** The pool a cap is counted in: one per model, and one more for its canary. */
+function poolKey(model: ModelCap): string {
+  return model.build === "canary" ? `${model.id}|canary` : model.id;
 }
 
 /** What an admitted request holds: release it when the response ends, with the real token usage when known. */
@@ -79,10 +86,10 @@ export class Admission {
 
   /** A model's pool, made at its first generation (the config, and so its cap, is fixed for the process). */
   private pool(model: ModelCap): ModelPool {
-    let pool = this.models.get(model.id);
+    let pool = this.models.get(poolKey(model));
     if (!pool) {
       pool = new ModelPool(model.maxInflight);
-      this.models.set(model.id, pool);
+      this.models.set(poolKey(model), pool);
     }
     return pool;
   }
@@ -119,7 +126,7 @@ export class Admission {
       const modelShare = this.fairShare(limits, pool.cap);
       if (held + slots > modelShare && pool.inflight + slots > pool.cap) {
         throw overloaded(
-          `the model '${model.id}' has ${pool.inflight} generations in flight, its limit is ${pool.cap}; this key has ${held} there, above its fair share of ${modelShare}`,
+          `the model '${model.id}'${model.build === "canary" ? " (its canary build)" : ""} has ${pool.inflight} generations in flight, its limit is ${pool.cap}; this key has ${held} there, above its fair share of ${modelShare}`,
           1,
         );
       }

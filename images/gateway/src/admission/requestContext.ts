@@ -8,6 +8,8 @@ import type { Consumer, GatewayConfig } from "../config";
 import { ApiError, timedOut } from "../server/apiError";
 import type { GatewayMetrics } from "../telemetry/metrics";
 import type { ServedModel } from "../models/modelRouter";
+import type { TritonClient } from "../triton/tritonClient";
+import type { Build } from "../canary/weightedSplit";
 
 export interface Outcome {
   promptTokens: number;
@@ -37,6 +39,10 @@ export class RequestContext {
   stopKeepalive: () => void = () => undefined;
   private readonly finishHooks: Array<(outcome: Outcome) => void | Promise<void>> = [];
   outcome: Outcome | undefined;
+  /** The status of a server-side failure (5xx) the request ended in, answered or mid-stream; the canary's rule counts it. */
+  serverFailure: number | undefined;
+  /** The Triton of the build that serves this request, for its whole life (retries included). */
+  readonly triton: TritonClient;
 
   constructor(
     readonly requestId: string,
@@ -46,7 +52,10 @@ export class RequestContext {
     readonly model: ServedModel,
     readonly metrics: GatewayMetrics,
     private readonly log: FastifyBaseLogger,
+    /** The build picked for it (canary/weightedSplit.ts); `stable` for a model without a canary. */
+    readonly build: Build = "stable",
   ) {
+    this.triton = build === "canary" && model.canary ? model.canary.triton : model.triton;
     const seconds = config.limits.requestTimeoutSeconds;
     this.deadline = Date.now() + seconds * 1000;
     this.timer = setTimeout(() => this.abort(timedOut(seconds), "timeout"), seconds * 1000);
@@ -70,7 +79,7 @@ export class RequestContext {
       return;
     }
     this.log.info(
-      { requestId: this.requestId, consumer: this.consumer.name, model: this.model.config.id },
+      { requestId: this.requestId, consumer: this.consumer.name, model: this.model.config.id, build: this.build },
       "client gone; the generation runs to its end upstream (the model cannot cancel), its slots held until then",
     );
   }
@@ -86,9 +95,15 @@ export class RequestContext {
 
   private abort(reason: ApiError | string, label: string): void {
     if (this.done || this.controller.signal.aborted) return;
-    this.metrics.upstreamCancelled.inc({ reason: label, model: this.model.config.id });
+    this.metrics.upstreamCancelled.inc({ reason: label, model: this.model.config.id, build: this.build });
     this.log.info(
-      { requestId: this.requestId, consumer: this.consumer.name, model: this.model.config.id, reason: label },
+      {
+        requestId: this.requestId,
+        consumer: this.consumer.name,
+        model: this.model.config.id,
+        build: this.build,
+        reason: label,
+      },
       "generation cancelled",
     );
     this.controller.abort(reason);
@@ -98,9 +113,19 @@ export class RequestContext {
     if (this.firstTokenAt !== undefined) return;
     this.firstTokenAt = performance.now();
     this.metrics.timeToFirstToken.observe(
-      { route: this.route, consumer: this.consumer.name, model: this.model.config.id },
+      { route: this.route, consumer: this.consumer.name, model: this.model.config.id, build: this.build },
       (this.firstTokenAt - this.started) / 1000,
     );
+  }
+
+  /** Seconds from arrival to the first generated text; undefined while (or if) none came. */
+  get ttftSeconds(): number | undefined {
+    return this.firstTokenAt === undefined ? undefined : (this.firstTokenAt - this.started) / 1000;
+  }
+
+  /** The series labels of this request's model and build. */
+  get labels(): { consumer: string; model: string; build: Build } {
+    return { consumer: this.consumer.name, model: this.model.config.id, build: this.build };
   }
 
   /**
@@ -122,7 +147,7 @@ export class RequestContext {
     this.outcome = outcome;
     this.close();
     const pending = this.finishHooks.map((hook) => hook(outcome));
-    const labels = { consumer: this.consumer.name, model: this.model.config.id };
+    const labels = this.labels;
     this.metrics.promptTokens.inc(labels, outcome.promptTokens);
     this.metrics.outputTokens.inc(labels, outcome.completionTokens);
     const from = this.firstTokenAt ?? this.started;
@@ -147,14 +172,11 @@ export class RequestContext {
   failedMidStream(error: unknown): void {
     this.close();
     const e = error instanceof ApiError ? error : undefined;
-    this.metrics.errors.inc({
-      status: String(e?.status ?? 500),
-      code: e?.code ?? "stream_failed",
-      consumer: this.consumer.name,
-      model: this.model.config.id,
-    });
+    const status = e?.status ?? 500;
+    if (status >= 500) this.serverFailure = status;
+    this.metrics.errors.inc({ status: String(status), code: e?.code ?? "stream_failed", ...this.labels });
     this.log.warn(
-      { requestId: this.requestId, consumer: this.consumer.name, model: this.model.config.id, error: String(error) },
+      { requestId: this.requestId, ...this.labels, error: String(error) },
       "stream failed",
     );
   }

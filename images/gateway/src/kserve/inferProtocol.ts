@@ -342,7 +342,7 @@ export interface InferReply {
 }
 
 export async function infer(
-  model: ServedModel,
+  model: Pick<ServedModel, "config" | "triton">,
   request: InferRequest,
   options: { signal: AbortSignal; deadline: number; timeoutSeconds: number },
 ): Promise<InferReply> {

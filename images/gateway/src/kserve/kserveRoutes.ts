@@ -121,7 +121,8 @@ export const kserveRoutes = definePlugin<KserveRoutesOptions>(
       const tokens = batch * (model.config.maxInputLen + model.config.maxOutputLen);
       let answer: InferReply | undefined;
       await app.admit(request, reply, "/v2/models/:model/infer", model, batch, tokens, async (ctx) => {
-        const result = await infer(model, parsed, {
+        // The build the request was sent to (its canary's Triton for the canary's share).
+        const result = await infer({ config: model.config, triton: ctx.triton }, parsed, {
           signal: ctx.signal,
           deadline: ctx.deadline,
           timeoutSeconds: config.limits.requestTimeoutSeconds,

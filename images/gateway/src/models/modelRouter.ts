@@ -10,13 +10,24 @@
 import type { Consumer, ModelConfig } from "../config";
 import { ApiError } from "../server/apiError";
 import type { TritonClient } from "../triton/tritonClient";
+import { CanaryRoute } from "../canary/canaryRoute";
 import { ReadinessWatch } from "./readinessWatch";
 
 export interface ServedModel {
   readonly config: ModelConfig;
+  /** The stable build's Triton. */
   readonly triton: TritonClient;
   /** Only for a model that may sleep (`wake` in its config): whether its Triton is ready now. */
   readonly readiness?: ReadinessWatch;
+  /** Only for a model with a `canary`: its build, its Triton and its state. */
+  readonly canary?: CanaryRoute;
+}
+
+export interface RouterOptions {
+  /** One Triton client per model with a canary, by model id: the canary build's. */
+  canaryTritons?: ReadonlyMap<string, TritonClient>;
+  /** A shared store is configured: a canary takes no request before the pod has read its shared decision. */
+  sharedDecisions?: boolean;
 }
 
 /**
@@ -43,17 +54,35 @@ export class ModelRouter {
   private readonly byId: ReadonlyMap<string, ServedModel>;
 
   /** `tritons` holds one client per configured model id; a missing one is a wiring mistake, refused here. */
-  constructor(models: readonly ModelConfig[], tritons: ReadonlyMap<string, TritonClient>) {
+  constructor(
+    models: readonly ModelConfig[],
+    tritons: ReadonlyMap<string, TritonClient>,
+    { canaryTritons = new Map(), sharedDecisions = false }: RouterOptions = {},
+  ) {
     this.byId = new Map(
       models.map((config) => {
         const triton = tritons.get(config.id);
         if (!triton) throw new Error(`no Triton client for model ${config.id}`);
-        const model: ServedModel = config.wake
-          ? { config, triton, readiness: new ReadinessWatch(triton) }
-          : { config, triton };
+        let canary: CanaryRoute | undefined;
+        if (config.canary) {
+          const canaryTriton = canaryTritons.get(config.id);
+          if (!canaryTriton) throw new Error(`no Triton client for the canary of model ${config.id}`);
+          canary = new CanaryRoute(config.canary, canaryTriton, sharedDecisions);
+        }
+        const model: ServedModel = {
+          config,
+          triton,
+          ...(config.wake ? { readiness: new ReadinessWatch(triton) } : {}),
+          ...(canary ? { canary } : {}),
+        };
         return [config.id, model];
       }),
     );
+  }
+
+  /** The models with a canary. */
+  get withCanary(): Array<ServedModel & { canary: CanaryRoute }> {
+    return this.all.filter((m): m is ServedModel & { canary: CanaryRoute } => m.canary !== undefined);
   }
 
   /** The models that may sleep, each with its readiness watch. */

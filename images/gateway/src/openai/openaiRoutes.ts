@@ -15,9 +15,11 @@ export interface OpenaiRoutesOptions {
 /**
  * A model's card: OpenAI's four fields, then the limits a client needs to size
  * its requests (OpenAI's list carries none; extra fields are ignored by its clients),
- * and its `status`: `ready`, or for a model that may sleep `sleeping` / `waking`.
+ * and its `status`: `ready`, or for a model that may sleep `sleeping` / `waking`;
+ * a model with a canary also has `canary` (its id, weight, state on this pod and
+ * the rollback's reason).
  */
-export function modelCard({ config: m }: ServedModel, status: ModelStatus): Record<string, unknown> {
+export function modelCard({ config: m, canary }: ServedModel, status: ModelStatus): Record<string, unknown> {
   return {
     id: m.id,
     object: "model",
@@ -31,6 +33,7 @@ export function modelCard({ config: m }: ServedModel, status: ModelStatus): Reco
     max_choice_tokens: m.maxChoiceTokens ?? m.maxOutputLen * m.maxBatchSize,
     vocab_size: m.vocab,
     chat: m.chatTemplate !== undefined,
+    ...(canary ? { canary: canary.card() } : {}),
   };
 }
 

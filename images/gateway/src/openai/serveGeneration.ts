@@ -96,14 +96,15 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
   const created = Math.floor(Date.now() / 1000);
   const { bestOf, logprobs } = request.choices;
   const generators = prompts.map((prompt) =>
-    generate(ctx.model.triton, prompt, request.sampling, {
+    generate(ctx.triton, prompt, request.sampling, {
       signal: ctx.signal,
       deadline: ctx.deadline,
       timeoutSeconds: ctx.config.limits.requestTimeoutSeconds,
       trimStart: chat,
       copies: bestOf,
       logprobs,
-      onStopCancel: () => ctx.metrics.upstreamCancelled.inc({ reason: "stop_sequence" }),
+      onStopCancel: () =>
+        ctx.metrics.upstreamCancelled.inc({ reason: "stop_sequence", model: ctx.model.config.id, build: ctx.build }),
       cancellable: ctx.model.config.cancellable,
     }),
   );

@@ -44,6 +44,16 @@ export class StoreKeys {
   usage(team: string, period: string): string {
     return `${this.prefix}usage:${StoreKeys.tag(team)}:${period}`;
   }
+  /**
+   * A canary's keys share the hash tag of its model and id (cluster mode keeps them in one slot):
+   * its samples per time slot (canary/canarySamples.ts) and its rollback decision.
+   */
+  canarySlot(model: string, canary: string, slot: number): string {
+    return `${this.prefix}canary:${StoreKeys.tag(`${model}|${canary}`)}:s:${slot}`;
+  }
+  canaryDecision(model: string, canary: string): string {
+    return `${this.prefix}canary:${StoreKeys.tag(`${model}|${canary}`)}:decision`;
+  }
 }
 
 export interface StoreStateListener {

@@ -41,7 +41,8 @@ export const telemetry = definePlugin<TelemetryOptions>(
       // Set by the auth and models plugins, registered after this one: their hooks and routes run after ours.
       const consumer = request.consumer?.name ?? ANONYMOUS;
       const model = request.servedModel?.config.id;
-      const labels = { consumer, ...(model === undefined ? {} : { model }) };
+      // A routed request carries its build: `stable` until (or unless) admission sent it to a canary.
+      const labels = { consumer, ...(model === undefined ? {} : { model, build: request.servedBuild ?? "stable" }) };
       const status = reply.statusCode;
       const seconds = (performance.now() - request.startedAt) / 1000;
       metrics.requests.inc({ route, status: String(status), ...labels });

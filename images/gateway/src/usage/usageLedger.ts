@@ -9,8 +9,12 @@
  *
  * Hash fields are `<counter>|<model>` with counter r (requests), p (prompt
  * tokens) or c (completion tokens); the model id may contain anything after the bar.
+ * A request a model's canary build served counts there too, and once more
+ * under cr, cp and cc: the model's entry then says how much of it the canary
+ * served (a reader that does not know these counters skips them).
  */
 import type { SharedStore } from "../store/sharedStore";
+import type { Build } from "../canary/weightedSplit";
 
 /** A day's hash outlives its month; a month's is kept a year and a month, then expires. */
 export const DAY_TTL_SECONDS = 40 * 86_400;
@@ -18,7 +22,7 @@ export const MONTH_TTL_SECONDS = 400 * 86_400;
 /** Requests ending within this window share one write to the store. */
 export const FLUSH_DELAY_MS = 50;
 
-type Counter = "r" | "p" | "c";
+type Counter = "r" | "p" | "c" | "cr" | "cp" | "cc";
 /** field -> count */
 type Tally = Map<string, number>;
 /** period (d:YYYY-MM-DD, m:YYYY-MM) -> tally */
@@ -36,8 +40,8 @@ export interface UsagePeriod {
   start: string;
   end: string;
   total: UsageCounts;
-  /** One entry per model used in the period, by model id. */
-  models: Array<{ model: string } & UsageCounts>;
+  /** One entry per model used in the period, by model id; `canary`: the part its canary build served, when it served any. */
+  models: Array<{ model: string; canary?: UsageCounts } & UsageCounts>;
 }
 
 /** GET /v1/usage's body (docs/consuming.md "Usage"). */
@@ -74,25 +78,37 @@ function merge(into: Periods, from: Periods): void {
   for (const [period, tally] of from) for (const [field, n] of tally) add(into, period, field, n);
 }
 
+const zero = (): UsageCounts => ({ requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 });
+
+function count(c: UsageCounts, counter: "r" | "p" | "c", n: number): void {
+  if (counter === "r") c.requests += n;
+  else if (counter === "p") c.prompt_tokens += n;
+  else c.completion_tokens += n;
+  c.total_tokens = c.prompt_tokens + c.completion_tokens;
+}
+
 function summarize(tally: Tally, start: Date, end: Date): UsagePeriod {
   const byModel = new Map<string, UsageCounts>();
-  const total: UsageCounts = { requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  const canaryOf = new Map<string, UsageCounts>();
+  const total = zero();
   for (const [field, n] of tally) {
     const bar = field.indexOf("|");
     if (bar < 0) continue;
     const counter = field.slice(0, bar) as Counter;
     const model = field.slice(bar + 1);
+    if (counter === "cr" || counter === "cp" || counter === "cc") {
+      const c = canaryOf.get(model) ?? zero();
+      canaryOf.set(model, c);
+      count(c, counter[1] as "r" | "p" | "c", n);
+      continue;
+    }
+    if (counter !== "r" && counter !== "p" && counter !== "c") continue;
     let counts = byModel.get(model);
     if (!counts) {
-      counts = { requests: 0, prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+      counts = zero();
       byModel.set(model, counts);
     }
-    for (const c of [counts, total]) {
-      if (counter === "r") c.requests += n;
-      else if (counter === "p") c.prompt_tokens += n;
-      else if (counter === "c") c.completion_tokens += n;
-      c.total_tokens = c.prompt_tokens + c.completion_tokens;
-    }
+    for (const c of [counts, total]) count(c, counter, n);
   }
   return {
     start: start.toISOString(),
@@ -100,7 +116,10 @@ function summarize(tally: Tally, start: Date, end: Date): UsagePeriod {
     total,
     models: [...byModel]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([model, counts]) => ({ model, ...counts })),
+      .map(([model, counts]) => {
+        const canary = canaryOf.get(model);
+        return { model, ...counts, ...(canary ? { canary } : {}) };
+      }),
   };
 }
 
@@ -131,8 +150,8 @@ export class UsageLedger {
     store?.onBeat(() => this.flush());
   }
 
-  /** One request's usage (tokens 0 when it failed before Triton reported them). */
-  record(team: string, model: string, promptTokens: number, completionTokens: number): void {
+  /** One request's usage (tokens 0 when it failed before Triton reported them), and the build that served it. */
+  record(team: string, model: string, promptTokens: number, completionTokens: number, build: Build = "stable"): void {
     const at = this.now();
     const periods = [dayPeriod(at), monthPeriod(at)];
     const fields: Array<[string, number]> = [
@@ -140,6 +159,9 @@ export class UsageLedger {
       [`p|${model}`, promptTokens],
       [`c|${model}`, completionTokens],
     ];
+    if (build === "canary") {
+      fields.push([`cr|${model}`, 1], [`cp|${model}`, promptTokens], [`cc|${model}`, completionTokens]);
+    }
     const mine = this.local.get(team) ?? new Map<string, Tally>();
     this.local.set(team, mine);
     // Earlier days and months are only in the store now: the pod keeps the current ones.
