@@ -25,6 +25,7 @@ import { STORE_PLUGIN } from "../store/storePlugin";
 import { MODELS_PLUGIN } from "../models/modelsPlugin";
 import { CANARY_PLUGIN } from "../canary/canaryPlugin";
 import type { Build } from "../canary/weightedSplit";
+import { BUILD_HEADER } from "../canary/canaryRoute";
 import definePlugin from "fastify-plugin";
 
 declare module "fastify" {
@@ -65,9 +66,6 @@ declare module "fastify" {
 }
 
 export const LIMITS_PLUGIN = "gateway-limits";
-
-/** The response header that tells the caller which build answered (only for a model with a canary). */
-export const BUILD_HEADER = "x-triton-ft-build";
 
 /** Oversized bodies up to this size are read and dropped before the 413, so the client sees it. */
 const DRAIN_LIMIT_BYTES = 64 * 1024 * 1024;

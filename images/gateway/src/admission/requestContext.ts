@@ -10,6 +10,7 @@ import type { GatewayMetrics } from "../telemetry/metrics";
 import type { ServedModel } from "../models/modelRouter";
 import type { TritonClient } from "../triton/tritonClient";
 import type { Build } from "../canary/weightedSplit";
+import { BUILD_HEADER } from "../canary/canaryRoute";
 
 export interface Outcome {
   promptTokens: number;
@@ -123,6 +124,11 @@ export class RequestContext {
     return this.firstTokenAt === undefined ? undefined : (this.firstTokenAt - this.started) / 1000;
   }
 
+  /** The header naming the build that answers, for a model with a canary (none for the others). */
+  get buildHeader(): Record<string, string> {
+    return this.model.canary ? { [BUILD_HEADER]: this.build } : {};
+  }
+
   /** The series labels of this request's model and build. */
   get labels(): { consumer: string; model: string; build: Build } {
     return { consumer: this.consumer.name, model: this.model.config.id, build: this.build };
@@ -175,10 +181,7 @@ export class RequestContext {
     const status = e?.status ?? 500;
     if (status >= 500) this.serverFailure = status;
     this.metrics.errors.inc({ status: String(status), code: e?.code ?? "stream_failed", ...this.labels });
-    this.log.warn(
-      { requestId: this.requestId, ...this.labels, error: String(error) },
-      "stream failed",
-    );
+    this.log.warn({ requestId: this.requestId, ...this.labels, error: String(error) }, "stream failed");
   }
 
   close(): void {

@@ -17,6 +17,9 @@ import { type Build, WeightedSplit } from "./weightedSplit";
  * another pod must not get requests from a new one, so new requests go to the
  * stable build until the first read.
  */
+/** The response header that tells the caller which build answered: only for a model with a canary. */
+export const BUILD_HEADER = "x-triton-ft-build";
+
 export type CanaryState = "pending" | "serving" | "rolled_back";
 
 /** What /v1/models says of a model's canary (docs/consuming.md "Models"). */

@@ -271,7 +271,7 @@ async function streamEvents(
   if (ctx.streamOpen) ctx.stopKeepalive();
   else {
     reply.hijack();
-    openEventStream(raw, ctx.requestId);
+    openEventStream(raw, ctx.requestId, ctx.buildHeader);
   }
   const send = (data: unknown): void => sendEvent(raw, data);
   const object = chat ? "chat.completion.chunk" : "text_completion";

@@ -6,9 +6,10 @@
  */
 import type { ServerResponse } from "node:http";
 
-/** Status 200 and the stream's headers, sent at once (no proxy buffering: x-accel-buffering). */
-export function openEventStream(raw: ServerResponse, requestId: string): void {
+/** Status 200 and the stream's headers, sent at once (no proxy buffering: x-accel-buffering); `extra`: the request's own. */
+export function openEventStream(raw: ServerResponse, requestId: string, extra: Record<string, string> = {}): void {
   raw.writeHead(200, {
+    ...extra,
     "content-type": "text/event-stream; charset=utf-8",
     "cache-control": "no-cache",
     connection: "keep-alive",
