@@ -52,6 +52,14 @@ Holding: while the file named by TRITONFT_STANDIN_HOLD_FILE exists, execute()
 waits before generating (at most HOLD_MAX_SECONDS), keeping the instance
 busy. A test creates the file to fill Triton's queues deterministically,
 without racing a timer, and removes it to let everything finish.
+
+Faults (a canary's stand-in): while the file named by
+TRITONFT_STANDIN_FAULT_FILE holds JSON {"errorEvery": N, "firstTokenDelayMs":
+D} (both optional), every Nth request this instance receives is answered with
+an error (a Triton error response, as a failing backend's), deterministically
+rather than at random, and every batch waits D ms before its first step (the
+time to first token grows by D). The file is read at every execute(), so a
+test turns faults on and off while the server runs; no file, no faults.
 """
 
 from __future__ import annotations
@@ -259,6 +267,8 @@ class TritonPythonModel:
         self.decoupled = bool(policy.get("decoupled", False))
         self.step_seconds = float(os.environ.get("TRITONFT_STANDIN_STEP_MS", "0")) / 1000.0
         self.hold_file = os.environ.get("TRITONFT_STANDIN_HOLD_FILE", "")
+        self.fault_file = os.environ.get("TRITONFT_STANDIN_FAULT_FILE", "")
+        self.received = 0
 
     def _hold(self) -> None:
         """Wait while the test's hold file exists (module docstring); a forgotten file cannot hang a run."""
@@ -267,6 +277,17 @@ class TritonPythonModel:
         deadline = time.monotonic() + HOLD_MAX_SECONDS
         while os.path.exists(self.hold_file) and time.monotonic() < deadline:
             time.sleep(0.01)
+
+    def _faults(self) -> tuple[int, float]:
+        """(errorEvery, first-token delay in seconds) from the fault file (module docstring); (0, 0) without one."""
+        if not self.fault_file:
+            return 0, 0.0
+        try:
+            with open(self.fault_file, encoding="utf-8") as f:
+                faults = json.load(f)
+        except (OSError, ValueError):
+            return 0, 0.0
+        return int(faults.get("errorEvery", 0)), float(faults.get("firstTokenDelayMs", 0)) / 1000.0
 
     def _optional(self, request: Any, name: str) -> np.ndarray | None:
         tensor = pb_utils.get_input_tensor_by_name(request, name)
@@ -356,14 +377,21 @@ class TritonPythonModel:
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         self._hold()
+        error_every, first_delay = self._faults()
         lengths = [self._optional(r, "request_output_len") for r in requests]
         batch_output_len = max((int(a.max()) for a in lengths if a is not None and a.size > 0), default=0)
         results: list[Generation | ValueError] = []
         for request in requests:
+            self.received += 1
+            if error_every > 0 and self.received % error_every == 0:
+                results.append(ValueError(f"injected fault (every {error_every}th request fails)"))
+                continue
             try:
                 results.append(self._generate_one(request, batch_output_len))
             except ValueError as error:
                 results.append(error)
+        if first_delay > 0:
+            time.sleep(first_delay)
         if not self.decoupled:
             return [self._error(r) if isinstance(r, ValueError) else r.response(None) for r in results]
 
