@@ -55,11 +55,13 @@ without racing a timer, and removes it to let everything finish.
 
 Faults (a canary's stand-in): while the file named by
 TRITONFT_STANDIN_FAULT_FILE holds JSON {"errorEvery": N, "firstTokenDelayMs":
-D} (both optional), every Nth request this instance receives is answered with
-an error (a Triton error response, as a failing backend's), deterministically
-rather than at random, and every batch waits D ms before its first step (the
-time to first token grows by D). The file is read at every execute(), so a
-test turns faults on and off while the server runs; no file, no faults.
+D, "stepMs": S} (each optional), every Nth request this instance receives is
+answered with an error (a Triton error response, as a failing backend's),
+deterministically rather than at random; every batch waits D ms before its
+first step (the time to first token grows by D); and steps take S ms instead
+of TRITONFT_STANDIN_STEP_MS (longer streams). The file is read at every
+execute(), so a test turns faults on and off while the server runs; no file,
+no faults.
 """
 
 from __future__ import annotations
@@ -278,16 +280,21 @@ class TritonPythonModel:
         while os.path.exists(self.hold_file) and time.monotonic() < deadline:
             time.sleep(0.01)
 
-    def _faults(self) -> tuple[int, float]:
-        """(errorEvery, first-token delay in seconds) from the fault file (module docstring); (0, 0) without one."""
+    def _faults(self) -> tuple[int, float, float]:
+        """(errorEvery, first-token delay, step) in seconds from the fault file (module docstring); none without one."""
+        none = (0, 0.0, self.step_seconds)
         if not self.fault_file:
-            return 0, 0.0
+            return none
         try:
             with open(self.fault_file, encoding="utf-8") as f:
                 faults = json.load(f)
         except (OSError, ValueError):
-            return 0, 0.0
-        return int(faults.get("errorEvery", 0)), float(faults.get("firstTokenDelayMs", 0)) / 1000.0
+            return none
+        return (
+            int(faults.get("errorEvery", 0)),
+            float(faults.get("firstTokenDelayMs", 0)) / 1000.0,
+            float(faults["stepMs"]) / 1000.0 if "stepMs" in faults else self.step_seconds,
+        )
 
     def _optional(self, request: Any, name: str) -> np.ndarray | None:
         tensor = pb_utils.get_input_tensor_by_name(request, name)
@@ -377,7 +384,7 @@ class TritonPythonModel:
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         self._hold()
-        error_every, first_delay = self._faults()
+        error_every, first_delay, step_seconds = self._faults()
         lengths = [self._optional(r, "request_output_len") for r in requests]
         batch_output_len = max((int(a.max()) for a in lengths if a is not None and a.size > 0), default=0)
         results: list[Generation | ValueError] = []
@@ -406,8 +413,8 @@ class TritonPythonModel:
         # After every step, every request of the batch gets its output so far,
         # as FT's streaming callback sends it; then the complete one, FINAL.
         for step in range(1, max((g.steps() for _, g in live), default=0) + 1):
-            if self.step_seconds > 0:
-                time.sleep(self.step_seconds)
+            if step_seconds > 0:
+                time.sleep(step_seconds)
             for sender, generation in live:
                 sender.send(generation.response(step))
         for sender, generation in live:
