@@ -205,6 +205,9 @@ describe("a monitor without a store", () => {
     await monitor.tick();
     expect(route.state).toBe("rolled_back");
     expect(route.card()).toEqual({ id: CANARY.id, weight: 30, state: "rolled_back", reason: "error_rate" });
+    // The window still breaks the rule at the next tick: decided once, not again.
+    await monitor.tick();
+    expect(decided).toEqual(["error_rate"]);
     // Healthy samples afterwards change nothing: the decision is sticky for this id.
     for (let i = 0; i < 1000; i++) route.samples.record({ build: "canary", failed: false });
     await monitor.tick();
