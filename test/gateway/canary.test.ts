@@ -23,7 +23,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -252,6 +252,17 @@ async function checkRollback(
   const later = r.answers.filter((a) => a.startedAt > r.stoppedAt[a.pod] + 150);
   expect(later.length).toBeGreaterThan(0);
   expect(later.filter((a) => a.build !== "stable")).toEqual([]);
+  // From the decision (its time, in the store) to the last pod's own rollback (its log line).
+  const adopted = pods.map((p) => {
+    const line = readFileSync(p.log, "utf8")
+      .split("\n")
+      .find((l) => l.includes('"msg":"canary rolled back') && l.includes(`"model":"${model}"`));
+    const entry = JSON.parse(line ?? "{}") as { time?: number; decidedAt?: string };
+    return { at: entry.time ?? Number.NaN, decidedAt: Date.parse(entry.decidedAt ?? "") };
+  });
+  figures[`${model}DecisionToLastPodMs`] = Math.max(...adopted.map((a) => a.at)) - adopted[0].decidedAt;
+  expect(new Set(adopted.map((a) => a.decidedAt)).size).toBe(1);
+  expect(figures[`${model}DecisionToLastPodMs`]).toBeLessThan(60_000);
   // The decision was made once, by one pod; every pod's gauge says rolled back.
   const decisions = await Promise.all(pods.map((p) => metric(p, METRICS.canaryRollbacks, { model, reason })));
   expect(decisions.reduce((a, b) => a + b, 0)).toBe(1);
