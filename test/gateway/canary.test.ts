@@ -143,6 +143,8 @@ interface Answer {
   answeredError: boolean;
   startedAt: number;
   endedAt: number;
+  /** The start of an error's body, for the failure message. */
+  error?: string;
 }
 
 /** One request read to its end; `dropped` is whatever is neither [DONE], a JSON answer, nor an answered error. */
@@ -166,6 +168,7 @@ async function call(pod: number, model: ModelName, stream: boolean, maxTokens: n
       answeredError,
       startedAt,
       endedAt: performance.now(),
+      ...(answeredError ? { error: text.slice(0, 300) } : {}),
     };
   } catch {
     return { pod, build: null, status: 0, done: false, answeredError: false, startedAt, endedAt: performance.now() };
