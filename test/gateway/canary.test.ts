@@ -17,7 +17,13 @@
  *   and every canary stream in flight at its pod's decision ends with [DONE];
  *   the decision counted once across the pods; new requests all stable;
  * - `slow` (weight 30): the canary's first token 1 s late (its p95 TTFT
- *   limit is 2 × the stable build's): the same.
+ *   limit is 2 × the stable build's): the same;
+ * - `outage` (weight 30): the store stopped, then the canary failing: every
+ *   pod judges its own samples alone and rolls back by itself, serving goes
+ *   on (no 5xx but the canary's own failures, no stream dropped), and once the
+ *   store is back the decision made alone is written there.
+ *
+ * The store is this file's own (test/lib/storeServer.ts), so it can be stopped.
  *
  * The figures go to the log and to $CANARY_REPORT when set.
  */
@@ -31,6 +37,10 @@ import { METRICS } from "../../images/gateway/src/telemetry/metrics";
 import { renderGatewayConfig } from "../../infra/plan/gatewayConfig";
 import type { GatewayConfigFile } from "../../infra/plan/types";
 import { sleep } from "../lib/net";
+import { StoreServer } from "../lib/storeServer";
+import { connectStore } from "../../images/gateway/src/store/connection";
+import { StoreKeys } from "../../images/gateway/src/store/sharedStore";
+import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { stop, waitForState } from "../triton/serverProcess";
 import { STEP_MS, STORE_PASSWORD_ENV, storeSection } from "./globalSetup";
 import { ROOT, type RunningGateway, startGateway } from "./harness";
@@ -43,6 +53,7 @@ const MODELS = {
   steady: { weight: 20, rollback: { maxErrorRate: 0.2, maxTtftRatio: 3, windowSeconds: 60, minRequests: 20 } },
   erring: { weight: 30, rollback: { maxErrorRate: 0.2, maxTtftRatio: 3, windowSeconds: 60, minRequests: 20 } },
   slow: { weight: 30, rollback: { maxErrorRate: 0.2, maxTtftRatio: 2, windowSeconds: 60, minRequests: 20 } },
+  outage: { weight: 30, rollback: { maxErrorRate: 0.2, maxTtftRatio: 3, windowSeconds: 60, minRequests: 10 } },
 } as const;
 type ModelName = keyof typeof MODELS;
 const SPLIT_REQUESTS = 2000;
@@ -50,6 +61,9 @@ const FIRST_TOKEN_DELAY_MS = 1000;
 
 const work = mkdtempSync(path.join(os.tmpdir(), "triton-ft-canary-"));
 const faultFile = path.join(work, "canary.faults.json");
+const store = new StoreServer(path.join(work, "store"));
+const PREFIX = "canary:";
+const canaryId = (model: string): string => `c-${model.slice(0, 3)}${run}`;
 const stoppers: Array<() => Promise<void>> = [];
 let pods: RunningGateway[] = [];
 const figures: Record<string, unknown> = {};
@@ -79,6 +93,8 @@ async function startCanaryTriton(): Promise<string> {
 }
 
 beforeAll(async () => {
+  const storeInfo = await store.start();
+  stoppers.push(() => store.stop());
   const canaryGrpc = await startCanaryTriton();
   log(`canary tritonserver ready at grpc ${canaryGrpc}`);
   const names = Object.keys(MODELS) as ModelName[];
@@ -91,16 +107,16 @@ beforeAll(async () => {
     models: rendered.models.map((m) => ({
       ...m,
       canary: {
-        id: `c-${m.id.slice(0, 3)}${run}`,
+        id: canaryId(m.id),
         weight: MODELS[m.id as ModelName].weight,
         triton: { grpc: canaryGrpc, ensemble: m.triton.ensemble },
         maxInflight: 64,
         rollback: MODELS[m.id as ModelName].rollback,
       },
     })),
-    store: storeSection(h.store, "canary:", 3),
+    store: storeSection(storeInfo, PREFIX, 3),
   };
-  const env = { [STORE_PASSWORD_ENV]: h.store.password };
+  const env = { [STORE_PASSWORD_ENV]: storeInfo.password };
   const a = await startGateway(work, "canary-a", config, [TEAM], { env });
   stoppers.push(a.stop);
   const b = await startGateway(work, "canary-b", config, [TEAM], { env, keys: a.gateway.keys });
@@ -182,7 +198,11 @@ async function metric(pod: RunningGateway, name: string, labels: Record<string, 
   const text = await (await fetch(`${pod.metricsUrl}/metrics`)).text();
   return text
     .split("\n")
-    .filter((l) => l.startsWith(`${name}{`) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)))
+    .filter(
+      (l) =>
+        (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) &&
+        Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)),
+    )
     .reduce((n, l) => n + Number(l.split(" ").at(-1)), 0);
 }
 
@@ -357,4 +377,47 @@ describe("a weighted canary across three gateway pods sharing the store", () => 
     // The healthy canary was not touched by its neighbours' rollbacks.
     for (const pod of pods) expect((await card(pod, "steady")).state).toBe("serving");
   }, 150_000);
+
+  it("keeps serving through a store outage: each pod judges alone, and the decision is written once the store is back", async () => {
+    await store.stop();
+    for (const pod of pods) while ((await metric(pod, METRICS.storeDegraded, {})) !== 1) await sleep(200);
+    writeFileSync(faultFile, JSON.stringify({ errorEvery: 2, stepMs: 150 }));
+    let r: Awaited<ReturnType<typeof untilRolledBack>>;
+    try {
+      r = await untilRolledBack("outage", 12, 20);
+    } finally {
+      rmSync(faultFile, { force: true });
+    }
+    expect(r.stoppedAt.some(Number.isNaN), "every pod rolled back alone").toBe(false);
+    expect(r.reasons).toEqual(pods.map(() => "error_rate"));
+    figures.outageRequests = r.answers.length;
+    figures.outageStreamsDropped = dropped(r.answers).length;
+    expect(dropped(r.answers)).toEqual([]);
+    // Nothing failed for want of the store: the stable build answered everything, the canary all but its own failures.
+    expect(r.answers.filter((a) => a.status !== 200 && !(a.build === "canary" && a.status === 502))).toEqual([]);
+    // Each pod decided for itself (no store to agree through), and counted it.
+    expect(await Promise.all(pods.map((p) => metric(p, METRICS.canaryRollbacks, { model: "outage" })))).toEqual([
+      1, 1, 1,
+    ]);
+
+    const info = await store.start();
+    const client = connectStore(
+      StoreConfigSchema.parse({ host: info.host, port: info.port, caFile: info.caFile, keyPrefix: PREFIX }),
+      info.password,
+    );
+    try {
+      const key = new StoreKeys(PREFIX).canaryDecision("outage", canaryId("outage"));
+      const back = performance.now();
+      let stored: string | null = null;
+      while (stored === null && performance.now() - back < 20_000) {
+        stored = await client.get(key).catch(() => null);
+        if (stored === null) await sleep(200);
+      }
+      figures.outageDecisionWrittenAfterStoreBackMs = Math.round(performance.now() - back);
+      expect(JSON.parse(stored ?? "{}")).toMatchObject({ reason: "error_rate" });
+      for (const pod of pods) expect((await card(pod, "outage")).state).toBe("rolled_back");
+    } finally {
+      client.disconnect();
+    }
+  }, 200_000);
 });
