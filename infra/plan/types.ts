@@ -115,6 +115,29 @@ export interface GatewayModel {
   chatTemplate?: ChatTemplate;
   /** A model that sleeps (autoscaling min 0): the gateway holds its requests while it wakes. */
   wake?: GatewayWake;
+  /** A second build of the model served to a weighted share of its new requests (issue 36). */
+  canary?: GatewayCanary;
+}
+
+/** The gateway's `canary` block of a model (ModelConfigSchema in the gateway package; /work contract of issue 36). */
+export interface GatewayCanary {
+  /** "c-" + the first 8 hex of the canary's bake step hash: a new id starts a fresh rollback state. */
+  id: string;
+  /** Percent (1..99) of the model's new requests sent to the canary. */
+  weight: number;
+  /** The canary's own Triton Service. */
+  triton: { grpc: string; ensemble: string };
+  /** The canary's own in-flight cap. */
+  maxInflight: number;
+  rollback: GatewayCanaryRollback;
+}
+
+/** When the gateway stops sending a canary new requests. */
+export interface GatewayCanaryRollback {
+  maxErrorRate: number;
+  maxTtftRatio: number;
+  windowSeconds: number;
+  minRequests: number;
 }
 
 /** The gateway's `wake` block of a model (ModelConfigSchema in the gateway package). */
