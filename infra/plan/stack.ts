@@ -21,6 +21,7 @@ import { buildPlan, type Plan, type PlanOptions } from "./index";
 import { gatewayPlan, type GatewayPlan } from "./gateway";
 import { canaryPlan, promotedPlan, promotedView, type CanaryPlanEntry } from "./canary";
 import { namePrefix } from "../naming";
+import { workloadName } from "../conventions/workload";
 import { registryPlan, type RegistryPlan } from "./registry";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
@@ -142,10 +143,29 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     };
     const plan = buildPlan(m, stackName, hashPath, opts);
     if (!m.canary) return { id: m.model.name, first, plan, builder, ownsBuilder: ownHost };
-    canaries.push(canaryPlan(m, m.canary, plan, opts, stackName, hashPath));
+    const canary = canaryPlan(m, m.canary, plan, opts, stackName, hashPath);
+    canaries.push(canary);
     // Promoted: the model serves its canary's image and settings; its own steps stay as they are.
-    const served = m.canary.promote ? promotedPlan(m, m.canary, plan, opts, stackName, hashPath) : plan;
-    return { id: m.model.name, first, plan: served, builder, ownsBuilder: ownHost };
+    if (m.canary.promote)
+      return {
+        id: m.model.name,
+        first,
+        plan: promotedPlan(m, m.canary, plan, opts, stackName, hashPath),
+        builder,
+        ownsBuilder: ownHost,
+      };
+    // Live: the model's dashboard row and alerts cover its canary too.
+    const scaling = {
+      ...plan.renderInputs.scaling,
+      canary: { deployment: workloadName(canary.plan.renderInputs.triton), weight: canary.weight },
+    };
+    return {
+      id: m.model.name,
+      first,
+      plan: { ...plan, renderInputs: { ...plan.renderInputs, scaling } },
+      builder,
+      ownsBuilder: ownHost,
+    };
   });
   const first = entries[0]?.plan.renderInputs.triton;
   const stackView = models[0];

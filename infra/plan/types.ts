@@ -52,6 +52,8 @@ export interface ScalingInput {
   /** GPU node root volume, GiB. */
   nodeDiskGiB: number;
   autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
+  /** The model's live canary (plan/canary.ts): its row gets the canary panels, its alerts the rollback. */
+  canary?: { deployment: string; weight: number };
 }
 
 /** What the gateway manifests are rendered from, besides the image and the keys (known at deploy time). */
