@@ -69,6 +69,13 @@ export function modelKey(id: string, key: string): string {
   return key;
 }
 
+/** `o` without `key` (a copy). */
+function withoutKey<T extends object, K extends keyof T>(o: T, key: K): Omit<T, K> {
+  const copy = { ...o };
+  delete copy[key];
+  return copy;
+}
+
 function pick(entry: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
   return Object.fromEntries(keys.filter((k) => k in entry).map((k) => [k, entry[k]]));
 }
@@ -259,7 +266,8 @@ function canaryView(stable: ModelView, c: CanaryConfig): CanaryView {
   const of = stable.id ?? stable.config.model.name ?? "";
   const name = `${stable.config.model.name ?? of}${CANARY_SUFFIX}`;
   const base = stable.config;
-  const { autoscaling: _stableScaling, ...stableServing } = base.serving;
+  // The canary never autoscales: its view has no autoscaling block.
+  const stableServing = withoutKey(base.serving, "autoscaling");
   const config: StackConfig = {
     ...base,
     model: { ...base.model, name, ...(c.source ? { source: c.source } : {}) },
@@ -274,7 +282,7 @@ function canaryView(stable: ModelView, c: CanaryConfig): CanaryView {
   };
   const rawModel = isRecord(stable.raw.model) ? stable.raw.model : {};
   const rawServing = isRecord(stable.raw.serving) ? stable.raw.serving : {};
-  const { autoscaling: _rawScaling, ...rawServingRest } = rawServing;
+  const rawServingRest = withoutKey(rawServing, "autoscaling");
   const raw: Record<string, unknown> = {
     ...stable.raw,
     model: { ...rawModel, name, ...(c.source ? { source: c.source } : {}) },
