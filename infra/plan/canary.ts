@@ -19,11 +19,14 @@
  * Pure: no Pulumi.
  */
 import type { ResolvedCanary, ResolvedStack } from "../config/stack";
-import { buildPlan, type Plan, type PlanOptions } from "./index";
+import type { Plan, PlanOptions } from "./index";
 import { builderWorkTree, type BuilderWorkTree } from "./paths";
 import { MODEL_STEP_IDS } from "./scope";
-import type { PathHasher, StepId } from "./stepGraph";
+import type { StepId } from "./stepGraph";
 import type { GatewayCanaryRollback } from "./types";
+
+/** Plans a model view in the stack (plan/stack.ts: the stack's name and path hasher bound). */
+export type ModelPlanner = (stack: ResolvedStack, opts: PlanOptions) => Plan;
 
 export interface CanaryPlanEntry {
   /** The canary's resource name: `<of>-canary` (config/models.ts CANARY_SUFFIX). */
@@ -80,8 +83,7 @@ export function canaryPlan(
   canary: ResolvedCanary,
   stablePlan: Plan,
   stableOpts: PlanOptions,
-  stackName: string,
-  hashPath: PathHasher,
+  planOf: ModelPlanner,
 ): CanaryPlanEntry {
   const of = stable.model.name;
   const id = canary.stack.model.name;
@@ -89,7 +91,7 @@ export function canaryPlan(
     Record<StepId, string>
   >;
   // The canary's steps hashed as the stable's would be: equal hashes are the same step.
-  const probe = buildPlan(renamed(canary.stack, of), stackName, hashPath, { ...stableOpts, steps: "all" });
+  const probe = planOf(renamed(canary.stack, of), { ...stableOpts, steps: "all" });
   const sharedIds = MODEL_STEP_IDS.filter((s) => {
     const h = stableHashes[s];
     return h !== undefined && probe.buildSteps.find((p) => p.id === s)?.inputHash === h;
@@ -104,7 +106,7 @@ export function canaryPlan(
     severalModels: true,
     canary: { workTree: canaryWorkTree(of, id, sharedIds), shared },
   };
-  const plan = buildPlan(canary.stack, stackName, hashPath, opts);
+  const plan = planOf(canary.stack, opts);
   return {
     id,
     of,
@@ -149,9 +151,8 @@ export function promotedPlan(
   canary: ResolvedCanary,
   stablePlan: Plan,
   stableOpts: PlanOptions,
-  stackName: string,
-  hashPath: PathHasher,
+  planOf: ModelPlanner,
 ): Plan {
-  const served = buildPlan(promotedView(stable, canary), stackName, hashPath, stableOpts);
+  const served = planOf(promotedView(stable, canary), stableOpts);
   return { ...served, buildSteps: stablePlan.buildSteps };
 }

@@ -19,7 +19,7 @@ import { compileHostDiskGiB, compileHostFreeDiskGiB, sharedBuilderDiskGiB } from
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, type Plan, type PlanOptions } from "./index";
 import { gatewayPlan, type GatewayPlan } from "./gateway";
-import { canaryPlan, promotedPlan, promotedView, type CanaryPlanEntry } from "./canary";
+import { canaryPlan, promotedPlan, promotedView, type CanaryPlanEntry, type ModelPlanner } from "./canary";
 import { namePrefix } from "../naming";
 import { workloadName } from "../conventions/workload";
 import { registryPlan, type RegistryPlan } from "./registry";
@@ -128,6 +128,8 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     prometheusOperatorPresent(m.config.serving.serviceMonitor, m.config.serving.autoscaling),
   );
   const seenBuilder = new Set<number>();
+  // The one place a model's plan is made: a model's, and its canary's (plan/canary.ts) through it.
+  const planOf: ModelPlanner = (m, opts) => buildPlan(m, stackName, hashPath, opts);
   const canaries: CanaryPlanEntry[] = [];
   const entries = models.map((m, j): ModelPlanEntry => {
     const first = j === 0;
@@ -141,16 +143,16 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
       builderDiskGiB: builders[builder]?.diskGiB,
       ...(first ? {} : { scope: m.model.name, steps: ownHost ? "builder-and-model" : "model" }),
     };
-    const plan = buildPlan(m, stackName, hashPath, opts);
+    const plan = planOf(m, opts);
     if (!m.canary) return { id: m.model.name, first, plan, builder, ownsBuilder: ownHost };
-    const canary = canaryPlan(m, m.canary, plan, opts, stackName, hashPath);
+    const canary = canaryPlan(m, m.canary, plan, opts, planOf);
     canaries.push(canary);
     // Promoted: the model serves its canary's image and settings; its own steps stay as they are.
     if (m.canary.promote)
       return {
         id: m.model.name,
         first,
-        plan: promotedPlan(m, m.canary, plan, opts, stackName, hashPath),
+        plan: promotedPlan(m, m.canary, plan, opts, planOf),
         builder,
         ownsBuilder: ownHost,
       };
