@@ -80,6 +80,11 @@ describe("a canary on the example stack, under the mock runtime", () => {
       "command:remote:Command/build-kogpt-6b-canary-deployed-server",
       "command:remote:Command/build-kogpt-6b-canary-gemm",
     ]);
+    // Its steps wait for the stable model's own fetch and convert (not another model's on the same builder).
+    const bakeAfter = after.one("command:remote:Command", "build-kogpt-6b-canary-bake").options.dependsOn;
+    expect(bakeAfter).toContain("command:remote:Command::build-kogpt-6b-convert");
+    expect(bakeAfter).toContain("command:remote:Command::build-kogpt-6b-canary-gemm");
+    expect(bakeAfter.filter((d) => /build-(convert|fetch)$/.test(d))).toEqual([]);
     // Its Triton, Service and nodes of its own.
     for (const k of [
       "kubernetes:apps/v1:Deployment/triton-kogpt-6b-canary-deployment",
