@@ -70,6 +70,10 @@ interface BuildSide {
   outputs: Record<string, pulumi.Input<unknown>>;
   /** Per model: the pipeline that baked it; none for a promoted stack. */
   pipelines: BuildPipeline[];
+  /** Per canary of the stack plan: its image (the stable's when it shares every step with it). */
+  canaryImages: pulumi.Output<string>[];
+  /** Per canary: the pipeline of its own steps; undefined when it has none. */
+  canaryPipelines: Array<BuildPipeline | undefined>;
 }
 
 /** Network, ECR, the GPU builder(s) and the remote build pipelines (one per model). */
@@ -185,11 +189,15 @@ function buildSide(
     // Further models' hashes on this host start a stopped builder too.
     const hostedStepHashes = host
       ? undefined
-      : Object.fromEntries(
-          sp.models
+      : Object.fromEntries([
+          ...sp.models
             .filter((m) => m !== entry && m.builder === entry.builder)
             .flatMap((m) => m.plan.buildSteps.map((s) => [`${m.id}/${s.id}`, s.inputHash])),
-        );
+          // A canary's own steps run on its stable model's builder.
+          ...sp.canaries
+            .filter((c) => builderOf(sp, c.of) === entry.builder)
+            .flatMap((c) => c.plan.buildSteps.map((s) => [`${c.id}/${s.id}`, s.inputHash])),
+        ]);
     const compiler = compilers[entry.builder];
     const bp = sp.builders[entry.builder];
     const compiles = entry.plan.buildSteps.some((s) => s.host === "compiler");
@@ -215,6 +223,34 @@ function buildSide(
     if (!host) hostOf.set(entry.builder, pipeline);
     pipelines.push(pipeline);
   }
+  // A canary's own steps (plan/canary.ts), on its stable model's builder; the steps it shares are the stable's.
+  const canaryPipelines = sp.canaries.map((c, k) => {
+    if (c.plan.buildSteps.length === 0) return undefined;
+    const i = sp.models.findIndex((m) => m.id === c.of);
+    const stable = sp.models[i];
+    const stablePipeline = pipelines[i];
+    const builder = stable ? builders[stable.builder] : undefined;
+    const host = stable ? hostOf.get(stable.builder) : undefined;
+    const repository = registry.servers[sp.models.length + k];
+    if (!stable || !stablePipeline || !builder || !host || !repository)
+      throw new Error(`canary ${c.id} has no stable model, builder or repository in the plan`);
+    return new BuildPipeline(`build-${c.id}`, {
+      ...common,
+      serverRepositoryUrl: repository.repositoryUrl,
+      steps: c.plan.buildSteps,
+      connection: connection(builder),
+      instanceId: builder.instance.id,
+      ...(takenImage(stable.builder) ? { takenTritonWithFtImage: takenImage(stable.builder) } : {}),
+      shared: { stack: first(pipelines), host, steps: stablePipeline },
+    });
+  });
+  const canaryImages = sp.canaries.map((c, k) => {
+    const own = canaryPipelines[k];
+    if (own) return own.serverImage;
+    const stable = pipelines[sp.models.findIndex((m) => m.id === c.of)];
+    if (!stable) throw new Error(`canary ${c.id} has no stable pipeline`);
+    return stable.serverImage;
+  });
   const firstPipeline = first(pipelines);
   // Per builder, the triton_with_ft its models use: its owning pipeline's, compiled here or taken.
   const builderImages = sp.builders.map((_, i) => {
@@ -261,7 +297,14 @@ function buildSide(
     gatewayImage: firstPipeline.gatewayImage,
     outputs,
     pipelines,
+    canaryImages,
+    canaryPipelines,
   };
+}
+
+/** The builder of model `id` in the stack plan. */
+function builderOf(sp: StackPlan, id: string): number | undefined {
+  return sp.models.find((m) => m.id === id)?.builder;
 }
 
 /** The stack's tags, and each model's (infra/tags.ts): a model's own resources carry its id. */
@@ -298,6 +341,9 @@ function fromPromoted(side: PromotedSide, sp: StackPlan): BuildSide {
     gatewayImage: side.gatewayImage,
     outputs: side.outputs,
     pipelines: [],
+    // Refused at preview: a promoted stack builds no canary (resolve/canary.ts).
+    canaryImages: [],
+    canaryPipelines: [],
   };
 }
 
@@ -346,22 +392,41 @@ function clusterSource(
             ? {
                 models: {
                   firstNodeLabel: firstLabel,
-                  further: sp.models.slice(1).map((entry, i) => {
-                    const m = scaling[i + 1];
-                    const nodeLabel = label(entry);
-                    if (!m || !nodeLabel) throw new Error(`model ${entry.id} has no node label in a stack of several`);
-                    return {
-                      id: entry.id,
-                      instanceType: entry.plan.serving.instanceType,
-                      nodes: entry.plan.kubernetes.gpuNodes,
-                      diskGiB: models[i + 1]?.nodeDiskGiB ?? stack.nodeDiskGiB,
-                      nodeLabel,
-                      tags: tagsOf(tags, entry.id),
-                      ...(m.nodePool && m.ec2NodeClass
-                        ? { nodePool: { nodePool: m.nodePool, ec2NodeClass: m.ec2NodeClass } }
-                        : {}),
-                    };
-                  }),
+                  further: [
+                    ...sp.models.slice(1).map((entry, i) => {
+                      const m = scaling[i + 1];
+                      const nodeLabel = label(entry);
+                      if (!m || !nodeLabel)
+                        throw new Error(`model ${entry.id} has no node label in a stack of several`);
+                      return {
+                        id: entry.id,
+                        instanceType: entry.plan.serving.instanceType,
+                        nodes: entry.plan.kubernetes.gpuNodes,
+                        diskGiB: models[i + 1]?.nodeDiskGiB ?? stack.nodeDiskGiB,
+                        nodeLabel,
+                        tags: tagsOf(tags, entry.id),
+                        ...(m.nodePool && m.ec2NodeClass
+                          ? { nodePool: { nodePool: m.nodePool, ec2NodeClass: m.ec2NodeClass } }
+                          : {}),
+                      };
+                    }),
+                    // A live canary's own GPU nodes: a fixed group (it never autoscales), labelled with its name.
+                    ...sp.canaries
+                      .filter((c) => !c.promote)
+                      .map((c) => {
+                        const nodeLabel = c.plan.renderInputs.triton.modelNodeLabel;
+                        const stable = models.find((m) => m.model.name === c.of);
+                        if (!nodeLabel || !stable?.canary) throw new Error(`canary ${c.id} has no node label`);
+                        return {
+                          id: c.id,
+                          instanceType: c.plan.serving.instanceType,
+                          nodes: c.plan.kubernetes.gpuNodes,
+                          diskGiB: stable.canary.stack.nodeDiskGiB,
+                          nodeLabel,
+                          tags: tagsOf(tags, c.id),
+                        };
+                      }),
+                  ],
                 },
               }
             : {}),
@@ -400,7 +465,8 @@ export function program(): StackOutputs {
   // triton-ft:model only on a model's own resources; what the models share carries the stack's tags.
   const tags: StackTags = {
     stack: shared,
-    models: Object.fromEntries(sp.models.map((m) => [m.id, modelTags(shared, m.id)])),
+    // A canary's own resources carry its name (`<id>-canary`): the estimate and the bill tell the builds apart.
+    models: Object.fromEntries([...sp.models, ...sp.canaries].map((m) => [m.id, modelTags(shared, m.id)])),
   };
   const modelPlan = modelPlanOf(plan);
   // Promoted: the images another stack built, checked against this stack's model plan; nothing is built.
@@ -431,6 +497,15 @@ export function program(): StackOutputs {
     cluster: clusterSource(stack, sp, scaling.models, models, secrets, build.network, tags),
     tags: tags.stack,
   });
+  // Promoted: the model's own Deployment rolls to its canary's image (plan/canary.ts promotedPlan has its settings).
+  for (const [k, c] of sp.canaries.entries()) {
+    if (!c.promote) continue;
+    const i = sp.models.findIndex((m) => m.id === c.of);
+    const stable = sp.models[i];
+    const image = build.canaryImages[k];
+    if (!stable || !image) throw new Error(`promoted canary ${c.id} has no model or image`);
+    build.serverImages[i] = image;
+  }
   // One Triton Deployment per model; the first creates the namespace and keeps a one-model stack's names.
   const tritons: TritonService[] = [];
   for (const [i, entry] of sp.models.entries()) {
@@ -448,6 +523,19 @@ export function program(): StackOutputs {
     );
   }
   const triton = first(tritons);
+  // A live canary's own Triton Deployment and Service, beside its model's.
+  const canaryTritons = sp.canaries.map((c, k) => {
+    const image = build.canaryImages[k];
+    if (c.promote || !image) return undefined;
+    return new TritonService(`triton-${c.id}`, {
+      workload: c.plan.renderInputs.triton,
+      image,
+      provider: cluster.provider,
+      gpuReady: cluster.gpuReady,
+      monitoringReady: cluster.monitoringReady,
+      namespace: triton.namespaceResource,
+    });
+  });
   // The gateway's shared store (serving.store): team limits across its pods, usage per team and model.
   const store = sharedStoreOf(sp.gateway.workload, {
     cluster,
@@ -463,7 +551,7 @@ export function program(): StackOutputs {
     teams: sp.gateway.plan.teams,
     image: build.gatewayImage,
     provider: cluster.provider,
-    dependsOn: tritons,
+    dependsOn: [...tritons, ...canaryTritons.filter((t) => t !== undefined)],
     // The NLB Service waits for no Triton and no build: the NLB is provisioned while the images build.
     namespace: triton.namespaceResource,
     loadBalancerReady: cluster.loadBalancerReady,
@@ -481,13 +569,28 @@ export function program(): StackOutputs {
           j !== i && sp.models[j]?.builder === entry.builder && p.commands.bake ? [p.commands.bake] : [],
         )
       : [];
+    const canaryBakes = entry.ownsBuilder
+      ? build.canaryPipelines.flatMap((p, k) => {
+          const c = sp.canaries[k];
+          return p?.commands.bake && c && builderOf(sp, c.of) === entry.builder ? [p.commands.bake] : [];
+        })
+      : [];
     pipeline.markDeployed(
       [
-        { id: "server", image: build.serverImages[i] ?? build.serverImages[0] ?? "", rollout: t.deploymentResource },
+        { id: "server", image: build.pipelines[i]?.serverImage ?? "", rollout: t.deploymentResource },
         ...(entry.first ? [{ id: "gateway", image: build.gatewayImage, rollout: gateway.deployment }] : []),
       ],
-      hostedBakes,
+      [...hostedBakes, ...canaryBakes],
     );
+  }
+  // A canary's image is deployed like any: tagged once it rolled out, on its Deployment or, promoted, its model's.
+  for (const [k, pipeline] of build.canaryPipelines.entries()) {
+    const c = sp.canaries[k];
+    const rollout = c?.promote
+      ? tritons[sp.models.findIndex((m) => m.id === c.of)]?.deploymentResource
+      : canaryTritons[k]?.deploymentResource;
+    if (!pipeline || !rollout) continue;
+    pipeline.markDeployed([{ id: "server", image: pipeline.serverImage, rollout }]);
   }
   // Autoscaling (KEDA: Triton and the gateway) and observability (DCGM exporter, ServiceMonitors, dashboard, alerts).
   new Scaling("scaling", {

@@ -78,6 +78,13 @@ export interface BuildPipelineArgs {
      * @default none: this pipeline owns its builder
      */
     readonly host?: BuildPipeline;
+    /**
+     * A canary's pipeline (plan/canary.ts): its stable model's pipeline, which
+     * runs the model steps the canary shares (their hashes are equal); the
+     * canary's own steps wait for them there.
+     * @default none: every model step this pipeline waits for is its own
+     */
+    readonly steps?: BuildPipeline;
   };
   /**
    * The CPU host that compiles triton_with_ft (catalog/compileHosts.ts): the
@@ -331,9 +338,9 @@ export class BuildPipeline extends pulumi.ComponentResource {
     );
   }
 
-  /** A step this one waits for: in this pipeline, or a step of the pipeline that owns its builder. */
+  /** A step this one waits for: in this pipeline, its stable model's (a canary's), or the builder owner's. */
   private upstream(id: StepId, own: Partial<Record<StepId, command.remote.Command>>): command.remote.Command {
-    const found = own[id] ?? this.args.shared?.host?.commands[id];
+    const found = own[id] ?? this.args.shared?.steps?.commands[id] ?? this.args.shared?.host?.commands[id];
     if (!found) throw new pulumi.ResourceError(`build step ${id} is waited for but no pipeline runs it`, this);
     return found;
   }

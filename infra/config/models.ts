@@ -12,7 +12,14 @@
  */
 import { GPU_INSTANCES, findGpuInstance as findInstance } from "../catalog/gpus";
 import { MODEL_ID_RULE, modelIdFaults, suggestModelId } from "./modelIds";
-import { MODEL_SERVING_KEYS, type ModelEntry, type ParsedConfig, type StackConfig, type Add } from "./schema";
+import {
+  MODEL_SERVING_KEYS,
+  type Add,
+  type CanaryConfig,
+  type ModelEntry,
+  type ParsedConfig,
+  type StackConfig,
+} from "./schema";
 
 export interface ModelView {
   /** The map key in the `models` form; undefined in the one-model form (the id is then derived). */
@@ -23,7 +30,28 @@ export interface ModelView {
   raw: Record<string, unknown>;
   /** Where a rule's key was written in the stack file. */
   keyOf(key: string): string;
+  /** `models.<id>.canary`: the canary build's own view and its traffic settings. */
+  canary?: CanaryView;
 }
+
+/**
+ * A model's canary as a model of its own (issue 36): the stable view with the
+ * canary's overrides merged in, named `<id>-canary` (CANARY_SUFFIX), so the
+ * per-model rules, plan, renderers and components run for it unchanged. A
+ * canary is served at a fixed size on nodes of its own: it never autoscales.
+ */
+export interface CanaryView {
+  /** The stable model's id. */
+  of: string;
+  view: ModelView;
+  settings: CanaryConfig;
+}
+
+/** What names a canary's resources: `<id>-canary` (a model id that equals one is refused, resolve/canary.ts). */
+export const CANARY_SUFFIX = "-canary";
+
+/** The keys of `models.<id>.canary` that change the build or its serving; the others are traffic settings. */
+export const CANARY_BUILD_KEYS = ["source", "maxBatchSize", "maxInputLen", "maxOutputLen", "instanceType"] as const;
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -39,6 +67,13 @@ export function modelKey(id: string, key: string): string {
   if (head === "gemm") return `models.${id}.${key}`;
   if (head === "serving" && SERVING_KEYS.includes(first.replace(/\[.*$/, ""))) return `models.${id}.${rest.join(".")}`;
   return key;
+}
+
+/** `o` without `key` (a copy). */
+function withoutKey<T extends object, K extends keyof T>(o: T, key: K): Omit<T, K> {
+  const copy = { ...o };
+  delete copy[key];
+  return copy;
 }
 
 function pick(entry: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
@@ -217,5 +252,55 @@ function modelView(
   };
   delete viewRaw.models;
   if (r.gemm === undefined) delete viewRaw.gemm;
-  return { id, config, raw: viewRaw, keyOf };
+  const view: ModelView = { id, config, raw: viewRaw, keyOf };
+  return entry.canary ? { ...view, canary: canaryView(view, entry.canary) } : view;
+}
+
+/**
+ * The canary's view: the stable's settings with the canary's build keys over
+ * them, a fixed replica count and no autoscaling, under `<id>-canary`. A rule
+ * about a key the canary sets is reported under `models.<id>.canary.<key>`;
+ * one about an inherited key under the stable's own key.
+ */
+function canaryView(stable: ModelView, c: CanaryConfig): CanaryView {
+  const of = stable.id ?? stable.config.model.name ?? "";
+  const name = `${stable.config.model.name ?? of}${CANARY_SUFFIX}`;
+  const base = stable.config;
+  // The canary never autoscales: its view has no autoscaling block.
+  const stableServing = withoutKey(base.serving, "autoscaling");
+  const config: StackConfig = {
+    ...base,
+    model: { ...base.model, name, ...(c.source ? { source: c.source } : {}) },
+    serving: {
+      ...stableServing,
+      ...(c.instanceType !== undefined ? { instanceType: c.instanceType } : {}),
+      ...(c.maxBatchSize !== undefined ? { maxBatchSize: c.maxBatchSize } : {}),
+      ...(c.maxInputLen !== undefined ? { maxInputLen: c.maxInputLen } : {}),
+      ...(c.maxOutputLen !== undefined ? { maxOutputLen: c.maxOutputLen } : {}),
+      replicas: c.replicas,
+    },
+  };
+  const rawModel = isRecord(stable.raw.model) ? stable.raw.model : {};
+  const rawServing = isRecord(stable.raw.serving) ? stable.raw.serving : {};
+  const rawServingRest = withoutKey(rawServing, "autoscaling");
+  const raw: Record<string, unknown> = {
+    ...stable.raw,
+    model: { ...rawModel, name, ...(c.source ? { source: c.source } : {}) },
+    serving: {
+      ...rawServingRest,
+      ...pick(c, ["instanceType", "maxBatchSize", "maxInputLen", "maxOutputLen"]),
+      replicas: c.replicas,
+    },
+  };
+  const keyOf = (k: string): string => {
+    const [head = "", rest = ""] = k.split(/\.(.*)/s);
+    const leaf = (rest.split(".")[0] ?? "").replace(/\[.*$/, "");
+    const setHere =
+      (head === "model" && leaf === "source" && c.source !== undefined) ||
+      (head === "serving" &&
+        (leaf === "replicas" ||
+          ((CANARY_BUILD_KEYS as readonly string[]).includes(leaf) && c[leaf as keyof CanaryConfig] !== undefined)));
+    return setHere ? `models.${of}.canary.${rest}` : stable.keyOf(k);
+  };
+  return { of, settings: c, view: { id: name, config, raw, keyOf } };
 }

@@ -509,6 +509,98 @@ export type ModelServingKey = (typeof MODEL_SERVING_KEYS)[number];
 export const MODEL_ID = /^[a-z0-9][a-z0-9-]{0,38}$/;
 export const MODEL_ID_MAX_CHARS = 39;
 
+/** The rollback rule's defaults (docs/serving.md, Canary): stated once, shown in the config reference. */
+export const CANARY_DEFAULTS = {
+  weight: 10,
+  replicas: 1,
+  maxErrorRate: 0.05,
+  maxTtftRatio: 1.5,
+  windowSeconds: 300,
+  minRequests: 50,
+} as const;
+
+/**
+ * `models.<id>.canary`: a second build of the model, served beside the stable
+ * one to a share of its new requests (issue 36). The keys that may differ from
+ * the stable build are the ones that shape the image (source, revisions, the
+ * serving limits baked into the model repository) and the serving instance;
+ * the rest (family, architecture, tensor parallelism, streaming) is the
+ * stable's. The gateway's side of the rule: docs/serving.md, Canary.
+ */
+export const canarySchema = z
+  .object({
+    source: modelSourceSchema
+      .optional()
+      .describe(
+        "The canary's weights, as model.source: another revision (or, for the JAX archive, another tokenizerRevision).",
+      )
+      .meta(unsetMeans("the stable build's source")),
+    maxBatchSize: positiveInt
+      .optional()
+      .describe("The canary's max_batch_size.")
+      .meta(unsetMeans("the stable build's")),
+    maxInputLen: positiveInt
+      .optional()
+      .describe("The canary's longest prompt in tokens.")
+      .meta(unsetMeans("the stable build's")),
+    maxOutputLen: positiveInt
+      .optional()
+      .describe("The canary's largest max_tokens.")
+      .meta(unsetMeans("the stable build's")),
+    instanceType: z
+      .string()
+      .optional()
+      .describe("The canary's serving instance type: same GPU model as the stable build's (gpt_gemm tunes for it).")
+      .meta(unsetMeans("the stable build's")),
+    replicas: positiveInt
+      .default(CANARY_DEFAULTS.replicas)
+      .describe("The canary's Triton pods, a fixed size on nodes of its own (the canary never autoscales)."),
+    weight: z
+      .number()
+      .int()
+      .min(1)
+      .max(99)
+      .default(CANARY_DEFAULTS.weight)
+      .describe("Percent (1..99) of the model's new requests the gateway sends to the canary."),
+    rollback: z
+      .object({
+        maxErrorRate: z
+          .number()
+          .gt(0)
+          .lt(1)
+          .default(CANARY_DEFAULTS.maxErrorRate)
+          .describe(
+            "Roll back when the canary's server-side failures / its finished requests exceed this over the window.",
+          ),
+        maxTtftRatio: z
+          .number()
+          .gt(1)
+          .default(CANARY_DEFAULTS.maxTtftRatio)
+          .describe("Roll back when the canary's p95 time to first token exceeds this multiple of the stable build's."),
+        windowSeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(3600)
+          .default(CANARY_DEFAULTS.windowSeconds)
+          .describe("The window both rules are judged over, seconds."),
+        minRequests: positiveInt
+          .default(CANARY_DEFAULTS.minRequests)
+          .describe("Canary requests finished in the window before either rule is judged."),
+      })
+      .strict()
+      .prefault({})
+      .describe("When the gateway stops sending the canary new requests (sticky per canary build)."),
+    promote: z
+      .boolean()
+      .default(false)
+      .describe(
+        "true: the canary's image (by digest) and settings become the model's stable build, nothing is rebuilt, the canary's pods and nodes go. See docs/serving.md, Canary: config, build and promotion.",
+      ),
+  })
+  .strict();
+export type CanaryConfig = z.infer<typeof canarySchema>;
+
 /**
  * One entry of `triton-ft:models`: what `triton-ft:model`, the per-model keys of
  * `triton-ft:serving` and `triton-ft:gemm` say for a one-model stack.
@@ -519,7 +611,15 @@ export const modelEntrySchema = modelSchema
     servingSchema.pick(Object.fromEntries(MODEL_SERVING_KEYS.map((k) => [k, true])) as { [K in ModelServingKey]: true })
       .shape,
   )
-  .extend({ gemm: gemmSchema.prefault({}).describe("gpt_gemm shape of this model, as triton-ft:gemm.") })
+  .extend({
+    gemm: gemmSchema.prefault({}).describe("gpt_gemm shape of this model, as triton-ft:gemm."),
+    canary: canarySchema
+      .optional()
+      .describe(
+        "A second build served beside this one to a weighted share of its requests, rolled back by the gateway when worse: {source, maxBatchSize, maxInputLen, maxOutputLen, instanceType, replicas, weight, rollback, promote}. See docs/serving.md, Canary.",
+      )
+      .meta(unsetMeans("none: one build")),
+  })
   .strict();
 export type ModelEntry = z.infer<typeof modelEntrySchema>;
 
@@ -534,7 +634,7 @@ export const configSchema = z
       .record(z.string(), modelEntrySchema)
       .optional()
       .describe(
-        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/serving.md, Several models.",
+        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm, canary}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/serving.md, Several models.",
       )
       .meta(unsetMeans("none: a stack sets model or models")),
     build: buildSchema.prefault({}),

@@ -6,7 +6,7 @@
  * the plan from it.
  */
 import type { GpuInstance } from "../catalog/gpus";
-import type { SecretPresence, StackConfig } from "./schema";
+import type { CanaryConfig, SecretPresence, StackConfig } from "./schema";
 import type { GpuMemoryEstimate } from "../model/sizing";
 import type { Family, ModelArch, ModelSource } from "../model/types";
 
@@ -36,4 +36,16 @@ export interface ResolvedStack {
   builderDiskGiB: number;
   nodeDiskGiB: number;
   secrets: SecretPresence;
+  /** `models.<id>.canary`, resolved (resolve/canary.ts); absent: the model has one build. */
+  canary?: ResolvedCanary;
+}
+
+/** A model's canary: its own resolved view (named `<id>-canary`) and its traffic settings. */
+export interface ResolvedCanary {
+  /** The canary build as a model of its own: the stable view with the canary's keys merged in. */
+  stack: ResolvedStack;
+  weight: number;
+  rollback: CanaryConfig["rollback"];
+  /** The canary becomes the stable build (plan/canary.ts): nothing is rebuilt. */
+  promote: boolean;
 }

@@ -58,7 +58,7 @@ export function summaryLines(r: CostReport, file?: string): string[] {
   for (const m of r.models) lines.push(`  ${modelLine(m, r.priced)}`);
   for (const m of r.models) lines.push(`  ${m.id} critical path: ${criticalPathText(m.criticalPath)}`);
   for (const m of r.models) {
-    const line = sleepLine(m);
+    const line = sleepLine(m) ?? canaryLine(m, r);
     if (line) lines.push(`  ${line}`);
   }
   for (const b of r.buildRuns)
@@ -68,6 +68,28 @@ export function summaryLines(r: CostReport, file?: string): string[] {
       );
   for (const w of r.warnings) lines.push(`  warning: ${w}`);
   return lines;
+}
+
+/**
+ * A canary build: what it adds to the stack a month, and its minutes to serve
+ * once added to the live stack: its own steps (the ones it shares with its
+ * model's stable build have run), its new nodes and pods.
+ */
+export function canaryLine(m: ModelReport, r: CostReport): string | undefined {
+  const c = m.canary;
+  if (!c) return undefined;
+  const added = canaryChange(
+    m,
+    r.models.find((x) => x.id === c.of),
+  );
+  const money = r.priced ? `${span(m.monthlyUsd, usd)}/month more` : "unpriced";
+  return `${m.id} is a canary of ${c.of} (${c.weight} % of its new requests): ${money}; serving ${minutes(added.seconds)} after it is added (${added.changedSteps.length ? `runs ${added.changedSteps.join(", ")}` : "no build step: the stable's image"}): ${pathText(added.path)}`;
+}
+
+/** A canary added beside its live model: the steps that hash as the model's have run; its nodes and pods are new. */
+function canaryChange(m: ModelReport, stable: ModelReport | undefined): ReturnType<typeof estimateChange> {
+  const base = stable ? { ...stable.change, instanceType: "", rolloutHash: "" } : undefined;
+  return estimateChange(base, m.change, ASSUMED.builderLaunchSeconds);
 }
 
 /** The path as the summary prints it: "image pull 12 min (assumed) > model load 1.7 min (assumed)". */
@@ -128,6 +150,9 @@ export function diffLines(before: CostReport | undefined, after: CostReport | un
     const moved = (label: string, a: string | undefined, b: string) =>
       `${label} ${a !== undefined && a !== b ? `${a} → ` : ""}${b}`;
     const parts = [
+      ...(m.canary
+        ? [`canary of ${m.canary.of} (${m.canary.weight} % of its new requests), ${span(m.monthlyUsd, usd)}/month`]
+        : []),
       moved("first deploy", old && minutes(old.firstDeploySeconds), minutes(m.firstDeploySeconds)),
       moved("new replica", old && minutes(old.newReplicaSeconds), minutes(m.newReplicaSeconds)),
     ];
@@ -139,7 +164,12 @@ export function diffLines(before: CostReport | undefined, after: CostReport | un
           usdPer1k(m.usdPer1kTokens.central),
         ),
       );
-    const change = estimateChange(old?.change, m.change, ASSUMED.builderLaunchSeconds);
+    // A new canary: the steps it shares with its model's live build do not run again.
+    const canaryOf = m.canary && !old ? after.models.find((x) => x.id === m.canary?.of) : undefined;
+    const change =
+      canaryOf && before?.models.some((x) => x.id === canaryOf.id)
+        ? canaryChange(m, canaryOf)
+        : estimateChange(old?.change, m.change, ASSUMED.builderLaunchSeconds);
     const what = [
       ...(change.changedSteps.length ? [`re-runs ${change.changedSteps.join(", ")}`] : []),
       ...(change.rollout ? [`rolls ${m.change.replicas} pod(s)`] : []),

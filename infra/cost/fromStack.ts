@@ -22,6 +22,7 @@ import {
   NODE_BOOT_SECONDS,
 } from "../catalog/timings";
 import type { ResolvedStack } from "../config/stack";
+import { CANARY_SUFFIX } from "../config/models";
 import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import type { StackPlan } from "../plan/stack";
 import { expectedSeconds, stepEstimates, type StepEstimate, type StepId } from "../plan/budgets";
@@ -181,21 +182,38 @@ export function modelEntries(models: readonly ResolvedStack[], sp: StackPlan): M
     if (!builder) throw new Error(`model ${e.id} has no builder ${e.builder}`);
     return modelEntry(m, e.plan, builder.name);
   });
-  return entries.map((entry, i) => {
+  const withShared = entries.map((entry, i) => {
     const owner = sp.models.findIndex((x) => x.ownsBuilder && x.builder === sp.models[i]?.builder);
     const ownerEntry = entries[owner];
     if (owner === i || !ownerEntry) return entry;
-    const own = new Set(entry.build.steps.map((st) => st.id));
-    const needed = new Set<string>();
-    const visit = (id: string) => {
-      if (own.has(id) || needed.has(id)) return;
-      needed.add(id);
-      for (const d of ownerEntry.build.steps.find((st) => st.id === id)?.dependsOn ?? []) visit(d);
-    };
-    for (const st of entry.build.steps) st.dependsOn.forEach(visit);
-    const shared = ownerEntry.build.steps.filter((st) => needed.has(st.id));
-    return { ...entry, build: { ...entry.build, steps: [...shared, ...entry.build.steps] } };
+    return withStepsOf(entry, ownerEntry);
   });
+  // A live canary is priced and timed as a model of its own: its nodes, and its own steps after the ones
+  // it shares with its stable build (and that build's builder's). A promoted canary has no nodes.
+  const canaries = sp.canaries.flatMap((c) => {
+    const i = sp.models.findIndex((x) => x.id === c.of);
+    const stable = withShared[i];
+    const m = models[i]?.canary;
+    const builder = sp.builders[sp.models[i]?.builder ?? -1];
+    if (c.promote || !stable || !m || !builder) return [];
+    const entry = { ...modelEntry(m.stack, c.plan, builder.name), canary: { of: c.of, weight: c.weight } };
+    return [withStepsOf(entry, stable)];
+  });
+  return [...withShared, ...canaries];
+}
+
+/** `entry` with the steps of `from` its own steps wait for (transitively) before them. */
+function withStepsOf(entry: ModelCostInput, from: ModelCostInput): ModelCostInput {
+  const own = new Set(entry.build.steps.map((st) => st.id));
+  const needed = new Set<string>();
+  const visit = (id: string) => {
+    if (own.has(id) || needed.has(id)) return;
+    needed.add(id);
+    for (const d of from.build.steps.find((st) => st.id === id)?.dependsOn ?? []) visit(d);
+  };
+  for (const st of entry.build.steps) st.dependsOn.forEach(visit);
+  const shared = from.build.steps.filter((st) => needed.has(st.id));
+  return { ...entry, build: { ...entry.build, steps: [...shared, ...entry.build.steps] } };
 }
 
 /**
@@ -234,7 +252,8 @@ const kept = (n: number) => n + PROTECTED_TAGS.length;
 function registries(plan: RegistryPlan, models: ModelCostInput[]): RegistryCostInput[] {
   return [
     ...plan.servers.map((repo) => {
-      const m = models.find((x) => x.id === repo.model);
+      // A promoted canary's repository keeps the image its model serves: sized as that model's.
+      const m = models.find((x) => x.id === repo.model) ?? models.find((x) => `${x.id}${CANARY_SUFFIX}` === repo.model);
       if (!m) throw new Error(`repository ${repo.name} serves ${repo.model}, which has no cost entry`);
       return {
         id: repo.name,

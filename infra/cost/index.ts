@@ -34,6 +34,8 @@ export interface ModelReport {
   usdPer1kTokens?: Range;
   /** A model that sleeps (autoscaling min 0): $/month awake and asleep, minutes from zero to its first token. */
   sleep?: SleepReport;
+  /** A canary build of model `of` (issue 36): its lines are what the canary adds to the stack. */
+  canary?: { of: string; weight: number };
   /** What a later `--diff` needs to time a change: step hashes and durations, the rollout's shape. */
   change: ChangeInputs;
 }
@@ -90,6 +92,7 @@ export function estimateCost(input: StackCostInput, table: PriceTable = PRICE_TA
       tokensPerSecondPerPod: k.tokensPerSecondPerPod,
       ...(k.usdPer1kTokens ? { usdPer1kTokens: k.usdPer1kTokens } : {}),
       ...(sleep ? { sleep } : {}),
+      ...(m.canary ? { canary: { ...m.canary } } : {}),
       change: changeInputs(m, input.builders.find((b) => b.id === m.build.builder)?.stopWhenDone ?? false),
     };
   });

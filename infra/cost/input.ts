@@ -51,6 +51,11 @@ export interface ModelCostInput {
    * request to KEDA scaling it to 1 (resolve/scaling.ts planSleep).
    */
   sleep?: { awakeNodes: number; activationSeconds: number; idleMinutes: number };
+  /**
+   * A model's canary build (issue 36): `of` is the stable model, `weight` the percent of its requests
+   * the canary takes. Its build steps include the stable's it shares (same hashes: run once, by the stable).
+   */
+  canary?: { of: string; weight: number };
   capacityType: CapacityType;
   /** GPU node root volume (gp3, baseline IOPS and throughput), GiB. */
   nodeDiskGiB: number;

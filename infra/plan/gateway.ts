@@ -16,8 +16,14 @@ import { consumerEntries, heldKeys, teamLimits } from "../config/teams";
 import { planGatewayScaling, stackAutoscalingPlan, type GatewayScalingPlan } from "../resolve/scaling";
 import { storePlan, type StorePlan } from "./store";
 
-import { PORTS, workloadName, SYSTEM_NODE_LABEL, WAKE_KEEPALIVE_SECONDS } from "../conventions/workload";
-import type { GatewayConfigFile, GatewayRoute, GatewayWake } from "./types";
+import {
+  ENSEMBLE_MODEL,
+  PORTS,
+  workloadName,
+  SYSTEM_NODE_LABEL,
+  WAKE_KEEPALIVE_SECONDS,
+} from "../conventions/workload";
+import type { GatewayCanaryRollback, GatewayConfigFile, GatewayRoute, GatewayWake } from "./types";
 /** The gateway's side of the plan: its config file (from the same numbers as the model repositories) and deployment. */
 export interface GatewayPlan {
   config: GatewayConfigFile;
@@ -85,15 +91,64 @@ export function gatewayRoute(model: ResolvedStack): GatewayRoute {
   };
 }
 
+/** What the gateway needs of a live canary: its build (a model view of its own) and its traffic settings. */
+export interface CanaryRouteInput {
+  stack: ResolvedStack;
+  buildId: string;
+  weight: number;
+  rollback: GatewayCanaryRollback;
+}
+
+/**
+ * A model's route with its canary: the `canary` block (the canary's own
+ * Triton, in-flight cap and rule), and the limits as the stricter of the two
+ * builds, so a request the gateway admits for the model is valid on either.
+ */
+export function withCanary(route: GatewayRoute, canary: CanaryRouteInput): GatewayRoute {
+  const c = gatewayRoute(canary.stack);
+  const min = (a: number | undefined, b: number | undefined) =>
+    a === undefined ? b : b === undefined ? a : Math.min(a, b);
+  const maxChoiceTokens = min(route.maxChoiceTokens, c.maxChoiceTokens);
+  return {
+    ...route,
+    maxInputLen: Math.min(route.maxInputLen, c.maxInputLen),
+    maxOutputLen: Math.min(route.maxOutputLen, c.maxOutputLen),
+    maxBatchSize: Math.min(route.maxBatchSize, c.maxBatchSize),
+    vocab: Math.min(route.vocab, c.vocab),
+    ...(maxChoiceTokens !== undefined ? { maxChoiceTokens } : {}),
+    canary: {
+      id: canary.buildId,
+      weight: canary.weight,
+      triton: { grpc: c.tritonGrpc, ensemble: ENSEMBLE_MODEL },
+      maxInflight: c.maxInflight,
+      rollback: { ...canary.rollback },
+    },
+  };
+}
+
 /**
  * The stack's gateway. `stack` carries the stack-wide settings (consumers,
  * gateway replicas, store, TLS, cluster mode: the same in every model's view,
  * config/models.ts); `models` are every model it routes to, in the stack's
  * order (default: `stack` alone, a one-model stack).
  */
-export function gatewayPlan(stack: ResolvedStack, models: readonly ResolvedStack[] = [stack]): GatewayPlan {
+export function gatewayPlan(
+  stack: ResolvedStack,
+  models: readonly ResolvedStack[] = [stack],
+  /**
+   * The models' live canaries (plan/canary.ts), by stable model id: each adds a `canary` block to its model's route.
+   * @default none
+   */
+  canaries: ReadonlyMap<string, CanaryRouteInput> = new Map(),
+): GatewayPlan {
   const s = stack.config.serving;
-  const config = renderGatewayConfig(models.map(gatewayRoute));
+  const config = renderGatewayConfig(
+    models.map((m) => {
+      const route = gatewayRoute(m);
+      const canary = canaries.get(m.model.name);
+      return canary ? withCanary(route, canary) : route;
+    }),
+  );
   // Autoscaled when any model is: its Triton pods grow, and the gateway pods in front of them must follow.
   const scaling = models.some((m) => m.config.serving.autoscaling)
     ? planGatewayScaling({

@@ -24,7 +24,8 @@ export function defaultLimits(models: readonly GatewayRoute[]): GatewayLimits {
       2,
       largest((m) => m.maxBatchSize),
     ),
-    maxInflight: models.reduce((sum, m) => sum + m.maxInflight, 0),
+    // A canary's Triton queues its own share beside its model's.
+    maxInflight: models.reduce((sum, m) => sum + m.maxInflight + (m.canary?.maxInflight ?? 0), 0),
     requestTimeoutSeconds: 300,
     maxStop: 4,
     maxStopBytes: 256,

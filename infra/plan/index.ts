@@ -15,7 +15,13 @@ import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
 import { launchPlan, type LaunchPlan } from "./launch";
-import { MODEL_REPOSITORY_DIR, TOKENIZER_DIR, builderWorkTree, serverCheckpointPath } from "./paths";
+import {
+  MODEL_REPOSITORY_DIR,
+  TOKENIZER_DIR,
+  builderWorkTree,
+  serverCheckpointPath,
+  type BuilderWorkTree,
+} from "./paths";
 import { stepInputHashes, topologicalOrder, type PathHasher, type StepDefinition, type StepId } from "./stepGraph";
 import { MODEL_STEP_IDS, scopeSteps } from "./scope";
 import { stackSmList, stepDefinitions } from "./steps";
@@ -181,6 +187,15 @@ export interface PlanOptions {
    * Default: this model's own settings decide (config/autoscaling.ts prometheusOperatorPresent).
    */
   prometheusOperator?: boolean;
+  /**
+   * A canary's build (plan/canary.ts): where its steps read and write on the
+   * builder (the stable's folders for the steps it shares with the stable, its
+   * own for the others), and the shared steps' hashes, which its own steps'
+   * hashes cover. The shared steps are not in its buildSteps: the stable's
+   * pipeline runs them.
+   * @default none: the model's own work tree, every step hashed and run here
+   */
+  canary?: { workTree: BuilderWorkTree; shared: Partial<Record<StepId, string>> };
 }
 
 const PIPELINE_STEPS: Record<NonNullable<PlanOptions["steps"]>, (id: StepId) => boolean> = {
@@ -194,7 +209,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   const smList = opts.smList ?? stackSmList(stack);
   const tp = config.serving.tensorParallel;
   const repo = repositoryOptions(stack);
-  const work = builderWorkTree(model.name);
+  const work = opts.canary?.workTree ?? builderWorkTree(model.name);
   const expected = expectedWeights(model.family, model.arch, tp);
   const fetch = fetchPlan(model, work);
   const conversion = conversionPlan(model, tp, stack.builderInstance, work);
@@ -227,10 +242,11 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   // Unscoped: the same model fingerprints alike whether it is its stack's first or not.
   const fingerprint = imageFingerprint(defined, hashPath);
   // Hashed as one graph (a model's convert hashes the shared triton_with_ft step), then cut to this pipeline's.
-  const hashes = stepInputHashes(steps, hashPath);
+  const shared = opts.canary?.shared ?? {};
+  const hashes = stepInputHashes(steps, hashPath, shared);
   const pipelineRuns = PIPELINE_STEPS[opts.steps ?? "all"];
   const taken = config.build.tritonWithFtFrom?.stackReference;
-  const runs = (id: StepId) => pipelineRuns(id) && !(taken && id === "triton-with-ft");
+  const runs = (id: StepId) => pipelineRuns(id) && !(taken && id === "triton-with-ft") && shared[id] === undefined;
   const m = stack.memory;
   return {
     schemaVersion: PLAN_SCHEMA_VERSION,

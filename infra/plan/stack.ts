@@ -19,7 +19,9 @@ import { compileHostDiskGiB, compileHostFreeDiskGiB, sharedBuilderDiskGiB } from
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, type Plan, type PlanOptions } from "./index";
 import { gatewayPlan, type GatewayPlan } from "./gateway";
+import { canaryPlan, promotedPlan, promotedView, type CanaryPlanEntry, type ModelPlanner } from "./canary";
 import { namePrefix } from "../naming";
+import { workloadName } from "../conventions/workload";
 import { registryPlan, type RegistryPlan } from "./registry";
 import type { PathHasher } from "./stepGraph";
 import { stackSmList } from "./steps";
@@ -72,8 +74,10 @@ export interface StackPlan {
   gateway: { workload: GatewayWorkloadInput; plan: GatewayPlan };
   /** One per GPU model, each building its own triton_with_ft. */
   builders: BuilderPlan[];
-  /** The ECR repositories: the shared ones and one server repository per model (plan/registry.ts). */
+  /** The ECR repositories: the shared ones and one server repository per model, then per canary (plan/registry.ts). */
   registry: RegistryPlan;
+  /** The models' canary builds (plan/canary.ts), in the models' order; each on its stable model's builder. */
+  canaries: CanaryPlanEntry[];
 }
 
 /** The component name of a further model's resource: `<base>-<id>`; the first model keeps `<base>`. */
@@ -124,6 +128,9 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     prometheusOperatorPresent(m.config.serving.serviceMonitor, m.config.serving.autoscaling),
   );
   const seenBuilder = new Set<number>();
+  // The one place a model's plan is made: a model's, and its canary's (plan/canary.ts) through it.
+  const planOf: ModelPlanner = (m, opts) => buildPlan(m, stackName, hashPath, opts);
+  const canaries: CanaryPlanEntry[] = [];
   const entries = models.map((m, j): ModelPlanEntry => {
     const first = j === 0;
     const builder = builderOf[j] ?? 0;
@@ -136,14 +143,49 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
       builderDiskGiB: builders[builder]?.diskGiB,
       ...(first ? {} : { scope: m.model.name, steps: ownHost ? "builder-and-model" : "model" }),
     };
-    return { id: m.model.name, first, plan: buildPlan(m, stackName, hashPath, opts), builder, ownsBuilder: ownHost };
+    const plan = planOf(m, opts);
+    if (!m.canary) return { id: m.model.name, first, plan, builder, ownsBuilder: ownHost };
+    const canary = canaryPlan(m, m.canary, plan, opts, planOf);
+    canaries.push(canary);
+    // Promoted: the model serves its canary's image and settings; its own steps stay as they are.
+    if (m.canary.promote)
+      return {
+        id: m.model.name,
+        first,
+        plan: promotedPlan(m, m.canary, plan, opts, planOf),
+        builder,
+        ownsBuilder: ownHost,
+      };
+    // Live: the model's dashboard row and alerts cover its canary too.
+    const scaling = {
+      ...plan.renderInputs.scaling,
+      canary: { deployment: workloadName(canary.plan.renderInputs.triton), weight: canary.weight },
+    };
+    return {
+      id: m.model.name,
+      first,
+      plan: { ...plan, renderInputs: { ...plan.renderInputs, scaling } },
+      builder,
+      ownsBuilder: ownHost,
+    };
   });
   const first = entries[0]?.plan.renderInputs.triton;
   const stackView = models[0];
   if (!first || !stackView) throw new Error("a stack plan needs at least one model");
   // One gateway routes to every model: its stack-wide settings are the same in every model's view
   // (config/models.ts); its routes, capacity and scaling come from all of them.
-  const gatewaySide = gatewayPlan(stackView, models);
+  const live = canaries.filter((c) => !c.promote);
+  const routed = models.map((m) => (m.canary?.promote ? promotedView(m, m.canary) : m));
+  const gatewaySide = gatewayPlan(
+    stackView,
+    routed,
+    new Map(
+      live.flatMap((c) => {
+        const stack = models.find((m) => m.model.name === c.of)?.canary?.stack;
+        return stack ? [[c.of, { stack, buildId: c.buildId, weight: c.weight, rollback: c.rollback }] as const] : [];
+      }),
+    ),
+  );
   const gateway: GatewayWorkloadInput = {
     // Names the gateway: the first model's workload, so a one-model stack keeps its names.
     triton: first,
@@ -156,8 +198,9 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     // What the models share carries the stack's tags: the NLB the gateway's Service brings too.
     awsTags: stackTags(PROJECT, stackName, stackView),
     // Kept off every model's GPU nodes; may reach every model's Triton, and only those.
-    gpuInstanceTypes: [...new Set(entries.map((e) => e.plan.serving.instanceType))],
-    tritons: entries.map((e) => ({
+    gpuInstanceTypes: [...new Set([...entries, ...live].map((e) => e.plan.serving.instanceType))],
+    // A live canary's Triton after the models': the gateway reaches it too.
+    tritons: [...entries, ...live].map((e) => ({
       modelName: e.plan.renderInputs.triton.modelName,
       stackName: e.plan.renderInputs.triton.stackName,
     })),
@@ -165,10 +208,9 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
   return {
     models: entries,
     builders,
-    registry: registryPlan(
-      namePrefix(stackName),
-      entries.map((e) => e.id),
-    ),
+    // A canary's images go to a repository of its own (its deployed tags are its own), kept when it is promoted.
+    registry: registryPlan(namePrefix(stackName), [...entries.map((e) => e.id), ...canaries.map((c) => c.id)]),
     gateway: { workload: gateway, plan: gatewaySide },
+    canaries,
   };
 }

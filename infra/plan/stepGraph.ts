@@ -174,9 +174,23 @@ export type PathHasher = (repoRelativePath: string) => string;
  * the steps it depends on (their outputs are its inputs). Deploy-time values
  * are added to the resource triggers separately, by value.
  */
-export function stepInputHashes(steps: StepDefinition[], hashPath: PathHasher): Record<StepId, string> {
+export function stepInputHashes(
+  steps: StepDefinition[],
+  hashPath: PathHasher,
+  /**
+   * Hashes taken as given: a canary's steps it shares with its stable build (plan/canary.ts), whose
+   * outputs its own steps consume, hash as the stable's.
+   * @default none: every step is hashed from its inputs
+   */
+  given: Partial<Record<StepId, string>> = {},
+): Record<StepId, string> {
   const out = {} as Record<StepId, string>;
   for (const step of topologicalOrder(steps)) {
+    const fixed = given[step.id];
+    if (fixed !== undefined) {
+      out[step.id] = fixed;
+      continue;
+    }
     const material = {
       id: step.id,
       script: [step.script, hashPath(step.script)],

@@ -52,6 +52,8 @@ export interface ScalingInput {
   /** GPU node root volume, GiB. */
   nodeDiskGiB: number;
   autoscaling?: { config: AutoscalingConfig; plan: AutoscalingPlan };
+  /** The model's live canary (plan/canary.ts): its row gets the canary panels, its alerts the rollback. */
+  canary?: { deployment: string; weight: number };
 }
 
 /** What the gateway manifests are rendered from, besides the image and the keys (known at deploy time). */
@@ -115,6 +117,29 @@ export interface GatewayModel {
   chatTemplate?: ChatTemplate;
   /** A model that sleeps (autoscaling min 0): the gateway holds its requests while it wakes. */
   wake?: GatewayWake;
+  /** A second build of the model served to a weighted share of its new requests (issue 36). */
+  canary?: GatewayCanary;
+}
+
+/** The gateway's `canary` block of a model (ModelConfigSchema in the gateway package; /work contract of issue 36). */
+export interface GatewayCanary {
+  /** "c-" + the first 8 hex of the canary's bake step hash: a new id starts a fresh rollback state. */
+  id: string;
+  /** Percent (1..99) of the model's new requests sent to the canary. */
+  weight: number;
+  /** The canary's own Triton Service. */
+  triton: { grpc: string; ensemble: string };
+  /** The canary's own in-flight cap. */
+  maxInflight: number;
+  rollback: GatewayCanaryRollback;
+}
+
+/** When the gateway stops sending a canary new requests. */
+export interface GatewayCanaryRollback {
+  maxErrorRate: number;
+  maxTtftRatio: number;
+  windowSeconds: number;
+  minRequests: number;
 }
 
 /** The gateway's `wake` block of a model (ModelConfigSchema in the gateway package). */
@@ -167,14 +192,6 @@ export interface GatewayModelFile extends GatewayModel {
   maxPromptBytes: number;
   triton: { grpc: string; ensemble: string };
   maxInflight: number;
-  /** The model's canary build and its rollback rule (CanarySchema in the gateway package, images/gateway/src/canary/canaryConfig.ts). */
-  canary?: {
-    id: string;
-    weight: number;
-    triton: { grpc: string; ensemble: string };
-    maxInflight: number;
-    rollback: { maxErrorRate: number; maxTtftRatio: number; windowSeconds: number; minRequests: number };
-  };
 }
 
 /** The JSON the gateway loads (GATEWAY_CONFIG); the schema is GatewayConfigSchema in the gateway package. */

@@ -10,7 +10,14 @@
  * and written by synth to `dashboards/<name>.json` for manual import.
  */
 import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
-import { costExpressions, expressions, forModel, type ObservabilityInput } from "./observability";
+import {
+  canaryExpressions,
+  costExpressions,
+  expressions,
+  forModel,
+  type ModelObservability,
+  type ObservabilityInput,
+} from "./observability";
 
 export interface GrafanaTarget {
   refId: string;
@@ -246,6 +253,46 @@ function costSpecs(i: ObservabilityInput): PanelSpec[] {
   ];
 }
 
+/** A model's canary (issue 36): each build's share, TTFT p95 and error ratio, and whether it was rolled back. */
+function canarySpecs(i: ObservabilityInput, m: ModelObservability): PanelSpec[] {
+  if (!m.canary) return [];
+  const c = canaryExpressions(i);
+  return [
+    {
+      title: "Canary: share of requests by build",
+      description: `Requests answered by each build; the canary (${m.canary.deployment}) is configured for ${m.canary.weight} % of the new ones, 0 once rolled back.`,
+      unit: "percentunit",
+      min: 0,
+      max: 1,
+      queries: [["{{build}}", c.shareByBuild]],
+    },
+    {
+      title: "Canary: time to first token p95 by build",
+      description:
+        "The rule compares the canary's p95 with the stable build's over its window (models.<id>.canary.rollback.maxTtftRatio).",
+      unit: "s",
+      min: 0,
+      queries: [["{{build}}", c.ttftP95ByBuild]],
+    },
+    {
+      title: "Canary: error ratio (5xx) by build",
+      description: "Server-side failures per request, per build (models.<id>.canary.rollback.maxErrorRate).",
+      unit: "percentunit",
+      min: 0,
+      queries: [["{{build}}", c.errorRatioByBuild]],
+    },
+    {
+      title: "Canary: rolled back",
+      description:
+        "1 once the gateway rolled this canary id back (sticky until the canary changes); the alert TritonFtCanaryRolledBack fires with it.",
+      unit: "none",
+      min: 0,
+      max: 1,
+      queries: [["{{canary}}", c.rolledBack]],
+    },
+  ];
+}
+
 /** The panels of one model's row in a stack of several: the brief view of its load, latency, throughput and capacity. */
 const MODEL_ROW: ReadonlyArray<keyof ReturnType<typeof panelSpecs>> = [
   "queueRatio",
@@ -312,8 +359,8 @@ function severalModelPanels(i: ObservabilityInput, models: NonNullable<Observabi
     y += 1;
     const mi = forModel(i, m);
     const own = panelSpecs(mi);
-    // Its cost, at its GPU nodes' price, when the price table has one.
-    const specs = [...MODEL_ROW.map((k) => own[k]), ...costSpecs(mi)];
+    // Its cost, at its GPU nodes' price, when the price table has one; its canary's panels when it has one.
+    const specs = [...MODEL_ROW.map((k) => own[k]), ...costSpecs(mi), ...canarySpecs(mi, m)];
     // Three panels per line, 8 wide.
     specs.forEach((spec, n) =>
       panels.push(panel(spec, panels.length + 1, { x: (n % 3) * 8, y: y + Math.floor(n / 3) * 8, w: 8, h: 8 })),

@@ -86,6 +86,8 @@ export interface ModelObservability {
   autoscaling?: AutoscalingPlan;
   /** The price of its GPU nodes, for its row's live cost panels. */
   pricing?: GpuPricing;
+  /** Its live canary build (issue 36): its row's canary panels and the rollback alert. */
+  canary?: { deployment: string; weight: number };
 }
 
 export interface ObservabilityInput {
@@ -394,6 +396,52 @@ export function costExpressions(i: ObservabilityInput, p: GpuPricing) {
   };
 }
 
+/**
+ * A model's canary as the gateway reports it (the `build` label, "stable" |
+ * "canary", on its per-model series; the rolled-back gauge per model and
+ * canary id): the share, TTFT p95 and error ratio of each build, and the
+ * rollback state. Scoped to the model (`scope`).
+ */
+export function canaryExpressions(i: ObservabilityInput) {
+  const g = selectorText(i.gateway, i.scope?.gateway);
+  const w = `${RATE_WINDOW_SECONDS}s`;
+  const gw = "triton_ft_gateway_";
+  return {
+    shareByBuild: `sum by (${BUILD_SERIES_LABEL}) (rate(${gw}requests_total{${g}}[${w}])) / scalar(clamp_min(sum(rate(${gw}requests_total{${g}}[${w}])), 1e-9))`,
+    ttftP95ByBuild: `histogram_quantile(0.95, sum by (le, ${BUILD_SERIES_LABEL}) (rate(${gw}time_to_first_token_seconds_bucket{${g}}[${w}])))`,
+    errorRatioByBuild: `sum by (${BUILD_SERIES_LABEL}) (rate(${gw}errors_total{${g},status=~"5.."}[5m])) / clamp_min(sum by (${BUILD_SERIES_LABEL}) (rate(${gw}requests_total{${g}}[5m])), 1e-9)`,
+    rolledBack: `max by (${MODEL_SERIES_LABEL}, canary) (${CANARY_ROLLED_BACK_METRIC}{${g}})`,
+  };
+}
+
+/** The gateway's label telling a model's two builds apart (images/gateway/src/telemetry/metrics.ts LABELS.build). */
+export const BUILD_SERIES_LABEL = "build";
+/** 1 once the gateway rolled a model's canary back, per model and canary id (METRICS.canaryRolledBack). */
+export const CANARY_ROLLED_BACK_METRIC = "triton_ft_gateway_canary_rolled_back";
+
+/**
+ * A model with a canary: the alert that the gateway rolled it back (the
+ * decision is the gateway's, shared through the store: one series per pod,
+ * `max` makes it one per model and canary). No `for`: the gauge turns 1 once,
+ * on the decision, and stays there for that canary id.
+ */
+function canaryRules(i: ObservabilityInput, m: ModelObservability): AlertRule[] {
+  if (!m.canary) return [];
+  return [
+    {
+      alert: "TritonFtCanaryRolledBack",
+      expr: `${canaryExpressions(i).rolledBack} == 1`,
+      for: "0m",
+      labels: severity("warning"),
+      annotations: {
+        summary: `The gateway rolled back the canary {{ $labels.canary }} of ${m.id} (${m.canary.deployment})`,
+        description:
+          "It broke its rule (error rate or p95 time to first token against the stable build's, models.<id>.canary.rollback): the gateway sends it no new requests; in-flight streams finish. The reason is in the gateway's rollbacks counter and /v1/models. Fix the build and change the canary (a new canary id takes traffic again), or remove models.<id>.canary: docs/serving.md, Canary.",
+      },
+    },
+  ];
+}
+
 /** Prometheus durations: whole minutes. */
 function minutes(seconds: number): string {
   return `${Math.ceil(seconds / 60)}m`;
@@ -541,7 +589,12 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
     ? [
         ...i.models.list.map((m) => {
           const mi = forModel(i, m);
-          const rules = [...tritonRules(mi), ...scalingAtMaxRule(mi), gatewayErrorsRule(mi, ` for ${m.id}`)];
+          const rules = [
+            ...tritonRules(mi),
+            ...scalingAtMaxRule(mi),
+            gatewayErrorsRule(mi, ` for ${m.id}`),
+            ...canaryRules(mi, m),
+          ];
           return {
             name: `${m.deployment}.rules`,
             rules: rules.map((r) => ({ ...r, labels: { ...r.labels, [MODEL_SERIES_LABEL]: m.id } })),

@@ -271,6 +271,7 @@ export function modelObservability(i: ScalingRenderInput): ModelObservability {
       : w.workload.pullSeconds + w.workload.startupBudgetSeconds,
     ...(plan ? { autoscaling: plan } : {}),
     ...(i.pricing ? { pricing: i.pricing } : {}),
+    ...(i.canary ? { canary: { ...i.canary } } : {}),
   };
 }
 

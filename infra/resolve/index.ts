@@ -18,7 +18,7 @@ import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../model/si
 import { autoscalingPlanProblem } from "./scaling";
 import { touchesDropped } from "../config/issues";
 import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type Add } from "../config/schema";
-import type { GemmShape, ResolvedStack } from "../config/stack";
+import type { GemmShape, ResolvedCanary, ResolvedStack } from "../config/stack";
 import { checkAccess, checkConsumerModels } from "./access";
 import { checkEksZones, checkRegion, checkRegionalArns, checkReservedTagKeys, checkTagKeyCase } from "./aws";
 import { checkIdleGpus } from "./idleGpus";
@@ -50,6 +50,7 @@ import {
 } from "./limits";
 import { resolveModel } from "./model";
 import { modelViews, type ModelView } from "../config/models";
+import { checkCanary } from "./canary";
 import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
@@ -127,7 +128,10 @@ export function resolveStack(
       problems.push({ key, value, message, fix });
     };
     const stack = resolveModelView(view, secrets, opts, mapped(add), mapped(warn), addName);
-    if (stack) models.push(stack);
+    // models.<id>.canary: the canary is resolved as a model of its own view, then checked as a second build.
+    const canary = view.canary ? resolveCanary(view, views, secrets, opts, add, warn, addName) : undefined;
+    if (stack && view.canary && !canary) continue;
+    if (stack) models.push(canary ? { ...stack, canary } : stack);
   }
   // Teams' model scopes name the stack's models: every model id, so checked once for the stack.
   const first = views[0];
@@ -142,6 +146,39 @@ export function resolveStack(
   if (first && served.length > 0) checkConsumerModels(first.config, served, add);
   if (problems.length > 0 || models.length === 0 || models.length !== views.length) return { problems, warnings };
   return { stack: models[0], models, problems, warnings };
+}
+
+/** A model's canary: its rules as a second build, and its own view validated as a model. */
+function resolveCanary(
+  view: ModelView,
+  views: readonly ModelView[],
+  secrets: SecretPresence,
+  opts: ResolveOptions,
+  add: Add,
+  warn: Add,
+  addName: Add,
+): ResolvedCanary | undefined {
+  const canary = view.canary;
+  if (!canary) return undefined;
+  let failed = false;
+  const addAndFail: Add = (...args) => {
+    failed = true;
+    add(...args);
+  };
+  checkCanary(
+    view,
+    views.map((v) => v.id ?? ""),
+    addAndFail,
+  );
+  const own = canary.view;
+  const mapped =
+    (to: Add): Add =>
+    (key, value, message, fix) =>
+      to(own.keyOf(key), value, message, fix);
+  const stack = resolveModelView(own, secrets, opts, mapped(addAndFail), mapped(warn), addName);
+  if (failed || !stack) return undefined;
+  const c = canary.settings;
+  return { stack, weight: c.weight, rollback: c.rollback, promote: c.promote };
 }
 
 /** One model's view, validated as a one-model stack. */

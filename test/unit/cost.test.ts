@@ -70,8 +70,7 @@ function golden(rel: string, actual: string): void {
 }
 
 /** The several-model example stack (test/stacks/models): every model's lines, both builders. */
-function seedModelsReport(): CostReport {
-  const rel = "test/stacks/models/Pulumi.seed-models.yaml";
+function seedModelsReport(rel = "test/stacks/models/Pulumi.seed-models.yaml"): CostReport {
   const file = parseStackFile(fs.readFileSync(path.join(ROOT, rel), "utf8"), rel);
   const { stack, models, problems } = resolveStack(file.raw, file.secrets, { stackName: "seed-models", today: TODAY });
   if (!stack || !models) throw new Error(JSON.stringify(problems));
@@ -92,6 +91,47 @@ describe("golden estimate of the several-model example", () => {
     for (const id of ["h2ogpt-6-9b", "kogpt-6b", "codegen-2b-mono"]) expect([...scopes].join(" ")).toContain(id);
     expect(r.items.map((i) => i.label).join(" ")).toContain("builder (g6.4xlarge)");
     golden("seed-models.txt", render(r));
+  });
+});
+
+describe("a canary (issue 36): its extra $/month and its minutes to serve", () => {
+  const CANARY = "test/stacks/models/Pulumi.seed-canary.yaml";
+
+  it("seed-canary: the canary's lines are its own, and the summary says what it adds and when it serves", () => {
+    const before = seedModelsReport();
+    const r = seedModelsReport(CANARY);
+    const canary = r.models.find((m) => m.id === "kogpt-6b-canary");
+    expect(canary?.canary).toEqual({ of: "kogpt-6b", weight: 10 });
+    const own = r.items.filter((i) => i.scope === "kogpt-6b-canary" || i.label.includes("kogpt-6b-canary"));
+    expect(own.length).toBeGreaterThan(0);
+    // The stack grows by the canary's lines (its nodes, volumes, repository, its image pulls through NAT) and,
+    // of the others, only the lines priced at the assumed traffic, which is the stack's capacity (the canary's pods add to it).
+    const key = (i: { scope: string; label: string }) => `${i.scope} | ${i.label}`;
+    const was = new Map(before.items.map((i) => [key(i), i.monthlyUsd.max]));
+    const moved = r.items.filter((i) => !own.includes(i) && was.get(key(i)) !== i.monthlyUsd.max).map(key);
+    expect(moved).toEqual([
+      "stack | NLB capacity units at the assumed traffic",
+      "stack | gateway store ECPUs at the assumed traffic",
+    ]);
+    expect(r.items.length).toBe(before.items.length + own.length);
+    const line = summaryLines(r).find((l) => l.includes("is a canary of"));
+    // Added to the live stack it runs only its own steps (gemm, bake), then its nodes and pods.
+    expect(line).toMatch(
+      /kogpt-6b-canary is a canary of kogpt-6b \(10 % of its new requests\): \$[\d,]+\/month more; serving [\d.]+ min after it is added \(runs gemm, bake\)/,
+    );
+    expect(line).not.toMatch(/fetch|convert/);
+    golden("seed-canary.txt", render(r));
+  });
+
+  it("--diff and the PR comment: adding it runs its own steps only, and says what it costs", () => {
+    const lines = diffLines(seedModelsReport(), seedModelsReport(CANARY));
+    const line = lines.find((l) => l.includes("kogpt-6b-canary:"));
+    expect(line).toMatch(/canary of kogpt-6b \(10 % of its new requests\), \$[\d,]+\/month/);
+    expect(line).toMatch(/re-runs gemm, bake/);
+    expect(line).not.toMatch(/re-runs[^;]*fetch/);
+    // The stable build of the model: nothing re-runs, nothing rolls.
+    expect(lines.find((l) => l.startsWith("  kogpt-6b:"))).toMatch(/this change: no build or rollout/);
+    expect(diffMarkdown("seed-models", seedModelsReport(), seedModelsReport(CANARY))).toContain("canary of kogpt-6b");
   });
 });
 

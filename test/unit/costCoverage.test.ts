@@ -57,6 +57,7 @@ const STACKS: Array<[string, string, ((c: Record<string, unknown>) => void)?]> =
   ["dev", "Pulumi.dev.yaml"],
   ["prod", "Pulumi.prod.yaml"],
   ["seed-models", "test/stacks/models/Pulumi.seed-models.yaml"],
+  ["seed-canary", "test/stacks/models/Pulumi.seed-canary.yaml"],
   ["gptj-g6-tp4", "test/stacks/gpus/Pulumi.gptj-g6-tp4.yaml"],
   ["neox20b-g6e", "test/stacks/gpus/Pulumi.neox20b-g6e.yaml"],
   // An existing cluster and network: no control plane, NAT or KMS key; the store in the cluster, on a volume.

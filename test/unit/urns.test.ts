@@ -69,6 +69,12 @@ const CASES: Case[] = [
   },
   // The example stack of several models (test/stacks/models): its first model keeps the one-model names.
   { name: "seed-models", stack: "seed-models", config: () => stackFileConfig(SEED_MODELS_STACK) },
+  // The example stack with a canary on one model (issue 36): the canary's own names beside them.
+  {
+    name: "seed-canary",
+    stack: "seed-models",
+    config: () => stackFileConfig("test/stacks/models/Pulumi.seed-canary.yaml"),
+  },
 ];
 
 describe("resource names (URNs) of the committed stacks", () => {

@@ -30,6 +30,10 @@ import { CanaryMonitor } from "../../../images/gateway/src/canary/canaryMonitor"
 import type { Canary } from "../../../images/gateway/src/canary/canaryConfig";
 import { upstream } from "../../../images/gateway/src/server/apiError";
 import { FakeTriton, TEST_MODEL } from "./fakeTriton";
+import { resolveStack } from "../../../infra/resolve";
+import { buildStackPlan } from "../../../infra/plan/stack";
+import { REPO_ROOT, repoPathHasher } from "../../../infra/repoFiles";
+import { stackFileConfig } from "../../lib/modelsForm";
 
 const RULE = { maxErrorRate: 0.05, maxTtftRatio: 1.5, windowSeconds: 60, minRequests: 20 };
 const CANARY: Canary = {
@@ -253,6 +257,18 @@ describe("the canary's config", () => {
     expect(rule({ maxTtftRatio: 1 })[0]).toMatch(/rollback\.maxTtftRatio/);
     expect(rule({ minRequests: 0 })[0]).toMatch(/rollback\.minRequests/);
     expect(problems({ ...entry, canary: { ...CANARY, id: "C_1" } })[0]).toMatch(/canary\.id/);
+  });
+
+  it("parses what the stack renders for the example canary stack (infra/plan/gateway.ts, the contract's other side)", () => {
+    const raw = stackFileConfig("test/stacks/models/Pulumi.seed-canary.yaml") as Record<string, unknown>;
+    const r = resolveStack(raw, {}, { today: "2026-11-25" });
+    expect(r.problems).toEqual([]);
+    const sp = buildStackPlan(r.models ?? [], "seed-models", repoPathHasher(REPO_ROOT));
+    const parsed = GatewayConfigSchema.safeParse(sp.gateway.plan.config);
+    expect(parsed.error?.issues ?? []).toEqual([]);
+    const withCanary = parsed.data?.models.filter((m) => m.canary) ?? [];
+    expect(withCanary).toHaveLength(1);
+    expect(withCanary[0].canary?.triton.grpc).not.toBe(withCanary[0].triton.grpc);
   });
 
   it("refuses a canary on a model that may sleep, and a canary calling the stable build's Triton", () => {
