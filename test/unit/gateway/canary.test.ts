@@ -34,6 +34,8 @@ import { resolveStack } from "../../../infra/resolve";
 import { buildStackPlan } from "../../../infra/plan/stack";
 import { REPO_ROOT, repoPathHasher } from "../../../infra/repoFiles";
 import { stackFileConfig } from "../../lib/modelsForm";
+import { BUILD_SERIES_LABEL, CANARY_ROLLED_BACK_METRIC } from "../../../infra/render/observability";
+import { LABELS } from "../../../images/gateway/src/telemetry/metrics";
 
 const RULE = { maxErrorRate: 0.05, maxTtftRatio: 1.5, windowSeconds: 60, minRequests: 20 };
 const CANARY: Canary = {
@@ -269,6 +271,11 @@ describe("the canary's config", () => {
     const withCanary = parsed.data?.models.filter((m) => m.canary) ?? [];
     expect(withCanary).toHaveLength(1);
     expect(withCanary[0].canary?.triton.grpc).not.toBe(withCanary[0].triton.grpc);
+  });
+
+  it("names its metric and label as the stack's alert and dashboard read them", () => {
+    expect(CANARY_ROLLED_BACK_METRIC).toBe(METRICS.canaryRolledBack);
+    expect(BUILD_SERIES_LABEL).toBe(LABELS.build);
   });
 
   it("refuses a canary on a model that may sleep, and a canary calling the stable build's Triton", () => {
