@@ -46,7 +46,9 @@ describe.each(STACKS.map((s) => [s.name, s] as const))("stack %s", (_name, stack
     expect(resources.some((r) => r.type === "kubernetes:apps/v1:Deployment")).toBe(true);
     const violations = evaluate(kubernetesRules({ allowSynthPlaceholder: true }), resources);
     expect(violations, report(violations)).toEqual([]);
-  });
+    // A synth subprocess per stack: 25 s alone for one model, near 40 s for the stacks of several
+    // models on a loaded 2-core machine; the suite's 30 s default is for tests in one process.
+  }, 120_000);
 });
 
 describe("an internet-facing gateway", () => {
