@@ -80,6 +80,8 @@ class EngineSettings:
     max_logprobs: int
     dtype: str
     device: str
+    # True: no CUDA graphs / compilation (faster start, slower decode); the CPU tests use it.
+    enforce_eager: bool = False
 
     @classmethod
     def from_model_config(cls, config: Mapping[str, Any]) -> EngineSettings:
@@ -101,6 +103,9 @@ class EngineSettings:
         device = _raw(config, "device") or "cuda"
         if device not in ("cuda", "cpu"):
             raise ModelConfigError(f"model '{name}': parameter 'device' must be cuda or cpu, got {device!r}")
+        eager = _raw(config, "enforce_eager") or "false"
+        if eager not in ("true", "false"):
+            raise ModelConfigError(f"model '{name}': parameter 'enforce_eager' must be true or false, got {eager!r}")
         settings = cls(
             model_path=model_path,
             tensor_parallel_size=_int(config, "tensor_parallel_size", 1),
@@ -114,6 +119,7 @@ class EngineSettings:
             max_logprobs=_int(config, "max_logprobs", 0, default=20),
             dtype=dtype,
             device=device,
+            enforce_eager=eager == "true",
         )
         if settings.max_input_len + settings.max_output_len > settings.max_model_len:
             raise ModelConfigError(
@@ -133,6 +139,7 @@ class EngineSettings:
             "max_num_seqs": self.max_num_seqs,
             "max_logprobs": self.max_logprobs,
             "dtype": self.dtype,
+            "enforce_eager": self.enforce_eager,
             # Weights and tokenizer come from the image; never the Hub.
             "trust_remote_code": False,
             "disable_log_stats": False,

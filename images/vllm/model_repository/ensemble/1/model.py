@@ -24,7 +24,9 @@ project (docs/vllm.md); it drives vLLM's async engine directly.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import locale
 import os
 import sys
 import threading
@@ -56,6 +58,11 @@ class TritonPythonModel:
         self.settings = EngineSettings.from_model_config(config)
         # vLLM reads these when it is imported or when the engine starts.
         os.environ.update(self.settings.environment())
+        # The backend's embedded interpreter keeps the C locale whatever the
+        # environment says, so open() defaults to ASCII; torch reads its UTF-8
+        # kernel templates with that default and fails to import.
+        if locale.getpreferredencoding(False).lower().replace("-", "") != "utf8":
+            locale.setlocale(locale.LC_CTYPE, "C.UTF-8")
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="vllm-loop", daemon=True)
         self.thread.start()
@@ -66,14 +73,22 @@ class TritonPythonModel:
         from vllm.v1.engine.async_llm import AsyncLLM
 
         self.engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.settings.engine_args()))
-        self.tokenizer = await self.engine.get_tokenizer()
+        tokenizer = self.engine.get_tokenizer()
+        # A coroutine in some vLLM releases, the tokenizer itself in others.
+        self.tokenizer = await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
         self.vocab_size = len(self.tokenizer)
         self.eos_id = self.tokenizer.eos_token_id
         self.tasks: set[asyncio.Future[None]] = set()
 
     def execute(self, requests: list[Any]) -> None:
         for request in requests:
-            future = asyncio.run_coroutine_threadsafe(self._serve(request), self.loop)
+            # Read the inputs here, on the backend's thread: the request's
+            # tensors live in shared memory the stub reuses once execute returns.
+            inputs = {}
+            for name in INPUTS:
+                tensor = pb_utils.get_input_tensor_by_name(request, name)
+                inputs[name] = None if tensor is None else tensor.as_numpy().copy()
+            future = asyncio.run_coroutine_threadsafe(self._serve(request, inputs), self.loop)
             self.tasks.add(future)
             future.add_done_callback(self.tasks.discard)
         return None
@@ -88,13 +103,9 @@ class TritonPythonModel:
     def _decode(self, ids: Any) -> str:
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
 
-    async def _serve(self, request: Any) -> None:
+    async def _serve(self, request: Any, inputs: dict[str, Any]) -> None:
         sender = request.get_response_sender()
         try:
-            inputs = {}
-            for name in INPUTS:
-                tensor = pb_utils.get_input_tensor_by_name(request, name)
-                inputs[name] = None if tensor is None else tensor.as_numpy()
             rows = parse(
                 inputs,
                 lambda text: self.tokenizer.encode(text),
