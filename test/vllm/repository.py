@@ -83,10 +83,10 @@ def _dims(dims: list[int]) -> str:
     return ", ".join(str(d) for d in dims)
 
 
-def render_config(max_batch_size: int, parameters: dict[str, str]) -> str:
+def render_config(max_batch_size: int, parameters: dict[str, str], name: str = "ensemble") -> str:
     lines = [
         "# Rendered by test/vllm/repository.py (the project's vLLM model, images/vllm).",
-        'name: "ensemble"',
+        f'name: "{name}"',
         'backend: "python"',
         f"max_batch_size: {max_batch_size}",
         "input [",
@@ -110,15 +110,17 @@ def render_config(max_batch_size: int, parameters: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def assemble(out: Path, max_batch_size: int, parameters: dict[str, str]) -> Path:
-    model = out / "ensemble"
+def assemble(out: Path, max_batch_size: int, parameters: dict[str, str], name: str = "ensemble") -> Path:
+    """One model of the repository: `ensemble` as the gateway calls it, or another name
+    when a test serves several checkpoints from one server."""
+    model = out / name
     if model.exists():
         shutil.rmtree(model)
     (model / "1").mkdir(parents=True)
     shutil.copy2(MODEL_PY, model / "1" / "model.py")
     for package in PACKAGES:
         shutil.copytree(package, model / "1" / package.name, ignore=shutil.ignore_patterns("__pycache__"))
-    (model / "config.pbtxt").write_text(render_config(max_batch_size, parameters))
+    (model / "config.pbtxt").write_text(render_config(max_batch_size, parameters, name))
     return model
 
 
