@@ -90,7 +90,8 @@ def test_top_logprobs_are_transformers_top_alternatives(server: dict[str, Any], 
     assert top_texts.shape == (1, count, k) and top_probs.shape == (1, count, k)
     for j, step in enumerate(steps):
         values, ids = torch.topk(step, k)
-        assert texts(top_texts[0, j]) == [tokenizer.decode([i]) for i in ids.tolist()]
+        # A lone byte of a multi-byte character: vLLM's text for it is "", a decode shows U+FFFD.
+        assert texts(top_texts[0, j]) == [tokenizer.decode([i]).replace("\ufffd", "") for i in ids.tolist()]
         assert top_probs[0, j].tolist() == pytest.approx(values.tolist(), abs=1e-3)
         # The sampled (greedy) token is the first alternative, with the same log probability.
         assert float(last["output_log_probs"][0, j]) == pytest.approx(float(values[0]), abs=1e-3)
@@ -106,11 +107,13 @@ def test_copies_with_seeds_in_one_request(server: dict[str, Any]) -> None:
 
 
 def test_stop_word_ends_the_text_and_stays_in_it(server: dict[str, Any]) -> None:
-    full = texts(generate(server["grpc"], "gptneox", PROMPT, MAX_TOKENS, top_k=1).last["text_output"])[0]
-    stop = full[len(full) // 3 : len(full) // 3 + 2]
-    assert stop.strip(), full
-    cut = texts(generate(server["grpc"], "gptneox", PROMPT, MAX_TOKENS, top_k=1, stop_words=[stop]).last["text_output"])[0]
-    assert cut.endswith(stop) and full.startswith(cut) and len(cut) < len(full)
+    # A family whose random greedy text has characters to stop at (some emit only lone bytes).
+    fulls = {f: texts(generate(server["grpc"], f, PROMPT, MAX_TOKENS, top_k=1).last["text_output"])[0] for f in FAMILIES}
+    family, full = max(fulls.items(), key=lambda item: len(item[1].strip()))
+    assert len(full.strip()) >= 6, fulls
+    stop = full[len(full) // 2 : len(full) // 2 + 2]
+    cut = texts(generate(server["grpc"], family, PROMPT, MAX_TOKENS, top_k=1, stop_words=[stop]).last["text_output"])[0]
+    assert cut.endswith(stop) and full.startswith(cut) and len(cut) < len(full), (full, stop, cut)
 
 
 @pytest.mark.parametrize(
