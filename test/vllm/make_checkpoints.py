@@ -60,7 +60,7 @@ def write_checkpoint(directory: Path, config: object, seed: int) -> None:
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32).eval()
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for param in model.parameters():
