@@ -3,7 +3,7 @@
 The server (test/triton/server.sh: nvidia-pytriton's tritonserver, the
 project's vLLM model from images/vllm) serves each family's checkpoint as its
 own model, named after the family, so one server start covers all four; the
-gateway-facing name `ensemble` is the try-out's (scripts/try). The server
+gateway-facing name `ensemble` is the try-out's (scripts/try.ts). The server
 runs the Python models in this suite's venv (--python-venv) and stops when
 the session ends, or when this pytest process is gone (--watch-pid).
 """
