@@ -23,6 +23,7 @@ suites=(
   "ssh|bash test/ssh/run.sh"
   "k8s|bash test/k8s/run.sh"
   "engine|bash test/engine/run.sh"
+  "vllm|bash test/vllm/run.sh"
 )
 only=${TEST_SUITES:-}
 

@@ -4,6 +4,11 @@
 # content and the interpreter version, so CI and later sessions reuse it and a
 # changed lock gets a fresh venv instead of a half-upgraded one.
 #
+# A lock whose first line is `# pyenv: --no-deps` is installed without pip's
+# dependency resolution: the lock already lists every package, and a package's
+# own pin that the lock overrides on purpose (test/vllm/lock.sh) would
+# otherwise make pip refuse it. Hashes are still checked.
+#
 # usage: test/lib/pyenv.sh <requirements-lock-file>   -> prints the venv dir
 set -euo pipefail
 
@@ -32,8 +37,10 @@ if [[ ! -f $venv/.complete ]]; then
     done
   ) &
   heartbeat=$!
+  pip_args=(--disable-pip-version-check --no-input --progress-bar off)
+  if [[ $(head -n 1 "$lock") == "# pyenv: --no-deps" ]]; then pip_args+=(--no-deps); fi
   rc=0
-  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --progress-bar off -r "$lock" 2>&1 \
+  "$venv/bin/python" -m pip install "${pip_args[@]}" -r "$lock" 2>&1 \
     | sed -un 's/^\(Collecting\|Downloading\|Successfully installed\).*/pyenv: &/p' >&2 || rc=$?
   kill "$heartbeat" 2>/dev/null || true
   wait "$heartbeat" 2>/dev/null || true

@@ -19,6 +19,9 @@
 #   --watch-pid PID       (serve mode) stop when process PID is gone, so a
 #                         test runner that dies cannot leave a server behind
 #   --http-port/--grpc-port/--metrics-port N   fixed ports (default: free ones)
+#   --python-venv DIR     the venv whose packages the Python models import
+#                         (default: the server's own, test/triton/requirements.lock);
+#                         same Python minor version as the server's venv
 #
 # The Python backend's stub embeds a Python interpreter. It finds the cached
 # venv's packages because the venv's bin/ is first on PATH (the embedded
@@ -43,6 +46,7 @@ http_port=""
 grpc_port=""
 metrics_port=""
 watch_pid=""
+python_venv=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --model-repository) repo=${2:?}; shift 2 ;;
@@ -53,6 +57,7 @@ while [[ $# -gt 0 ]]; do
     --grpc-port) grpc_port=${2:?}; shift 2 ;;
     --metrics-port) metrics_port=${2:?}; shift 2 ;;
     --watch-pid) watch_pid=${2:?}; shift 2 ;;
+    --python-venv) python_venv=${2:?}; shift 2 ;;
     --) shift; break ;;
     *) die "unknown argument: $1 (see the usage at the top of $0)" ;;
   esac
@@ -72,6 +77,24 @@ binary="$dist/bin/tritonserver"
 [[ -x $binary ]] || die "tritonserver binary missing from nvidia-pytriton: $binary"
 stub_src="$dist/python_backend_stubs/$pyver/triton_python_backend_stub"
 [[ -f $stub_src ]] || die "nvidia-pytriton ships no Python backend stub for Python $pyver ($stub_src)"
+
+# The Python models' packages: the server's venv, or another one of the same
+# Python version (test/vllm serves vLLM from its own venv).
+models_venv=${python_venv:-$venv}
+if [[ -n $python_venv ]]; then
+  [[ -x $python_venv/bin/python3 ]] || die "--python-venv $python_venv has no bin/python3"
+  models_pyver=$("$python_venv/bin/python3" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  [[ $models_pyver == "$pyver" ]] || die "--python-venv is Python $models_pyver, the server's stub is for $pyver"
+  # The stub links the system's libpython, whose patch release may be older
+  # than the venv's standard library (pyenv's 3.11.7 beside Debian's 3.11.2:
+  # its _ssl needs symbols the older libpython lacks, and vLLM imports ssl).
+  # When the venv's interpreter is a shared build, the stub loads its own
+  # libpython instead, so library and standard library match.
+  models_libdir=$("$python_venv/bin/python3" -c 'import sysconfig as s; print(s.get_config_var("LIBDIR") if s.get_config_var("Py_ENABLE_SHARED") else "")')
+  if [[ -n $models_libdir && -f $models_libdir/libpython$pyver.so.1.0 ]]; then
+    libs="$models_libdir:$libs"
+  fi
+fi
 
 glibc=$(getconf GNU_LIBC_VERSION | awk '{print $2}')
 if [[ $(printf '%s\n2.35\n' "$glibc" | sort -V | head -1) != 2.35 ]]; then
@@ -158,7 +181,7 @@ log "phase: starting tritonserver (http 127.0.0.1:$http_port, grpc 127.0.0.1:$gr
 # A unique shm prefix keeps concurrent servers (parallel CI jobs) from
 # attaching to each other's Python-backend shared memory regions.
 env \
-  PATH="$venv/bin:$PATH" \
+  PATH="$models_venv/bin:$PATH" \
   LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   PYTHONDONTWRITEBYTECODE=1 \
   "$binary" \

