@@ -11,7 +11,9 @@ export TEST_REPORT_DIR=${TEST_REPORT_DIR:-$root/out/test-reports}
 rm -rf "$TEST_REPORT_DIR"
 mkdir -p "$TEST_REPORT_DIR"
 
-# name|command: each suite's own runner; the order is cheapest first.
+# name|command: each suite's own runner; cheapest first, except that the vLLM suite runs before k8s and
+# engine: on a cold machine those two wait for their Go-built binaries (.ci/run builds them in the
+# background), and the vLLM suite fills that wait.
 suites=(
   "unit|npx vitest run --reporter=default --reporter=junit --outputFile.junit=$TEST_REPORT_DIR/unit.xml"
   "scripts|bash test/scripts/run.sh"
@@ -21,9 +23,9 @@ suites=(
   "gateway|bash test/gateway/run.sh"
   "security|bash test/security/run.sh"
   "ssh|bash test/ssh/run.sh"
+  "vllm|bash test/vllm/run.sh"
   "k8s|bash test/k8s/run.sh"
   "engine|bash test/engine/run.sh"
-  "vllm|bash test/vllm/run.sh"
 )
 only=${TEST_SUITES:-}
 
