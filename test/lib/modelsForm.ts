@@ -38,3 +38,6 @@ export function stackFileConfig(relativePath: string): Record<string, unknown> {
 }
 
 export const SEED_MODELS_STACK = "test/stacks/models/Pulumi.seed-models.yaml";
+
+/** The same stack with a canary on KoGPT (docs/serving.md, Canary). */
+export const SEED_CANARY_STACK = "test/stacks/models/Pulumi.seed-canary.yaml";

@@ -84,8 +84,11 @@ export function renderStackScaling(s: ResolvedStack, stackName = "dev", refs?: N
 }
 
 /** The example stack of several models (test/stacks/models/Pulumi.seed-models.yaml), resolved and planned as the composition roots do. */
-export function seedModelsPlan(stackName = "seed-models"): { models: ResolvedStack[]; plan: StackPlan } {
-  const { models, problems } = resolveStack(stackFileConfig(SEED_MODELS_STACK), NO_SECRETS);
+export function seedModelsPlan(
+  stackName = "seed-models",
+  stackFile = SEED_MODELS_STACK,
+): { models: ResolvedStack[]; plan: StackPlan } {
+  const { models, problems } = resolveStack(stackFileConfig(stackFile), NO_SECRETS);
   if (!models) throw new Error(formatProblems(stackName, problems));
   // Build-step hashes play no part here: a stand-in hasher spares reading the repository.
   return { models, plan: buildStackPlan(models, stackName, (p) => `h:${p}`) };
@@ -95,8 +98,8 @@ export function seedModelsPlan(stackName = "seed-models"): { models: ResolvedSta
  * The scaling objects of the example stack of several models: what they share, and each model's own.
  * `priced`: each model's GPU nodes priced as the roots price them (the stack's estimate in us-east-1).
  */
-export function renderSeedModelsScaling(priced = false): StackScalingManifests {
-  const { models, plan } = seedModelsPlan();
+export function renderSeedModelsScaling(priced = false, stackFile = SEED_MODELS_STACK): StackScalingManifests {
+  const { models, plan } = seedModelsPlan("seed-models", stackFile);
   const first = models[0];
   const firstPlan = plan.models[0]?.plan;
   if (!first || !firstPlan) throw new Error("the example stack has no model");

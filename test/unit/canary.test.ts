@@ -15,9 +15,8 @@ import type { StepId } from "../../infra/plan/stepGraph";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 import { renderStackScaling, sharedScalingInput } from "../../infra/render/scaling";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
-import { SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
+import { SEED_CANARY_STACK, SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
 
-export const SEED_CANARY_STACK = "test/stacks/models/Pulumi.seed-canary.yaml";
 const hasher = repoPathHasher(REPO_ROOT);
 
 type Raw = Record<string, unknown>;

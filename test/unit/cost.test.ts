@@ -25,6 +25,7 @@ import { parseStackFile } from "../../infra/synth/stackFile";
 import { planOf, stackPlanOf } from "../lib/plan";
 import { gpt2Config, type RawConfig } from "../lib/fixtures";
 import { buildStackPlan } from "../../infra/plan/stack";
+import { SEED_CANARY_STACK } from "../lib/modelsForm";
 
 const ROOT = path.join(__dirname, "..", "..");
 const GOLDEN = path.join(__dirname, "golden", "cost");
@@ -95,7 +96,7 @@ describe("golden estimate of the several-model example", () => {
 });
 
 describe("a canary (issue 36): its extra $/month and its minutes to serve", () => {
-  const CANARY = "test/stacks/models/Pulumi.seed-canary.yaml";
+  const CANARY = SEED_CANARY_STACK;
 
   it("seed-canary: the canary's lines are its own, and the summary says what it adds and when it serves", () => {
     const before = seedModelsReport();

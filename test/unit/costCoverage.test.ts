@@ -23,6 +23,7 @@ import { parseInventory, type Inventory } from "../../infra/synth/inventory";
 import { COST_FILE, parseCostReport } from "../../infra/synth/costArtifacts";
 import { MODEL_TAG_KEY } from "../../infra/tags";
 import { cli } from "../../scripts/synth";
+import { SEED_CANARY_STACK } from "../lib/modelsForm";
 import { freshProgram } from "../lib/freshProgram";
 
 const ROOT = path.resolve(__dirname, "../..");
@@ -57,7 +58,7 @@ const STACKS: Array<[string, string, ((c: Record<string, unknown>) => void)?]> =
   ["dev", "Pulumi.dev.yaml"],
   ["prod", "Pulumi.prod.yaml"],
   ["seed-models", "test/stacks/models/Pulumi.seed-models.yaml"],
-  ["seed-canary", "test/stacks/models/Pulumi.seed-canary.yaml"],
+  ["seed-canary", SEED_CANARY_STACK],
   ["gptj-g6-tp4", "test/stacks/gpus/Pulumi.gptj-g6-tp4.yaml"],
   ["neox20b-g6e", "test/stacks/gpus/Pulumi.neox20b-g6e.yaml"],
   // An existing cluster and network: no control plane, NAT or KMS key; the store in the cluster, on a volume.

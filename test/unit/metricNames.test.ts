@@ -23,6 +23,7 @@ import { PromQLSyntaxError, metricNames } from "../lib/promqlMetrics";
 import { gptjAutoscaled, renderSeedModelsScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
 import { renderOneModelScaling } from "../lib/scalingFixtures";
 import type { StackScalingManifests } from "../../infra/render/scaling";
+import { SEED_CANARY_STACK } from "../lib/modelsForm";
 
 const DATA = path.resolve(__dirname, "../data/metrics");
 
@@ -46,6 +47,8 @@ const stacks: Record<string, () => StackScalingManifests[]> = {
   fixed: () => [renderOneModelScaling(resolvedStack(gpt2Config()))],
   // The first model's render carries the stack's dashboard rows and per-model alerts; each its own scaler.
   "several models": () => [renderSeedModelsScaling()],
+  // The canary's alert and panels read the gateway's canary series (canary/canaryPlugin.ts).
+  "a canary": () => [renderSeedModelsScaling(false, SEED_CANARY_STACK)],
 };
 
 describe("PromQL metric-name extraction", () => {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseStackFile } from "../../infra/synth/stackFile";
 import { runProgram, type RunOptions } from "../lib/pulumi";
-import { SEED_MODELS_STACK, stackFileConfig, toModelsForm } from "../lib/modelsForm";
+import { SEED_CANARY_STACK, SEED_MODELS_STACK, stackFileConfig, toModelsForm } from "../lib/modelsForm";
 
 const ROOT = join(__dirname, "..", "..");
 const SNAPSHOTS = join(__dirname, "golden", "urns");
@@ -73,7 +73,7 @@ const CASES: Case[] = [
   {
     name: "seed-canary",
     stack: "seed-models",
-    config: () => stackFileConfig("test/stacks/models/Pulumi.seed-canary.yaml"),
+    config: () => stackFileConfig(SEED_CANARY_STACK),
   },
 ];
 

@@ -33,7 +33,7 @@ import { FakeTriton, TEST_MODEL } from "./fakeTriton";
 import { resolveStack } from "../../../infra/resolve";
 import { buildStackPlan } from "../../../infra/plan/stack";
 import { REPO_ROOT, repoPathHasher } from "../../../infra/repoFiles";
-import { stackFileConfig } from "../../lib/modelsForm";
+import { SEED_CANARY_STACK, stackFileConfig } from "../../lib/modelsForm";
 import { BUILD_SERIES_LABEL, CANARY_ROLLED_BACK_METRIC } from "../../../infra/render/observability";
 import { LABELS } from "../../../images/gateway/src/telemetry/metrics";
 
@@ -262,7 +262,7 @@ describe("the canary's config", () => {
   });
 
   it("parses what the stack renders for the example canary stack (infra/plan/gateway.ts, the contract's other side)", () => {
-    const raw = stackFileConfig("test/stacks/models/Pulumi.seed-canary.yaml") as Record<string, unknown>;
+    const raw = stackFileConfig(SEED_CANARY_STACK) as Record<string, unknown>;
     const r = resolveStack(raw, {}, { today: "2026-11-25" });
     expect(r.problems).toEqual([]);
     const sp = buildStackPlan(r.models ?? [], "seed-models", repoPathHasher(REPO_ROOT));
