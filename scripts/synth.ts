@@ -118,6 +118,13 @@ function stackSummary(
     lines.push(`model ${entry.id}${entry.first ? " (first: the one-model names)" : ""} -> ${MODELS_OUT}/${entry.id}/`);
     for (const l of [...modelLines(entry.plan, resolved), ...(perModel[n] ?? [])]) lines.push(`  ${l}`);
   }
+  // A live canary's folder follows the models' (infra/synth/artifacts.ts synthesizeStack).
+  for (const [k, c] of sp.canaries.filter((x) => !x.promote).entries()) {
+    lines.push(
+      `canary ${c.id} of ${c.of} (${c.weight} % of its new requests, build ${c.buildId}; shares ${c.shared.join(", ") || "no step"}) -> ${MODELS_OUT}/${c.id}/`,
+    );
+    for (const l of perModel[sp.models.length + k] ?? []) lines.push(`  ${l}`);
+  }
   for (const b of sp.builders)
     lines.push(
       `builder ${b.name}: ${b.instanceType} (${b.gpuModel}), ${b.diskGiB} GiB disk; builds triton_with_ft for SM ${b.smList.join(",")}; converts ${b.models.join(", ")}`,

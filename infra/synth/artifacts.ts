@@ -9,7 +9,8 @@
  * A stack of several models (synthesizeStack) runs every writer once per model
  * into `models/<id>/` (its `writeModel`, else `write`) and once for what the
  * models share (`writeShared`) at the top; plan.json then holds each model's
- * plan under `models` and the stack's builders.
+ * plan under `models` and the stack's builders. A live canary (issue 36) gets
+ * its folder `models/<id>-canary/` too, its plan under `canaries`.
  */
 import { PLAN_DOCUMENT_OMITS, type Plan } from "../plan";
 import { stepPlanEntries } from "../plan/stepGraph";
@@ -183,9 +184,45 @@ export function synthesizeStack(
     modelDocs[entry.id] = modelDoc;
     models.push({ id: entry.id, first: entry.first, summary });
   }
+  // A live canary is served like a model of its own (its Triton workload, its own steps) under `models/<id>-canary/`;
+  // plan.json keeps it under `canaries`, apart from the models the gateway routes by id.
+  const canaryDocs: Record<string, Record<string, unknown>> = {};
+  for (const c of sp.canaries) {
+    if (c.promote) continue;
+    const resolved = stack.models.find((m) => m.model.name === c.of)?.canary?.stack;
+    if (!resolved) throw new Error(`synth: canary ${c.id} has no resolved config`);
+    const ctx: SynthContext = {
+      stackName: stack.stackName,
+      stack: resolved,
+      plan: c.plan,
+      stackPlan: sp,
+      models: stack.models,
+      readRepoFile: stack.readRepoFile,
+      ...(stack.region ? { region: stack.region } : {}),
+      ...(stack.today ? { today: stack.today } : {}),
+    };
+    const doc = planDocument(stack.stackName, c.plan);
+    delete doc.stack;
+    const canaryDoc: Record<string, unknown> = {
+      of: c.of,
+      buildId: c.buildId,
+      weight: c.weight,
+      shared: c.shared,
+      ...doc,
+    };
+    const summary: string[] = [];
+    for (const w of writers) {
+      const written = w.writeModel ? w.writeModel(ctx, stack) : w.write(ctx);
+      out.add(w, written, canaryDoc, `${MODELS_OUT}/${c.id}/`);
+      summary.push(...(written.summary ?? []));
+    }
+    canaryDocs[c.id] = canaryDoc;
+    models.push({ id: c.id, first: false, summary });
+  }
   const plan: Record<string, unknown> = {
     stack: stack.stackName,
     models: modelDocs,
+    ...(Object.keys(canaryDocs).length > 0 ? { canaries: canaryDocs } : {}),
     builders: sp.builders,
     gateway: sp.gateway.plan,
   };

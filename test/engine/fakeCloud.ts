@@ -1,6 +1,6 @@
 /**
  * The cloud providers the loopback cannot reach, as plugins of the real
- * engine: `pulumi-resource-<aws|awsx|eks|random|tls>` on the suite's PATH
+ * engine: `pulumi-resource-<aws|awsx|command|eks|random|tls>` on the suite's PATH
  * (test/engine/plugins/) start this file with the package name. It speaks the
  * provider protocol through @pulumi/pulumi's own provider server, so the engine
  * plans, diffs, creates, refreshes and deletes these resources as it does real
@@ -28,6 +28,22 @@ type Props = Record<string, unknown>;
 
 /** The inputs a resource was created or updated with, kept in its state so diff compares inputs with inputs. */
 const INPUTS = "__fakeCloudInputs";
+
+/** The signature key of a special value (secret, asset, archive) in the provider protocol. */
+const SIG = "4dabf18193072939515e22adb298388d";
+const ASSET_SIGS = new Set(["c44067f5952c0a294b673a41bacd8c17", "0def7320c3a5731c473e5ecbe6d01bc7"]);
+
+/**
+ * Inputs with every asset and archive as the engine's hash of its contents: create gets an asset with
+ * its contents and hash, diff with the hash alone (command:remote:CopyToRemote's source).
+ */
+function plain(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(plain);
+  if (v === null || typeof v !== "object") return v;
+  const o = v as Props;
+  if (ASSET_SIGS.has(String(o[SIG])) && typeof o.hash === "string") return { [SIG]: o[SIG], hash: o.hash };
+  return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, plain(x)]));
+}
 
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
@@ -109,7 +125,7 @@ function outputsOf(urn: string, inputs: Props): { id: string; outs: Props } {
   }
   if (type === "aws:sqs/queue:Queue")
     extra.url = `https://sqs.us-east-1.amazonaws.com/123456789012/${String(state.name ?? extra.name)}`;
-  return { id, outs: { ...state, ...extra, [INPUTS]: canonical(inputs) } };
+  return { id, outs: { ...state, ...extra, [INPUTS]: canonical(plain(inputs)) } };
 }
 
 function kubeconfig(): string {
@@ -202,7 +218,7 @@ export function fakeCloud(pkg: string, version: string): provider.Provider {
   return {
     version,
     async diff(_id, _urn, olds: Props, news: Props) {
-      const changed = olds[INPUTS] !== canonical(news);
+      const changed = olds[INPUTS] !== canonical(plain(news));
       return { changes: changed };
     },
     async create(urn, inputs: Props) {
@@ -211,7 +227,7 @@ export function fakeCloud(pkg: string, version: string): provider.Provider {
     async update(_id, urn, olds: Props, news: Props) {
       // Generated material (a password, a key, a certificate) stays what it was, as its provider keeps it.
       if (typeOf(urn).startsWith("random:") || typeOf(urn).startsWith("tls:"))
-        return { outs: { ...olds, ...news, [INPUTS]: canonical(news) } };
+        return { outs: { ...olds, ...news, [INPUTS]: canonical(plain(news)) } };
       return { outs: outputsOf(urn, news).outs };
     },
     async read(id, _urn, props: Props) {

@@ -15,6 +15,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { SYSTEM_NODE_LABEL } from "../../infra/cloud/eks";
 import { SCRAPER_NAMESPACE_LABEL } from "../../infra/render/gatewayManifests";
 import { GATEWAY_HELD_METRIC } from "../../infra/render/prometheus";
@@ -205,14 +206,32 @@ for (const ref of stacks) {
         "json",
       ]);
       const file = JSON.parse(stored.data["config.json"] ?? "{}") as {
-        models: Array<{ id: string; maxInflight: number }>;
+        models: Array<{
+          id: string;
+          maxInflight: number;
+          canary?: { triton: { grpc: string }; maxInflight: number; weight: number };
+        }>;
         limits: { maxInflight: number };
       };
       // Two batches (one running, one queued) per Triton pod the model can have at its most (plan.json).
       const held = (m: RenderedModel) => 2 * m.maxBatchSize * (m.autoscaling?.maxReplicas ?? m.kubernetes.replicas);
+      // A live canary is no route of its own: its model's route carries it, with its own cap and Triton.
+      const routed = stack.models.filter((m) => m.canaryOf === undefined);
+      const canaries = stack.models.filter((m) => m.canaryOf !== undefined);
       expect(Object.fromEntries(file.models.map((r) => [r.id, r.maxInflight]))).toEqual(
-        Object.fromEntries(stack.models.map((m) => [m.id, held(m)])),
+        Object.fromEntries(routed.map((m) => [m.id, held(m)])),
       );
+      expect(Object.fromEntries(file.models.flatMap((r) => (r.canary ? [[r.id, r.canary.maxInflight]] : [])))).toEqual(
+        Object.fromEntries(canaries.map((c) => [c.canaryOf, held(c)])),
+      );
+      for (const c of canaries) {
+        const tritonService = c.objects.find((o) => o.kind === "Service" && o.metadata.name === `triton-${c.id}`);
+        expect(tritonService, `${c.id}'s Triton Service is rendered`).toBeDefined();
+        expect(file.models.find((r) => r.id === c.canaryOf)?.canary?.triton.grpc, c.id).toBe(
+          `triton-${c.id}.${tritonService?.metadata.namespace ?? "default"}.svc.cluster.local:${PORTS.grpc}`,
+        );
+      }
+      // The gateway's admission counts every Triton it sends to, a canary's too.
       expect(file.limits.maxInflight).toBe(stack.models.reduce((sum, m) => sum + held(m), 0));
       const gatewayDeployment = stack.objects.find(
         (o) =>
@@ -225,7 +244,7 @@ for (const ref of stacks) {
           (o.spec as { scaleTargetRef?: { name?: string } } | undefined)?.scaleTargetRef?.name ===
             gatewayDeployment?.metadata.name,
       );
-      const anyAutoscaled = stack.models.some((m) => m.autoscaling !== undefined);
+      const anyAutoscaled = routed.some((m) => m.autoscaling !== undefined);
       expect(gatewayScaler !== undefined, "the gateway scales when any model does").toBe(anyAutoscaled);
       if (!gatewayScaler) return;
       const so = await kube.json<{ spec: { maxReplicaCount: number; minReplicaCount: number } }>([
@@ -239,13 +258,14 @@ for (const ref of stacks) {
       ]);
       // Its range reaches what every model's Triton pods hold at their most, at half of the floor's hold per pod.
       // A model that sleeps counts at one pod, its floor whenever it has traffic.
-      const floor = stack.models.reduce(
+      // Its range is the routed models' (plan/gateway.ts: a canary's share of the traffic is its model's).
+      const floor = routed.reduce(
         (sum, m) => sum + 2 * m.maxBatchSize * Math.max(1, m.autoscaling?.minReplicas ?? m.kubernetes.replicas),
         0,
       );
-      const peak = stack.models.reduce((sum, m) => sum + held(m), 0);
+      const peak = routed.reduce((sum, m) => sum + held(m), 0);
       expect(so.spec.maxReplicaCount).toBe(Math.max(so.spec.minReplicaCount, Math.ceil(peak / Math.ceil(floor / 2))));
-      if (stack.models.length > 1) expect(so.spec.maxReplicaCount).toBeGreaterThan(so.spec.minReplicaCount);
+      if (routed.length > 1) expect(so.spec.maxReplicaCount).toBeGreaterThan(so.spec.minReplicaCount);
     });
 
     it("lets a model that sleeps go to 0: as stored, its ScaledObject wakes on the gateway's held requests and sleeps after the idle window, its NodePool consolidates when empty, the gateway holds its requests", async (ctx) => {
@@ -396,6 +416,99 @@ for (const ref of stacks) {
       }
     });
 
+    it("serves a live canary apart from its model: its own fixed node group, its pods only there and its model's never there, Available, admitted by the gateway alone, and its policies the only ones it adds", async (ctx) => {
+      const canaries = stack.models.filter((m) => m.canaryOf !== undefined);
+      if (canaries.length === 0) return ctx.skip();
+      const nodeNames = async (m: RenderedModel) => new Set((await gpuNodesOf(m)).map((n) => n.metadata.name));
+      for (const c of canaries) {
+        const stable = stack.models.find((m) => m.id === c.canaryOf);
+        if (!stable) throw new Error(`canary ${c.id} of no model of ${stack.name}`);
+        // A fixed group of its own (a canary never autoscales): no ScaledObject, no NodePool, its plan's node count.
+        expect(c.objects.map((o) => o.kind).filter((k) => k === "ScaledObject" || k === "NodePool")).toEqual([]);
+        expect(c.autoscaling).toBeUndefined();
+        const own = await nodeNames(c);
+        const stables = await nodeNames(stable);
+        expect(own.size, `${c.id}: its plan's GPU nodes`).toBe(c.kubernetes.gpuNodes);
+        for (const n of await gpuNodesOf(c))
+          expect(n.metadata.labels[MODEL_NODE_LABEL_KEY], n.metadata.name).toBe(c.id);
+        // As scheduled: every canary pod on its own nodes, every pod of its model on the model's, none shared.
+        const podsOf = async (m: RenderedModel) => {
+          const d = gpuDeployments.find((x) => modelOf(x) === m);
+          if (!d) throw new Error(`${m.id} has no GPU Deployment`);
+          await kube.run([
+            "wait",
+            "--for=condition=Available",
+            "--timeout=90s",
+            "-n",
+            d.metadata.namespace ?? "default",
+            `deployment/${d.metadata.name}`,
+          ]);
+          const pods = (await kube.pods(d.metadata.namespace ?? "default", d.spec.selector.matchLabels)).filter(
+            (p) => !p.metadata.deletionTimestamp,
+          );
+          expect(pods.length, `${m.id} runs its pods`).toBe(d.spec.replicas ?? 1);
+          return pods.map((p) => p.spec.nodeName ?? "");
+        };
+        for (const n of await podsOf(c)) expect(own.has(n) && !stables.has(n), `${c.id}'s pod on ${n}`).toBe(true);
+        for (const n of await podsOf(stable))
+          expect(stables.has(n) && !own.has(n), `${stable.id}'s pod on ${n}`).toBe(true);
+      }
+      // What the canary adds to the NetworkPolicies, against the same stack rendered without it: one policy
+      // (its Triton admits the gateway) and one egress peer of the gateway (its Triton's pods); nothing else.
+      const file = fs.readFileSync(path.join(stack.dir, `Pulumi.${stack.name}.yaml`), "utf8");
+      const doc = parseYaml(file) as { config: Record<string, Record<string, Record<string, unknown>>> };
+      for (const c of canaries) delete doc.config["triton-ft:models"]?.[c.canaryOf ?? ""]?.canary;
+      const withoutDir = fs.mkdtempSync(path.join(work, "without-canary-"));
+      fs.writeFileSync(path.join(withoutDir, `Pulumi.${stack.name}.yaml`), stringifyYaml(doc));
+      const without = renderStack({ name: stack.name, dir: withoutDir }, withoutDir);
+      const policies = (objects: K8sObject[]) =>
+        new Map(objects.filter((o) => o.kind === "NetworkPolicy").map((o) => [o.metadata.name, o]));
+      const before = policies(without.objects);
+      const after = policies(stack.objects);
+      const added = [...after.keys()].filter((n) => !before.has(n));
+      expect(added, "the canary's Triton policy is the one policy it adds").toEqual(
+        canaries.map((c) => `triton-${c.id}-triton`),
+      );
+      expect(
+        [...before.keys()].filter((n) => !after.has(n)),
+        "no policy is dropped",
+      ).toEqual([]);
+      const changed = [...before.keys()].filter((n) => !isDeepStrictEqual(before.get(n), after.get(n)));
+      const gateway = stack.objects.find(
+        (o): o is Deployment =>
+          o.kind === "Deployment" &&
+          podTemplate(o)?.metadata?.labels?.["app.kubernetes.io/name"] === "triton-ft-gateway",
+      );
+      const gatewayPolicy =
+        [...after.values()].find((o) =>
+          isDeepStrictEqual(
+            (o.spec as { podSelector?: LabelSelector }).podSelector?.matchLabels,
+            gateway?.spec.selector.matchLabels,
+          ),
+        )?.metadata.name ?? "";
+      expect(gatewayPolicy, "a policy selects the gateway's pods").not.toBe("");
+      expect(changed, "only the gateway's own policy changes").toEqual([gatewayPolicy]);
+      type Egress = { egress: Array<{ to?: PolicyPeer[]; ports?: unknown[] }> };
+      const egressOf = (o: K8sObject | undefined) => (o?.spec as Egress | undefined)?.egress ?? [];
+      const was = egressOf(before.get(gatewayPolicy));
+      const is = egressOf(after.get(gatewayPolicy));
+      expect(is.length).toBe(was.length);
+      const newPeers = is.flatMap((rule, i) =>
+        (rule.to ?? []).filter((peer) => !(was[i]?.to ?? []).some((p) => isDeepStrictEqual(p, peer))),
+      );
+      expect(
+        is.map((r) => r.ports),
+        "no port newly allowed",
+      ).toEqual(was.map((r) => r.ports));
+      const canaryTritonLabels = (c: RenderedModel) => {
+        const d = gpuDeployments.find((x) => modelOf(x) === c);
+        return d?.spec.selector.matchLabels;
+      };
+      expect(newPeers, "the gateway newly reaches the canaries' Triton pods and nothing else").toEqual(
+        canaries.map((c) => ({ podSelector: { matchLabels: canaryTritonLabels(c) } })),
+      );
+    });
+
     it.runIf(modelCount(ref) > 1)(
       "keeps each model's pods off the other models' nodes: with only theirs free, its pod stays Pending",
       async () => {
@@ -407,7 +520,9 @@ for (const ref of stacks) {
           if (!template) throw new Error(`model ${m.id} has no GPU Deployment`);
           const own = await gpuNodesOf(m);
           // Another model on the same instance type: the one its pods could take but for the model label.
-          const twin = stack.models.find((o) => o !== m && o.servingInstanceType === m.servingInstanceType);
+          // A canary and its model are each other's twin: the same GPU, nodes apart only by that label.
+          const sameType = stack.models.filter((o) => o !== m && o.servingInstanceType === m.servingInstanceType);
+          const twin = sameType.find((o) => o.canaryOf === m.id || m.canaryOf === o.id) ?? sameType[0];
           const pod = (name: string, keepModelLabel: boolean): K8sObject => {
             const spec = structuredClone(template.spec) as Record<string, unknown> & { affinity?: NodeAffinitySpec };
             const terms =
@@ -425,7 +540,9 @@ for (const ref of stacks) {
           };
           const probe = `isolation-${m.id}`.slice(0, 63);
           const control = `isolation-control-${m.id}`.slice(0, 63);
-          for (const n of own) await kube.run(["cordon", n.metadata.name]);
+          // Only the twin's nodes stay open to the control pod: the other same-type models' are cordoned too.
+          const closed = [...own, ...(await Promise.all(sameType.filter((o) => o !== twin).map(gpuNodesOf))).flat()];
+          for (const n of closed) await kube.run(["cordon", n.metadata.name]);
           try {
             await kube.apply([pod(probe, true), ...(twin ? [pod(control, false)] : [])]);
             if (twin) {
@@ -447,7 +564,7 @@ for (const ref of stacks) {
             expect(refused.status.phase).toBe("Pending");
           } finally {
             await kube.run(["delete", "pod", "-n", ns, probe, control, "--ignore-not-found", "--wait=true"]);
-            for (const n of own) await kube.run(["uncordon", n.metadata.name]);
+            for (const n of closed) await kube.run(["uncordon", n.metadata.name]);
           }
         }
       },

@@ -5,7 +5,8 @@
  * which objects the program renders: tests read the manifests and plan.json.
  * A stack of several models has its shared manifests under k8s/ and each
  * model's under models/<id>/k8s/ (plan.json `models`); a one-model stack is
- * one model whose manifests are all of k8s/.
+ * one model whose manifests are all of k8s/. A live canary (plan.json
+ * `canaries`) is served like a model of its own, from models/<id>-canary/k8s/.
  */
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -50,6 +51,8 @@ export interface RenderedModel {
   autoscaling?: { minReplicas: number; maxReplicas: number };
   /** Its own objects: its Triton workload (several models), or every object of a one-model stack. */
   objects: K8sObject[];
+  /** A live canary (plan.json `canaries`, issue 36): the id of the model it is a second build of. */
+  canaryOf?: string;
 }
 
 export interface RenderedStack extends StackRef {
@@ -58,7 +61,7 @@ export interface RenderedStack extends StackRef {
   manifestDirs: string[];
   manifestFiles: string[];
   objects: K8sObject[];
-  /** Every served model, in the stack's order (one for a one-model stack). */
+  /** Every served Triton workload, in the stack's order (one for a one-model stack), then each live canary. */
   models: RenderedModel[];
   region: string;
   availabilityZones: number;
@@ -71,7 +74,8 @@ interface ModelPlanJson {
   kubernetes: WorkloadNumbers;
   autoscaling?: { minReplicas: number; maxReplicas: number };
 }
-type PlanJson = ModelPlanJson | { models: Record<string, ModelPlanJson> };
+type PlanJson =
+  ModelPlanJson | { models: Record<string, ModelPlanJson>; canaries?: Record<string, ModelPlanJson & { of: string }> };
 
 /** Top-level stacks plus test/**\/Pulumi.<stack>.yaml (not node_modules, not out/). */
 export function discoverStacks(): StackRef[] {
@@ -119,7 +123,10 @@ export function renderStack(ref: StackRef, workDir: string): RenderedStack {
   );
   const k8sDir = path.join(out, "k8s");
   const plan = JSON.parse(fs.readFileSync(path.join(out, "plan.json"), "utf8")) as PlanJson;
-  const entries = "models" in plan ? Object.entries(plan.models) : [[plan.model.name, plan] as const];
+  // A live canary is a Triton workload of its own, in its own folder, after the models (synth writes it so).
+  const canaries = "models" in plan ? Object.entries(plan.canaries ?? {}) : [];
+  const entries: Array<readonly [string, ModelPlanJson & { of?: string }]> =
+    "models" in plan ? [...Object.entries(plan.models), ...canaries] : [[plan.model.name, plan] as const];
   const several = "models" in plan;
   const modelDirs = several ? entries.map(([id]) => path.join(out, "models", id, "k8s")) : [];
   const manifestDirs = [k8sDir, ...modelDirs];
@@ -139,6 +146,7 @@ export function renderStack(ref: StackRef, workDir: string): RenderedStack {
       maxBatchSize: p.serving.maxBatchSize,
       ...(p.autoscaling ? { autoscaling: p.autoscaling } : {}),
       objects: own,
+      ...(p.of !== undefined ? { canaryOf: p.of } : {}),
     };
   });
   const stackFile = parseYaml(fs.readFileSync(path.join(ref.dir, `Pulumi.${ref.name}.yaml`), "utf8")) as {

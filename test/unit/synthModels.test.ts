@@ -186,3 +186,60 @@ describe("synth and the program agree on the Kubernetes objects", () => {
     expect(written).toEqual(registered);
   });
 });
+
+describe("synth of a stack with a live canary (test/stacks/models/Pulumi.seed-canary.yaml)", () => {
+  const CANARY = "kogpt-6b-canary";
+  let canaryOut: string;
+  let canaryLines: string[];
+  beforeAll(() => {
+    canaryOut = path.join(tmp, "out-canary");
+    canaryLines = [];
+    const code = main(["--stack", "seed-canary", "--out", canaryOut], {
+      cwd: STACK_DIR,
+      repoRoot: REPO_ROOT,
+      stdout: (l) => canaryLines.push(l),
+      stderr: () => undefined,
+    });
+    expect(code).toBe(0);
+  });
+
+  it("writes the canary under models/<id>-canary/ (its Triton workload, its own steps only) and its plan under canaries", () => {
+    const doc = JSON.parse(fs.readFileSync(path.join(canaryOut, "plan.json"), "utf8")) as {
+      models: Record<string, unknown>;
+      canaries: Record<string, { of: string; shared: string[]; buildSteps: Array<{ id: string }>; weight: number }>;
+    };
+    expect(Object.keys(doc.models)).toEqual(IDS);
+    expect(Object.keys(doc.canaries)).toEqual([CANARY]);
+    expect(doc.canaries[CANARY]).toMatchObject({ of: "kogpt-6b", shared: ["fetch", "convert"], weight: 10 });
+    expect(doc.canaries[CANARY]?.buildSteps.map((s) => s.id)).toEqual(["gemm", "bake"]);
+    expect(fs.readdirSync(path.join(canaryOut, "models", CANARY, "steps")).sort()).toEqual(["bake.conf", "gemm.conf"]);
+    expect(
+      objectsUnder(path.join(canaryOut, "models", CANARY, "k8s"))
+        .map((o) => o.kind)
+        .sort(),
+    ).toEqual(["Deployment", "PodDisruptionBudget", "Service", "Service", "ServiceMonitor"]);
+    expect(canaryLines.find((l) => l.startsWith(`canary ${CANARY} of kogpt-6b`))).toContain(`models/${CANARY}/`);
+  });
+
+  it("writes exactly the objects the program registers for the stack, the canary's included", async () => {
+    const run = await runProgram(stackFileConfig("test/stacks/models/Pulumi.seed-canary.yaml"), {
+      stack: "seed-canary",
+    });
+    const registered = run.resources
+      .filter((r) => r.type.startsWith("kubernetes:") && r.type !== "kubernetes:helm.sh/v3:Release")
+      .map((r) => {
+        const kind = r.type.split(":").at(-1) ?? "";
+        const md = (r.inputs.metadata ?? {}) as { name?: string; namespace?: string };
+        return key({ kind, metadata: { name: md.name ?? r.name, namespace: md.namespace } });
+      })
+      .filter((k) => k !== `Namespace /${MONITORING_NAMESPACE}`)
+      .sort();
+    const written = [
+      ...objectsUnder(path.join(canaryOut, "k8s")),
+      ...[...IDS, CANARY].flatMap((id) => objectsUnder(path.join(canaryOut, "models", id, "k8s"))),
+    ]
+      .map(key)
+      .sort();
+    expect(written).toEqual(registered);
+  });
+});
