@@ -368,6 +368,7 @@ function clusterSource(
   const firstScaling = first(scaling);
   const label = (entry: ModelPlanEntry) => entry.plan.renderInputs.triton.modelNodeLabel;
   const firstLabel = label(first(sp.models));
+  const liveCanaries = sp.canaries.filter((c) => !c.promote);
   const source: ClusterArgs["cluster"] =
     c.mode === "create"
       ? {
@@ -388,10 +389,11 @@ function clusterSource(
             ? { gpuNodePool: { nodePool: firstScaling.nodePool, ec2NodeClass: firstScaling.ec2NodeClass } }
             : {}),
           installMonitoring: models.some((m) => installsMonitoring(m.config.serving.autoscaling)),
-          ...(firstLabel
+          // Several models, or a one-model stack's canary (its first model's nodes keep no label).
+          ...(firstLabel || liveCanaries.length > 0
             ? {
                 models: {
-                  firstNodeLabel: firstLabel,
+                  ...(firstLabel ? { firstNodeLabel: firstLabel } : {}),
                   further: [
                     ...sp.models.slice(1).map((entry, i) => {
                       const m = scaling[i + 1];
@@ -410,22 +412,23 @@ function clusterSource(
                           : {}),
                       };
                     }),
-                    // A live canary's own GPU nodes: a fixed group (it never autoscales), labelled with its name.
-                    ...sp.canaries
-                      .filter((c) => !c.promote)
-                      .map((c) => {
-                        const nodeLabel = c.plan.renderInputs.triton.modelNodeLabel;
-                        const stable = models.find((m) => m.model.name === c.of);
-                        if (!nodeLabel || !stable?.canary) throw new Error(`canary ${c.id} has no node label`);
-                        return {
-                          id: c.id,
-                          instanceType: c.plan.serving.instanceType,
-                          nodes: c.plan.kubernetes.gpuNodes,
-                          diskGiB: stable.canary.stack.nodeDiskGiB,
-                          nodeLabel,
-                          tags: tagsOf(tags, c.id),
-                        };
-                      }),
+                    // A live canary's own GPU nodes: a fixed group (it never autoscales), labelled with its name,
+                    // and in a one-model stack tainted with it (plan/types.ts nodeTaint).
+                    ...liveCanaries.map((c) => {
+                      const nodeLabel = c.plan.renderInputs.triton.modelNodeLabel;
+                      const taint = c.plan.renderInputs.triton.nodeTaint;
+                      const stable = models.find((m) => m.model.name === c.of);
+                      if (!nodeLabel || !stable?.canary) throw new Error(`canary ${c.id} has no node label`);
+                      return {
+                        id: c.id,
+                        instanceType: c.plan.serving.instanceType,
+                        nodes: c.plan.kubernetes.gpuNodes,
+                        diskGiB: stable.canary.stack.nodeDiskGiB,
+                        nodeLabel,
+                        ...(taint ? { taint } : {}),
+                        tags: tagsOf(tags, c.id),
+                      };
+                    }),
                   ],
                 },
               }

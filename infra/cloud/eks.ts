@@ -76,8 +76,19 @@ export const GPU_NODE_TAINT = { key: GPU_TAINT.key, value: GPU_TAINT.value, effe
 /**
  * The device plugin's values. The chart's default affinity wants NVIDIA
  * feature-discovery labels this stack does not install: select the serving
- * instance type instead, and tolerate the GPU taint like the Triton pods.
+ * instance type instead, and tolerate the GPU taint like the Triton pods,
+ * and any taint of a node group's own (`ownTaintKeys`, the one-model canary's),
+ * so the canary's nodes advertise their GPUs too.
  */
-export function devicePluginValues(instanceType: string | readonly string[]): Record<string, unknown> {
-  return { affinity: instanceTypeAffinity(instanceType), tolerations: gpuTolerations() };
+export function devicePluginValues(
+  instanceType: string | readonly string[],
+  ownTaintKeys: readonly string[] = [],
+): Record<string, unknown> {
+  return {
+    affinity: instanceTypeAffinity(instanceType),
+    tolerations: [
+      ...gpuTolerations(),
+      ...ownTaintKeys.map((key) => ({ key, operator: "Exists" as const, effect: GPU_TAINT.effect })),
+    ],
+  };
 }

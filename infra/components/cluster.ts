@@ -67,15 +67,23 @@ export interface CreatedCluster {
    * A stack of several models: the first model's node label (its fixed node
    * group carries it), and each further model's own GPU nodes: a fixed node
    * group, or with autoscaling a Karpenter NodePool, labelled with its id.
+   * A one-model stack with a canary: no first label (its nodes stay as they
+   * were), and the canary's nodes, labelled and tainted with its name.
    */
   models?: {
-    firstNodeLabel: { key: string; value: string };
+    /** @default none: the first model's nodes carry no model label (a one-model stack) */
+    firstNodeLabel?: { key: string; value: string };
     further: ReadonlyArray<{
       id: string;
       instanceType: string;
       nodes: number;
       diskGiB: number;
       nodeLabel: { key: string; value: string };
+      /**
+       * A taint of this group's own beside the GPU one (the one-model canary's: conventions/workload.ts CANARY_NODE_TAINT_KEY).
+       * @default none
+       */
+      taint?: { key: string; value: string };
       /** AWS tags of this model's GPU nodes (infra/tags.ts modelTags). */
       tags: Record<string, string>;
       nodePool?: { nodePool: NodePool; ec2NodeClass: EC2NodeClass };
@@ -119,6 +127,8 @@ interface EksParts {
   furtherGpuNodes: eks.ManagedNodeGroup[];
   /** Every GPU instance type the nodes may have (the device plugin runs on each). */
   gpuInstanceTypes: string[];
+  /** The taint keys of GPU node groups of their own (a one-model canary's): the device plugin tolerates them too. */
+  ownTaintKeys: string[];
   systemNodes: eks.ManagedNodeGroup;
   nodeRole: aws.iam.Role;
   privateSubnetIds: pulumi.Input<string[]>;
@@ -260,6 +270,7 @@ export class Cluster extends pulumi.ComponentResource {
       gpuNodes,
       furtherGpuNodes,
       gpuInstanceTypes: [...new Set([c.gpuInstanceType, ...(c.models?.further ?? []).map((f) => f.instanceType)])],
+      ownTaintKeys: [...new Set((c.models?.further ?? []).flatMap((f) => (f.taint ? [f.taint.key] : [])))],
       systemNodes,
       nodeRole,
       privateSubnetIds: net.privateSubnetIds,
@@ -330,6 +341,7 @@ export class Cluster extends pulumi.ComponentResource {
         nodes: number;
         diskGiB: number;
         nodeLabel?: { key: string; value: string };
+        taint?: { key: string; value: string };
         tags: Record<string, string>;
       },
     ) =>
@@ -346,7 +358,8 @@ export class Cluster extends pulumi.ComponentResource {
           subnetIds: c.network.privateSubnetIds,
           // No autoscaler: a fixed pool with one spare pod slot for the rolling update's surge pod.
           scalingConfig: { minSize: g.nodes, desiredSize: g.nodes, maxSize: g.nodes },
-          taints: [GPU_NODE_TAINT],
+          // A one-model stack's canary: a taint of its own keeps the stable's pods off its nodes.
+          taints: [GPU_NODE_TAINT, ...(g.taint ? [{ ...g.taint, effect: "NO_SCHEDULE" as const }] : [])],
           // Several models: each model's pods require its own label (conventions/workload.ts MODEL_NODE_LABEL_KEY).
           labels: gpuNodeGroupLabels(g.nodeLabel),
           // The model's: its GPU nodes are its cost.
@@ -416,7 +429,10 @@ export class Cluster extends pulumi.ComponentResource {
         version: CHARTS.devicePlugin.version,
         repositoryOpts: { repo: CHARTS.devicePlugin.repo },
         namespace: "kube-system",
-        values: devicePluginValues(e.gpuInstanceTypes.length === 1 ? e.gpuInstanceType : e.gpuInstanceTypes),
+        values: devicePluginValues(
+          e.gpuInstanceTypes.length === 1 ? e.gpuInstanceType : e.gpuInstanceTypes,
+          e.ownTaintKeys,
+        ),
       },
       { parent: this, provider: this.provider, dependsOn: [e.gpuNodes ?? e.systemNodes] },
     );

@@ -30,7 +30,7 @@ export interface ModelView {
   raw: Record<string, unknown>;
   /** Where a rule's key was written in the stack file. */
   keyOf(key: string): string;
-  /** `models.<id>.canary`: the canary build's own view and its traffic settings. */
+  /** `models.<id>.canary` (one-model form: `serving.canary`): the canary build's own view and its traffic settings. */
   canary?: CanaryView;
 }
 
@@ -43,6 +43,8 @@ export interface ModelView {
 export interface CanaryView {
   /** The stable model's id. */
   of: string;
+  /** Where it was written: `models.<id>.canary`, or `serving.canary` in the one-model form. */
+  key: string;
   view: ModelView;
   settings: CanaryConfig;
 }
@@ -140,7 +142,14 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
     return [];
   }
   if (model) {
-    const config: StackConfig = { ...rest, model, build: { ...build, builderInstanceType: firstBuilder(build) } };
+    // serving.canary is the view's canary, not a serving key: the stable's config and raw stay as without it.
+    const { canary, ...serving } = rest.serving;
+    const config: StackConfig = {
+      ...rest,
+      serving,
+      model,
+      build: { ...build, builderInstanceType: firstBuilder(build) },
+    };
     if (Array.isArray(build.builderInstanceType) && build.builderInstanceType.length > 1)
       add(
         "build.builderInstanceType",
@@ -148,7 +157,13 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
         "lists several builders, but a one-model stack has one serving GPU model",
         "give one instance type",
       );
-    return [{ config, raw, keyOf: (k) => k }];
+    const rawServing = isRecord(raw.serving) ? raw.serving : {};
+    const view: ModelView = {
+      config,
+      raw: canary ? { ...raw, serving: withoutKey(rawServing, "canary") } : raw,
+      keyOf: (k) => k,
+    };
+    return [canary ? { ...view, canary: canaryView(view, canary, "serving.canary") } : view];
   }
   if (!models || Object.keys(models).length === 0) {
     add(
@@ -160,6 +175,14 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
     return [];
   }
   checkOneModelKeysUnused(raw, add);
+  const { canary: oneModelCanary, ...stackServing } = rest.serving;
+  if (oneModelCanary)
+    add(
+      "serving.canary",
+      oneModelCanary,
+      "is the canary of a one-model stack, and this stack lists its models in triton-ft:models",
+      "move it into the model it is a canary of: triton-ft:models.<id>.canary",
+    );
   const rawModels = isRecord(raw.models) ? raw.models : {};
   const entries = Object.entries(models);
   if (Array.isArray(build.builderInstanceType))
@@ -170,7 +193,16 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
     );
   const ids = entries.map(([id]) => id);
   return entries.map(([id, entry]) =>
-    modelView(id, checkModelId(id, ids, add), entry, rawModels[id], rest, build, raw, add),
+    modelView(
+      id,
+      checkModelId(id, ids, add),
+      entry,
+      rawModels[id],
+      { ...rest, serving: stackServing },
+      build,
+      raw,
+      add,
+    ),
   );
 }
 
@@ -226,7 +258,7 @@ function modelView(
   name: string,
   entry: ModelEntry,
   rawEntry: unknown,
-  rest: Omit<ParsedConfig, "model" | "models" | "build">,
+  rest: Omit<StackConfig, "model" | "build">,
   build: ParsedConfig["build"],
   raw: Record<string, unknown>,
   add: Add,
@@ -253,16 +285,28 @@ function modelView(
   delete viewRaw.models;
   if (r.gemm === undefined) delete viewRaw.gemm;
   const view: ModelView = { id, config, raw: viewRaw, keyOf };
-  return entry.canary ? { ...view, canary: canaryView(view, entry.canary) } : view;
+  return entry.canary ? { ...view, canary: canaryView(view, entry.canary, `models.${id}.canary`) } : view;
+}
+
+/**
+ * A one-model stack's canary named after the stable's resolved name: that
+ * form's model.name may be unset (resolve/model.ts derives it from the preset
+ * or the repository), and the canary's resources are `<stable name>-canary`.
+ */
+export function canaryNamedAfter(view: ModelView, stableName: string): ModelView {
+  if (!view.canary || view.id !== undefined || view.config.model.name !== undefined) return view;
+  const named: ModelView = { ...view, config: { ...view.config, model: { ...view.config.model, name: stableName } } };
+  return { ...view, canary: canaryView(named, view.canary.settings, view.canary.key) };
 }
 
 /**
  * The canary's view: the stable's settings with the canary's build keys over
  * them, a fixed replica count and no autoscaling, under `<id>-canary`. A rule
- * about a key the canary sets is reported under `models.<id>.canary.<key>`;
- * one about an inherited key under the stable's own key.
+ * about a key the canary sets is reported under `key` (`models.<id>.canary`,
+ * or `serving.canary` in the one-model form) and the key's name; one about an
+ * inherited key under the stable's own key.
  */
-function canaryView(stable: ModelView, c: CanaryConfig): CanaryView {
+function canaryView(stable: ModelView, c: CanaryConfig, key: string): CanaryView {
   const of = stable.id ?? stable.config.model.name ?? "";
   const name = `${stable.config.model.name ?? of}${CANARY_SUFFIX}`;
   const base = stable.config;
@@ -300,7 +344,7 @@ function canaryView(stable: ModelView, c: CanaryConfig): CanaryView {
       (head === "serving" &&
         (leaf === "replicas" ||
           ((CANARY_BUILD_KEYS as readonly string[]).includes(leaf) && c[leaf as keyof CanaryConfig] !== undefined)));
-    return setHere ? `models.${of}.canary.${rest}` : stable.keyOf(k);
+    return setHere ? `${key}.${rest}` : stable.keyOf(k);
   };
-  return { of, settings: c, view: { id: name, config, raw, keyOf } };
+  return { of, key, settings: c, view: { id: name, config, raw, keyOf } };
 }

@@ -638,7 +638,16 @@ export const configSchema = z
       )
       .meta(unsetMeans("none: a stack sets model or models")),
     build: buildSchema.prefault({}),
-    serving: servingSchema.prefault({}),
+    serving: servingSchema
+      .extend({
+        canary: canarySchema
+          .optional()
+          .describe(
+            "A one-model stack's canary: a second build of triton-ft:model served beside it to a weighted share of its requests, on GPU nodes of its own (labelled and tainted with its name), rolled back by the gateway when worse. The keys of triton-ft:models.<id>.canary. Exclusive with triton-ft:models (set models.<id>.canary there). See docs/serving.md, Canary.",
+          )
+          .meta(unsetMeans("none: one build")),
+      })
+      .prefault({}),
     gemm: gemmSchema.prefault({}),
     cluster: clusterSchema.prefault({}),
     network: networkSchema.prefault({}),
@@ -654,8 +663,10 @@ export type ParsedConfig = z.infer<typeof configSchema>;
  * renderer reads: `model`, that model's serving keys and gemm, and its
  * builder (infra/config/models.ts makes one per entry of `models`).
  */
-export type StackConfig = Omit<ParsedConfig, "model" | "models" | "build"> & {
+export type StackConfig = Omit<ParsedConfig, "model" | "models" | "build" | "serving"> & {
   model: z.infer<typeof modelSchema>;
+  /** The model's serving keys; its canary (serving.canary in the one-model form) is the view's (config/models.ts). */
+  serving: Omit<ParsedConfig["serving"], "canary">;
   build: Omit<ParsedConfig["build"], "builderInstanceType"> & { builderInstanceType: string };
 };
 

@@ -43,6 +43,15 @@ export const SYSTEM_NODE_LABEL = { key: "triton-ft.io/node-pool", value: "system
 export const MODEL_NODE_LABEL_KEY = "triton-ft.io/model";
 
 /**
+ * The taint key of a canary's own GPU nodes in a one-model stack (value: the
+ * canary's name, effect NoSchedule). That stack's stable pods select no model
+ * label (its manifests predate several models, and labelling its nodes would
+ * restart every stable pod): the taint, which only the canary's pods tolerate,
+ * keeps them off the canary's nodes without touching a stable resource.
+ */
+export const CANARY_NODE_TAINT_KEY = "triton-ft.io/canary";
+
+/**
  * The exporter's requests on every serving node: next to EKS's own DaemonSets, the
  * serving pods' budget leaves room for them (resolve/workload.ts GPU_NODE_DAEMONSET_*).
  */

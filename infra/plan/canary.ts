@@ -76,7 +76,8 @@ function hashOf(plan: Plan, id: StepId, shared: Partial<Record<StepId, string>>)
 /**
  * The canary plan of `stable` (whose plan is `stablePlan`, planned with
  * `stableOpts`). Its steps run on the stable's builder, scoped to the canary's
- * name; its pods get nodes of their own (a node label of its name).
+ * name; its pods get nodes of their own (a node label of its name, and in a
+ * one-model stack a taint of its own too).
  */
 export function canaryPlan(
   stable: ResolvedStack,
@@ -104,6 +105,8 @@ export function canaryPlan(
     scope: id,
     steps: "model",
     severalModels: true,
+    // A one-model stack's stable pods select no model label: a taint keeps them off the canary's nodes.
+    ...(stableOpts.severalModels ? {} : { ownNodesTaint: true }),
     canary: { workTree: canaryWorkTree(of, id, sharedIds), shared },
   };
   const plan = planOf(canary.stack, opts);

@@ -30,7 +30,7 @@ import { fingerprintOf, imageFingerprint, type ImageFingerprint } from "./finger
 import { planWorkload, type WorkloadPlan } from "../resolve/workload";
 import { stackAutoscalingPlan, type AutoscalingPlan } from "../resolve/scaling";
 
-import { MODEL_NODE_LABEL_KEY } from "../conventions/workload";
+import { CANARY_NODE_TAINT_KEY, MODEL_NODE_LABEL_KEY } from "../conventions/workload";
 import type { ScalingInput, WorkloadInput } from "./types";
 import { workloadInput, scalingInput } from "./renderInputs";
 export const PLAN_SCHEMA_VERSION = 1;
@@ -181,6 +181,13 @@ export interface PlanOptions {
   /** The stack serves several models: each gets GPU nodes of its own (conventions/workload.ts MODEL_NODE_LABEL_KEY). */
   severalModels?: boolean;
   /**
+   * A canary in a one-model stack (plan/canary.ts): its GPU nodes carry a taint
+   * of its own (conventions/workload.ts CANARY_NODE_TAINT_KEY) that its pods
+   * tolerate, since the stable pods select no model label.
+   * @default false: no taint but the GPU one
+   */
+  ownNodesTaint?: boolean;
+  /**
    * Whether the cluster has the Prometheus Operator, decided for the whole
    * stack: one autoscaled model installs it, and then every model's Triton gets
    * its ServiceMonitor (its dashboard row and alerts read those series).
@@ -221,6 +228,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
     ...workloadInput(stack, stackName, launch, workload),
     ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
     ...(opts.severalModels ? { modelNodeLabel: { key: MODEL_NODE_LABEL_KEY, value: model.name } } : {}),
+    ...(opts.ownNodesTaint ? { nodeTaint: { key: CANARY_NODE_TAINT_KEY, value: model.name } } : {}),
   };
   const modelRepository = {
     root: MODEL_REPOSITORY_DIR,

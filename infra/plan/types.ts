@@ -42,6 +42,12 @@ export interface WorkloadInput {
    * Unset in a one-model stack, whose manifests stay as they were.
    */
   modelNodeLabel?: { key: string; value: string };
+  /**
+   * A canary in a one-model stack: the taint of its own GPU nodes
+   * (conventions/workload.ts CANARY_NODE_TAINT_KEY), which its pods tolerate
+   * and the stable's do not. Unset for every other workload.
+   */
+  nodeTaint?: { key: string; value: string };
 }
 
 /** What one model's scaling objects are rendered from (plan/renderInputs.ts scalingInput builds it, buildPlan once). */

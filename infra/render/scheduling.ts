@@ -19,6 +19,17 @@ export function gpuTolerations(): IToleration[] {
   return [{ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect }];
 }
 
+/** A taint of a node group of its own (the one-model canary's), as a pod and a node spell it. */
+export interface NodeTaint {
+  key: string;
+  value: string;
+}
+
+/** Tolerates exactly this taint (its key and value), with the NoSchedule effect every taint here has. */
+export function ownNodesToleration(t: NodeTaint): IToleration {
+  return { key: t.key, operator: "Equal", value: t.value, effect: "NoSchedule" };
+}
+
 /**
  * Requires a node of exactly these instance types (the GPU pods; systemNodeAffinity keeps others off it),
  * and with `modelLabel`, that model's own nodes.

@@ -30,7 +30,7 @@ import {
   scratchVolume,
 } from "./podSecurity";
 import { mebibytes, millicores } from "./quantities";
-import { gpuTolerations, instanceTypeAffinity, spreadAcrossZonesAndNodes } from "./scheduling";
+import { gpuTolerations, instanceTypeAffinity, ownNodesToleration, spreadAcrossZonesAndNodes } from "./scheduling";
 import { serviceMonitor, type ServiceMonitor } from "./serviceMonitor";
 
 import { PORTS, workloadName } from "../conventions/workload";
@@ -149,7 +149,8 @@ export function deploymentSpec(w: WorkloadInput, image: string): IDeploymentSpec
         automountServiceAccountToken: false,
         // Restricted Pod Security profile, as the image's own triton-server user.
         securityContext: podSecurityContext(TRITON_SERVER_UID),
-        tolerations: gpuTolerations(),
+        // A one-model stack's canary: its own nodes' taint too (plan/types.ts nodeTaint).
+        tolerations: [...gpuTolerations(), ...(w.nodeTaint ? [ownNodesToleration(w.nodeTaint)] : [])],
         affinity: instanceTypeAffinity(w.instanceType, w.modelNodeLabel),
         topologySpreadConstraints: spreadAcrossZonesAndNodes(selector),
         containers: [

@@ -1,5 +1,5 @@
 /**
- * The rules of `models.<id>.canary` (issue 36) that are about the canary as a
+ * The rules of `models.<id>.canary` (one-model form: `serving.canary`; issue 36) that are about the canary as a
  * second build of a model, not about it as a model: the per-model rules run on
  * the canary's own view (config/models.ts canaryView) like on any model. Each
  * problem names the key, the value and the fix; all are reported in one round.
@@ -28,7 +28,7 @@ export function checkCanary(view: ModelView, ids: readonly string[], add: Add): 
   const canary = view.canary;
   if (!canary) return;
   const { of, settings: c } = canary;
-  const key = `models.${of}.canary`;
+  const key = canary.key;
   const stable = view.config;
   const changes = canaryChanges(stable, c);
   if (changes.length === 0)
@@ -57,22 +57,13 @@ export function checkCanary(view: ModelView, ids: readonly string[], add: Add): 
       `names its resources ${name} (${name.length} characters), longer than a model id may be (${MODEL_ID_MAX_CHARS}): AWS and Kubernetes names built from it would be refused`,
       `shorten the model id to at most ${MODEL_ID_MAX_CHARS - CANARY_SUFFIX.length} characters`,
     );
-  // A one-model stack's GPU nodes carry no model label (its manifests predate several models): the stable's
-  // pods could take the canary's nodes. Labelling them now would restart every stable pod.
-  if (ids.length < 2)
-    add(
-      key,
-      c,
-      "is set in a stack of one model, whose Triton pods are not pinned to nodes of their own: they could take the canary's GPU nodes",
-      "serve the canary in a stack of several models (triton-ft:models with two or more entries), or remove it",
-    );
   const scaling = stable.serving.autoscaling;
   if (scaling && scaling.min === 0)
     add(
       key,
       "autoscaling.min 0",
-      `is set on a model that sleeps (models.${of}.autoscaling.min 0): a held request and a weighted split do not mix, and a canary judged on a model with no traffic never is`,
-      `set models.${of}.autoscaling.min to 1 or more while the canary runs, or remove ${key}`,
+      `is set on a model that sleeps (${view.keyOf("serving.autoscaling.min")} 0): a held request and a weighted split do not mix, and a canary judged on a model with no traffic never is`,
+      `set ${view.keyOf("serving.autoscaling.min")} to 1 or more while the canary runs, or remove ${key}`,
     );
   if (stable.build.promoteFrom)
     add(
@@ -95,6 +86,6 @@ export function checkCanary(view: ModelView, ids: readonly string[], add: Add): 
       `${key}.promote`,
       true,
       `would move the stable build to ${c.instanceType ?? ""} nodes: promotion rolls the stable Deployment in place and keeps its nodes`,
-      `fold the canary into the model instead: set models.${of}.instanceType (and the canary's other keys) and remove ${key} (docs/serving.md, Canary: config, build and promotion)`,
+      `fold the canary into the model instead: set ${view.keyOf("serving.instanceType")} (and the canary's other keys) and remove ${key} (docs/serving.md, Canary: config, build and promotion)`,
     );
 }

@@ -49,7 +49,7 @@ import {
   checkVolumes,
 } from "./limits";
 import { resolveModel } from "./model";
-import { modelViews, type ModelView } from "../config/models";
+import { canaryNamedAfter, modelViews, type ModelView } from "../config/models";
 import { checkCanary } from "./canary";
 import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
 
@@ -129,7 +129,8 @@ export function resolveStack(
     };
     const stack = resolveModelView(view, secrets, opts, mapped(add), mapped(warn), addName);
     // models.<id>.canary: the canary is resolved as a model of its own view, then checked as a second build.
-    const canary = view.canary ? resolveCanary(view, views, secrets, opts, add, warn, addName) : undefined;
+    const named = stack ? canaryNamedAfter(view, stack.model.name) : view;
+    const canary = named.canary ? resolveCanary(named, views, secrets, opts, add, warn, addName) : undefined;
     if (stack && view.canary && !canary) continue;
     if (stack) models.push(canary ? { ...stack, canary } : stack);
   }

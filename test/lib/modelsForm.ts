@@ -19,7 +19,8 @@ export function toModelsForm(raw: Record<string, unknown>, id: string): Record<s
   delete entry.name;
   const stackServing: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(s)) {
-    if ((MODEL_SERVING_KEYS as readonly string[]).includes(k)) entry[k] = v;
+    // The one-model form's serving.canary is the entry's canary.
+    if ((MODEL_SERVING_KEYS as readonly string[]).includes(k) || k === "canary") entry[k] = v;
     else stackServing[k] = v;
   }
   if (gemm !== undefined) entry.gemm = gemm;

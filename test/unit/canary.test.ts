@@ -64,6 +64,74 @@ function diff(before: ProgramRun, after: ProgramRun) {
 
 const isBuildStep = (key: string) => key.startsWith("command:remote:");
 
+/** A committed one-model stack file (Pulumi.<stack>.yaml), with `serving.canary` set to `canary` if given. */
+function oneModel(stack: "dev" | "prod", canary?: Entry): Raw {
+  const raw = config(`Pulumi.${stack}.yaml`);
+  if (canary) raw.serving = { ...(raw.serving as Entry), canary };
+  return raw;
+}
+
+type Toleration = { key?: string; operator?: string; value?: string; effect?: string };
+type PodSpec = {
+  tolerations?: Toleration[];
+  affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: unknown } };
+};
+const podSpec = (run: ProgramRun, deployment: string) =>
+  (run.one("kubernetes:apps/v1:Deployment", deployment).inputs.spec as { template: { spec: PodSpec } }).template.spec;
+const CANARY_TAINT_KEY = "triton-ft.io/canary";
+const tolerates = (spec: PodSpec, key: string) => (spec.tolerations ?? []).some((t) => t.key === key);
+
+describe("a canary in a one-model stack (serving.canary), under the mock runtime", () => {
+  // dev: a fixed GPU node group; prod: Karpenter launches the stable's GPU nodes.
+  for (const [stack, model, canary] of [
+    ["dev", "gpt2", { maxBatchSize: 16 }],
+    ["prod", "gpt-j-6b", { maxBatchSize: 16, replicas: 1 }],
+  ] as const) {
+    it(`${stack}: the stable build's resources are byte-identical with and without it; the rest is the canary's or the gateway side`, async () => {
+      const before = await runProgram(oneModel(stack), { stack });
+      const after = await runProgram(oneModel(stack, { ...canary }), { stack });
+      const d = diff(before, after);
+      expect(d.removed).toEqual([]);
+      expect(d.added.filter((k) => !k.includes(`${model}-canary`))).toEqual([]);
+      const a = inputs(before);
+      const b = inputs(after);
+      // The stable's Deployment, Service, node group (dev) or NodePool (prod): not one byte changed.
+      const stable = [...a.keys()].filter((k) =>
+        /^(kubernetes:apps\/v1:Deployment\/triton-|kubernetes:core\/v1:Service\/triton-|eks:index:ManagedNodeGroup\/|kubernetes:karpenter)/.test(
+          k,
+        ),
+      );
+      expect(stable.length).toBeGreaterThan(1);
+      for (const k of stable) expect(b.get(k), k).toBe(a.get(k));
+      // No step of the stable build is changed, and none re-runs.
+      expect(d.changed.filter(isBuildStep)).toEqual([]);
+      expect((after.outputs as Raw).modelBuildStepHashes).toEqual((before.outputs as Raw).modelBuildStepHashes);
+      // The canary's own nodes: labelled and tainted with its name; its pods select the label and tolerate the taint.
+      const group = after.one("eks:index:ManagedNodeGroup", `cluster-gpu-${model}-canary`).inputs as {
+        taints: Toleration[];
+        labels: Record<string, string>;
+      };
+      expect(group.taints).toContainEqual({ key: CANARY_TAINT_KEY, value: `${model}-canary`, effect: "NO_SCHEDULE" });
+      expect(group.labels["triton-ft.io/model"]).toBe(`${model}-canary`);
+      const canarySpec = podSpec(after, `triton-${model}-canary-deployment`);
+      expect(canarySpec.tolerations).toContainEqual({
+        key: CANARY_TAINT_KEY,
+        operator: "Equal",
+        value: `${model}-canary`,
+        effect: "NoSchedule",
+      });
+      expect(JSON.stringify(canarySpec.affinity)).toContain(
+        `"key":"triton-ft.io/model","operator":"In","values":["${model}-canary"]`,
+      );
+      // The stable's pods tolerate no canary taint: they cannot land on the canary's nodes.
+      expect(tolerates(podSpec(after, "triton-deployment"), CANARY_TAINT_KEY)).toBe(false);
+      // The device plugin tolerates it too, or the canary's nodes would advertise no GPU.
+      const plugin = JSON.stringify(after.one("kubernetes:helm.sh/v3:Release", "cluster-nvidia-device-plugin").inputs);
+      expect(plugin).toContain(`"key":"${CANARY_TAINT_KEY}","operator":"Exists"`);
+    }, 120_000);
+  }
+});
+
 describe("a canary on the example stack, under the mock runtime", () => {
   it("adding it creates only its own resources; the stable build's steps and resources stay as they are", async () => {
     const before = await runProgram(config(SEED_MODELS_STACK), { stack: "seed-models" });
@@ -274,7 +342,7 @@ describe("models.<id>.canary: refused at preview, all at once, with key, value a
     expect(p.find((x) => x.key === "triton-ft:models.codegen-2b-mono.canary")?.message).toMatch(/sleeps/);
   });
 
-  it("refuses a weight out of range, promote of nothing, another GPU, and a canary in a one-model stack", () => {
+  it("refuses a weight out of range, promote of nothing and another GPU", () => {
     const weight = problems(withCanary((c) => ({ ...c, weight: 100 })));
     expect(weight.map((x) => x.key)).toContain("triton-ft:models.kogpt-6b.canary.weight");
     const nothing = problems(withCanary(() => ({ promote: true })));
@@ -285,10 +353,17 @@ describe("models.<id>.canary: refused at preview, all at once, with key, value a
     expect(gpu.find((x) => x.key === "triton-ft:models.kogpt-6b.canary.instanceType")?.message).toMatch(/L4.*A10G/);
     const promoteMove = problems(withCanary((c) => ({ ...c, instanceType: "g5.4xlarge", promote: true })));
     expect(promoteMove.map((x) => x.key)).toContain("triton-ft:models.kogpt-6b.canary.promote");
+  });
+
+  it("takes serving.canary in the one-model form, with its rules under serving.canary; refuses it beside triton-ft:models", () => {
+    expect(problems(oneModel("dev", { maxBatchSize: 16 }))).toEqual([]);
+    const same = problems(oneModel("dev", { maxBatchSize: 8 }));
+    expect(same.find((x) => x.key === "triton-ft:serving.canary")?.message).toMatch(/differs from the stable build/);
+    const long = problems(oneModel("dev", { maxBatchSize: 16, maxInputLen: 4096 }));
+    expect(long.map((x) => x.key)).toContain("triton-ft:serving.canary.maxInputLen");
     const raw = config(SEED_CANARY_STACK);
-    raw.models = { "kogpt-6b": entryOf(raw, "kogpt-6b") };
-    raw.build = { ...(raw.build as Entry), builderInstanceType: "g5.4xlarge" };
-    expect(problems(raw).map((x) => x.key)).toContain("triton-ft:models.kogpt-6b.canary");
+    raw.serving = { ...(raw.serving as Entry), canary: { maxBatchSize: 16 } };
+    expect(problems(raw).map((x) => x.key)).toContain("triton-ft:serving.canary");
   });
 
   it("reports a rule of the canary's own view under the canary's key", () => {
