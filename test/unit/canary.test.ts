@@ -130,6 +130,24 @@ describe("a canary in a one-model stack (serving.canary), under the mock runtime
       expect(plugin).toContain(`"key":"${CANARY_TAINT_KEY}","operator":"Exists"`);
     }, 120_000);
   }
+
+  it("dev, promoted: the stable Deployment rolls to the canary's image in place; the canary's nodes and pods go, nothing is added", async () => {
+    const live = await runProgram(oneModel("dev", { maxBatchSize: 16 }), { stack: "dev" });
+    const after = await runProgram(oneModel("dev", { maxBatchSize: 16, promote: true }), { stack: "dev" });
+    const d = diff(live, after);
+    expect(d.added).toEqual([]);
+    expect(d.removed.filter((k) => !k.includes("gpt2-canary"))).toEqual([]);
+    expect(d.removed).toContain("eks:index:ManagedNodeGroup/cluster-gpu-gpt2-canary");
+    expect(d.removed.filter(isBuildStep)).toEqual([]);
+    expect(d.changed.filter(isBuildStep)).toEqual([]);
+    // The stable's nodes are as they were; its Deployment takes the canary's image, no canary toleration.
+    const group = (run: ProgramRun) => inputs(run).get("eks:index:ManagedNodeGroup/cluster-gpu");
+    expect(group(after)).toBe(group(live));
+    const image = (run: ProgramRun, name: string) =>
+      JSON.stringify(run.one("kubernetes:apps/v1:Deployment", name).inputs.spec).match(/"image":"([^"]+)"/)?.[1];
+    expect(image(after, "triton-deployment")).toBe(image(live, "triton-gpt2-canary-deployment"));
+    expect(tolerates(podSpec(after, "triton-deployment"), CANARY_TAINT_KEY)).toBe(false);
+  }, 120_000);
 });
 
 describe("a canary on the example stack, under the mock runtime", () => {
