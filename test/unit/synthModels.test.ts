@@ -14,7 +14,7 @@ import { parseAllDocuments } from "yaml";
 import { MONITORING_NAMESPACE } from "../../infra/config";
 import { main } from "../../scripts/synth";
 import { runProgram } from "../lib/pulumi";
-import { SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
+import { SEED_CANARY_STACK, SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
 
 const REPO_ROOT = path.resolve(__dirname, "../..");
 const STACK_DIR = path.join(REPO_ROOT, path.dirname(SEED_MODELS_STACK));
@@ -164,19 +164,26 @@ describe("synth of a stack of several models", () => {
   });
 });
 
+/**
+ * The Kubernetes objects the program registers for a stack file, as sorted keys (add-ons installed by
+ * Helm aside). The stack's own Prometheus gets its namespace from the cluster's add-ons, not from a manifest.
+ */
+async function registeredObjects(stackFile: string, stack: string): Promise<string[]> {
+  const run = await runProgram(stackFileConfig(stackFile), { stack });
+  return run.resources
+    .filter((r) => r.type.startsWith("kubernetes:") && r.type !== "kubernetes:helm.sh/v3:Release")
+    .map((r) => {
+      const kind = r.type.split(":").at(-1) ?? "";
+      const md = (r.inputs.metadata ?? {}) as { name?: string; namespace?: string };
+      return key({ kind, metadata: { name: md.name ?? r.name, namespace: md.namespace } });
+    })
+    .filter((k) => k !== `Namespace /${MONITORING_NAMESPACE}`)
+    .sort();
+}
+
 describe("synth and the program agree on the Kubernetes objects", () => {
   it("writes exactly the objects the program registers for the stack (add-ons installed by Helm aside)", async () => {
-    const run = await runProgram(stackFileConfig(SEED_MODELS_STACK), { stack: "seed-models" });
-    const registered = run.resources
-      .filter((r) => r.type.startsWith("kubernetes:") && r.type !== "kubernetes:helm.sh/v3:Release")
-      .map((r) => {
-        const kind = r.type.split(":").at(-1) ?? "";
-        const md = (r.inputs.metadata ?? {}) as { name?: string; namespace?: string };
-        return key({ kind, metadata: { name: md.name ?? r.name, namespace: md.namespace } });
-      })
-      // The stack's own Prometheus gets its namespace from the cluster's add-ons, not from a manifest.
-      .filter((k) => k !== `Namespace /${MONITORING_NAMESPACE}`)
-      .sort();
+    const registered = await registeredObjects(SEED_MODELS_STACK, "seed-models");
     const written = [
       ...objectsUnder(path.join(out, "k8s")),
       ...IDS.flatMap((id) => objectsUnder(path.join(out, "models", id, "k8s"))),
@@ -222,18 +229,7 @@ describe("synth of a stack with a live canary (test/stacks/models/Pulumi.seed-ca
   });
 
   it("writes exactly the objects the program registers for the stack, the canary's included", async () => {
-    const run = await runProgram(stackFileConfig("test/stacks/models/Pulumi.seed-canary.yaml"), {
-      stack: "seed-canary",
-    });
-    const registered = run.resources
-      .filter((r) => r.type.startsWith("kubernetes:") && r.type !== "kubernetes:helm.sh/v3:Release")
-      .map((r) => {
-        const kind = r.type.split(":").at(-1) ?? "";
-        const md = (r.inputs.metadata ?? {}) as { name?: string; namespace?: string };
-        return key({ kind, metadata: { name: md.name ?? r.name, namespace: md.namespace } });
-      })
-      .filter((k) => k !== `Namespace /${MONITORING_NAMESPACE}`)
-      .sort();
+    const registered = await registeredObjects(SEED_CANARY_STACK, "seed-canary");
     const written = [
       ...objectsUnder(path.join(canaryOut, "k8s")),
       ...[...IDS, CANARY].flatMap((id) => objectsUnder(path.join(canaryOut, "models", id, "k8s"))),
