@@ -4,12 +4,18 @@
  * 20 s, then restarted) recovered within 6 s with and without the options
  * here, so it proved nothing and is not kept.
  */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { describe, expect, it } from "vitest";
 import {
   INITIAL_RECONNECT_BACKOFF_MS,
+  LONGEST_RECONNECT_WAIT_MS,
   MAX_RECONNECT_BACKOFF_MS,
+  RECONNECT_JITTER,
   TritonGateway,
 } from "../../../images/gateway/src/triton/tritonClient";
+
+const require = createRequire(import.meta.url);
 
 describe("gRPC channel to Triton", () => {
   it("is built with a bounded reconnect backoff", () => {
@@ -19,9 +25,16 @@ describe("gRPC channel to Triton", () => {
         "grpc.initial_reconnect_backoff_ms": INITIAL_RECONNECT_BACKOFF_MS,
         "grpc.max_reconnect_backoff_ms": MAX_RECONNECT_BACKOFF_MS,
       });
-      expect(MAX_RECONNECT_BACKOFF_MS).toBeLessThanOrEqual(5000);
+      // grpc-js jitters every delay: the longest wait, not the cap, must fit the 5 s promise.
+      expect(LONGEST_RECONNECT_WAIT_MS).toBeLessThan(5000);
     } finally {
       client.close();
     }
+  });
+
+  it("states grpc-js's own jitter (its BACKOFF_JITTER), which the 5 s bound rests on", () => {
+    const source = readFileSync(require.resolve("@grpc/grpc-js/build/src/backoff-timeout.js"), "utf8");
+    const jitter = /const BACKOFF_JITTER = ([0-9.]+);/.exec(source)?.[1];
+    expect(Number(jitter)).toBe(RECONNECT_JITTER);
   });
 });

@@ -149,12 +149,19 @@ export interface TritonClient {
  * at 1 s and grows ×1.6 up to 120 s, so after a long Triton outage the
  * channel could wait up to two minutes before trying again: Triton back, the
  * gateway still unready (its /readyz asks Triton over this channel) and every
- * generation refused. Capped at 5 s, the gateway is ready again within about
- * 5 s of Triton; a reconnect attempt to one address every 5 s costs nothing.
+ * generation refused. grpc-js spreads each delay by up to ±20 %
+ * (RECONNECT_JITTER), so the cap is 4 s: the longest wait is 4.8 s, and the
+ * gateway is ready again within 5 s of Triton (a 5 s cap let one wait run to
+ * 6 s, and the suite's restart test failed once on it). A reconnect attempt to
+ * one address every 4 s costs nothing.
  * (Option names: @grpc/grpc-js README, "Supported Channel Options".)
  */
 export const INITIAL_RECONNECT_BACKOFF_MS = 500;
-export const MAX_RECONNECT_BACKOFF_MS = 5000;
+export const MAX_RECONNECT_BACKOFF_MS = 4000;
+/** grpc-js's fixed backoff jitter (BACKOFF_JITTER in its backoff-timeout.js): each delay ± this share. */
+export const RECONNECT_JITTER = 0.2;
+/** The longest the channel waits between two attempts: what the 5 s recovery promise rests on. */
+export const LONGEST_RECONNECT_WAIT_MS = MAX_RECONNECT_BACKOFF_MS * (1 + RECONNECT_JITTER);
 
 export class TritonGateway implements TritonClient {
   private channel: Client;
