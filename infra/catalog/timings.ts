@@ -225,6 +225,16 @@ export const DECODE_BANDWIDTH_EFFICIENCY = 0.5;
 export const DECODE_BANDWIDTH_EFFICIENCY_HIGH = 0.8;
 
 /**
+ * vLLM's decode efficiency range (issue 37): the share of peak memory bandwidth its
+ * decode step reaches. Assumed, not measured here (no GPU run yet). The high end is
+ * FT's (the same bandwidth-bound GEMV ceiling: Recasens et al., "Mind the Memory Gap",
+ * arXiv 2503.08311, 2025, find vLLM's large-batch decode DRAM-bandwidth-bound); the
+ * low end is below FT's, for PagedAttention's block-table gather and the Python
+ * scheduler's gap between steps. A GPU run must confirm both.
+ */
+export const VLLM_DECODE_BANDWIDTH_EFFICIENCY = { low: 0.4, high: DECODE_BANDWIDTH_EFFICIENCY_HIGH } as const;
+
+/**
  * A decode step's floor per transformer layer: FT launches about ten kernels
  * per layer and step, at a few microseconds each, whatever the bytes. Only
  * very small models (a few hundred MB of weights) reach it; above that the
