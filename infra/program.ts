@@ -650,14 +650,12 @@ export function program(): StackOutputs {
     kubeconfig: cluster.kubeconfig,
     modelPlan: serializeModelPlan(modelPlan),
     modelPlanFingerprint: modelPlanFingerprint(modelPlan),
-    tritonWithFtBuilds: pulumi
-      .all(build.builderImages)
-      .apply((images) =>
-        sp.builders.flatMap((bp, i) => {
-          const build = builderTritonWithFt(sp, i);
-          return build ? [{ builder: bp.name, ...build, image: images[i] ?? "" }] : [];
-        }),
-      ),
+    tritonWithFtBuilds: pulumi.all(build.builderImages).apply((images) =>
+      sp.builders.flatMap((bp, i) => {
+        const build = builderTritonWithFt(sp, i);
+        return build ? [{ builder: bp.name, ...build, image: images[i] ?? "" }] : [];
+      }),
+    ),
     // What each step took in its last real run (plan/measurements.ts); a promoted stack builds nothing.
     [STEP_TIMES_OUTPUT]: pulumi.all(build.pipelines.map((p) => p.stepTimes)).apply((lists) => lists.flat()),
     [SECRET_FINGERPRINTS_OUTPUT]: fingerprints,
