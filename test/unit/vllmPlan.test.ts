@@ -134,3 +134,17 @@ describe("stacks of both engines", () => {
     expect(planOf(one(gpt2Config())).vllm).toBeUndefined();
   });
 });
+
+describe("a vLLM model's canary", () => {
+  it("plans as a second vLLM build sharing the fetch (its own bake only)", () => {
+    const hasher = repoPathHasher(REPO_ROOT);
+    const { model, ...rest } = gpt2Config();
+    delete (rest as { serving?: unknown }).serving;
+    const gpt2 = { ...(model as object), instanceType: "g5.xlarge" };
+    const tiny = { ...TINYLLAMA, instanceType: "g5.xlarge", canary: { maxOutputLen: 128 } };
+    const sp = buildStackPlan(resolved({ ...rest, models: { gpt2, tiny } }), "test", hasher);
+    const [canary] = sp.canaries;
+    expect(canary?.plan.vllm?.settings.maxModelLen).toBe(512 + 128);
+    expect(canary?.plan.buildSteps.map((s) => s.id)).toEqual(["bake"]);
+  });
+});
