@@ -16,6 +16,7 @@ import {
   NLB_TARGET_REGISTRATION_SECONDS,
   PULL_BYTES_PER_SECOND,
   SERVER_FIXED_START_SECONDS,
+  VLLM_ASSUMED,
   WEIGHT_READ_BYTES_PER_SECOND,
 } from "../catalog/timings";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
@@ -129,9 +130,14 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   }
 
   const weights = fp16WeightBytes(s.model.family, s.model.arch);
-  const imageBytes = TRITON_WITH_FT_IMAGE_BYTES + weights;
+  // A vLLM model's image is NGC's Triton with vLLM plus the checkpoint, and vLLM profiles
+  // memory and captures CUDA graphs before the model is ready (catalog/timings.ts VLLM_ASSUMED).
+  const vllm = s.engine === "vllm";
+  const imageBytes = (vllm ? VLLM_ASSUMED.baseImageBytes : TRITON_WITH_FT_IMAGE_BYTES) + weights;
   const pullSeconds = Math.ceil(imageBytes / PULL_BYTES_PER_SECOND);
-  const loadSeconds = Math.ceil(weights / WEIGHT_READ_BYTES_PER_SECOND + SERVER_FIXED_START_SECONDS);
+  const loadSeconds = Math.ceil(
+    weights / WEIGHT_READ_BYTES_PER_SECOND + SERVER_FIXED_START_SECONDS + (vllm ? VLLM_ASSUMED.startupSeconds : 0),
+  );
   const startupBudgetSeconds = Math.ceil(loadSeconds * STARTUP_SAFETY_FACTOR);
   const podRolloutSeconds = pullSeconds + startupBudgetSeconds + NLB_TARGET_REGISTRATION_SECONDS;
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import CONVERT_SCRIPTS
 
 SCRIPT = CONVERT_SCRIPTS / "check_model_config.py"
+LLAMA_SCRIPT = CONVERT_SCRIPTS / "check_llama_config.py"
 
 # Field values as in the public configs of the models named in upstream-facts.md.
 PYTHIA_69B = {"model_type": "gpt_neox", "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
@@ -32,6 +33,11 @@ CODEGEN_2B = {"model_type": "codegen", "n_layer": 32, "n_embd": 2560, "n_head": 
               "rotary_dim": 64, "n_positions": 2048, "n_ctx": 2048, "bos_token_id": 1, "eos_token_id": 50256}
 CODEGEN_ARCH = {"family": "codegen", "layers": 32, "hidden": 2560, "heads": 32, "ffn": 10240, "vocab": 51200,
                 "rotaryDims": 64, "maxPositions": 2048, "startId": 1, "endId": 50256}
+TINYLLAMA = {"model_type": "llama", "num_hidden_layers": 22, "hidden_size": 2048, "num_attention_heads": 32,
+             "num_key_value_heads": 4, "intermediate_size": 5632, "vocab_size": 32000, "max_position_embeddings": 2048,
+             "bos_token_id": 1, "eos_token_id": 2}
+TINYLLAMA_ARCH = {"family": "llama", "layers": 22, "hidden": 2048, "heads": 32, "kvHeads": 4, "ffn": 5632, "vocab": 32000,
+                  "rotaryDims": 64, "maxPositions": 2048, "startId": 1, "endId": 2}
 
 
 def run(tmp_path: Path, config: dict[str, Any], arch: Any, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -58,6 +64,26 @@ def test_every_mismatch_is_named(tmp_path: Path) -> None:
     assert "rotaryDims: preset has 64, config.json has 32" in result.stderr
     assert "endId: preset has 50256, config.json has 1" in result.stderr
     assert "3 mismatch(es)" in result.stderr
+
+
+def run_llama(tmp_path: Path, config: dict[str, Any], arch: Any) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "arch.json").write_text(json.dumps(arch))
+    return subprocess.run([sys.executable, str(LLAMA_SCRIPT), "--config", str(tmp_path / "config.json"), "--expected", str(tmp_path / "arch.json")],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_llama_config_matches(tmp_path: Path) -> None:
+    result = run_llama(tmp_path, TINYLLAMA, TINYLLAMA_ARCH)
+    assert result.returncode == 0, result.stderr
+    assert "matches the llama preset" in result.stdout
+
+
+def test_llama_key_value_heads_are_checked(tmp_path: Path) -> None:
+    # Grouped-query attention: a preset with the query heads as key/value heads is named.
+    result = run_llama(tmp_path, TINYLLAMA, {**TINYLLAMA_ARCH, "kvHeads": 32})
+    assert result.returncode == 1
+    assert "kvHeads: preset has 32, config.json has 4" in result.stderr
 
 
 def test_neox_rotary_comes_from_rotary_pct(tmp_path: Path) -> None:

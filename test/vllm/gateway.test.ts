@@ -10,7 +10,7 @@ import OpenAI from "openai";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import type { Tensor } from "../../images/gateway/src/triton/tensors";
 import { TritonGateway } from "../../images/gateway/src/triton/tritonClient";
-import { MAX_LOGPROBS } from "./gatewaySetup";
+import { MAX_LOGPROBS, MAX_NUM_SEQS } from "./gatewaySetup";
 
 const h = inject("vllmGateway");
 const GPT2 = h.vllm.models.gpt2;
@@ -358,7 +358,7 @@ describe("a cancelled stream is aborted in vLLM (cancellable: true)", () => {
     model: NEOX.id,
     prompt: PROMPT,
     // n = the model's max_num_seqs: while these run, vLLM starts no other sequence.
-    n: 8,
+    n: MAX_NUM_SEQS,
     max_tokens: NEOX.maxOutputLen,
     temperature: 0,
     stream: true,

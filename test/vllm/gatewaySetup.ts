@@ -1,7 +1,7 @@
 /**
  * vitest globalSetup of the vLLM suite's gateway part (test/vllm/gateway.test.ts): the real gateway
- * in front of a real CPU tritonserver serving the project's vLLM model (images/vllm, assembled by
- * test/vllm/repository.py, in the vLLM venv as the pytest part runs it) on tiny random checkpoints,
+ * in front of a real CPU tritonserver serving the project's vLLM model (images/vllm, its repository
+ * written by the stack's own renderer, in the vLLM venv as the pytest part runs it) on tiny random checkpoints,
  * and, beside it, the gateway suite's FT stand-in (test/gateway/globalSetup.ts
  * startTritonDecoupled: the test stack's model repository, FT decoupled). One gateway process
  * routes to both by `model`, each with its own limits, engine and in-flight cap.
@@ -21,11 +21,15 @@ import type { GatewayModel, GatewayRoute } from "../../infra/plan/types";
 import { CHAT_PRESET, STEP_MS, startTritonDecoupled } from "../gateway/globalSetup";
 import { ROOT, type RunningGateway, startGateway } from "../gateway/harness";
 import { stop, waitForState } from "../triton/serverProcess";
+import type { VllmModelSettings } from "../../infra/plan/vllmRepository";
+import { writeVllmRepository } from "../../scripts/vllm-repository";
 
 /** The tiny checkpoints' vocabulary (test/vllm/make_checkpoints.py VOCAB, the test tokenizer's size). */
 const VOCAB = 512;
-/** The vLLM model's max_logprobs (test/vllm/repository.py cpu_parameters). */
+/** The vLLM models' max_logprobs (as test/vllm/repository.py cpu_settings). */
 export const MAX_LOGPROBS = 20;
+/** Sequences vLLM runs at once (max_num_seqs), and the gateway's batch size: the cancellation test fills them. */
+export const MAX_NUM_SEQS = 8;
 
 /** The vLLM models as the gateway serves them: id, Triton model name, context (input + output tokens). */
 export const VLLM_MODELS = {
@@ -87,30 +91,30 @@ function checkpoints(python: string, work: string): Record<keyof typeof VLLM_MOD
   return { gpt2: written.gpt2, neox };
 }
 
-/** The vLLM model repository: test/vllm/repository.py's assembly of each checkpoint under its Triton name. */
-function assemble(python: string, repository: string, dirs: Record<keyof typeof VLLM_MODELS, string>): void {
-  const models = Object.entries(VLLM_MODELS).map(([key, m]) => ({
-    checkpoint: dirs[key as keyof typeof VLLM_MODELS],
-    name: m.name,
-    context: m.context,
-  }));
-  execFileSync(
-    python,
-    [
-      "-c",
-      [
-        "import json, sys",
-        "from pathlib import Path",
-        `sys.path.insert(0, ${JSON.stringify(path.join(ROOT, "test/vllm"))})`,
-        "from repository import assemble, cpu_parameters",
-        "for m in json.loads(sys.argv[2]):",
-        "    assemble(Path(sys.argv[1]), 8, cpu_parameters(Path(m['checkpoint']), m['context']), name=m['name'])",
-      ].join("\n"),
-      repository,
-      JSON.stringify(models),
-    ],
-    { stdio: ["ignore", "inherit", "inherit"] },
-  );
+/**
+ * The vLLM model repository, each checkpoint under its Triton name, written by the plan's renderer
+ * (infra/plan/vllmRepository.ts through scripts/vllm-repository.ts) with test/vllm/repository.py's
+ * CPU settings (cpu_settings): fp32, eager, 1 GiB of KV cache, half the context for the prompt.
+ */
+function assemble(repository: string, dirs: Record<keyof typeof VLLM_MODELS, string>): void {
+  for (const [key, m] of Object.entries(VLLM_MODELS)) {
+    const settings: VllmModelSettings = {
+      modelPath: path.resolve(dirs[key as keyof typeof VLLM_MODELS]),
+      device: "cpu",
+      dtype: "float32",
+      tensorParallel: 1,
+      gpuMemoryUtilization: 0.9,
+      maxModelLen: m.context,
+      kvCacheGiB: 1,
+      maxNumSeqs: MAX_NUM_SEQS,
+      maxInputLen: m.context / 2,
+      maxOutputLen: m.context / 2,
+      maxPromptBytes: 32 * m.context,
+      maxLogprobs: MAX_LOGPROBS,
+      enforceEager: true,
+    };
+    writeVllmRepository(repository, settings, m.name);
+  }
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -122,7 +126,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const python = vllmPython();
     const repository = path.join(work, "vllm-repository");
     rmSync(repository, { recursive: true, force: true });
-    assemble(python, repository, checkpoints(python, work));
+    assemble(repository, checkpoints(python, work));
     log(`checkpoints and the vLLM repository ready in ${Math.round((Date.now() - started) / 1000)} s`);
     const stateFile = path.join(work, "vllm.server.json");
     const serverLog = path.join(work, "vllm.tritonserver.log");
@@ -158,7 +162,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       id: m.id,
       maxInputLen: m.context / 2,
       maxOutputLen: m.context / 2,
-      maxBatchSize: 8,
+      maxBatchSize: MAX_NUM_SEQS,
       vocab: VOCAB,
       chatTemplate,
       // As infra/plan/gateway.ts renders a vLLM model.
