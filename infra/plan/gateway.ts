@@ -88,7 +88,18 @@ export function gatewayRoute(model: ResolvedStack): GatewayRoute {
     // The gateway-wide cap (limits.maxInflight) defaults to the sum of the models' caps.
     maxInflight,
     ...(wake ? { wake } : {}),
+    ...engineFields(model),
   };
+}
+
+/**
+ * What the gateway serves per engine: nothing for an FT model (the gateway's defaults are FT's, so an FT
+ * stack's config stays as it was); a vLLM model's engine, its max_logprobs (top alternatives per token) and
+ * `cancellable`, since the vLLM model aborts a request whose gRPC call is cancelled (images/vllm, model.py).
+ */
+export function engineFields(model: ResolvedStack): Pick<GatewayRoute, "engine" | "maxLogprobs" | "cancellable"> {
+  if (model.engine === "ft" || !model.vllm) return {};
+  return { engine: model.engine, maxLogprobs: model.vllm.maxLogprobs, cancellable: true };
 }
 
 /** What the gateway needs of a live canary: its build (a model view of its own) and its traffic settings. */
@@ -109,8 +120,14 @@ export function withCanary(route: GatewayRoute, canary: CanaryRouteInput): Gatew
   const min = (a: number | undefined, b: number | undefined) =>
     a === undefined ? b : b === undefined ? a : Math.min(a, b);
   const maxChoiceTokens = min(route.maxChoiceTokens, c.maxChoiceTokens);
+  // One engine for both builds, or the FT defaults: a request must be valid on either.
+  const { engine, maxLogprobs, cancellable, ...rest } = route;
+  const sameEngine = engine !== undefined && engine === c.engine;
   return {
-    ...route,
+    ...rest,
+    ...(sameEngine
+      ? { engine, maxLogprobs: min(maxLogprobs, c.maxLogprobs), cancellable: !!cancellable && !!c.cancellable }
+      : {}),
     maxInputLen: Math.min(route.maxInputLen, c.maxInputLen),
     maxOutputLen: Math.min(route.maxOutputLen, c.maxOutputLen),
     maxBatchSize: Math.min(route.maxBatchSize, c.maxBatchSize),

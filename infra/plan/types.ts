@@ -6,6 +6,7 @@
  */
 import type { GpuInstance } from "../catalog/gpus";
 import type { ChatTemplate } from "../model/catalog";
+import type { Engine } from "../model/types";
 import type { AutoscalingConfig } from "../config/autoscaling";
 import type { AutoscalingPlan } from "../resolve/scaling";
 import type { WorkloadPlan } from "../resolve/workload";
@@ -125,6 +126,12 @@ export interface GatewayModel {
   wake?: GatewayWake;
   /** A second build of the model served to a weighted share of its new requests (issue 36). */
   canary?: GatewayCanary;
+  /** The engine behind the model's ensemble; absent: `ft` (the gateway's default), so FT stacks render as before. */
+  engine?: Engine;
+  /** Most top alternatives per token a request may ask (the vLLM model's max_logprobs); absent: 0, as on FT. */
+  maxLogprobs?: number;
+  /** Its Triton stops a generation whose gRPC call is cancelled (the vLLM model aborts it); absent: false, as FT. */
+  cancellable?: boolean;
 }
 
 /** The gateway's `canary` block of a model (ModelConfigSchema in the gateway package; /work contract of issue 36). */

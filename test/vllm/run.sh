@@ -8,7 +8,8 @@
 #      CodeGen checkpoints (CodeGen through the project's re-layout) served by a
 #      real CPU tritonserver (nvidia-pytriton, test/triton/server.sh) running the
 #      project's vLLM model (images/vllm), compared token by token with Hugging
-#      Face transformers' greedy generation (test_vllm_server.py).
+#      Face transformers' greedy generation (test_vllm_server.py);
+#   3. vitest: the gateway in front of the vLLM model beside the FT stand-in (test/vllm/*.test.ts).
 # The runner's set-up and clean-up are the shared ones (test/lib/suite.sh).
 # With TEST_REPORT_DIR set, the JUnit report goes to vllm.xml there.
 set -euo pipefail
@@ -42,6 +43,26 @@ if ((status != 0)); then
   if [[ -n ${TEST_REPORT_DIR:-} ]]; then
     python3 test/lib/junit_setup_failure.py "$TEST_REPORT_DIR/vllm.xml" "$TEST_REPORT_DIR/vllm-setup.xml" \
       test/vllm "vLLM suite setup (venv or tritonserver; see the [vllm-suite] lines above)"
+  fi
+fi
+
+# 3. The gateway in front of the vLLM model, beside the FT stand-in (test/vllm/gatewaySetup.ts starts a
+#    vLLM tritonserver of its own, the FT stand-in's and one gateway): the openai npm and Python clients,
+#    tritonclient, logprobs with top alternatives, routing by model, a cancelled stream aborted in vLLM.
+log "phase: the gateway on vLLM beside the FT stand-in (vitest, test/vllm/vitest.config.mts)"
+phase=$SECONDS
+gateway_status=0
+vitest_args=(run --config test/vllm/vitest.config.mts --reporter=default)
+if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+  vitest_args+=(--reporter=junit --outputFile.junit="$TEST_REPORT_DIR/vllm-gateway.xml")
+fi
+VLLM_GATEWAY_TEST_WORK="$SUITE_WORK/gateway" npx --no-install vitest "${vitest_args[@]}" || gateway_status=$?
+log "vitest finished in $((SECONDS - phase))s (status $gateway_status)"
+if ((gateway_status != 0)); then
+  status=1
+  if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+    python3 test/lib/junit_setup_failure.py "$TEST_REPORT_DIR/vllm-gateway.xml" "$TEST_REPORT_DIR/vllm-gateway-setup.xml" \
+      test/vllm "vLLM gateway setup (tritonservers or gateway; see the [vllm-gateway-setup] lines above)"
   fi
 fi
 log "done in $((SECONDS - SUITE_START))s, status $status"

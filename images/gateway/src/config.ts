@@ -11,6 +11,10 @@ import { CanarySchema } from "./canary/canaryConfig";
 
 const positive = z.number().int().positive();
 
+/** The engines a model's ensemble may run on (infra/model/types.ts ENGINES: the same words). */
+export const ENGINES = ["ft", "vllm"] as const;
+export type Engine = (typeof ENGINES)[number];
+
 export const ChatTemplateSchema = z
   .object({
     /** Prefix of a system turn; without one, system text opens the first user turn. */
@@ -84,6 +88,18 @@ export const ModelConfigSchema = z
      * that check is_cancelled()); the call is cancelled and released at once.
      */
     cancellable: z.boolean().default(false),
+    /**
+     * The engine behind this model's ensemble (docs/consuming.md, the compatibility matrix per engine):
+     * `ft` (the default) FasterTransformer, `vllm` the project's vLLM model (images/vllm). What a request
+     * may ask of the model follows from it; the gRPC contract is the same.
+     */
+    engine: z.enum(ENGINES).default("ft"),
+    /**
+     * Most top alternatives per generated token a request may ask (completions `logprobs`, chat
+     * `top_logprobs`): the vLLM model's `max_logprobs`. 0 (the default): none, as FasterTransformer
+     * computes the sampled token's log probability only.
+     */
+    maxLogprobs: z.number().int().nonnegative().default(0),
     /** Present only for a model that may sleep; absent (the default): requests to a model without a ready Triton get 503 upstream_unavailable at once. */
     wake: WakeSchema.optional(),
     /**
@@ -94,6 +110,13 @@ export const ModelConfigSchema = z
   })
   .strict()
   .superRefine((m, ctx) => {
+    if (m.engine === "ft" && m.maxLogprobs > 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["maxLogprobs"],
+        message: `model ${m.id} is served by FasterTransformer, which computes no alternatives: maxLogprobs must be 0, got ${m.maxLogprobs}`,
+      });
+    }
     // A model that sleeps has no ready build to compare with, and holding requests for two builds is not defined.
     if (m.wake && m.canary) {
       ctx.addIssue({

@@ -20,6 +20,17 @@ export const token = (i: number, row = 0): string => (row === 0 ? ` t${i}` : ` c
 /** FT's log probability (output_log_probs) of the fake's token i (1-based) of copy `row`. */
 export const logprob = (i: number, row = 0): number => -(1 + ((i + row) % 7)) / 8;
 
+/**
+ * The k top alternatives of the fake's token i of copy `row`, by rank, as a vLLM model returns them:
+ * the sampled token first (greedy), then " a1", " a2", ... each less likely.
+ */
+export const alternatives = (i: number, k: number, row = 0): { text: string; logprob: number }[] =>
+  Array.from({ length: k }, (_, rank) =>
+    rank === 0
+      ? { text: token(i, row), logprob: logprob(i, row) }
+      : { text: ` a${rank}`, logprob: logprob(i, row) - rank },
+  );
+
 export class FakeTriton implements TritonClient {
   readonly ensemble = "ensemble";
   isLive = true;
@@ -69,6 +80,8 @@ export class FakeTriton implements TritonClient {
     const byName = new Map(inputs.map((t) => [t.name, t]));
     const prompts = (byName.get("text_input")?.data ?? []).map(String);
     const maxTokens = (byName.get("max_tokens")?.data ?? []).map(Number);
+    // A vLLM model's extra input (docs/vllm.md): the top alternatives per token, the same for every row.
+    const topK = Number(byName.get("top_logprobs")?.data[0] ?? 0);
     if (this.gate) await Promise.race([this.gate, aborted(options.signal)]);
     if (options.signal.aborted) return;
     if (this.refuseWith) throw this.refuseWith;
@@ -76,7 +89,7 @@ export class FakeTriton implements TritonClient {
     for (let step = 1; step <= steps; step++) {
       if (options.signal.aborted) return;
       if (step === 2 && this.failMidStreamWith) throw this.failMidStreamWith;
-      yield outputs(prompts, maxTokens, step);
+      yield outputs(prompts, maxTokens, step, topK);
       // A turn of the event loop between tokens, as a real stream has.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -88,7 +101,7 @@ function aborted(signal: AbortSignal): Promise<void> {
 }
 
 /** The ensemble's outputs after `step` tokens: one row per prompt, each capped at its own max_tokens. */
-function outputs(prompts: string[], maxTokens: number[], step: number): Map<string, Tensor> {
+function outputs(prompts: string[], maxTokens: number[], step: number, topK: number): Map<string, Tensor> {
   const counts = prompts.map((_, row) => Math.min(step, maxTokens[row] ?? step));
   const pieces = counts.map((n, row) => Array.from({ length: n }, (_, i) => token(i + 1, row)));
   const probs = counts.map((n, row) => Array.from({ length: n }, (_, i) => logprob(i + 1, row)));
@@ -97,7 +110,7 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
   const width = Math.max(1, ...counts);
   const pad = <T>(values: T[][], fill: T): T[] =>
     values.flatMap((v) => [...v, ...Array<T>(width - v.length).fill(fill)]);
-  return new Map<string, Tensor>([
+  const result = new Map<string, Tensor>([
     [
       "text_output",
       {
@@ -137,6 +150,27 @@ function outputs(prompts: string[], maxTokens: number[], step: number): Map<stri
       },
     ],
   ]);
+  if (topK > 0) {
+    // [rows, tokens, k], padded as the vLLM model pads: "" with log probability -inf.
+    const top = counts.map((n, row) =>
+      Array.from({ length: width }, (_, i) => (i < n ? alternatives(i + 1, topK, row) : [])),
+    );
+    const cell = <T>(f: (a: { text: string; logprob: number } | undefined) => T): T[] =>
+      top.flatMap((tokens) => tokens.flatMap((alts) => Array.from({ length: topK }, (_, k) => f(alts[k]))));
+    result.set("output_top_tokens", {
+      name: "output_top_tokens",
+      datatype: "BYTES",
+      shape: [rows, width, topK],
+      data: cell((a) => new Uint8Array(Buffer.from(a?.text ?? "", "utf8"))),
+    });
+    result.set("output_top_log_probs", {
+      name: "output_top_log_probs",
+      datatype: "FP32",
+      shape: [rows, width, topK],
+      data: cell((a) => a?.logprob ?? Number.NEGATIVE_INFINITY),
+    });
+  }
+  return result;
 }
 
 /** The in-memory Triton's address in those configs (never dialled: the fake replaces the client). */
@@ -157,6 +191,9 @@ export const TEST_MODEL = {
   triton: TEST_TRITON,
   maxInflight: 64,
 } as const;
+
+/** TEST_MODEL served by vLLM (docs/vllm.md): up to 5 top alternatives per token. */
+export const VLLM_MODEL = { ...TEST_MODEL, id: "v", engine: "vllm", maxLogprobs: 5 } as const;
 
 /**
  * A second model for the routing cases: other limits, no chat template, its own Triton (so one can

@@ -21,11 +21,21 @@ export type FinishReason = "stop" | "length";
 const OUTPUTS = ["text_output", "input_token_count", "output_token_count", "cum_log_probs"];
 /** Read only with OpenAI `logprobs`. */
 const LOGPROB_OUTPUTS = ["output_log_probs", "output_tokens"];
+/** Read only with top alternatives asked (vLLM models: docs/vllm.md, "The model"). */
+const TOP_OUTPUTS = ["output_top_tokens", "output_top_log_probs"];
 
-/** One generated token: its text (what it adds to the output) and FT's log probability of it. */
+/** One of a token's top alternatives: its text and log probability. */
+export interface Alternative {
+  text: string;
+  logprob: number;
+}
+
+/** One generated token: its text (what it adds to the output) and the engine's log probability of it. */
 export interface TokenLogprob {
   text: string;
   logprob: number;
+  /** Its top alternatives by rank (with top logprobs asked of a vLLM model). */
+  top?: Alternative[];
 }
 
 export interface DeltaEvent {
@@ -68,7 +78,14 @@ export function copySeed(seed: bigint, i: number): bigint {
  * sampling from the whole distribution. Temperature 0 means greedy (top_k 1).
  * Without a seed a sampled request gets a random one, as OpenAI's do.
  */
-export function ensembleInputs(prompt: string, s: Sampling, copies = 1, returnTokens = false): Tensor[] {
+export function ensembleInputs(
+  prompt: string,
+  s: Sampling,
+  copies = 1,
+  returnTokens = false,
+  /** Top alternatives per token: sent only when above 0, since FT's ensemble has no such input. */
+  topLogprobs = 0,
+): Tensor[] {
   const greedy = s.temperature === 0;
   const scalar = (name: string, datatype: Tensor["datatype"], value: number | bigint): Tensor => ({
     name,
@@ -93,6 +110,7 @@ export function ensembleInputs(prompt: string, s: Sampling, copies = 1, returnTo
   if (s.repetitionPenalty !== undefined) inputs.push(scalar("repetition_penalty", "FP32", s.repetitionPenalty));
   if (s.presencePenalty !== undefined) inputs.push(scalar("presence_penalty", "FP32", s.presencePenalty));
   if (returnTokens) inputs.push(scalar("return_tokens", "UINT32", 1));
+  if (topLogprobs > 0) inputs.push(scalar("top_logprobs", "UINT32", topLogprobs));
   // FT stops early at stop words matched as tokens; the gateway matches the text exactly as OpenAI does.
   if (s.stop.length > 0) {
     inputs.push({
@@ -119,6 +137,31 @@ function row(outputs: Map<string, Tensor>, name: string, r: number): (string | n
   return values.map((v) => (t.datatype === "BYTES" ? text(v) : Number(v)));
 }
 
+/**
+ * Row `r` of a [copies, tokens, k] output as one list of k per token (the
+ * top alternatives' texts or log probabilities, by rank).
+ */
+function rowMatrix(outputs: Map<string, Tensor>, name: string, r: number): (string | number)[][] {
+  const t = outputs.get(name);
+  if (!t || t.shape.length !== 3) throw new Error(`the ensemble's response has no [copies, tokens, k] ${name}`);
+  const [, tokens, k] = t.shape;
+  const flat = row(outputs, name, r);
+  return Array.from({ length: tokens }, (_, i) => flat.slice(i * k, (i + 1) * k));
+}
+
+/** Each token's alternatives, padding (an empty text of log probability -inf: no token) left out. */
+function alternatives(outputs: Map<string, Tensor>, r: number, count: number): Alternative[][] {
+  const texts = rowMatrix(outputs, "output_top_tokens", r);
+  const probs = rowMatrix(outputs, "output_top_log_probs", r);
+  return texts
+    .slice(0, count)
+    .map((ranked, i) =>
+      ranked
+        .map((text, rank) => ({ text: String(text), logprob: Number(probs[i][rank]) }))
+        .filter((a) => a.logprob !== Number.NEGATIVE_INFINITY),
+    );
+}
+
 export interface GenerateOptions {
   signal: AbortSignal;
   deadline: number;
@@ -128,6 +171,8 @@ export interface GenerateOptions {
   copies?: number;
   /** Return each token's text and log probability with the deltas (OpenAI `logprobs`). */
   logprobs?: boolean;
+  /** With `logprobs`: the top alternatives per token to return as well (a vLLM model's); default 0. */
+  topLogprobs?: number;
   /** Called when the gateway itself ends the Triton call early (a stop sequence). */
   onStopCancel?: () => void;
   /** The model's Triton stops a generation whose call is cancelled (ModelConfig.cancellable); default true. */
@@ -146,6 +191,7 @@ class Copy {
   tokensSent = 0;
   pieces: string[] = [];
   logprobs: number[] = [];
+  alternatives: Alternative[][] = [];
 
   constructor(stop: readonly string[], trimStart: boolean) {
     this.text = new IncrementalText(stop, trimStart);
@@ -167,7 +213,8 @@ class Copy {
       if (i < this.tokensSent) continue;
       this.tokensSent = i + 1;
       if (end <= lead) continue;
-      out.push({ text: this.pieces[i], logprob: this.logprobs[i] });
+      const top = this.alternatives[i];
+      out.push({ text: this.pieces[i], logprob: this.logprobs[i], ...(top ? { top } : {}) });
     }
     return out;
   }
@@ -182,6 +229,8 @@ export async function* generate(
   const copies = options.copies ?? 1;
   const trimStart = options.trimStart ?? false;
   const logprobs = options.logprobs ?? false;
+  const topLogprobs = logprobs ? (options.topLogprobs ?? 0) : 0;
+  const outputNames = [...OUTPUTS, ...(logprobs ? LOGPROB_OUTPUTS : []), ...(topLogprobs > 0 ? TOP_OUTPUTS : [])];
   const state = Array.from({ length: copies }, () => new Copy(sampling.stop, trimStart));
   const local = new AbortController();
   const forward = (): void => local.abort();
@@ -191,9 +240,9 @@ export async function* generate(
     return { type: "delta", row: r, text: d, ...(tokens ? { tokens } : {}) };
   };
   try {
-    for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs), {
+    for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs, topLogprobs), {
       // The per-token arrays (every token so far, at every step) only when the client asked for logprobs.
-      outputs: logprobs ? [...OUTPUTS, ...LOGPROB_OUTPUTS] : OUTPUTS,
+      outputs: outputNames,
       signal: local.signal,
       deadline: options.deadline,
       timeoutSeconds: options.timeoutSeconds,
@@ -209,6 +258,7 @@ export async function* generate(
         if (logprobs) {
           c.pieces = row(outputs, "output_tokens", r).map(String).slice(0, c.completionTokens);
           c.logprobs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
+          if (topLogprobs > 0) c.alternatives = alternatives(outputs, r, c.completionTokens);
         }
         const update = c.text.update(c.last);
         if (update.delta) yield delta(r, update.delta);

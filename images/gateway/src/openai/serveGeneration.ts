@@ -13,6 +13,7 @@ import type { FastifyReply } from "fastify";
 import { ApiError } from "../server/apiError";
 import { openEventStream, sendEvent } from "../server/sse";
 import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
+import { chatLogprobs, completionLogprobs } from "./logprobs";
 import type { RequestContext } from "../admission/requestContext";
 import type { ChatRequest, CompletionRequest } from "./validate";
 
@@ -94,7 +95,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
   const prompts = chat ? [request.prompt] : request.prompts;
   const id = `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
   const created = Math.floor(Date.now() / 1000);
-  const { bestOf, logprobs } = request.choices;
+  const { bestOf, logprobs, topLogprobs } = request.choices;
   const generators = prompts.map((prompt) =>
     generate(ctx.triton, prompt, request.sampling, {
       signal: ctx.signal,
@@ -103,6 +104,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
       trimStart: chat,
       copies: bestOf,
       logprobs,
+      topLogprobs,
       onStopCancel: () =>
         ctx.metrics.upstreamCancelled.inc({ reason: "stop_sequence", model: ctx.model.config.id, build: ctx.build }),
       cancellable: ctx.model.config.cancellable,
@@ -179,35 +181,6 @@ export function best(copies: ChoiceResult[], n: number): ChoiceResult[] {
     .map(({ r }) => r);
 }
 
-/** Completions `logprobs`: FT gives the sampled token's log probability only, so top_logprobs is null. */
-function completionLogprobs(tokens: TokenLogprob[], offset: number): Record<string, unknown> {
-  const textOffset: number[] = [];
-  let at = offset;
-  for (const t of tokens) {
-    textOffset.push(at);
-    at += t.text.length;
-  }
-  return {
-    tokens: tokens.map((t) => t.text),
-    token_logprobs: tokens.map((t) => t.logprob),
-    top_logprobs: null,
-    text_offset: textOffset,
-  };
-}
-
-/** Chat `logprobs`: one entry per token; top_logprobs stays empty (only top_logprobs 0 is accepted). */
-function chatLogprobs(tokens: TokenLogprob[]): Record<string, unknown> {
-  return {
-    content: tokens.map((t) => ({
-      token: t.text,
-      logprob: t.logprob,
-      bytes: [...Buffer.from(t.text, "utf8")],
-      top_logprobs: [],
-    })),
-    refusal: null,
-  };
-}
-
 async function sendJson(
   ctx: RequestContext,
   reply: FastifyReply,
@@ -236,6 +209,7 @@ async function sendJson(
     });
   }
   const echo = request.echo;
+  const alternatives = ctx.model.config.engine !== "ft";
   return reply.send({
     id,
     object: "text_completion",
@@ -247,7 +221,7 @@ async function sendJson(
         return {
           index: p * n + j,
           text: prefix + r.text,
-          logprobs: logprobs ? completionLogprobs(r.tokens, prefix.length) : null,
+          logprobs: logprobs ? completionLogprobs(r.tokens, prefix.length, alternatives) : null,
           finish_reason: r.finishReason,
         };
       }),
@@ -266,6 +240,8 @@ async function streamEvents(
   const { chat, id, created, model, results } = g;
   const { n, logprobs } = request.choices;
   const echo = request.kind === "completion" && request.echo;
+  // Completions' top_logprobs: per token from an engine that computes alternatives, else null.
+  const alternatives = ctx.model.config.engine !== "ft";
   const raw = reply.raw;
   // A request held while its model woke has its stream open already (admission/holding.ts).
   if (ctx.streamOpen) ctx.stopKeepalive();
@@ -286,7 +262,7 @@ async function streamEvents(
   ): unknown => {
     const at = offsets.get(index) ?? 0;
     offsets.set(index, at + (text ?? "").length);
-    const lp = logprobs && tokens ? (chat ? chatLogprobs(tokens) : completionLogprobs(tokens, at)) : null;
+    const lp = logprobs && tokens ? (chat ? chatLogprobs(tokens) : completionLogprobs(tokens, at, alternatives)) : null;
     return {
       id,
       object,

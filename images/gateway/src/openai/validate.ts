@@ -7,6 +7,7 @@
  */
 import type { ChatTemplate, Limits, ModelConfig } from "../config";
 import { ApiError, invalid, notFound } from "../server/apiError";
+import { engineName } from "../models/engine";
 
 /** Documented ranges (docs/consuming.md "API"): identical to preprocessing's. */
 export const TEMPERATURE_MAX = 2;
@@ -39,6 +40,11 @@ export interface Choices {
   bestOf: number;
   /** Each token's text and log probability (completions `logprobs`, chat `logprobs: true`). */
   logprobs: boolean;
+  /**
+   * Top alternatives per token (completions `logprobs`, chat `top_logprobs`), 0..the model's
+   * maxLogprobs: always 0 on FasterTransformer, which computes none.
+   */
+  topLogprobs: number;
 }
 
 export interface CompletionRequest {
@@ -212,7 +218,8 @@ function sampling(body: Body, rules: ModelRules, maxTokensKey: string, extraStop
   }
   // 0 is OpenAI's "off": sending nothing keeps it compatible with repetition_penalty.
   const presencePenalty = presence === 0 ? undefined : presence;
-  if (presencePenalty !== undefined && repetitionPenalty !== undefined) {
+  // vLLM applies both penalties to one request; FT one of them.
+  if (presencePenalty !== undefined && repetitionPenalty !== undefined && rules.model.engine === "ft") {
     throw invalid(
       "presence_penalty and repetition_penalty exclude each other: FasterTransformer applies one penalty per request",
       "presence_penalty",
@@ -221,8 +228,12 @@ function sampling(body: Body, rules: ModelRules, maxTokensKey: string, extraStop
   }
   const frequency = optionalNumber(body, "frequency_penalty");
   if (frequency !== undefined && frequency !== 0) {
+    const why =
+      rules.model.engine === "ft"
+        ? "FasterTransformer has no count-based penalty"
+        : "the ensemble the model serves (on vLLM too) takes no count-based penalty";
     throw invalid(
-      `frequency_penalty=${frequency} is not supported: FasterTransformer has no count-based penalty; ` +
+      `frequency_penalty=${frequency} is not supported: ${why}; ` +
         "use presence_penalty (once per token present) or repetition_penalty",
       "frequency_penalty",
       "unsupported_parameter",
@@ -250,7 +261,14 @@ function sampling(body: Body, rules: ModelRules, maxTokensKey: string, extraStop
  * capped by the model's batch size, and their total tokens by the model's
  * maxChoiceTokens (n × max_tokens, or best_of × max_tokens).
  */
-function choices(body: Body, rules: ModelRules, maxTokens: number, maxTokensKey: string, logprobs: boolean): Choices {
+function choices(
+  body: Body,
+  rules: ModelRules,
+  maxTokens: number,
+  maxTokensKey: string,
+  logprobs: boolean,
+  topLogprobs: number,
+): Choices {
   const batch = rules.model.maxBatchSize;
   const n = optionalInteger(body, "n") ?? 1;
   if (n < 1 || n > batch) {
@@ -271,7 +289,7 @@ function choices(body: Body, rules: ModelRules, maxTokens: number, maxTokensKey:
   if (bestOf > n && body.stream === true) {
     throw invalid("best_of cannot be streamed: the best choices are known only at the end", "best_of");
   }
-  return { n, bestOf, logprobs };
+  return { n, bestOf, logprobs, topLogprobs };
 }
 
 function stopList(body: Body, rules: ModelRules): string[] {
@@ -347,19 +365,14 @@ export function parseCompletion(input: unknown, rules: ModelRules): CompletionRe
   unsupported(body, "suffix", (v) => v === "", "insertion is not served");
   const echo = body.echo ?? false;
   if (typeof echo !== "boolean") throw invalid(`echo must be a boolean, got ${describe(echo)}`, "echo", "invalid_type");
-  const logprobs = optionalInteger(body, "logprobs");
-  if (logprobs !== undefined && (logprobs < 0 || logprobs > 1)) {
-    throw invalid(
-      `logprobs is ${logprobs}: at most 1 is served. FasterTransformer computes the log probability of the ` +
-        "sampled token only, no alternatives (top_logprobs comes back null)",
-      "logprobs",
-      logprobs > 1 ? "unsupported_parameter" : "invalid_value",
-    );
-  }
+  const logprobs = completionLogprobs(body, rules);
   if (echo && logprobs !== undefined) {
     throw invalid(
-      "echo with logprobs is not served: FasterTransformer computes no log probabilities for prompt tokens, " +
-        "and OpenAI returns them for every prompt token but the first",
+      `echo with logprobs is not served: ${
+        rules.model.engine === "ft"
+          ? "FasterTransformer computes no log probabilities for prompt tokens"
+          : "the vLLM model returns no log probabilities for prompt tokens"
+      }, and OpenAI returns them for every prompt token but the first`,
       "echo",
       "unsupported_parameter",
     );
@@ -369,10 +382,70 @@ export function parseCompletion(input: unknown, rules: ModelRules): CompletionRe
     kind: "completion",
     prompts,
     sampling: s,
-    choices: choices(body, rules, s.maxTokens, "max_tokens", logprobs !== undefined),
+    // On FT, logprobs 1 is the sampled token alone (no alternatives); on vLLM, that many alternatives.
+    choices: choices(
+      body,
+      rules,
+      s.maxTokens,
+      "max_tokens",
+      logprobs !== undefined,
+      rules.model.engine === "ft" ? 0 : (logprobs ?? 0),
+    ),
     echo,
     ...streamFlags(body),
   };
+}
+
+/**
+ * Completions `logprobs`: on FasterTransformer 0 or 1 (the sampled token's log probability, no
+ * alternatives: top_logprobs comes back null); on vLLM 0..maxLogprobs top alternatives per token.
+ */
+function completionLogprobs(body: Body, rules: ModelRules): number | undefined {
+  const logprobs = optionalInteger(body, "logprobs");
+  if (logprobs === undefined) return undefined;
+  const { engine, maxLogprobs } = rules.model;
+  if (engine === "ft" && (logprobs < 0 || logprobs > 1)) {
+    throw invalid(
+      `logprobs is ${logprobs}: at most 1 is served. FasterTransformer computes the log probability of the ` +
+        "sampled token only, no alternatives (top_logprobs comes back null)",
+      "logprobs",
+      logprobs > 1 ? "unsupported_parameter" : "invalid_value",
+    );
+  }
+  if (engine !== "ft" && (logprobs < 0 || logprobs > maxLogprobs)) {
+    throw invalid(
+      `logprobs is ${logprobs}: must be between 0 and ${maxLogprobs} ` +
+        `(the most top alternatives per token this model's ${engineName(engine)} engine returns)`,
+      "logprobs",
+      logprobs > maxLogprobs ? "unsupported_parameter" : "invalid_value",
+    );
+  }
+  return logprobs;
+}
+
+/** Chat `top_logprobs`: 0 on FasterTransformer (no alternatives), 0..maxLogprobs on vLLM; needs `logprobs: true`. */
+function chatTopLogprobs(body: Body, rules: ModelRules, logprobs: boolean): number {
+  const top = optionalInteger(body, "top_logprobs");
+  if (top === undefined) return 0;
+  const { engine, maxLogprobs } = rules.model;
+  if (engine === "ft" && top !== 0) {
+    throw invalid(
+      `top_logprobs is ${top}: at most 0 is served. FasterTransformer computes the log probability of the ` +
+        "sampled token only, no alternatives",
+      "top_logprobs",
+      "unsupported_parameter",
+    );
+  }
+  if (top < 0 || top > maxLogprobs) {
+    throw invalid(
+      `top_logprobs is ${top}: must be between 0 and ${maxLogprobs} ` +
+        `(the most top alternatives per token this model's ${engineName(engine)} engine returns)`,
+      "top_logprobs",
+      top > maxLogprobs ? "unsupported_parameter" : "invalid_value",
+    );
+  }
+  if (!logprobs) throw invalid("top_logprobs needs logprobs: true", "top_logprobs");
+  return top;
 }
 
 function messageContent(content: unknown, i: number): string {
@@ -453,16 +526,7 @@ export function parseChat(input: unknown, rules: ModelRules): ChatRequest {
   const logprobs = body.logprobs ?? false;
   if (typeof logprobs !== "boolean")
     throw invalid(`logprobs must be a boolean, got ${describe(logprobs)}`, "logprobs", "invalid_type");
-  const top = optionalInteger(body, "top_logprobs");
-  if (top !== undefined && top !== 0) {
-    throw invalid(
-      `top_logprobs is ${top}: at most 0 is served. FasterTransformer computes the log probability of the ` +
-        "sampled token only, no alternatives",
-      "top_logprobs",
-      "unsupported_parameter",
-    );
-  }
-  if (top !== undefined && !logprobs) throw invalid("top_logprobs needs logprobs: true", "top_logprobs");
+  const top = chatTopLogprobs(body, rules, logprobs);
   unsupported(body, "response_format", (v) => isObject(v) && v.type === "text", "only text responses are served");
   if (body.max_tokens !== undefined && body.max_completion_tokens !== undefined) {
     throw invalid("send max_tokens or max_completion_tokens, not both", "max_completion_tokens");
@@ -476,7 +540,7 @@ export function parseChat(input: unknown, rules: ModelRules): ChatRequest {
     messages,
     prompt,
     sampling: s,
-    choices: choices(body, rules, s.maxTokens, maxKey, logprobs),
+    choices: choices(body, rules, s.maxTokens, maxKey, logprobs, top),
     ...streamFlags(body),
   };
 }

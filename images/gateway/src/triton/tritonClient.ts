@@ -96,7 +96,7 @@ export function classifyTritonMessage(message: string): ApiError {
     return new ApiError(400, "invalid_request_error", text, "context_length_exceeded", "prompt");
   }
   if (
-    /\b(text_input|max_tokens|stop_words|bad_words|top_k|top_p|temperature|repetition_penalty|random_seed)\[\d+\]/.test(
+    /\b(text_input|max_tokens|stop_words|bad_words|top_k|top_p|temperature|repetition_penalty|presence_penalty|random_seed|top_logprobs)\[\d+\]/.test(
       text,
     )
   ) {
