@@ -58,7 +58,7 @@ export const CANARY_BUILD_KEYS = ["source", "maxBatchSize", "maxInputLen", "maxO
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 const SERVING_KEYS: readonly string[] = MODEL_SERVING_KEYS;
-const MODEL_KEYS = ["preset", "family", "source", "arch"] as const;
+const MODEL_KEYS = ["preset", "family", "engine", "source", "arch"] as const;
 
 /** `serving.maxBatchSize` -> `models.<id>.maxBatchSize`; `model.preset` -> `models.<id>.preset`; `gemm.x` -> `models.<id>.gemm.x`. */
 export function modelKey(id: string, key: string): string {

@@ -14,7 +14,7 @@ import { knownKeysAt, parseLeniently, type Problem } from "./issues";
 import { unknownKeyProblems } from "./keys";
 import { autoscalingSchema } from "./autoscaling";
 import { K8S_NAMESPACES } from "./limits";
-import { FAMILIES } from "../model/types";
+import { ENGINES, FAMILIES } from "../model/types";
 import { unsetMeans } from "./statedDefault";
 
 export const PROJECT = "triton-ft";
@@ -72,6 +72,10 @@ const archSchema = z
     layers: positiveInt,
     hidden: positiveInt,
     heads: positiveInt,
+    kvHeads: positiveInt
+      .optional()
+      .describe("Key/value heads (num_key_value_heads; grouped-query attention, family llama).")
+      .meta(unsetMeans("heads (multi-head attention)")),
     ffn: positiveInt,
     vocab: positiveInt,
     rotaryDims: z.number().int().min(0),
@@ -93,8 +97,17 @@ export const modelSchema = z
     family: z
       .enum(FAMILIES)
       .optional()
-      .describe("gptneox | gptj | gpt | codegen. Required without a preset; must match the preset's family with one.")
+      .describe(
+        "gptneox | gptj | gpt | codegen | llama (llama: engine vllm only). Required without a preset; must match the preset's family with one.",
+      )
       .meta(unsetMeans("the preset's family")),
+    engine: z
+      .enum(ENGINES)
+      .optional()
+      .describe(
+        "ft | vllm: the Triton backend that serves the model, FasterTransformer or vLLM (docs/vllm.md, Choosing an engine). vLLM serves every family (llama only on vLLM), needs no conversion or gemm, and takes the settings of serving.vllm (models.<id>.vllm).",
+      )
+      .meta(unsetMeans("ft")),
     source: modelSourceSchema
       .optional()
       .describe(
@@ -104,7 +117,7 @@ export const modelSchema = z
     arch: archSchema
       .optional()
       .describe(
-        "Explicit architecture for models without a preset: layers, hidden, heads, ffn, vocab, rotaryDims, maxPositions, startId, endId, as in the model's config.json.",
+        "Explicit architecture for models without a preset: layers, hidden, heads, kvHeads (llama), ffn, vocab, rotaryDims, maxPositions, startId, endId, as in the model's config.json.",
       )
       .meta(unsetMeans("the preset's architecture")),
     name: z
@@ -309,6 +322,57 @@ export const storeSchema = z
   .strict();
 export type StoreSettings = z.infer<typeof storeSchema>;
 
+/** vLLM's dtypes this stack passes through (vLLM's own `dtype` engine argument). */
+export const VLLM_DTYPES = ["auto", "float16", "bfloat16", "float32"] as const;
+
+/** The vLLM defaults stated once: resolve/vllm.ts applies them, the config reference shows them. */
+export const VLLM_DEFAULTS = { gpuMemoryUtilization: 0.9, maxLogprobs: 20, dtype: "auto" } as const;
+
+/**
+ * A vLLM model's own settings (engine vllm): `serving.vllm` in the one-model form,
+ * `models.<id>.vllm` in the several-models form. Refused on an FT model.
+ */
+export const vllmSchema = z
+  .object({
+    gpuMemoryUtilization: z
+      .number()
+      .gt(0)
+      .max(1)
+      .optional()
+      .describe("Fraction of each GPU's memory vLLM may take (weights, activations and KV cache).")
+      .meta(unsetMeans(String(VLLM_DEFAULTS.gpuMemoryUtilization))),
+    maxModelLen: positiveInt
+      .optional()
+      .describe(
+        "vLLM's context length (max_model_len): at least maxInputLen + maxOutputLen, at most the model's positions.",
+      )
+      .meta(unsetMeans("maxInputLen + maxOutputLen")),
+    kvCacheGiB: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        "KV-cache memory per GPU in GiB (vLLM's kv_cache_memory_bytes); must hold one sequence of maxModelLen tokens and fit beside the weights.",
+      )
+      .meta(unsetMeans("GPU memory × gpuMemoryUtilization − weights − activations, per GPU (docs/vllm.md)")),
+    maxLogprobs: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("Most top alternatives per token a request may ask for (OpenAI logprobs / top_logprobs).")
+      .meta(unsetMeans(String(VLLM_DEFAULTS.maxLogprobs))),
+    dtype: z
+      .enum(VLLM_DTYPES)
+      .optional()
+      .describe(
+        "vLLM's dtype: auto (the checkpoint's; fp32 checkpoints served as float16), float16, bfloat16, float32.",
+      )
+      .meta(unsetMeans(VLLM_DEFAULTS.dtype)),
+  })
+  .strict();
+export type VllmSettings = z.infer<typeof vllmSchema>;
+
 export const servingSchema = z
   .object({
     instanceType: z.string().default("g5.2xlarge").describe("GPU instance type of the serving node group."),
@@ -395,6 +459,12 @@ export const servingSchema = z
       .describe(
         "FT's int8_mode: 0 fp16; 1 weight-only int8, quantized at load (gpt family only; sm_70 to sm_89, refused on H100/H200). 2 (SmoothQuant) needs a calibrated checkpoint the plan does not produce and is refused.",
       ),
+    vllm: vllmSchema
+      .optional()
+      .describe(
+        "A vLLM model's settings (model.engine vllm): {gpuMemoryUtilization, maxModelLen, kvCacheGiB, maxLogprobs, dtype}. See docs/vllm.md.",
+      )
+      .meta(unsetMeans("none: vLLM's derived defaults (engine vllm); refused with engine ft")),
   })
   .strict();
 
@@ -496,6 +566,7 @@ export const MODEL_SERVING_KEYS = [
   "maxChoiceTokens",
   "streaming",
   "int8Mode",
+  "vllm",
 ] as const;
 export type ModelServingKey = (typeof MODEL_SERVING_KEYS)[number];
 
@@ -634,7 +705,7 @@ export const configSchema = z
       .record(z.string(), modelEntrySchema)
       .optional()
       .describe(
-        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, gemm, canary}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/serving.md, Several models.",
+        "Several models behind one endpoint: a map from model id (the OpenAI `model` clients send; lowercase letters, digits and '-', starting with a letter or digit, at most 39 characters) to {preset | family+arch, engine, source, instanceType, tensorParallel, replicas | autoscaling, maxBatchSize, maxInputLen, maxOutputLen, maxChoiceTokens, streaming, int8Mode, vllm, gemm, canary}. Exclusive with triton-ft:model; the first entry keeps a one-model stack's resource names. See docs/serving.md, Several models.",
       )
       .meta(unsetMeans("none: a stack sets model or models")),
     build: buildSchema.prefault({}),

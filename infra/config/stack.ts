@@ -8,7 +8,8 @@
 import type { GpuInstance } from "../catalog/gpus";
 import type { CanaryConfig, SecretPresence, StackConfig } from "./schema";
 import type { GpuMemoryEstimate } from "../model/sizing";
-import type { Family, ModelArch, ModelSource } from "../model/types";
+import type { Engine, Family, ModelArch, ModelSource } from "../model/types";
+import type { VLLM_DTYPES } from "./schema";
 
 export interface ResolvedModel {
   name: string;
@@ -26,8 +27,33 @@ export interface GemmShape {
   maxInputLen: number;
 }
 
+/**
+ * A vLLM model's engine settings, resolved (resolve/vllm.ts): the config's
+ * `vllm` keys with their defaults derived from the model config and the GPU
+ * catalog. The numbers the vLLM model repository's config.pbtxt carries.
+ */
+export interface ResolvedVllm {
+  /** GPUs per model (vLLM's tensor_parallel_size): serving.tensorParallel. */
+  tensorParallel: number;
+  /** Fraction of each GPU's memory vLLM may take. */
+  gpuMemoryUtilization: number;
+  /** Context length: at least maxInputLen + maxOutputLen, at most the model's positions. */
+  maxModelLen: number;
+  /** KV-cache memory per GPU, GiB (vLLM's kv_cache_memory_bytes). */
+  kvCacheGiB: number;
+  /** Sequences in flight (vLLM's max_num_seqs): serving.maxBatchSize. */
+  maxNumSeqs: number;
+  /** Most top alternatives per generated token a request may ask for. */
+  maxLogprobs: number;
+  dtype: (typeof VLLM_DTYPES)[number];
+}
+
 export interface ResolvedStack {
   config: StackConfig;
+  /** The Triton backend that serves the model: `model.engine`, ft when unset. */
+  engine: Engine;
+  /** The vLLM settings: present iff `engine === "vllm"`. */
+  vllm?: ResolvedVllm;
   model: ResolvedModel;
   servingInstance: GpuInstance;
   builderInstance: GpuInstance;

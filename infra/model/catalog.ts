@@ -165,6 +165,7 @@ export function findPreset(name: string): ModelPreset | undefined {
 
 /** Parameter count from the architecture: what memory, disk and RAM sizing derive from. */
 export function parameterCount(family: Family, a: ModelArch): number {
+  if (family === "llama") return llamaParameterCount(a);
   const attention = 4 * a.hidden * a.hidden + (family === "gptj" || family === "codegen" ? 0 : 4 * a.hidden);
   const mlp = 2 * a.hidden * a.ffn + a.ffn + a.hidden;
   const norms = (family === "gptj" || family === "codegen" ? 2 : 4) * a.hidden;
@@ -175,4 +176,17 @@ export function parameterCount(family: Family, a: ModelArch): number {
   // GPT-J's (and so CodeGen's) lm_head carries a bias (model.lm_head.bias in FT's weight set).
   const headBias = family === "gptj" || family === "codegen" ? a.vocab : 0;
   return a.layers * perLayer + embeddings + head + headBias + 2 * a.hidden;
+}
+
+/**
+ * Llama: no biases; q and o are hidden × hidden, k and v hidden × (kvHeads × head size)
+ * (grouped-query attention); a gated MLP of three hidden × ffn matrices; two RMSNorms
+ * per layer and a final one; an untied lm_head (tie_word_embeddings false).
+ */
+function llamaParameterCount(a: ModelArch): number {
+  const kv = (a.kvHeads ?? a.heads) * (a.hidden / a.heads);
+  const attention = 2 * a.hidden * a.hidden + 2 * a.hidden * kv;
+  const mlp = 3 * a.hidden * a.ffn;
+  const perLayer = attention + mlp + 2 * a.hidden;
+  return a.layers * perLayer + 2 * a.vocab * a.hidden + a.hidden;
 }

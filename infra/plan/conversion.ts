@@ -350,6 +350,9 @@ function phasesFor(model: ResolvedModel, tp: number, builder: GpuInstance): Conv
       return gptjPhases(model, tp);
     case "gpt":
       return gptPhases(tp, procs);
+    case "llama":
+      // Served by vLLM only, which converts nothing: resolve refuses llama on FT.
+      throw new Error("family llama has no FT conversion");
   }
 }
 

@@ -6,7 +6,7 @@
  *
  *   config -> resolved stack (validate.ts) -> plan (here) -> artifacts (render/) -> resources (components/) -> outputs
  */
-import { FAMILY_SERVING } from "../model/family";
+import { ftServing } from "../model/family";
 import type { Family, ModelArch } from "../model/types";
 
 import { renderModelRepository, type RenderedRepository, type RepositoryOptions } from "./modelRepository";
@@ -262,7 +262,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
       name: model.name,
       preset: model.preset,
       family: model.family,
-      ftModelType: FAMILY_SERVING[model.family].modelType,
+      ftModelType: ftServing(model.family).modelType,
       source: model.source,
       tokenizerSource: model.tokenizerSource,
       arch: model.arch,
@@ -276,7 +276,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
       maxInputLen: config.serving.maxInputLen,
       maxOutputLen: config.serving.maxOutputLen,
       customAllReduce: repo.customAllReduce,
-      dynamicBatching: FAMILY_SERVING[model.family].dynamicBatching,
+      dynamicBatching: ftServing(model.family).dynamicBatching,
       streaming: config.serving.streaming,
       gpuMemoryGiB: {
         weights: gib(m.weightsBytes),

@@ -4,7 +4,7 @@
  * every model's inputs and outputs come from one definition.
  */
 import type { Family } from "../model/types";
-import { FAMILY_SERVING } from "../model/family";
+import { ftServing } from "../model/family";
 import { ENSEMBLE_MODEL } from "../conventions/workload";
 import { bool, enumValue, int, msg, str, toPbtxt, type PbField, type PbMessage } from "./pbtxt";
 
@@ -293,7 +293,7 @@ export interface FastertransformerRenderOptions {
 
 export function renderFastertransformer(o: RepositoryOptions, r: FastertransformerRenderOptions = {}): string {
   checkCommon(o);
-  const serving = FAMILY_SERVING[o.family];
+  const serving = ftServing(o.family);
   const root: PbMessage = msg(
     ["name", str("fastertransformer")],
     ["backend", str(r.backend ?? "fastertransformer")],

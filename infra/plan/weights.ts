@@ -7,7 +7,7 @@
  * facts sheet's complete lists for 2-layer models).
  */
 import type { Family, ModelArch } from "../model/types";
-import { FAMILY_SERVING } from "../model/family";
+import { ftServing } from "../model/family";
 
 export interface ExpectedFile {
   name: string;
@@ -36,7 +36,7 @@ function checkSplit(arch: ModelArch, tp: number): void {
 /** Weight files of one conversion, in a stable order (globals, then layer by layer). */
 export function expectedWeightFiles(family: Family, arch: ModelArch, tp: number): ExpectedFile[] {
   checkSplit(arch, tp);
-  const layout = FAMILY_SERVING[family].layout;
+  const layout = ftServing(family).layout;
   const h = arch.hidden;
   const hTp = h / tp;
   const fTp = arch.ffn / tp;
@@ -86,7 +86,7 @@ export function expectedWeightFiles(family: Family, arch: ModelArch, tp: number)
  */
 export function expectedConfigIni(family: Family, arch: ModelArch, tp: number): Record<string, string> {
   checkSplit(arch, tp);
-  const layout = FAMILY_SERVING[family].layout;
+  const layout = ftServing(family).layout;
   const common: Record<string, string> = {
     head_num: String(arch.heads),
     size_per_head: String(arch.hidden / arch.heads),
@@ -113,7 +113,7 @@ export function expectedWeights(family: Family, arch: ModelArch, tp: number): Ex
   return {
     family,
     tensorParallel: tp,
-    section: FAMILY_SERVING[family].section,
+    section: ftServing(family).section,
     config: expectedConfigIni(family, arch, tp),
     files: expectedWeightFiles(family, arch, tp),
   };

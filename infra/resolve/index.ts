@@ -52,6 +52,7 @@ import { resolveModel } from "./model";
 import { canaryNamedAfter, modelViews, type ModelView } from "../config/models";
 import { checkCanary } from "./canary";
 import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
+import { resolveVllm } from "./vllm";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
 
@@ -246,8 +247,11 @@ function resolveModelView(
   if (servingInstance && model) checkIdleGpus(config, servingInstance, opts.region, warn);
 
   if (failed || !model || !servingInstance || !builderInstance || !memory) return undefined;
+  const engine = config.model.engine ?? "ft";
   const stack: ResolvedStack = {
     config,
+    engine,
+    ...(engine === "vllm" ? { vllm: resolveVllm(config, model, servingInstance) } : {}),
     model,
     servingInstance,
     builderInstance,
