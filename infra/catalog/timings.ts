@@ -158,6 +158,19 @@ export const PULL_BYTES_PER_SECOND = ASSUMED.ecrPullBytesPerSecond;
 export const WEIGHT_READ_BYTES_PER_SECOND = 125 * MiB;
 /** Fixed part of a start: tritonserver and mpirun, Python stubs importing tokenizers, CUDA context, NCCL init. */
 export const SERVER_FIXED_START_SECONDS = 60;
+/**
+ * Fixed part of a vLLM model's start (engine vllm), besides reading its
+ * weights: tritonserver and the Python stub, vLLM's engine and worker
+ * processes, the memory-profiling prefill, the KV-cache allocation,
+ * torch.compile of the model (the image carries no compile cache) and the
+ * CUDA-graph capture. Assumed from published start-ups: a 1B model on vLLM
+ * 0.25.0 captured its CUDA graphs in 43 s and answered after about 132 s
+ * (huggingface.co/nvidia/Nemotron-3-Embed-1B-NVFP4 discussion 4, 2026), and
+ * "Breaking the Ice: Analyzing Cold Start Latency in vLLM" (arXiv 2606.07362,
+ * June 2026) finds the start CPU-bound, so a faster GPU does not shorten it.
+ * Rounded up; the startup probe doubles the whole load estimate again.
+ */
+export const VLLM_ENGINE_START_SECONDS = 150;
 
 /**
  * Expected pull rate with nodeadm's FastImagePull (SOCI snapshotter in parallel
