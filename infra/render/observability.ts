@@ -675,13 +675,7 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
     : [
         {
           name: `${i.name}.rules`,
-          rules: [
-            ...tritonRules(i),
-            ...vllmRules(i),
-            gatewayErrorsRule(i),
-            ...storeRules(i),
-            ...scalingAtMaxRule(i),
-          ],
+          rules: [...tritonRules(i), ...vllmRules(i), gatewayErrorsRule(i), ...storeRules(i), ...scalingAtMaxRule(i)],
         },
       ];
   return {

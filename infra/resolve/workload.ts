@@ -177,8 +177,7 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
 
 /** The weights in the image, read once at load: FT's fp16 conversion, or the checkpoint in vLLM's dtype. */
 export function servedWeightBytes(s: ResolvedStack): number {
-  if (s.engine === "vllm" && s.vllm)
-    return parameterCount(s.model.family, s.model.arch) * vllmDtypeBytes(s.vllm.dtype);
+  if (s.engine === "vllm" && s.vllm) return parameterCount(s.model.family, s.model.arch) * vllmDtypeBytes(s.vllm.dtype);
   return fp16WeightBytes(s.model.family, s.model.arch);
 }
 
