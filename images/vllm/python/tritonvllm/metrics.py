@@ -132,7 +132,8 @@ class Metric(Protocol):
 
 
 class Family(Protocol):
-    def Metric(self, labels: dict[str, str], buckets: list[float] | None = None) -> Metric: ...  # noqa: N802 (Triton's name)
+    # Triton's method name (pb_utils.MetricFamily.Metric).
+    def Metric(self, labels: dict[str, str], buckets: list[float] | None = None) -> Metric: ...
 
 
 # pb_utils.MetricFamily(name=..., description=..., kind=...), with kind mapped by `kinds`.
