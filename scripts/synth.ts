@@ -89,15 +89,27 @@ function modelLines(plan: Plan, stack: ResolvedStack): string[] {
       : `archive ${src.url} (sha256 ${src.sha256})`;
   const a = plan.model.arch;
   const mem = plan.serving.gpuMemoryGiB;
+  const { conversion, expectedWeights, gemm, vllm } = plan;
+  const engine = vllm
+    ? [
+        `vLLM: base ${vllm.baseImage}; context ${vllm.settings.maxModelLen}, KV cache ${vllm.settings.kvCacheGiB} GiB per GPU, max_num_seqs ${vllm.settings.maxNumSeqs}, max logprobs ${vllm.settings.maxLogprobs}, dtype ${vllm.settings.dtype}; no conversion or gemm`,
+      ]
+    : conversion && expectedWeights && gemm
+      ? [
+          `convert: ${conversion.phases.convert.argv.join(" ")}`,
+          `expected weights: ${expectedWeights.files.length} files + config.ini [${expectedWeights.section}] -> image ${conversion.serverCheckpointPath}`,
+          `gpt_gemm: ${gemm.argv.join(" ")}`,
+        ]
+      : [];
   return [
-    `model: ${plan.model.name} (${plan.model.family} -> FT ${plan.model.ftModelType}), ${source}`,
+    `model: ${plan.model.name} (${plan.model.family} -> ${vllm ? "vLLM" : `FT ${plan.model.ftModelType ?? ""}`}), ${source}`,
     `architecture: ${a.layers} layers, hidden ${a.hidden}, ${a.heads} heads, ffn ${a.ffn}, vocab ${a.vocab}, rotary ${a.rotaryDims}, positions ${a.maxPositions}, start/end ${a.startId}/${a.endId}`,
     `serving: ${plan.serving.instanceType} (${plan.serving.gpuModel}), TP ${plan.serving.tensorParallel}, max batch ${plan.serving.maxBatchSize}, input/output ${plan.serving.maxInputLen}/${plan.serving.maxOutputLen}, custom all-reduce ${plan.serving.customAllReduce ? "on" : "off"}`,
     `GPU memory per GPU: ${mem.total} GiB (weights ${mem.weights}, KV cache ${mem.kvCache}, headroom ${mem.headroom}) of ${stack.servingInstance.gpuMemoryGiB} GiB`,
-    `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk; triton_with_ft ${plan.build.tritonVersion}, SM ${plan.build.smList.join(",")}`,
-    `convert: ${plan.conversion.phases.convert.argv.join(" ")}`,
-    `expected weights: ${plan.expectedWeights.files.length} files + config.ini [${plan.expectedWeights.section}] -> image ${plan.conversion.serverCheckpointPath}`,
-    `gpt_gemm: ${plan.gemm.argv.join(" ")}`,
+    vllm
+      ? `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk (fetch and bake only)`
+      : `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk; triton_with_ft ${plan.build.tritonVersion}, SM ${plan.build.smList.join(",")}`,
+    ...engine,
     `launch: ${Object.entries(plan.launch.env)
       .map(([k, v]) => `${k}=${v}`)
       .join(" ")} ${plan.launch.argv.join(" ")}`,

@@ -15,6 +15,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import os from "node:os";
 import path from "node:path";
 import { renderGatewayConfig } from "../infra/plan/gatewayConfig";
+import { maxPromptBytes } from "../infra/plan/modelRepository";
+import { writeVllmRepository } from "./vllm-repository";
 import { startGateway } from "../test/gateway/harness";
 
 const ROOT = path.resolve(__dirname, "..");
@@ -146,15 +148,22 @@ async function main(): Promise<void> {
     const dir = checkpoint(options.model, python);
     const { vocab, maxModelLen } = shape(dir);
     const repository = path.join(work, "repository");
-    execFileSync(python, [
-      path.join(ROOT, "test/vllm/repository.py"),
-      "--checkpoint",
-      dir,
-      "--out",
-      repository,
-      "--max-model-len",
-      String(maxModelLen),
-    ]);
+    // The stack's own renderer (infra/plan/vllmRepository.ts), with CPU settings: half the context for the prompt.
+    writeVllmRepository(repository, {
+      modelPath: path.resolve(dir),
+      device: "cpu",
+      dtype: "float32",
+      tensorParallel: 1,
+      gpuMemoryUtilization: 0.9,
+      maxModelLen,
+      kvCacheGiB: 1,
+      maxNumSeqs: 8,
+      maxInputLen: Math.floor(maxModelLen / 2),
+      maxOutputLen: Math.floor(maxModelLen / 2),
+      maxPromptBytes: maxPromptBytes(Math.floor(maxModelLen / 2)),
+      maxLogprobs: 20,
+      enforceEager: true,
+    });
     log(`phase: tritonserver with the vLLM model on ${dir} (context ${maxModelLen} tokens)`);
     const stateFile = path.join(work, "server.json");
     const server = spawn(

@@ -95,3 +95,24 @@ export const DCGM_EXPORTER_IMAGE: ImagePin = {
   uid: 1000,
   gid: 1000,
 };
+
+/**
+ * The base of a vLLM model's server image (issue 37; scripts/remote/bake-vllm.sh, images/vllm/Dockerfile):
+ * NVIDIA's Triton with the vLLM backend, 26.07 (Triton 2.71.0, NVIDIA's vLLM 0.24.0, Python 3.12,
+ * CUDA 13). Its vLLM runs the project's own model (images/vllm/model_repository/ensemble/1/model.py,
+ * a Python-backend model), not the image's vllm_backend. The image's unprivileged user is Triton's
+ * triton-server (uid/gid 1000, as for the FT server image).
+ */
+export const TRITON_VLLM_IMAGE: ImagePin = {
+  repository: "nvcr.io/nvidia/tritonserver",
+  tag: "26.07-vllm-python-py3",
+  digest: "sha256:31e20bfbc65055d6b85553a00d45342a62c506874aa996c11ae53650151f05b1",
+  source:
+    'public code search for "tritonserver:26.07-vllm-python-py3@sha256": one public repository pins this digest, in ' +
+    "its runtime-migration note (English and Russian copies), with the release's component matrix (Triton 2.71.0, " +
+    "vLLM 0.24.0, Transformers 5.6.1, Python 3.12). Only that one source was found: not cross-checked against NGC's " +
+    "registry from here; the first bake pulls it by this digest (a wrong pin fails there, never a different image)",
+  checked: "2026-11-29",
+  uid: 1000,
+  gid: 1000,
+};

@@ -126,6 +126,21 @@ export const ASSUMED = {
 } as const;
 
 /**
+ * What a vLLM model's build and start-up take (issue 37). Assumed, not measured here
+ * (no GPU run yet): the NGC Triton-with-vLLM image's compressed size (the 26.x
+ * `-vllm-python-py3` images list around 10 to 12 GB compressed on NGC; rounded up), and
+ * vLLM's start-up before the model is ready: engine and KV-cache profiling plus CUDA-graph
+ * capture, which vLLM's own logs put at tens of seconds for small models; one minute plus
+ * the weights read at the disk rate is taken here.
+ */
+export const VLLM_ASSUMED = {
+  /** nvcr.io/nvidia/tritonserver:<yy.mm>-vllm-python-py3, compressed, pulled and (as the server image's base) pushed. */
+  baseImageBytes: 12 * 1024 * MiB,
+  /** From the container's start to a ready model, beside reading the weights: profiling, KV-cache allocation, CUDA graphs. */
+  startupSeconds: 60,
+} as const;
+
+/**
  * The FT + backend compile (images/triton_with_ft), on a CPU compile host
  * (catalog/compileHosts.ts). Assumed, not measured here: 16 core-hours for one
  * CUDA arch, the figure the estimate has always used, split by how nvcc works:

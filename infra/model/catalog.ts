@@ -147,6 +147,30 @@ export const MODEL_PRESETS: readonly ModelPreset[] = [
     archive: { url: "https://mystic.the-eye.eu/public/AI/GPT-J-6B/step_383500_slim.tar.zstd", format: "gptj-jax-slim" },
     arch: gptj6b,
   },
+  {
+    // vLLM only (family llama): FT has no Llama model. The 3T-token base checkpoint, completions only.
+    // config.json (revision 036fa4651240b9a1487f709833b9e4b96b4c1574, the final 3T-token checkpoint;
+    // https://huggingface.co/TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T, read 2026-11-29):
+    // LlamaForCausalLM, 22 layers, hidden 2048, 32 heads, 4 key/value heads (grouped-query),
+    // intermediate 5632, vocab 32000, 2048 positions, bos 1, eos 2, tie_word_embeddings false.
+    name: "tinyllama-1.1b",
+    family: "llama",
+    repo: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+    branchHint: "main",
+    vocabulary: FAST_TOKENIZER,
+    arch: {
+      layers: 22,
+      hidden: 2048,
+      heads: 32,
+      kvHeads: 4,
+      ffn: 5632,
+      vocab: 32000,
+      rotaryDims: 64,
+      maxPositions: 2048,
+      startId: 1,
+      endId: 2,
+    },
+  },
   gpt2("gpt2", 12, 768, 12),
   gpt2("gpt2-medium", 24, 1024, 16),
   gpt2("gpt2-large", 36, 1280, 20),

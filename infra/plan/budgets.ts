@@ -19,7 +19,7 @@
  * Pure: plain numbers in, minutes out.
  */
 import { compileSeconds } from "../catalog/compileHosts";
-import { ASSUMED, MEASURED, RATES } from "../catalog/timings";
+import { ASSUMED, MEASURED, RATES, VLLM_ASSUMED } from "../catalog/timings";
 import { TRITON_WITH_FT_IMAGE_BYTES } from "../model/sizing";
 import type { Family } from "../model/types";
 
@@ -156,4 +156,21 @@ export function budgetMinutes(estimate: StepEstimate): number {
 export function stepBudgetMinutes(i: BudgetInputs): Record<StepId, number> {
   const e = stepEstimates(i);
   return Object.fromEntries(Object.entries(e).map(([k, v]) => [k, budgetMinutes(v)])) as Record<StepId, number>;
+}
+
+/**
+ * A vLLM model's bake (scripts/remote/bake-vllm.sh): pull the Triton-with-vLLM base,
+ * re-lay a CodeGen checkpoint out as GPT-J, build the context from the checkpoint, and
+ * push the image: its own layers and the base's (the base is NGC's, not in this
+ * registry, so ECR cannot mount its layers).
+ */
+export function vllmBakeEstimate(i: Pick<BudgetInputs, "family" | "parameters" | "checkpointBytes">): StepEstimate {
+  const checkpoint = i.checkpointBytes ?? i.parameters * 4;
+  return est({
+    "pull Triton-with-vLLM": VLLM_ASSUMED.baseImageBytes / ASSUMED.ecrPullBytesPerSecond,
+    ...(i.family === "codegen" ? { "re-layout": i.parameters * RATES.relayout + ASSUMED.containerStartSeconds } : {}),
+    "build context": checkpoint / ASSUMED.diskBytesPerSecond + 60,
+    "push new layers": checkpoint / ASSUMED.ecrPushBytesPerSecond,
+    "push Triton-with-vLLM layers": VLLM_ASSUMED.baseImageBytes / ASSUMED.ecrPushBytesPerSecond,
+  });
 }

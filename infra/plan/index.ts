@@ -14,10 +14,15 @@ import type { ResolvedStack } from "../config/stack";
 import { conversionPlan, type ConversionPlan } from "./conversion";
 import { fetchPlan, type FetchPlan } from "./fetch";
 import { gemmPlan, type GemmPlan } from "./gemm";
-import { launchPlan, type LaunchPlan } from "./launch";
+import { launchPlan, vllmLaunchPlan, type LaunchPlan } from "./launch";
+import { maxPromptBytes } from "./modelRepository";
+import { renderVllmRepository, type ShippedTree } from "./vllmRepository";
+import { vllmBaseImage, vllmStepDefinitions } from "./vllmSteps";
+import type { ResolvedVllm } from "../config/stack";
 import {
   MODEL_REPOSITORY_DIR,
   TOKENIZER_DIR,
+  VLLM_MODEL_DIR,
   builderWorkTree,
   serverCheckpointPath,
   type BuilderWorkTree,
@@ -44,7 +49,8 @@ export interface Plan {
     name: string;
     preset?: string;
     family: Family;
-    ftModelType: string;
+    /** FT's model_type; absent for a vLLM model. */
+    ftModelType?: string;
     source: ResolvedStack["model"]["source"];
     tokenizerSource?: { repo: string; revision: string };
     arch: ModelArch;
@@ -81,17 +87,26 @@ export interface Plan {
     tritonWithFtFrom?: string;
   };
   fetch: FetchPlan;
-  conversion: ConversionPlan;
-  /** The verifier's list: what a complete conversion holds (shipped to convert and bake). */
-  expectedWeights: ExpectedWeights;
-  gemm: GemmPlan;
+  /** FT only: the conversion convert.sh runs. */
+  conversion?: ConversionPlan;
+  /** FT only: the verifier's list, what a complete conversion holds (shipped to convert and bake). */
+  expectedWeights?: ExpectedWeights;
+  /** FT only: gpt_gemm. */
+  gemm?: GemmPlan;
   launch: LaunchPlan;
   modelRepository: RenderedRepository & {
     /** Absolute path in the server image. */
     root: string;
     tokenizerPath: string;
     checkpointPath: string;
+    /** vLLM: repository files copied in beside the rendered config (model.py and its packages). */
+    shipped?: ShippedTree[];
   };
+  /**
+   * A vLLM model (issue 37): its engine settings and the digest-pinned base of its
+   * server image. Absent for an FT model, whose plan.json stays as it was.
+   */
+  vllm?: { engine: "vllm"; settings: ResolvedVllm; baseImage: string };
   /** The Kubernetes workload's numbers (resolve/workload.ts). */
   kubernetes: WorkloadPlan;
   /** With serving.autoscaling: the scaling numbers (resolve/scaling.ts). */
@@ -111,6 +126,16 @@ export interface Plan {
    * number in it is already there (`PLAN_DOCUMENT_OMITS`).
    */
   renderInputs: RenderInputs;
+}
+
+/** An FT model's plan: the conversion, the expected weights and gpt_gemm are there. */
+export type FtPlan = Plan & Required<Pick<Plan, "conversion" | "expectedWeights" | "gemm">>;
+
+/** `plan` as an FT model's; throws for a vLLM model's (a bug in the caller, not a config mistake). */
+export function ftPlan(plan: Plan): FtPlan {
+  const { conversion, expectedWeights, gemm } = plan;
+  if (!conversion || !expectedWeights || !gemm) throw new Error(`model ${plan.model.name} is not served by FT`);
+  return { ...plan, conversion, expectedWeights, gemm };
 }
 
 export interface RenderInputs {
@@ -212,6 +237,7 @@ const PIPELINE_STEPS: Record<NonNullable<PlanOptions["steps"]>, (id: StepId) => 
 };
 
 export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: PathHasher, opts: PlanOptions = {}): Plan {
+  if (stack.vllm) return buildVllmPlan(stack, stack.vllm, stackName, hashPath, opts);
   const { model, config } = stack;
   const smList = opts.smList ?? stackSmList(stack);
   const tp = config.serving.tensorParallel;
@@ -305,6 +331,118 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
     buildSteps: topologicalOrder(steps)
       .filter((s) => runs(s.id))
       .map((s) => ({ ...s, inputHash: hashes[s.id] })),
+    image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
+    renderInputs: {
+      triton,
+      scaling: scalingInput(stack, triton, autoscaling),
+    },
+  };
+}
+
+/**
+ * The plan of a vLLM model (issue 37): the same sections where they apply
+ * (fetch, launch, model repository, workload, steps, fingerprint), no
+ * conversion, expected weights or gemm. Its steps: host-ready, fetch, bake
+ * (FROM the pinned Triton-with-vLLM image) and, for the stack's first model,
+ * the gateway image; never triton-with-ft.
+ */
+function buildVllmPlan(
+  stack: ResolvedStack,
+  vllm: ResolvedVllm,
+  stackName: string,
+  hashPath: PathHasher,
+  opts: PlanOptions,
+): Plan {
+  const { model, config } = stack;
+  const s = config.serving;
+  const smList = opts.smList ?? stackSmList(stack);
+  const tp = s.tensorParallel;
+  const work = opts.canary?.workTree ?? builderWorkTree(model.name);
+  const fetch = fetchPlan(model, work);
+  const launch = vllmLaunchPlan(tp);
+  const workload = planWorkload(stack);
+  const autoscaling = stackAutoscalingPlan(stack, workload);
+  const triton: WorkloadInput = {
+    ...workloadInput(stack, stackName, launch, workload),
+    ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
+    ...(opts.severalModels ? { modelNodeLabel: { key: MODEL_NODE_LABEL_KEY, value: model.name } } : {}),
+    ...(opts.ownNodesTaint ? { nodeTaint: { key: CANARY_NODE_TAINT_KEY, value: model.name } } : {}),
+  };
+  const rendered = renderVllmRepository({
+    modelPath: VLLM_MODEL_DIR,
+    device: "cuda",
+    dtype: vllm.dtype,
+    tensorParallel: vllm.tensorParallel,
+    gpuMemoryUtilization: vllm.gpuMemoryUtilization,
+    maxModelLen: vllm.maxModelLen,
+    kvCacheGiB: vllm.kvCacheGiB,
+    maxNumSeqs: vllm.maxNumSeqs,
+    maxInputLen: s.maxInputLen,
+    maxOutputLen: s.maxOutputLen,
+    maxPromptBytes: maxPromptBytes(s.maxInputLen),
+    maxLogprobs: vllm.maxLogprobs,
+  });
+  const modelRepository = {
+    root: MODEL_REPOSITORY_DIR,
+    tokenizerPath: VLLM_MODEL_DIR,
+    checkpointPath: VLLM_MODEL_DIR,
+    ...rendered,
+  };
+  const defined = vllmStepDefinitions({ stack, fetch, launch, modelRepository, smList });
+  const steps = opts.scope ? scopeSteps(defined, opts.scope) : defined;
+  const fingerprint = imageFingerprint(defined, hashPath);
+  const shared = opts.canary?.shared ?? {};
+  const hashes = stepInputHashes(steps, hashPath, shared);
+  const pipelineRuns = PIPELINE_STEPS[opts.steps ?? "all"];
+  const runs = (id: StepId) => pipelineRuns(id) && shared[id] === undefined;
+  const m = stack.memory;
+  const a = model.arch;
+  return {
+    schemaVersion: PLAN_SCHEMA_VERSION,
+    model: {
+      name: model.name,
+      preset: model.preset,
+      family: model.family,
+      source: model.source,
+      tokenizerSource: model.tokenizerSource,
+      arch: a,
+      tokens: { startId: a.startId, endId: a.endId, padId: a.endId },
+    },
+    serving: {
+      instanceType: stack.servingInstance.type,
+      gpuModel: stack.servingInstance.gpuModel,
+      tensorParallel: tp,
+      maxBatchSize: s.maxBatchSize,
+      maxInputLen: s.maxInputLen,
+      maxOutputLen: s.maxOutputLen,
+      customAllReduce: false,
+      // vLLM batches inside the model (one decoupled instance); Triton's dynamic batcher is not used.
+      dynamicBatching: false,
+      streaming: s.streaming,
+      gpuMemoryGiB: {
+        weights: gib(m.weightsBytes),
+        kvCache: gib(m.kvCacheBytes),
+        headroom: gib(m.headroomBytes),
+        total: gib(m.totalBytes),
+      },
+    },
+    build: {
+      tritonVersion: config.build.tritonVersion,
+      backendCommit: config.build.backendCommit ?? "",
+      ftCommit: config.build.ftCommit ?? "",
+      builderInstanceType: stack.builderInstance.type,
+      builderDiskGiB: opts.builderDiskGiB ?? stack.builderDiskGiB,
+      smList,
+    },
+    fetch,
+    launch,
+    modelRepository,
+    vllm: { engine: "vllm", settings: vllm, baseImage: vllmBaseImage() },
+    kubernetes: workload,
+    ...(autoscaling ? { autoscaling } : {}),
+    buildSteps: topologicalOrder(steps)
+      .filter((st) => runs(st.id))
+      .map((st) => ({ ...st, inputHash: hashes[st.id] })),
     image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
     renderInputs: {
       triton,

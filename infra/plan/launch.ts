@@ -29,3 +29,18 @@ export function launchPlan(tensorParallel: number, modelRepository: string = MOD
     workingDir: SERVER_WORKDIR,
   };
 }
+
+/**
+ * A vLLM model's launch: tritonserver itself (no MPI: vLLM starts its own workers for
+ * tensor parallelism), on the same ports and the same model repository path, limited to
+ * the model's GPUs.
+ */
+export function vllmLaunchPlan(tensorParallel: number, modelRepository: string = MODEL_REPOSITORY_DIR): LaunchPlan {
+  if (!modelRepository.startsWith("/"))
+    throw new Error(`the model repository path must be absolute, got ${modelRepository}`);
+  return {
+    argv: [TRITONSERVER_BIN, `--model-repository=${modelRepository}`],
+    env: { CUDA_VISIBLE_DEVICES: visibleDevices(tensorParallel) },
+    workingDir: SERVER_WORKDIR,
+  };
+}

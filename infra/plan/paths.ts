@@ -27,6 +27,8 @@ export const SERVER_ROOT = "/opt/triton-ft";
 export const MODEL_REPOSITORY_DIR = `${SERVER_ROOT}/model-repository`;
 export const WEIGHTS_DIR = `${SERVER_ROOT}/weights`;
 export const TOKENIZER_DIR = `${SERVER_ROOT}/tokenizer`;
+/** A vLLM model's Hugging Face checkpoint (and tokenizer) in its server image: the model's `model_path`. */
+export const VLLM_MODEL_DIR = `${SERVER_ROOT}/model`;
 export const SERVER_PYTHON_DIR = `${SERVER_ROOT}/python`;
 export const GEMM_CONFIG_FILE = "gemm_config.in";
 export const TRITONSERVER_BIN = "/opt/tritonserver/bin/tritonserver";

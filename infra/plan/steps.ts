@@ -55,7 +55,7 @@ const TRITON_IMAGE = { deploy: "tritonWithFtImage" } as const;
 const WORK_ROOT: [string, ConfigValue] = ["WORK_ROOT", REMOTE.root];
 const MODEL_REPOSITORY_DIR = PLAN_FILE("model-repository");
 
-function timeouts(minutes: number): StepTimeouts {
+export function timeouts(minutes: number): StepTimeouts {
   const t = `${minutes}m`;
   return { create: t, update: t, delete: "10m" };
 }
@@ -92,7 +92,7 @@ function expectedWeightsFile(src: StepSources): GeneratedFile {
   return { remotePath: CONVERT_FILES.expectedWeights, content: json(src.expectedWeights) };
 }
 
-function hostReadyStep(src: StepSources, minutes: number): StepDefinition {
+export function hostReadyStep(src: Pick<StepSources, "stack">, minutes: number): StepDefinition {
   const builder = src.stack.builderInstance;
   return {
     id: "host-ready",
@@ -161,7 +161,7 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
   };
 }
 
-function fetchSourceConfig(src: StepSources): Array<[string, ConfigValue]> {
+function fetchSourceConfig(src: Pick<StepSources, "stack" | "fetch">): Array<[string, ConfigValue]> {
   const m = src.stack.model;
   const f = src.fetch;
   if (m.source.kind === "huggingface") {
@@ -181,7 +181,7 @@ function fetchSourceConfig(src: StepSources): Array<[string, ConfigValue]> {
   ];
 }
 
-function fetchTokenizerConfig(src: StepSources): Array<[string, ConfigValue]> {
+function fetchTokenizerConfig(src: Pick<StepSources, "fetch">): Array<[string, ConfigValue]> {
   const tok = src.fetch.tokenizer;
   return tok
     ? [
@@ -194,7 +194,7 @@ function fetchTokenizerConfig(src: StepSources): Array<[string, ConfigValue]> {
     : [];
 }
 
-function fetchStep(src: StepSources, minutes: number): StepDefinition {
+export function fetchStep(src: Pick<StepSources, "stack" | "fetch">, minutes: number): StepDefinition {
   const m = src.stack.model;
   const archFile: GeneratedFile = {
     remotePath: PLAN_FILE("expected-arch.json"),
@@ -338,7 +338,7 @@ function bakeStep(src: StepSources, minutes: number): StepDefinition {
 }
 
 /** The gateway image: model-independent, so no model change ever rebuilds it. */
-function gatewayImageStep(minutes: number): StepDefinition {
+export function gatewayImageStep(minutes: number): StepDefinition {
   return {
     id: "gateway-image",
     title: "build the gateway image (images/gateway) and push it, tagged by the content hash of its sources",

@@ -26,6 +26,7 @@ import { planWorkload } from "./workload";
 import type { WorkloadPlan } from "./workload";
 import type { StackConfig } from "../config/schema";
 import type { GemmShape, ResolvedModel, ResolvedStack } from "../config/stack";
+import type { Engine } from "../model/types";
 
 import type { Add } from "../config/schema";
 /** The catalog's instance of this type, or undefined after reporting the known ones. */
@@ -133,10 +134,12 @@ export function checkBuilder(
   builderInstance: GpuInstance,
   servingInstance: GpuInstance | undefined,
   add: Add,
+  engine: Engine = "ft",
 ): void {
   const a = model.arch;
   const need = toGiB(conversionRamBytes(model.family, a));
-  if (need > builderInstance.ramGiB) {
+  // A vLLM model is not converted: its builder only fetches and bakes.
+  if (engine === "ft" && need > builderInstance.ramGiB) {
     add(
       "build.builderInstanceType",
       builderInstance.type,

@@ -53,6 +53,8 @@ import { canaryNamedAfter, modelViews, type ModelView } from "../config/models";
 import { checkCanary } from "./canary";
 import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
 import { resolveVllm } from "./vllm";
+import { checkEngineFamily, checkEngineSettings, checkVllm } from "./engine";
+import type { ResolvedVllm } from "../config/stack";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
 
@@ -220,7 +222,9 @@ function resolveModelView(
   checkVolumes(config, addAndFail);
   checkRepoId(config, addAndFail, warn);
   checkNamespace(config, addAndFail);
-  checkGemm(config, addAndFail);
+  const engine = config.model.engine ?? "ft";
+  checkEngineSettings(raw, engine, addAndFail);
+  if (engine === "ft") checkGemm(config, addAndFail);
   checkCidrCounts(config, addAndFail);
   checkSshKey(config, addAndFail);
   checkStackReference(config, addAndFail);
@@ -232,12 +236,19 @@ function resolveModelView(
     maxInputLen: config.gemm.maxInputLen ?? config.serving.maxInputLen,
   };
   let memory: GpuMemoryEstimate | undefined;
+  let vllm: ResolvedVllm | undefined;
   if (model) {
     checkArchitecture(config, model, gemm, addAndFail);
     checkTensorParallel(config, model, servingInstance, addAndFail);
-    checkInt8Mode(config, model, servingInstance, addAndFail);
-    if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, addAndFail);
-    if (builderInstance && !promoted) checkBuilder(config, model, builderInstance, servingInstance, addAndFail);
+    checkEngineFamily(config, model, engine, addAndFail);
+    if (engine === "ft") {
+      checkInt8Mode(config, model, servingInstance, addAndFail);
+      if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, addAndFail);
+    } else if (servingInstance) {
+      vllm = resolveVllm(config, model, servingInstance);
+      memory = checkVllm(config, model, servingInstance, vllm, addAndFail);
+    }
+    if (builderInstance && !promoted) checkBuilder(config, model, builderInstance, servingInstance, addAndFail, engine);
     checkNodeDisk(config, model, addAndFail);
     if (opts.stackName !== undefined)
       checkNames(opts.stackName, model.name, (...a) => ((failed = true), addName(...a)), addAndFail);
@@ -247,11 +258,10 @@ function resolveModelView(
   if (servingInstance && model) checkIdleGpus(config, servingInstance, opts.region, warn);
 
   if (failed || !model || !servingInstance || !builderInstance || !memory) return undefined;
-  const engine = config.model.engine ?? "ft";
   const stack: ResolvedStack = {
     config,
     engine,
-    ...(engine === "vllm" ? { vllm: resolveVllm(config, model, servingInstance) } : {}),
+    ...(vllm ? { vllm } : {}),
     model,
     servingInstance,
     builderInstance,

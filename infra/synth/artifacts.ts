@@ -33,6 +33,20 @@ export const modelRepositoryWriter: ArtifactWriter = {
       content: f.content,
     }));
     const copied: string[] = [];
+    if (repo.shipped) {
+      // A vLLM model: its model.py (the packages beside it are whole folders, added by the bake).
+      for (const t of repo.shipped) {
+        const content = ctx.readRepoFile(t.from);
+        if (content !== undefined) files.push({ path: `${MODEL_REPOSITORY_OUT}/${t.to}`, content });
+      }
+      return {
+        files,
+        directories: repo.directories.map((d) => `${MODEL_REPOSITORY_OUT}/${d}`),
+        summary: [
+          `model repository (vLLM): ${repo.files.length} config.pbtxt + ${repo.shipped.map((t) => t.to).join(", ")} (the packages added by the bake) -> ${MODEL_REPOSITORY_OUT}/ (image path ${repo.root})`,
+        ],
+      };
+    }
     // Copying the Python models' code makes the folder a complete repository for a local tritonserver.
     for (const model of ["preprocessing", "postprocessing"]) {
       const rel = `${model}/1/model.py`;

@@ -14,6 +14,8 @@ export const STEPS_OUT = "steps";
 export const IMAGES_OUT = "images";
 /** The server image's build recipe, copied as-is (the bake step builds it from this folder). */
 export const SERVER_IMAGE_FILES = ["images/server/Dockerfile", "images/server/.dockerignore"];
+/** A vLLM model's server image recipe (scripts/remote/bake-vllm.sh), written when the stack has one. */
+export const VLLM_IMAGE_FILES = ["images/vllm/Dockerfile"];
 
 /** The step configs of one model's pipeline. */
 function stepFiles(ctx: SynthContext): { files: SynthFile[]; line: string } {
@@ -25,9 +27,9 @@ function stepFiles(ctx: SynthContext): { files: SynthFile[]; line: string } {
 }
 
 /** The server image's recipe, from the repository. */
-function serverImageFiles(readRepoFile: SynthContext["readRepoFile"]): SynthFile[] {
+function serverImageFiles(readRepoFile: SynthContext["readRepoFile"], list = SERVER_IMAGE_FILES): SynthFile[] {
   const files: SynthFile[] = [];
-  for (const rel of SERVER_IMAGE_FILES) {
+  for (const rel of list) {
     const content = readRepoFile(rel);
     if (content === undefined) {
       if (rel.endsWith("Dockerfile"))
@@ -44,6 +46,11 @@ export const buildStepsWriter: ArtifactWriter = {
   owns: [STEPS_OUT, IMAGES_OUT],
   write(ctx) {
     const steps = stepFiles(ctx);
+    if (ctx.plan.vllm)
+      return {
+        files: [...steps.files, ...serverImageFiles(ctx.readRepoFile, VLLM_IMAGE_FILES)],
+        summary: [`${steps.line}, vLLM server Dockerfile -> ${IMAGES_OUT}/vllm/`],
+      };
     return {
       files: [...steps.files, ...serverImageFiles(ctx.readRepoFile)],
       summary: [`${steps.line}, server Dockerfile -> ${IMAGES_OUT}/server/`],
@@ -54,9 +61,17 @@ export const buildStepsWriter: ArtifactWriter = {
     return { files: steps.files, summary: [steps.line] };
   },
   writeShared(stack) {
+    const vllm = stack.stackPlan.models.some((m) => m.plan.vllm);
     return {
-      files: serverImageFiles(stack.readRepoFile),
-      summary: [`server Dockerfile (every model's bake) -> ${IMAGES_OUT}/server/`],
+      files: [
+        ...serverImageFiles(stack.readRepoFile),
+        ...(vllm ? serverImageFiles(stack.readRepoFile, VLLM_IMAGE_FILES) : []),
+      ],
+      summary: [
+        vllm
+          ? `server Dockerfiles (FT models' bake, vLLM models' bake) -> ${IMAGES_OUT}/server/, ${IMAGES_OUT}/vllm/`
+          : `server Dockerfile (every model's bake) -> ${IMAGES_OUT}/server/`,
+      ],
     };
   },
 };

@@ -32,6 +32,11 @@ CODEGEN_2B = {"model_type": "codegen", "n_layer": 32, "n_embd": 2560, "n_head": 
               "rotary_dim": 64, "n_positions": 2048, "n_ctx": 2048, "bos_token_id": 1, "eos_token_id": 50256}
 CODEGEN_ARCH = {"family": "codegen", "layers": 32, "hidden": 2560, "heads": 32, "ffn": 10240, "vocab": 51200,
                 "rotaryDims": 64, "maxPositions": 2048, "startId": 1, "endId": 50256}
+TINYLLAMA = {"model_type": "llama", "num_hidden_layers": 22, "hidden_size": 2048, "num_attention_heads": 32,
+             "num_key_value_heads": 4, "intermediate_size": 5632, "vocab_size": 32000, "max_position_embeddings": 2048,
+             "bos_token_id": 1, "eos_token_id": 2}
+TINYLLAMA_ARCH = {"family": "llama", "layers": 22, "hidden": 2048, "heads": 32, "kvHeads": 4, "ffn": 5632, "vocab": 32000,
+                  "rotaryDims": 64, "maxPositions": 2048, "startId": 1, "endId": 2}
 
 
 def run(tmp_path: Path, config: dict[str, Any], arch: Any, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -41,8 +46,9 @@ def run(tmp_path: Path, config: dict[str, Any], arch: Any, *extra: str) -> subpr
                           capture_output=True, text=True, timeout=60)
 
 
-@pytest.mark.parametrize("config,arch", [(PYTHIA_69B, PYTHIA_ARCH), (GPTJ_6B, GPTJ_ARCH), (GPT2, GPT2_ARCH), (CODEGEN_2B, CODEGEN_ARCH)],
-                         ids=["gptneox", "gptj", "gpt", "codegen"])
+@pytest.mark.parametrize("config,arch", [(PYTHIA_69B, PYTHIA_ARCH), (GPTJ_6B, GPTJ_ARCH), (GPT2, GPT2_ARCH), (CODEGEN_2B, CODEGEN_ARCH),
+                                         (TINYLLAMA, TINYLLAMA_ARCH)],
+                         ids=["gptneox", "gptj", "gpt", "codegen", "llama"])
 def test_matching_configs_pass(tmp_path: Path, config: dict[str, Any], arch: dict[str, Any]) -> None:
     result = run(tmp_path, config, arch)
     assert result.returncode == 0, result.stderr
@@ -58,6 +64,13 @@ def test_every_mismatch_is_named(tmp_path: Path) -> None:
     assert "rotaryDims: preset has 64, config.json has 32" in result.stderr
     assert "endId: preset has 50256, config.json has 1" in result.stderr
     assert "3 mismatch(es)" in result.stderr
+
+
+def test_llama_key_value_heads_are_checked(tmp_path: Path) -> None:
+    # Grouped-query attention: a preset with the query heads as key/value heads is named.
+    result = run(tmp_path, TINYLLAMA, {**TINYLLAMA_ARCH, "kvHeads": 32})
+    assert result.returncode == 1
+    assert "kvHeads: preset has 32, config.json has 4" in result.stderr
 
 
 def test_neox_rotary_comes_from_rotary_pct(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Plan } from "../../infra/plan";
+import { ftPlan, type FtPlan } from "../../infra/plan";
 import { anyTypeExpectedWeights, type ConversionPhases } from "../../infra/plan/conversion";
 import {
   ENSEMBLE_INPUTS,
@@ -47,10 +47,10 @@ function resolve(config: RawConfig): ResolvedStack {
   return stack;
 }
 
-function planFor(id: string): Plan {
+function planFor(id: string): FtPlan {
   const c = SEED_CASES.find((s) => s.id === id);
   if (!c) throw new Error(`no seed case ${id}`);
-  return planOf(resolve(c.config));
+  return ftPlan(planOf(resolve(c.config)));
 }
 
 const execArgv = (
@@ -250,7 +250,7 @@ describe("seed cases: converter command and gpt_gemm arguments", () => {
 describe("seed cases: rendered configs and plan (golden files)", () => {
   for (const c of SEED_CASES) {
     it(c.title, () => {
-      const plan = planOf(resolve(c.config));
+      const plan = ftPlan(planOf(resolve(c.config)));
       for (const f of plan.modelRepository.files)
         golden(`${c.id}/${f.path.replace("/config.pbtxt", ".pbtxt")}`, f.content);
       const core = {
@@ -320,7 +320,7 @@ describe("conversion traps", () => {
         },
       },
     });
-    const argv = execArgv(planOf(resolve(cfg)).conversion.phases, "convert");
+    const argv = execArgv(ftPlan(planOf(resolve(cfg))).conversion.phases, "convert");
     expect(argv.slice(-2)).toEqual(["--n-layers", "12"]);
   });
 
@@ -340,11 +340,11 @@ describe("conversion traps", () => {
   });
 
   it("derives gemm batch and input length from the gemm config, defaulting to serving", () => {
-    const p = planOf(
-      resolve(withOverrides(gpt2, { serving: { maxBatchSize: 16, maxInputLen: 256 }, gemm: { beamWidth: 2 } })),
+    const p = ftPlan(
+      planOf(resolve(withOverrides(gpt2, { serving: { maxBatchSize: 16, maxInputLen: 256 }, gemm: { beamWidth: 2 } }))),
     );
     expect(p.gemm.argv.slice(1, 4)).toEqual(["16", "2", "256"]);
-    const q = planOf(resolve(withOverrides(gpt2, { gemm: { batchSize: 4, maxInputLen: 64 } })));
+    const q = ftPlan(planOf(resolve(withOverrides(gpt2, { gemm: { batchSize: 4, maxInputLen: 64 } }))));
     expect(q.gemm.argv.slice(1, 4)).toEqual(["4", "1", "64"]);
   });
 

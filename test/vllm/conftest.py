@@ -29,7 +29,7 @@ for path in (HERE, REPO / "images" / "server" / "python", REPO / "images" / "vll
         sys.path.insert(0, str(path))
 
 from make_checkpoints import make_checkpoints  # noqa: E402
-from repository import assemble, cpu_parameters  # noqa: E402
+from repository import assemble, cpu_settings  # noqa: E402
 
 FAMILIES = ("gptj", "gptneox", "gpt2", "codegen")
 READY_TIMEOUT = int(os.environ.get("VLLM_READY_TIMEOUT", "900"))
@@ -46,7 +46,7 @@ def server(checkpoints: dict[str, Path], tmp_path_factory: pytest.TempPathFactor
     work = tmp_path_factory.mktemp("server")
     repository = work / "repository"
     for family in FAMILIES:
-        assemble(repository, 8, cpu_parameters(checkpoints[family]), name=family)
+        assemble(repository, cpu_settings(checkpoints[family]), name=family)
     state = work / "server.json"
     log = Path(os.environ.get("VLLM_SERVER_LOG", str(work / "tritonserver.log")))
     process = subprocess.Popen(

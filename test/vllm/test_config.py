@@ -17,7 +17,7 @@ import pytest
 from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
-from repository import REFERENCE, REFERENCE_CONFIG, REPO, cpu_parameters, render_config
+from repository import REFERENCE, REFERENCE_CONFIG, REPO, cpu_settings, render_config
 from tritonft.errors import ModelConfigError
 from tritonvllm.settings import EngineSettings
 
@@ -45,12 +45,12 @@ def as_json(config: mc.ModelConfig) -> dict[str, Any]:
 
 
 def test_committed_config_is_the_renderers_reference() -> None:
-    assert REFERENCE_CONFIG.read_text() == render_config(REFERENCE["max_batch_size"], REFERENCE["parameters"])  # type: ignore[arg-type]
+    assert REFERENCE_CONFIG.read_text() == render_config(REFERENCE)
 
 
 @pytest.mark.parametrize("which", ["reference", "cpu-test"])
 def test_config_parses_with_tritons_schema(which: str, tmp_path: Path) -> None:
-    text = REFERENCE_CONFIG.read_text() if which == "reference" else render_config(8, cpu_parameters(tmp_path), "gpt2")
+    text = REFERENCE_CONFIG.read_text() if which == "reference" else render_config(cpu_settings(tmp_path), "gpt2")
     config = parse(text)
     assert config.backend == "python"
     assert config.model_transaction_policy.decoupled
