@@ -1,14 +1,19 @@
 /**
- * A stack of FT and vLLM models (issue 37), resolved, planned and rendered as
- * the composition roots do. Inline for now: the example stack of several
- * models (test/stacks/models/Pulumi.seed-models.yaml) with KoGPT 6B (GPT-J)
- * and CodeGen-2B-mono (sleeping, autoscaled) served by vLLM, h2oGPT by FT.
+ * Stacks of FT and vLLM models (issue 37), resolved, planned and rendered as
+ * the composition roots do: the committed example (SEED_MIXED_STACK: GPT-2 on
+ * FT, TinyLlama 1.1B on vLLM, fixed sizes) and, inline, the example stack of
+ * several models (test/stacks/models/Pulumi.seed-models.yaml) with KoGPT 6B
+ * (GPT-J) and CodeGen-2B-mono (autoscaled from 0: it sleeps) served by vLLM
+ * and h2oGPT by FT, for what the committed one does not have.
  */
 import { resolveStack, formatProblems } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config/stack";
 import { buildStackPlan, type StackPlan } from "../../infra/plan/stack";
 import { renderStackScaling, sharedScalingInput, type StackScalingManifests } from "../../infra/render/scaling";
 import { SEED_MODELS_STACK, stackFileConfig } from "./modelsForm";
+
+/** The committed example stack of both engines. */
+export const SEED_MIXED_STACK = "test/stacks/models/Pulumi.seed-mixed.yaml";
 
 const NO_SECRETS = { hfToken: false, kubeconfig: false };
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -43,6 +48,11 @@ export function mixedStackPlan(raw = mixedStackConfig()): { models: ResolvedStac
   if (!models) throw new Error(formatProblems("seed-mixed", problems));
   // Build-step hashes play no part in serving: a stand-in hasher spares reading the repository.
   return { models, plan: buildStackPlan(models, "seed-mixed", (p) => `h:${p}`) };
+}
+
+/** The committed mixed stack's raw config. */
+export function seedMixedConfig(): Record<string, unknown> {
+  return stackFileConfig(SEED_MIXED_STACK);
 }
 
 /** The mixed stack's scaling objects: what the models share, and each model's own. */

@@ -28,7 +28,7 @@ import { gptjAutoscaled, renderSeedModelsScaling, resolvedStack, shippedQueries 
 import { renderOneModelScaling } from "../lib/scalingFixtures";
 import type { StackScalingManifests } from "../../infra/render/scaling";
 import { SEED_CANARY_STACK } from "../lib/modelsForm";
-import { renderMixedScaling } from "../lib/mixedStack";
+import { renderMixedScaling, seedMixedConfig } from "../lib/mixedStack";
 
 const DATA = path.resolve(__dirname, "../data/metrics");
 
@@ -70,8 +70,10 @@ const stacks: Record<string, () => StackScalingManifests[]> = {
   "several models": () => [renderSeedModelsScaling()],
   // The canary's alert and panels read the gateway's canary series (canary/canaryPlugin.ts).
   "a canary": () => [renderSeedModelsScaling(false, SEED_CANARY_STACK)],
-  // vLLM models beside an FT model: their scaler, row and alerts read vLLM's engine series.
+  // vLLM models beside an FT model: their scaler (the inline stack autoscales them), row and alerts
+  // read vLLM's engine series.
   "FT and vLLM models": () => [renderMixedScaling()],
+  "the committed mixed stack": () => [renderMixedScaling(seedMixedConfig())],
 };
 
 describe("PromQL metric-name extraction", () => {
@@ -144,7 +146,7 @@ describe("metric names in the scaler, alerts and dashboard", () => {
       // TTFT, latency percentiles, tokens/s, in flight: the dashboard reads the gateway.
       expect(gatewayNames).toBeGreaterThan(8);
       // The stack with vLLM models reads their engine series; an FT-only stack none.
-      if (label === "FT and vLLM models") expect(vllmNames).toBeGreaterThan(8);
+      if (label === "FT and vLLM models" || label === "the committed mixed stack") expect(vllmNames).toBeGreaterThan(8);
       else expect(vllmNames).toBe(0);
     });
   }

@@ -22,6 +22,7 @@ import {
   mixedStackConfig,
   mixedStackPlan,
   renderMixedScaling,
+  seedMixedConfig,
 } from "../lib/mixedStack";
 
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
@@ -170,5 +171,42 @@ describe("a vLLM model's scaler, dashboard row and alerts", () => {
     const ft = groups.find((x) => x.name === `${workloadName({ modelName: MIXED_FT_MODEL })}.rules`);
     expect(ft?.rules.map((r) => r.alert)).not.toContain("VllmPreempting");
     expect(JSON.stringify(ft)).not.toContain("vllm:");
+  });
+});
+
+describe("the committed mixed stack (test/stacks/models/Pulumi.seed-mixed.yaml)", () => {
+  const rendered = manifestsOf(seedMixedConfig());
+  const { models } = mixedStackPlan(seedMixedConfig());
+  const scaling = renderMixedScaling(seedMixedConfig());
+  const groups = scaling.shared.prometheusRule.spec.groups;
+  const groupOf = (id: string) => groups.find((g) => g.name === `${workloadName({ modelName: id })}.rules`);
+
+  it("runs tritonserver itself for the vLLM model (no MPI) and FT's under mpirun, each with its own drain", () => {
+    const llama = rendered.tinyllama;
+    const gpt2 = rendered.gpt2;
+    if (!llama || !gpt2) throw new Error("missing model");
+    const drain = (m: TritonManifests) => m.deployment.spec?.template.spec?.terminationGracePeriodSeconds;
+    expect(container(llama).command?.[0]).toBe("/opt/tritonserver/bin/tritonserver");
+    expect(container(llama).command).not.toContain("mpirun");
+    expect(container(llama).command?.at(-1)).toMatch(/^--exit-timeout-secs=\d+$/);
+    expect(container(gpt2).command?.[0]).toBe("mpirun");
+    expect(drain(llama)).toBeGreaterThan(0);
+    const tinyllama = models.find((m) => m.model.name === "tinyllama");
+    if (!tinyllama) throw new Error("missing model");
+    expect(tinyllama.engine).toBe("vllm");
+    expect(llama.deployment.spec?.template.spec?.volumes?.find((v) => v.name === "dshm")?.emptyDir?.sizeLimit).toBe(
+      `${vllmShmSize(tinyllama) / 1024 ** 2}Mi`,
+    );
+  });
+
+  it("gives TinyLlama's row vLLM's panels and alert, GPT-2's none", () => {
+    const text = JSON.stringify(scaling.shared.dashboard);
+    expect(text).toContain(
+      `service=\\"${workloadName({ modelName: "tinyllama" })}-metrics\\",model_name=\\"ensemble\\"`,
+    );
+    expect(text).not.toContain(`service=\\"${workloadName({ modelName: "gpt2" })}-metrics\\",model_name`);
+    expect(groupOf("tinyllama")?.rules.map((r) => r.alert)).toContain("VllmPreempting");
+    expect(groupOf("gpt2")?.rules.map((r) => r.alert)).not.toContain("VllmPreempting");
+    expect(JSON.stringify(groupOf("gpt2"))).not.toContain("vllm:");
   });
 });
