@@ -173,19 +173,6 @@ export const PULL_BYTES_PER_SECOND = ASSUMED.ecrPullBytesPerSecond;
 export const WEIGHT_READ_BYTES_PER_SECOND = 125 * MiB;
 /** Fixed part of a start: tritonserver and mpirun, Python stubs importing tokenizers, CUDA context, NCCL init. */
 export const SERVER_FIXED_START_SECONDS = 60;
-/**
- * Fixed part of a vLLM model's start (engine vllm), besides reading its
- * weights: tritonserver and the Python stub, vLLM's engine and worker
- * processes, the memory-profiling prefill, the KV-cache allocation,
- * torch.compile of the model (the image carries no compile cache) and the
- * CUDA-graph capture. Assumed from published start-ups: a 1B model on vLLM
- * 0.25.0 captured its CUDA graphs in 43 s and answered after about 132 s
- * (huggingface.co/nvidia/Nemotron-3-Embed-1B-NVFP4 discussion 4, 2026), and
- * "Breaking the Ice: Analyzing Cold Start Latency in vLLM" (arXiv 2606.07362,
- * June 2026) finds the start CPU-bound, so a faster GPU does not shorten it.
- * Rounded up; the startup probe doubles the whole load estimate again.
- */
-export const VLLM_ENGINE_START_SECONDS = 150;
 
 /**
  * Expected pull rate with nodeadm's FastImagePull (SOCI snapshotter in parallel
@@ -236,6 +223,16 @@ export const DECODE_BANDWIDTH_EFFICIENCY = 0.5;
  * page turns, kernel launch gaps between layers). Assumed, not measured here.
  */
 export const DECODE_BANDWIDTH_EFFICIENCY_HIGH = 0.8;
+
+/**
+ * vLLM's decode efficiency range (issue 37): the share of peak memory bandwidth its
+ * decode step reaches. Assumed, not measured here (no GPU run yet). The high end is
+ * FT's (the same bandwidth-bound GEMV ceiling: Recasens et al., "Mind the Memory Gap",
+ * arXiv 2503.08311, 2025, find vLLM's large-batch decode DRAM-bandwidth-bound); the
+ * low end is below FT's, for PagedAttention's block-table gather and the Python
+ * scheduler's gap between steps. A GPU run must confirm both.
+ */
+export const VLLM_DECODE_BANDWIDTH_EFFICIENCY = { low: 0.4, high: DECODE_BANDWIDTH_EFFICIENCY_HIGH } as const;
 
 /**
  * A decode step's floor per transformer layer: FT launches about ten kernels

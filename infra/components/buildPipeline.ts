@@ -142,7 +142,7 @@ const IMAGE_OUTPUT: Partial<Record<StepId, "tritonWithFtImage" | "serverImage" |
 export class BuildPipeline extends pulumi.ComponentResource {
   /** The steps this pipeline runs (a further model's pipeline runs only that model's). */
   readonly commands: Partial<Record<StepId, command.remote.Command>>;
-  /** Digest-pinned triton_with_ft reference printed by its step. */
+  /** Digest-pinned triton_with_ft reference printed by its step; "" on a builder of vLLM models only (it builds none). */
   readonly tritonWithFtImage: pulumi.Output<string>;
   /** Digest-pinned server image reference printed by the bake step. */
   readonly serverImage: pulumi.Output<string>;
@@ -219,11 +219,19 @@ export class BuildPipeline extends pulumi.ComponentResource {
       .apply((outs) =>
         measuredSteps(ran.map((r, i) => ({ id: r.step.id, inputHash: r.step.inputHash, stdout: outs[i] }))),
       );
-    const tritonWithFtImage = images.tritonWithFtImage ?? shared?.host?.tritonWithFtImage ?? taken;
+    // A builder whose models are all vLLM models (issue 37) builds no triton_with_ft: nothing here consumes one.
+    const consumesTritonWithFt = args.steps.some((st) =>
+      st.config.some(([, v]) => typeof v === "object" && !Array.isArray(v) && "deploy" in v && v.deploy === "tritonWithFtImage"),
+    );
+    const tritonWithFtImage =
+      images.tritonWithFtImage ??
+      shared?.host?.tritonWithFtImage ??
+      taken ??
+      (consumesTritonWithFt ? undefined : pulumi.output(""));
     const gatewayImage = images.gatewayImage ?? shared?.stack.gatewayImage;
     if (!tritonWithFtImage || !images.serverImage || !gatewayImage)
       throw new pulumi.ResourceError(
-        "the build steps must include bake, triton-with-ft unless the builder's owning pipeline runs it or it is taken from another stack, and gateway-image unless the stack's first pipeline runs it",
+        "the build steps must include bake, triton-with-ft when a step consumes it (unless the builder's owning pipeline runs it or it is taken from another stack), and gateway-image unless the stack's first pipeline runs it",
         this,
       );
     this.tritonWithFtImage = tritonWithFtImage;

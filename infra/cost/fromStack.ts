@@ -20,12 +20,16 @@ import {
   NLB_PROVISION_SECONDS,
   NLB_TARGET_REGISTRATION_SECONDS,
   NODE_BOOT_SECONDS,
+  VLLM_ASSUMED,
+  VLLM_DECODE_BANDWIDTH_EFFICIENCY,
 } from "../catalog/timings";
 import type { ResolvedStack } from "../config/stack";
 import { CANARY_SUFFIX } from "../config/models";
 import { TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
 import type { StackPlan } from "../plan/stack";
-import { expectedSeconds, stepEstimates, type StepEstimate, type StepId } from "../plan/budgets";
+import { expectedSeconds, stepEstimates, vllmBakeEstimate, type StepEstimate, type StepId } from "../plan/budgets";
+import { kvBytesPerToken } from "../model/vllmSizing";
+import type { ResolvedVllm } from "../config/stack";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../resolve/network";
 import type { Plan } from "../plan";
@@ -66,13 +70,26 @@ function capacityType(s: ResolvedStack): CapacityType {
   return a && a.capacityReservationIds.length > 0 ? "reserved" : "on-demand";
 }
 
+/**
+ * What a vLLM decode step reads of the KV cache with the batch full at the longest
+ * request: max_num_seqs sequences of maxInputLen + maxOutputLen tokens, at most the
+ * cache vLLM holds (its pool is sized for the GPU, not for one batch).
+ */
+function vllmBatchKvBytes(s: ResolvedStack, v: ResolvedVllm): number {
+  const sv = s.config.serving;
+  const batch = v.maxNumSeqs * (sv.maxInputLen + sv.maxOutputLen) * kvBytesPerToken(s.model.arch, v.tensorParallel, v.dtype);
+  return Math.min(batch, v.kvCacheGiB * 1024 ** 3);
+}
+
 /** The model's entry: its nodes, decode shape, image, build steps and serving timings. */
 export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): ModelCostInput {
   const sv = s.config.serving;
   const a = sv.autoscaling;
   const k = plan.kubernetes;
   const inst = s.servingInstance;
-  const estimates = stepEstimates(budgetInputs(s, plan.build.smList));
+  const inputs = budgetInputs(s, plan.build.smList);
+  // A vLLM model's bake (scripts/remote/bake-vllm.sh) is its own: no conversion, gemm or compile minutes at all.
+  const estimates = s.vllm ? { ...stepEstimates(inputs), bake: vllmBakeEstimate(inputs) } : stepEstimates(inputs);
   const nodes = a
     ? // Karpenter holds whole nodes for the pods that run: the floor at min, the ceiling at max.
       { min: Math.ceil(a.min / k.podsPerNode), max: Math.ceil(a.max / k.podsPerNode) }
@@ -106,9 +123,13 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): Model
       layers: s.model.arch.layers,
       memoryBandwidthGBps: GPU_MODELS[inst.gpuModel].memoryBandwidthGBps,
       weightsBytesPerGpu: s.memory.weightsBytes,
-      kvCacheBytesPerGpu: s.memory.kvCacheBytes,
+      kvCacheBytesPerGpu: s.vllm ? vllmBatchKvBytes(s, s.vllm) : s.memory.kvCacheBytes,
+      ...(s.vllm ? { efficiency: VLLM_DECODE_BANDWIDTH_EFFICIENCY } : {}),
     },
-    image: { baseBytes: TRITON_WITH_FT_IMAGE_BYTES, weightsBytes: fp16WeightBytes(s.model.family, s.model.arch) },
+    image: {
+      baseBytes: s.vllm ? VLLM_ASSUMED.baseImageBytes : TRITON_WITH_FT_IMAGE_BYTES,
+      weightsBytes: fp16WeightBytes(s.model.family, s.model.arch),
+    },
     build: { builder, steps: withCompileHost(plan.buildSteps, estimates, plan.build.tritonWithFtFrom !== undefined) },
     serving: {
       nodeBootSeconds: NODE_BOOT_SECONDS[inst.gpuModel],

@@ -72,6 +72,12 @@ export interface ModelCostInput {
     weightsBytesPerGpu: number;
     /** One GPU's K and V cache at the longest request for the whole batch (model/sizing.ts). */
     kvCacheBytesPerGpu: number;
+    /**
+     * The engine's share of peak bandwidth a decode step reaches, low and high
+     * (catalog/timings.ts VLLM_DECODE_BANDWIDTH_EFFICIENCY for a vLLM model).
+     * @default FT's: DECODE_BANDWIDTH_EFFICIENCY to DECODE_BANDWIDTH_EFFICIENCY_HIGH
+     */
+    efficiency?: { low: number; high: number };
   };
   /** The server image: triton_with_ft plus this model's fp16 weights layer. */
   image: { baseBytes: number; weightsBytes: number };

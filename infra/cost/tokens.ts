@@ -62,10 +62,12 @@ export function estimateTokens(m: ModelCostInput, nodeHourlyUsd: number | undefi
   const floor = d.layers * DECODE_STEP_FLOOR_SECONDS_PER_LAYER;
   const rate = (efficiency: number, bytes: number) =>
     d.maxBatchSize / Math.max(bytes / (efficiency * bandwidth), floor);
+  // The engine's range (a vLLM model's from the catalog); FT's by default.
+  const eff = d.efficiency ?? { low: DECODE_BANDWIDTH_EFFICIENCY, high: DECODE_BANDWIDTH_EFFICIENCY_HIGH };
   const tokens: Range = {
-    low: rate(DECODE_BANDWIDTH_EFFICIENCY, d.weightsBytesPerGpu + d.kvCacheBytesPerGpu),
-    central: rate(DECODE_BANDWIDTH_EFFICIENCY, d.weightsBytesPerGpu + meanKv),
-    high: rate(DECODE_BANDWIDTH_EFFICIENCY_HIGH, d.weightsBytesPerGpu + meanKv),
+    low: rate(eff.low, d.weightsBytesPerGpu + d.kvCacheBytesPerGpu),
+    central: rate(eff.low, d.weightsBytesPerGpu + meanKv),
+    high: rate(eff.high, d.weightsBytesPerGpu + meanKv),
   };
   const out: TokenEstimate = {
     tokensPerSecondPerPod: tokens,

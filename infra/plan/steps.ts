@@ -13,6 +13,7 @@
 import { compileHostFor } from "../catalog/compileHosts";
 import { GPU_MODELS, smList } from "../catalog/gpus";
 import { parameterCount } from "../model/catalog";
+import { isFtFamily } from "../model/types";
 import { HOST_READY_FREE_DISK_GIB, bakeFreeDiskGiB, fetchFreeDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config";
 import { stepBudgetMinutes, type BudgetInputs } from "./budgets";
@@ -213,7 +214,8 @@ export function fetchStep(src: Pick<StepSources, "stack" | "fetch">, minutes: nu
       ...fetchTokenizerConfig(src),
       ["EXPECTED_FILES", src.fetch.expectedFiles],
       // The JAX slim archive has no config.json to check; its shapes are fixed by its converter.
-      ...(m.source.kind === "huggingface"
+      // A llama model's config is checked by the vLLM bake (check_llama_config.py): this script stays FT's.
+      ...(m.source.kind === "huggingface" && isFtFamily(m.family)
         ? ([
             ["CHECK_FAMILY", m.family],
             ["CHECK_EXPECTED_JSON", archFile.remotePath],

@@ -21,6 +21,7 @@ import type { ConfigValue, GeneratedFile, StepDefinition } from "./stepGraph";
 import { budgetInputs, fetchStep, gatewayImageStep, hostReadyStep, stepMinutes, timeouts } from "./steps";
 import type { ShippedTree } from "./vllmRepository";
 import type { RepositoryFile } from "./modelRepository";
+import { isFtFamily } from "../model/types";
 
 /** What a vLLM model's steps are made from. */
 export interface VllmStepSources {
@@ -60,6 +61,20 @@ function vllmBakeStep(src: VllmStepSources, minutes: number): StepDefinition {
     .sort((a, c) => a.path.localeCompare(c.path))
     .map((f) => ({ remotePath: `${MODEL_REPOSITORY_DIR}/${f.path}`, content: f.content }));
   const relayout = vllmRelayoutArgv(src.stack);
+  // A llama checkpoint's config.json is checked here (fetch's check_model_config.py is FT's).
+  const archFile: GeneratedFile | undefined = isFtFamily(m.family)
+    ? undefined
+    : { remotePath: `${REMOTE.plan}/llama-arch.json`, content: JSON.stringify(src.fetch.expectedArch, null, 2) + "\n" };
+  const check = archFile
+    ? [
+        "python3",
+        "{{SCRIPTS}}/convert/check_llama_config.py",
+        "--config",
+        src.fetch.modelDir,
+        "--expected",
+        archFile.remotePath,
+      ]
+    : [];
   return {
     id: "bake",
     title: "build the vLLM server image FROM the pinned Triton-with-vLLM image with the checkpoint and model repository; push",
@@ -73,6 +88,7 @@ function vllmBakeStep(src: VllmStepSources, minutes: number): StepDefinition {
       ["DOCKERFILE_DIR", `${REMOTE.images}/vllm`],
       ["MODEL_DIR", src.fetch.modelDir],
       ["MODEL_FILES", src.fetch.tokenizerFiles.required],
+      ...(check.length > 0 ? ([["CHECK_ARGV", check]] as Array<[string, ConfigValue]>) : []),
       ...(relayout.length > 0 ? ([["RELAYOUT_ARGV", relayout]] as Array<[string, ConfigValue]>) : []),
       ["MODEL_PATH", repo.checkpointPath],
       ["MODEL_REPOSITORY_DIR", MODEL_REPOSITORY_DIR],
@@ -86,11 +102,10 @@ function vllmBakeStep(src: VllmStepSources, minutes: number): StepDefinition {
     inputs: [
       "images/vllm",
       "images/server/python/tritonft",
-      ...(relayout.length > 0
-        ? ["scripts/convert/codegen_to_gptj.py", "scripts/convert/hf_checkpoint.py"]
-        : []),
+      ...(relayout.length > 0 ? ["scripts/convert/codegen_to_gptj.py", "scripts/convert/hf_checkpoint.py"] : []),
+      ...(check.length > 0 ? ["scripts/convert/check_llama_config.py", "scripts/convert/check_model_config.py"] : []),
     ],
-    files,
+    files: archFile ? [archFile, ...files] : files,
     secretEnv: [],
     producesImage: true,
     timeouts: timeouts(minutes),

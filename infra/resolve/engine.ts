@@ -7,7 +7,7 @@
  */
 import type { GpuInstance } from "../catalog/gpus";
 import type { Add, StackConfig } from "../config/schema";
-import type { ResolvedModel, ResolvedVllm } from "../config/stack";
+import type { ResolvedModel, ResolvedStack, ResolvedVllm } from "../config/stack";
 import { GiB, USABLE_GPU_FRACTION, type GpuMemoryEstimate } from "../model/sizing";
 import { kvBytesPerToken, vllmMemory } from "../model/vllmSizing";
 import { ENGINE_FAMILIES, type Engine } from "../model/types";
@@ -140,4 +140,28 @@ export function checkVllm(
     headroomBytes: memory.activationBytes,
     totalBytes: memory.weightsBytes + kvCacheBytes + memory.activationBytes,
   };
+}
+
+/**
+ * On a builder shared by several models, the first model's pipeline prepares the
+ * host and builds its triton_with_ft (plan/stack.ts). A vLLM model builds none, so
+ * an FT model must not come after a vLLM model on the same GPU model's builder.
+ */
+export function checkBuilderOwners(models: readonly ResolvedStack[], add: Add): void {
+  const firstOn = new Map<string, ResolvedStack>();
+  for (const m of models) {
+    const gpu = m.builderInstance.gpuModel;
+    const owner = firstOn.get(gpu);
+    if (!owner) {
+      firstOn.set(gpu, m);
+      continue;
+    }
+    if (owner.engine === "vllm" && m.engine === "ft")
+      add(
+        `models.${m.model.name}`,
+        m.model.name,
+        `is an FT model listed after vLLM model ${owner.model.name} on the same ${gpu} builder, whose first model builds that builder's triton_with_ft (a vLLM model builds none)`,
+        `list ${m.model.name} (and every FT model on ${gpu}) before ${owner.model.name} in triton-ft:models`,
+      );
+  }
 }

@@ -53,7 +53,7 @@ import { canaryNamedAfter, modelViews, type ModelView } from "../config/models";
 import { checkCanary } from "./canary";
 import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
 import { resolveVllm } from "./vllm";
-import { checkEngineFamily, checkEngineSettings, checkVllm } from "./engine";
+import { checkBuilderOwners, checkEngineFamily, checkEngineSettings, checkVllm } from "./engine";
 import type { ResolvedVllm } from "../config/stack";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
@@ -148,6 +148,7 @@ export function resolveStack(
   }
   const served = first?.id !== undefined ? views.map((v) => v.id ?? "") : models.map((m) => m.model.name);
   if (first && served.length > 0) checkConsumerModels(first.config, served, add);
+  if (models.length > 1) checkBuilderOwners(models, add);
   if (problems.length > 0 || models.length === 0 || models.length !== views.length) return { problems, warnings };
   return { stack: models[0], models, problems, warnings };
 }

@@ -16,7 +16,7 @@ import {
   NLB_TARGET_REGISTRATION_SECONDS,
   PULL_BYTES_PER_SECOND,
   SERVER_FIXED_START_SECONDS,
-  VLLM_ENGINE_START_SECONDS,
+  VLLM_ASSUMED,
   WEIGHT_READ_BYTES_PER_SECOND,
 } from "../catalog/timings";
 import { parameterCount } from "../model/catalog";
@@ -132,12 +132,14 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   }
 
   const weights = servedWeightBytes(s);
-  // A vLLM model's base image (Triton with vLLM: torch, CUDA libraries, vLLM) is
-  // allowed the same compressed size as triton_with_ft (Triton, torch, FT's build tree).
-  const imageBytes = TRITON_WITH_FT_IMAGE_BYTES + weights;
+  // A vLLM model's image is NGC's Triton with vLLM plus the checkpoint, and vLLM profiles
+  // memory and captures CUDA graphs before the model is ready (catalog/timings.ts VLLM_ASSUMED).
+  const vllm = s.engine === "vllm";
+  const imageBytes = (vllm ? VLLM_ASSUMED.baseImageBytes : TRITON_WITH_FT_IMAGE_BYTES) + weights;
   const pullSeconds = Math.ceil(imageBytes / PULL_BYTES_PER_SECOND);
-  const fixedStart = s.engine === "vllm" ? VLLM_ENGINE_START_SECONDS : SERVER_FIXED_START_SECONDS;
-  const loadSeconds = Math.ceil(weights / WEIGHT_READ_BYTES_PER_SECOND + fixedStart);
+  const loadSeconds = Math.ceil(
+    weights / WEIGHT_READ_BYTES_PER_SECOND + SERVER_FIXED_START_SECONDS + (vllm ? VLLM_ASSUMED.startupSeconds : 0),
+  );
   const startupBudgetSeconds = Math.ceil(loadSeconds * STARTUP_SAFETY_FACTOR);
   const podRolloutSeconds = pullSeconds + startupBudgetSeconds + NLB_TARGET_REGISTRATION_SECONDS;
 

@@ -35,7 +35,7 @@ export const modelRepositoryWriter: ArtifactWriter = {
     const copied: string[] = [];
     if (repo.shipped) {
       // A vLLM model: its model.py (the packages beside it are whole folders, added by the bake).
-      for (const t of repo.shipped) {
+      for (const t of repo.shipped.filter((x) => x.from.endsWith(".py"))) {
         const content = ctx.readRepoFile(t.from);
         if (content !== undefined) files.push({ path: `${MODEL_REPOSITORY_OUT}/${t.to}`, content });
       }

@@ -31,19 +31,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-FAMILIES = ("gptneox", "gptj", "gpt", "codegen", "llama")
+FAMILIES = ("gptneox", "gptj", "gpt", "codegen")
 ARCH_KEYS = ("layers", "hidden", "heads", "ffn", "vocab", "rotaryDims", "maxPositions", "startId", "endId")
-# Checked when the expected architecture states them (grouped-query attention: llama).
-OPTIONAL_KEYS = ("kvHeads",)
 
 # The model_type each family's config.json declares.
-MODEL_TYPES = {
-    "gptneox": ("gpt_neox",),
-    "gptj": ("gptj",),
-    "gpt": ("gpt2",),
-    "codegen": ("codegen",),
-    "llama": ("llama",),
-}
+MODEL_TYPES = {"gptneox": ("gpt_neox",), "gptj": ("gptj",), "gpt": ("gpt2",), "codegen": ("codegen",)}
 
 
 class Missing(Exception):
@@ -105,20 +97,6 @@ EXTRACTORS: dict[str, dict[str, Extractor]] = {
     "gptj": GPTJ_LIKE,
     "codegen": GPTJ_LIKE,
     "gpt": {**GPTJ_LIKE, "rotaryDims": lambda c: 0},
-    # Llama rotates the whole head (transformers' LlamaRotaryEmbedding: dim = head size);
-    # num_key_value_heads unset means multi-head attention.
-    "llama": {
-        "layers": lambda c: _int(c, "num_hidden_layers"),
-        "hidden": lambda c: _int(c, "hidden_size"),
-        "heads": lambda c: _int(c, "num_attention_heads"),
-        "kvHeads": lambda c: _int(c, "num_key_value_heads", "num_attention_heads"),
-        "ffn": lambda c: _int(c, "intermediate_size"),
-        "vocab": lambda c: _int(c, "vocab_size"),
-        "rotaryDims": lambda c: _int(c, "hidden_size") // _int(c, "num_attention_heads"),
-        "maxPositions": lambda c: _int(c, "max_position_embeddings"),
-        "startId": lambda c: _int(c, "bos_token_id"),
-        "endId": lambda c: _int(c, "eos_token_id"),
-    },
 }
 
 
@@ -143,15 +121,6 @@ def normalise_expected(raw: Any, family_flag: str | None) -> tuple[str, dict[str
         values[key] = value
     if "ffn" not in values:
         values["ffn"] = 4 * values["hidden"]
-    for key in OPTIONAL_KEYS:
-        value = arch.get(key)
-        if value is None:
-            continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"expected '{key}' must be a positive integer, got {value!r}")
-        if key not in EXTRACTORS[family]:
-            raise ValueError(f"expected '{key}' is not a field of family {family}")
-        values[key] = value
     return family, values
 
 
@@ -161,7 +130,7 @@ def compare(family: str, expected: Mapping[str, int], config: Mapping[str, Any])
     model_type = config.get("model_type")
     if model_type is not None and model_type not in MODEL_TYPES[family]:
         problems.append(f"model_type: config.json says {model_type!r}, family {family} expects {' or '.join(MODEL_TYPES[family])}")
-    for key in (*ARCH_KEYS, *(k for k in OPTIONAL_KEYS if k in expected)):
+    for key in ARCH_KEYS:
         try:
             actual = EXTRACTORS[family][key](config)
         except Missing as err:

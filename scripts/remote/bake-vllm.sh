@@ -17,6 +17,8 @@
 #   DOCKERFILE_DIR         string  Absolute host path of images/vllm.          e.g. '/opt/triton-ft/images/vllm'
 #   MODEL_DIR              string  Host folder of the fetched checkpoint.      e.g. '/opt/triton-ft/work/tiny/source'
 #   MODEL_FILES            array   Files the checkpoint must hold (the tokenizer's and config.json). e.g. ('config.json' 'tokenizer.json')
+#   CHECK_ARGV             array   Optional; the config.json check of a family fetch does not check (llama:
+#                                  check_llama_config.py, on the host, stdlib only; {{SCRIPTS}} substituted). default ()
 #   RELAYOUT_ARGV          array   Optional; the CodeGen re-layout ({{SCRIPTS}}, {{INPUT}}, {{OUTPUT}} substituted). default ()
 #   MODEL_PATH             string  Absolute checkpoint folder in the image (= model_path). e.g. '/opt/triton-ft/model'
 #   MODEL_REPOSITORY_DIR   string  Host folder with the rendered ensemble/config.pbtxt.
@@ -50,7 +52,7 @@ done
 require_digest_ref BASE_IMAGE
 [[ $LAUNCH_CUDA_VISIBLE_DEVICES =~ ^[0-9]+(,[0-9]+)*$ ]] \
   || die "LAUNCH_CUDA_VISIBLE_DEVICES must be a GPU index list like '0' or '0,1', got '$LAUNCH_CUDA_VISIBLE_DEVICES'"
-default_array MODEL_FILES RELAYOUT_ARGV SHIPPED LAUNCH_ARGV
+default_array MODEL_FILES CHECK_ARGV RELAYOUT_ARGV SHIPPED LAUNCH_ARGV
 ((${#LAUNCH_ARGV[@]})) || die "LAUNCH_ARGV is empty; the plan must give the server command"
 ((${#SHIPPED[@]})) || die "SHIPPED is empty; the model repository needs model.py and its packages"
 [[ -f $DOCKERFILE_DIR/Dockerfile ]] || die "no Dockerfile in DOCKERFILE_DIR=$DOCKERFILE_DIR"
@@ -80,6 +82,12 @@ step_skip_if_done
 host_lock bake
 ecr_split "$ECR_REPOSITORY_URL"
 
+if ((${#CHECK_ARGV[@]})); then
+  phase check-config
+  substitute_placeholders CHECK_ARGV "SCRIPTS=$TRITON_FT_SCRIPTS_ROOT"
+  PYTHONDONTWRITEBYTECODE=1 "${CHECK_ARGV[@]}" >&2 || die "$MODEL_DIR/config.json does not match the plan's architecture"
+fi
+
 phase disk
 check_free_disk "$WORK_ROOT" "$REQUIRED_FREE_GIB"
 image_step_login
@@ -92,13 +100,18 @@ if ((${#RELAYOUT_ARGV[@]})); then
   # Resumable: a finished re-layout of this input hash is kept; a partial one is never used
   # (codegen_to_gptj.py writes a temp sibling and renames it when complete).
   relaid=$MODEL_DIR.gptj-$STEP_INPUT_HASH
-  if [[ ! -f $relaid/config.json ]]; then
+  if [[ ! -f $relaid/.triton-ft-relayout ]]; then
+    rm -rf "$relaid"
     substitute_placeholders RELAYOUT_ARGV "SCRIPTS=$TRITON_FT_SCRIPTS_ROOT" "INPUT=$MODEL_DIR" "OUTPUT=$relaid"
     docker run --rm --user "$(id -u):$(id -g)" -e HOME=/tmp -e PYTHONDONTWRITEBYTECODE=1 \
       -v "$MODEL_DIR:$MODEL_DIR:ro" -v "$(dirname "$MODEL_DIR"):$(dirname "$MODEL_DIR")" \
       -v "$TRITON_FT_SCRIPTS_ROOT:$TRITON_FT_SCRIPTS_ROOT:ro" \
       "$BASE_IMAGE" "${RELAYOUT_ARGV[@]}" >&2 \
       || die "the CodeGen re-layout failed for $MODEL_DIR"
+    [[ -d $relaid ]] || die "the CodeGen re-layout wrote no $relaid"
+    printf 'input_hash=%s\n' "$STEP_INPUT_HASH" >"$relaid/.triton-ft-relayout"
+  else
+    log "re-layout of this input hash already done: $relaid"
   fi
   for old in "$MODEL_DIR".gptj-*; do
     [[ $old == "$relaid" || ! -d $old ]] || rm -rf "$old"

@@ -148,3 +148,18 @@ describe("validation per engine", () => {
     expect(resolveStack(cfg, noSecrets).problems).toEqual([]);
   });
 });
+
+describe("builders shared by both engines", () => {
+  it("refuses an FT model after a vLLM model on one builder (the first model builds its triton_with_ft)", () => {
+    const { model, ...rest } = gpt2Config();
+    delete (rest as { serving?: unknown }).serving;
+    const llama = tinyllama("vllm").model as object;
+    const gpt2 = { ...(model as object), instanceType: "g5.xlarge" };
+    const vllmFirst = { ...rest, models: { tiny: { ...llama, instanceType: "g5.xlarge" }, gpt2 } };
+    const [p] = resolveStack(vllmFirst, noSecrets).problems;
+    expect(p?.key).toBe("triton-ft:models.gpt2");
+    expect(p?.message).toMatch(/listed after vLLM model tiny on the same A10G builder/);
+    const ftFirst = { ...rest, models: { gpt2, tiny: { ...llama, instanceType: "g5.xlarge" } } };
+    expect(resolveStack(ftFirst, noSecrets).problems).toEqual([]);
+  });
+});

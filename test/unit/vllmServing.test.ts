@@ -11,7 +11,7 @@ import {
   VLLM_BROADCAST_QUEUE_BYTES,
   VLLM_WORKER_QUEUE_BYTES,
 } from "../../infra/resolve/workload";
-import { VLLM_ENGINE_START_SECONDS, WEIGHT_READ_BYTES_PER_SECOND } from "../../infra/catalog/timings";
+import { SERVER_FIXED_START_SECONDS, VLLM_ASSUMED, WEIGHT_READ_BYTES_PER_SECOND } from "../../infra/catalog/timings";
 import { parameterCount } from "../../infra/model/catalog";
 import { STARTUP_SAFETY_FACTOR } from "../../infra/resolve/workload";
 import { workloadName } from "../../infra/conventions/workload";
@@ -89,7 +89,9 @@ describe("a vLLM model's Deployment", () => {
   it("gives the startup probe vLLM's start: its weights read plus the engine's fixed start, doubled", () => {
     if (!kogpt?.vllm) throw new Error("kogpt is not a vLLM model");
     const weights = parameterCount(kogpt.model.family, kogpt.model.arch) * 2;
-    const load = Math.ceil(weights / WEIGHT_READ_BYTES_PER_SECOND + VLLM_ENGINE_START_SECONDS);
+    const load = Math.ceil(
+      weights / WEIGHT_READ_BYTES_PER_SECOND + SERVER_FIXED_START_SECONDS + VLLM_ASSUMED.startupSeconds,
+    );
     const budget = Math.ceil(load * STARTUP_SAFETY_FACTOR);
     const probe = container(rendered["kogpt-6b"] as TritonManifests).startupProbe;
     expect(probe?.failureThreshold).toBe(Math.ceil(budget / (probe?.periodSeconds ?? 10)));
