@@ -16,6 +16,8 @@ import { parameterCount } from "../../infra/model/catalog";
 import { STARTUP_SAFETY_FACTOR } from "../../infra/resolve/workload";
 import { workloadName } from "../../infra/conventions/workload";
 import type { GrafanaPanel, GrafanaRow } from "../../infra/render/dashboard";
+import { gpt2Config, withOverrides } from "../lib/fixtures";
+import { renderOneModelScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
 import {
   MIXED_FT_MODEL,
   MIXED_VLLM_MODELS,
@@ -210,5 +212,27 @@ describe("the committed mixed stack (test/stacks/models/Pulumi.seed-mixed.yaml)"
     expect(groupOf("tinyllama")?.rules.map((r) => r.alert)).toContain("VllmPreempting");
     expect(groupOf("gpt2")?.rules.map((r) => r.alert)).not.toContain("VllmPreempting");
     expect(JSON.stringify(groupOf("gpt2"))).not.toContain("vllm:");
+  });
+});
+
+describe("a one-model stack on vLLM (Pulumi.dev.yaml's GPT-2 with engine vllm)", () => {
+  const s = resolvedStack(withOverrides(gpt2Config(), { model: { engine: "vllm" } }));
+  const scaling = renderOneModelScaling(s);
+
+  it("reads vLLM's series wherever the FT stack reads FT's, and adds vLLM's panels and alert", () => {
+    expect(s.engine).toBe("vllm");
+    const queries = shippedQueries(scaling).map((q) => q.expr);
+    expect(queries.join("\n")).not.toContain("fastertransformer");
+    const titles = scaling.shared.dashboard.panels.map((p) => p.title);
+    expect(titles).toEqual(
+      expect.arrayContaining([
+        "vLLM: requests waiting and running",
+        "vLLM: KV-cache usage",
+        "vLLM: time to first token (engine)",
+      ]),
+    );
+    const rules = scaling.shared.prometheusRule.spec.groups.flatMap((g) => g.rules);
+    expect(rules.map((r) => r.alert)).toContain("VllmPreempting");
+    expect(rules.find((r) => r.alert === "TritonQueueTimeHigh")?.expr).toContain("vllm:num_requests_waiting");
   });
 });
