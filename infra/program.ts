@@ -103,7 +103,10 @@ function buildSide(
   const taken = takenFrom
     ? new TritonWithFtSource("triton-with-ft-from", {
         stackReference: takenFrom,
-        wanted: sp.builders.map((bp, i) => ({ builder: bp.name, build: builderTritonWithFt(sp, i) })),
+        wanted: sp.builders.flatMap((bp, i) => {
+          const build = builderTritonWithFt(sp, i);
+          return build ? [{ builder: bp.name, build }] : [];
+        }),
       })
     : undefined;
   const takenImage = (i: number) => {
@@ -647,20 +650,23 @@ export function program(): StackOutputs {
     kubeconfig: cluster.kubeconfig,
     modelPlan: serializeModelPlan(modelPlan),
     modelPlanFingerprint: modelPlanFingerprint(modelPlan),
-    tritonWithFtBuilds: pulumi
-      .all(build.builderImages)
-      .apply((images) =>
-        sp.builders.map((bp, i) => ({ builder: bp.name, ...builderTritonWithFt(sp, i), image: images[i] ?? "" })),
-      ),
+    tritonWithFtBuilds: pulumi.all(build.builderImages).apply((images) =>
+      sp.builders.flatMap((bp, i) => {
+        const build = builderTritonWithFt(sp, i);
+        return build ? [{ builder: bp.name, ...build, image: images[i] ?? "" }] : [];
+      }),
+    ),
     // What each step took in its last real run (plan/measurements.ts); a promoted stack builds nothing.
     [STEP_TIMES_OUTPUT]: pulumi.all(build.pipelines.map((p) => p.stepTimes)).apply((lists) => lists.flat()),
     [SECRET_FINGERPRINTS_OUTPUT]: fingerprints,
   };
 }
 
-/** What builder `i`'s triton_with_ft is built from: its first model's plan (every model on it plans the same). */
-function builderTritonWithFt(sp: StackPlan, i: number): TritonWithFtBuild {
-  const entry = sp.models.find((m) => m.builder === i);
-  if (!entry) throw new Error(`builder ${i} serves no model`);
-  return tritonWithFtBuild(entry.plan.image.document);
+/**
+ * What builder `i`'s triton_with_ft is built from: its first FT model's plan (every FT model on it
+ * plans the same); none when it builds only vLLM models (issue 37), which need no triton_with_ft.
+ */
+function builderTritonWithFt(sp: StackPlan, i: number): TritonWithFtBuild | undefined {
+  const entry = sp.models.find((m) => m.builder === i && m.plan.image.document.steps["triton-with-ft"]);
+  return entry ? tritonWithFtBuild(entry.plan.image.document) : undefined;
 }

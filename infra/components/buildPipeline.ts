@@ -221,7 +221,9 @@ export class BuildPipeline extends pulumi.ComponentResource {
       );
     // A builder whose models are all vLLM models (issue 37) builds no triton_with_ft: nothing here consumes one.
     const consumesTritonWithFt = args.steps.some((st) =>
-      st.config.some(([, v]) => typeof v === "object" && !Array.isArray(v) && "deploy" in v && v.deploy === "tritonWithFtImage"),
+      st.config.some(
+        ([, v]) => typeof v === "object" && !Array.isArray(v) && "deploy" in v && v.deploy === "tritonWithFtImage",
+      ),
     );
     const tritonWithFtImage =
       images.tritonWithFtImage ??

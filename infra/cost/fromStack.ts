@@ -77,7 +77,8 @@ function capacityType(s: ResolvedStack): CapacityType {
  */
 function vllmBatchKvBytes(s: ResolvedStack, v: ResolvedVllm): number {
   const sv = s.config.serving;
-  const batch = v.maxNumSeqs * (sv.maxInputLen + sv.maxOutputLen) * kvBytesPerToken(s.model.arch, v.tensorParallel, v.dtype);
+  const batch =
+    v.maxNumSeqs * (sv.maxInputLen + sv.maxOutputLen) * kvBytesPerToken(s.model.arch, v.tensorParallel, v.dtype);
   return Math.min(batch, v.kvCacheGiB * 1024 ** 3);
 }
 

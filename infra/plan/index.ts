@@ -236,6 +236,25 @@ const PIPELINE_STEPS: Record<NonNullable<PlanOptions["steps"]>, (id: StepId) => 
   model: (id) => MODEL_STEP_IDS.includes(id),
 };
 
+/** The renderers' inputs of a model's plan, whichever engine serves it: assembled here, once. */
+function renderInputsOf(
+  stack: ResolvedStack,
+  stackName: string,
+  launch: LaunchPlan,
+  workload: WorkloadPlan,
+  autoscaling: AutoscalingPlan | undefined,
+  opts: PlanOptions,
+): RenderInputs {
+  const name = stack.model.name;
+  const triton: WorkloadInput = {
+    ...workloadInput(stack, stackName, launch, workload),
+    ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
+    ...(opts.severalModels ? { modelNodeLabel: { key: MODEL_NODE_LABEL_KEY, value: name } } : {}),
+    ...(opts.ownNodesTaint ? { nodeTaint: { key: CANARY_NODE_TAINT_KEY, value: name } } : {}),
+  };
+  return { triton, scaling: scalingInput(stack, triton, autoscaling) };
+}
+
 export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: PathHasher, opts: PlanOptions = {}): Plan {
   if (stack.vllm) return buildVllmPlan(stack, stack.vllm, stackName, hashPath, opts);
   const { model, config } = stack;
@@ -250,12 +269,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   const launch = launchPlan(tp);
   const workload = planWorkload(stack);
   const autoscaling = stackAutoscalingPlan(stack, workload);
-  const triton: WorkloadInput = {
-    ...workloadInput(stack, stackName, launch, workload),
-    ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
-    ...(opts.severalModels ? { modelNodeLabel: { key: MODEL_NODE_LABEL_KEY, value: model.name } } : {}),
-    ...(opts.ownNodesTaint ? { nodeTaint: { key: CANARY_NODE_TAINT_KEY, value: model.name } } : {}),
-  };
+  const inputs = renderInputsOf(stack, stackName, launch, workload, autoscaling, opts);
   const modelRepository = {
     root: MODEL_REPOSITORY_DIR,
     tokenizerPath: repo.tokenizerPath,
@@ -332,10 +346,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
       .filter((s) => runs(s.id))
       .map((s) => ({ ...s, inputHash: hashes[s.id] })),
     image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
-    renderInputs: {
-      triton,
-      scaling: scalingInput(stack, triton, autoscaling),
-    },
+    renderInputs: inputs,
   };
 }
 
@@ -362,12 +373,7 @@ function buildVllmPlan(
   const launch = vllmLaunchPlan(tp);
   const workload = planWorkload(stack);
   const autoscaling = stackAutoscalingPlan(stack, workload);
-  const triton: WorkloadInput = {
-    ...workloadInput(stack, stackName, launch, workload),
-    ...(opts.prometheusOperator !== undefined ? { serviceMonitor: opts.prometheusOperator } : {}),
-    ...(opts.severalModels ? { modelNodeLabel: { key: MODEL_NODE_LABEL_KEY, value: model.name } } : {}),
-    ...(opts.ownNodesTaint ? { nodeTaint: { key: CANARY_NODE_TAINT_KEY, value: model.name } } : {}),
-  };
+  const inputs = renderInputsOf(stack, stackName, launch, workload, autoscaling, opts);
   const rendered = renderVllmRepository({
     modelPath: VLLM_MODEL_DIR,
     device: "cuda",
@@ -444,9 +450,6 @@ function buildVllmPlan(
       .filter((st) => runs(st.id))
       .map((st) => ({ ...st, inputHash: hashes[st.id] })),
     image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
-    renderInputs: {
-      triton,
-      scaling: scalingInput(stack, triton, autoscaling),
-    },
+    renderInputs: inputs,
   };
 }

@@ -15,7 +15,8 @@
 import type { RenderedRepository } from "./modelRepository";
 
 /** Where this renderer's output says it came from (the first line of config.pbtxt). */
-export const VLLM_REPOSITORY_HEADER = "# Rendered by infra/plan/vllmRepository.ts (the project's vLLM model, images/vllm).";
+export const VLLM_REPOSITORY_HEADER =
+  "# Rendered by infra/plan/vllmRepository.ts (the project's vLLM model, images/vllm).";
 
 /** The model's name: the gateway calls every engine's `ensemble`. */
 export const VLLM_MODEL_NAME = "ensemble";
@@ -101,23 +102,27 @@ export function renderVllmConfig(s: VllmModelSettings, name: string = VLLM_MODEL
       (i >= REQUIRED_INPUTS ? "\n    optional: true" : "") +
       "\n  }",
   );
-  const outputs = OUTPUTS.map(([n, t, d]) => `  {\n    name: "${n}"\n    data_type: ${t}\n    dims: [ ${dims(d)} ]\n  }`);
-  return [
-    VLLM_REPOSITORY_HEADER,
-    `name: ${quoted(name)}`,
-    'backend: "python"',
-    `max_batch_size: ${s.maxNumSeqs}`,
-    "input [",
-    inputs.join(",\n"),
-    "]",
-    "output [",
-    outputs.join(",\n"),
-    "]",
-    // One instance: vLLM batches every request in flight itself; KIND_MODEL leaves the devices to vLLM.
-    "instance_group [ { count: 1 kind: KIND_MODEL } ]",
-    "model_transaction_policy { decoupled: true }",
-    ...vllmParameters(s).map(([k, v]) => `parameters { key: ${quoted(k)} value { string_value: ${quoted(v)} } }`),
-  ].join("\n") + "\n";
+  const outputs = OUTPUTS.map(
+    ([n, t, d]) => `  {\n    name: "${n}"\n    data_type: ${t}\n    dims: [ ${dims(d)} ]\n  }`,
+  );
+  return (
+    [
+      VLLM_REPOSITORY_HEADER,
+      `name: ${quoted(name)}`,
+      'backend: "python"',
+      `max_batch_size: ${s.maxNumSeqs}`,
+      "input [",
+      inputs.join(",\n"),
+      "]",
+      "output [",
+      outputs.join(",\n"),
+      "]",
+      // One instance: vLLM batches every request in flight itself; KIND_MODEL leaves the devices to vLLM.
+      "instance_group [ { count: 1 kind: KIND_MODEL } ]",
+      "model_transaction_policy { decoupled: true }",
+      ...vllmParameters(s).map(([k, v]) => `parameters { key: ${quoted(k)} value { string_value: ${quoted(v)} } }`),
+    ].join("\n") + "\n"
+  );
 }
 
 /** Repository files copied in beside the rendered config (repository paths, relative). */

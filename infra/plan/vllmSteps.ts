@@ -77,7 +77,8 @@ function vllmBakeStep(src: VllmStepSources, minutes: number): StepDefinition {
     : [];
   return {
     id: "bake",
-    title: "build the vLLM server image FROM the pinned Triton-with-vLLM image with the checkpoint and model repository; push",
+    title:
+      "build the vLLM server image FROM the pinned Triton-with-vLLM image with the checkpoint and model repository; push",
     script: "scripts/remote/bake-vllm.sh",
     dependsOn: ["host-ready", "fetch"],
     config: [

@@ -34,6 +34,17 @@ export function checkEngineFamily(config: StackConfig, model: ResolvedModel, eng
   );
 }
 
+/** vLLM loads Hugging Face checkpoints: the GPT-J JAX archive goes through FT's own converter only. */
+export function checkEngineSource(model: ResolvedModel, engine: Engine, add: Add): void {
+  if (engine !== "vllm" || model.source.kind !== "archive") return;
+  add(
+    "model.source.archive",
+    { sha256: model.source.sha256 },
+    "is the GPT-J JAX slim archive, which only FasterTransformer's JAX converter reads; vLLM loads Hugging Face checkpoints",
+    "use {huggingface: {repo: EleutherAI/gpt-j-6b, revision: <40-hex commit>}} with preset gpt-j-6b, or serve the archive with model.engine ft",
+  );
+}
+
 /** Settings of the other engine: int8Mode and gemm on vLLM, vllm on FT (each as it was written). */
 export function checkEngineSettings(raw: Record<string, unknown>, engine: Engine, add: Add): void {
   const serving = isRecord(raw.serving) ? raw.serving : {};

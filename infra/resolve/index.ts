@@ -53,7 +53,7 @@ import { canaryNamedAfter, modelViews, type ModelView } from "../config/models";
 import { checkCanary } from "./canary";
 import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
 import { resolveVllm } from "./vllm";
-import { checkBuilderOwners, checkEngineFamily, checkEngineSettings, checkVllm } from "./engine";
+import { checkBuilderOwners, checkEngineFamily, checkEngineSettings, checkEngineSource, checkVllm } from "./engine";
 import type { ResolvedVllm } from "../config/stack";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
@@ -242,6 +242,7 @@ function resolveModelView(
     checkArchitecture(config, model, gemm, addAndFail);
     checkTensorParallel(config, model, servingInstance, addAndFail);
     checkEngineFamily(config, model, engine, addAndFail);
+    checkEngineSource(model, engine, addAndFail);
     if (engine === "ft") {
       checkInt8Mode(config, model, servingInstance, addAndFail);
       if (servingInstance) memory = checkGpuMemory(config, model, gemm, servingInstance, addAndFail);

@@ -194,13 +194,16 @@ describe("invalidation matrix (two mock runs per change)", () => {
 describe("every catalog preset maps onto the remote steps", () => {
   it("renders every step for each preset, shipping every file its argv reads", async () => {
     const { MODEL_PRESETS } = await import("../../infra/model/catalog");
+    const { FT_FAMILIES } = await import("../../infra/model/types");
     const { BACKEND_COMMIT, FT_COMMIT } = await import("../lib/fixtures");
     for (const preset of MODEL_PRESETS) {
       const source = preset.archive
         ? { archive: { sha256: "a".repeat(64), tokenizerRevision: "b".repeat(40) } }
         : { huggingface: { repo: preset.repo, revision: "c".repeat(40) } };
+      // A family FT does not serve (llama) is a vLLM model: its bake is the step that reads plan files.
+      const ft = (FT_FAMILIES as readonly string[]).includes(preset.family);
       const cfg: RawConfig = {
-        model: { preset: preset.name, source },
+        model: { preset: preset.name, source, ...(ft ? {} : { engine: "vllm" }) },
         build: {
           backendCommit: BACKEND_COMMIT,
           ftCommit: FT_COMMIT,
@@ -216,12 +219,14 @@ describe("every catalog preset maps onto the remote steps", () => {
         },
       };
       const { steps } = buildSteps(resolved(cfg));
-      const convert = byId(steps, "convert");
+      const convert = byId(steps, ft ? "convert" : "bake");
       const shipped = new Set(convert.files.map((f) => f.remotePath));
       const config = renderStepConfig(convert, (v) => `<${v}>`);
       // Any absolute path under the shipped plan folder that the convert argv names must be a shipped file.
       for (const path of config.match(/\/opt\/triton-ft\/plan\/[\w.-]+/g) ?? []) {
-        expect(shipped.has(path), `${preset.name}: ${path} is read but not shipped`).toBe(true);
+        // A folder (the bake's model repository) is shipped when its files are.
+        const inShipped = shipped.has(path) || [...shipped].some((f) => f.startsWith(`${path}/`));
+        expect(inShipped, `${preset.name}: ${path} is read but not shipped`).toBe(true);
       }
     }
   });

@@ -97,6 +97,22 @@ describe("validation per engine", () => {
     ]);
   });
 
+  it("refuses the GPT-J JAX archive on vLLM (only FT's converter reads it)", () => {
+    const cfg = withOverrides(gpt2Config(), {
+      model: {
+        preset: "gpt-j-6b-jax",
+        engine: "vllm",
+        source: { archive: { sha256: "a".repeat(64), tokenizerRevision: "b".repeat(40) } },
+      },
+      serving: { instanceType: "g5.12xlarge", tensorParallel: 2 },
+    });
+    delete (cfg.build as Record<string, unknown>).builderInstanceType;
+    const problems = resolveStack(cfg, noSecrets).problems.filter((p) => p.key.includes("source"));
+    expect(summary(problems)).toEqual([
+      `triton-ft:model.source.archive = {"sha256":"${"a".repeat(64)}"}: is the GPT-J JAX slim archive, which only FasterTransformer's JAX converter reads; vLLM loads Hugging Face checkpoints`,
+    ]);
+  });
+
   it("names models.<id> keys in the several-models form", () => {
     const base = gpt2Config();
     const { model, ...rest } = base;

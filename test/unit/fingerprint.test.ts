@@ -53,57 +53,84 @@ function upstreamOfBake(steps: readonly StepDefinition[]): Set<string> {
   return seen;
 }
 
-describe.each(SEED_CASES.map((c) => [c.id, c.config] as const))("the fingerprint of %s", (_id, cfg) => {
-  // A one-model stack's pipeline runs every step, unscoped: the definitions the fingerprint reads.
-  const steps: StepDefinition[] = plan(cfg).buildSteps;
-  const base = fp(steps);
-  const consumed = upstreamOfBake(steps);
+/** vLLM models (issue 37): their bake's config and files are held to the same rule (issue 32). */
+const TINYLLAMA = {
+  preset: "tinyllama-1.1b",
+  engine: "vllm",
+  source: {
+    huggingface: {
+      repo: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
+      revision: "036fa4651240b9a1487f709833b9e4b96b4c1574",
+    },
+  },
+};
+const CODEGEN_VLLM = {
+  preset: "codegen-350m-mono",
+  engine: "vllm",
+  source: {
+    huggingface: { repo: "Salesforce/codegen-350M-mono", revision: "0a1b2c3d4e5f60718293a4b5c6d7e8f901234567" },
+  },
+};
+const VLLM_CASES: Array<readonly [string, RawConfig]> = [
+  ["gpt2-vllm", withOverrides(gpt2Config(), { model: { engine: "vllm" } })],
+  ["tinyllama-vllm", withOverrides(gpt2Config(), { model: TINYLLAMA })],
+  ["codegen-350m-vllm", withOverrides(gpt2Config(), { model: CODEGEN_VLLM })],
+];
 
-  it("moves with every entry of every step the bake consumes, except the named ones", () => {
-    const unexplained: string[] = [];
-    let checked = 0;
-    for (const step of steps.filter((s) => consumed.has(s.id))) {
-      const excludedStep = step.id in NOT_FINGERPRINTED_STEPS;
-      const change = (mutated: StepDefinition) => fp(steps.map((s) => (s === step ? mutated : s))) !== base;
-      for (const [n, [key, value]] of step.config.entries()) {
-        const deploy = typeof value === "object" && !Array.isArray(value);
-        const excluded = excludedStep || deploy || key in NOT_FINGERPRINTED;
-        const config = step.config.map((e, i): [string, ConfigValue] => (i === n ? [key, mutate(value)] : e));
-        const moved = change({ ...step, config });
-        checked++;
-        // In the fingerprint exactly when not named as left out.
-        if (moved === excluded)
-          unexplained.push(
-            `${step.id}.${key}: ${moved ? "moves it, yet is listed as left out" : "is neither in it nor listed"}`,
-          );
-      }
-      for (const [n, f] of step.files.entries()) {
-        const files = step.files.map((x, i) => (i === n ? { ...f, content: `${f.content}\n` } : x));
-        if (change({ ...step, files }) === excludedStep) unexplained.push(`${step.id} file ${f.remotePath}`);
-        checked++;
-      }
-      const rehashed = (p: string) => `other:${p}`;
-      for (const input of [step.script, ...step.inputs]) {
-        const moved = fingerprintOf(imageFingerprint(steps, (p) => (p === input ? rehashed(p) : hasher(p)))) !== base;
-        if (moved === excludedStep) unexplained.push(`${step.id} input ${input}`);
-        checked++;
-      }
-    }
-    expect(checked).toBeGreaterThan(30);
-    expect(unexplained).toEqual([]);
-  });
+describe.each([...SEED_CASES.map((c) => [c.id, c.config] as const), ...VLLM_CASES])(
+  "the fingerprint of %s",
+  (_id, cfg) => {
+    // A one-model stack's pipeline runs every step, unscoped: the definitions the fingerprint reads.
+    const steps: StepDefinition[] = plan(cfg).buildSteps;
+    const base = fp(steps);
+    const consumed = upstreamOfBake(steps);
 
-  it("leaves out only what the builder host needs: a changed worker count keeps it", () => {
-    const convert = steps.find((s) => s.id === "convert");
-    const argv = convert?.config.find(([k]) => k === "CONVERT_ARGV")?.[1] as readonly string[] | undefined;
-    if (!convert || !argv || !argv.includes("-p")) return;
-    const p = argv.indexOf("-p");
-    const more = argv.map((v, i) => (i === p + 1 ? String(Number(v) + 7) : v));
-    const config = convert.config.map(([k, v]): [string, ConfigValue] => [k, k === "CONVERT_ARGV" ? more : v]);
-    expect(fp(steps.map((s) => (s === convert ? { ...convert, config } : s)))).toBe(base);
-    expect(NOT_FINGERPRINTED_ARGS.CONVERT_ARGV?.flags).toContain("-p");
-  });
-});
+    it("moves with every entry of every step the bake consumes, except the named ones", () => {
+      const unexplained: string[] = [];
+      let checked = 0;
+      for (const step of steps.filter((s) => consumed.has(s.id))) {
+        const excludedStep = step.id in NOT_FINGERPRINTED_STEPS;
+        const change = (mutated: StepDefinition) => fp(steps.map((s) => (s === step ? mutated : s))) !== base;
+        for (const [n, [key, value]] of step.config.entries()) {
+          const deploy = typeof value === "object" && !Array.isArray(value);
+          const excluded = excludedStep || deploy || key in NOT_FINGERPRINTED;
+          const config = step.config.map((e, i): [string, ConfigValue] => (i === n ? [key, mutate(value)] : e));
+          const moved = change({ ...step, config });
+          checked++;
+          // In the fingerprint exactly when not named as left out.
+          if (moved === excluded)
+            unexplained.push(
+              `${step.id}.${key}: ${moved ? "moves it, yet is listed as left out" : "is neither in it nor listed"}`,
+            );
+        }
+        for (const [n, f] of step.files.entries()) {
+          const files = step.files.map((x, i) => (i === n ? { ...f, content: `${f.content}\n` } : x));
+          if (change({ ...step, files }) === excludedStep) unexplained.push(`${step.id} file ${f.remotePath}`);
+          checked++;
+        }
+        const rehashed = (p: string) => `other:${p}`;
+        for (const input of [step.script, ...step.inputs]) {
+          const moved = fingerprintOf(imageFingerprint(steps, (p) => (p === input ? rehashed(p) : hasher(p)))) !== base;
+          if (moved === excludedStep) unexplained.push(`${step.id} input ${input}`);
+          checked++;
+        }
+      }
+      expect(checked).toBeGreaterThan(30);
+      expect(unexplained).toEqual([]);
+    });
+
+    it("leaves out only what the builder host needs: a changed worker count keeps it", () => {
+      const convert = steps.find((s) => s.id === "convert");
+      const argv = convert?.config.find(([k]) => k === "CONVERT_ARGV")?.[1] as readonly string[] | undefined;
+      if (!convert || !argv || !argv.includes("-p")) return;
+      const p = argv.indexOf("-p");
+      const more = argv.map((v, i) => (i === p + 1 ? String(Number(v) + 7) : v));
+      const config = convert.config.map(([k, v]): [string, ConfigValue] => [k, k === "CONVERT_ARGV" ? more : v]);
+      expect(fp(steps.map((s) => (s === convert ? { ...convert, config } : s)))).toBe(base);
+      expect(NOT_FINGERPRINTED_ARGS.CONVERT_ARGV?.flags).toContain("-p");
+    });
+  },
+);
 
 describe("the fingerprint follows the config keys that shape the image", () => {
   const base = plan(gpt2Config()).image.fingerprint;
@@ -130,6 +157,18 @@ describe("the fingerprint follows the config keys that shape the image", () => {
   ];
   it.each(cases)("%s moves it", (_key, overrides) => {
     expect(plan(withOverrides(gpt2Config(), overrides)).image.fingerprint).not.toBe(base);
+  });
+  const tiny = withOverrides(gpt2Config(), { model: TINYLLAMA });
+  const tinyBase = plan(tiny).image.fingerprint;
+  it.each([
+    ["serving.vllm.maxLogprobs", { serving: { vllm: { maxLogprobs: 5 } } }],
+    ["serving.vllm.kvCacheGiB", { serving: { vllm: { kvCacheGiB: 4 } } }],
+    ["serving.vllm.maxModelLen", { serving: { vllm: { maxModelLen: 1024 } } }],
+    ["serving.vllm.gpuMemoryUtilization", { serving: { vllm: { gpuMemoryUtilization: 0.8 } } }],
+    ["serving.vllm.dtype", { serving: { vllm: { dtype: "float16" } } }],
+    ["serving.maxBatchSize (max_num_seqs)", { serving: { maxBatchSize: 4 } }],
+  ])("a vLLM model's %s moves it", (_key, overrides) => {
+    expect(plan(withOverrides(tiny, overrides)).image.fingerprint).not.toBe(tinyBase);
   });
   it.each([
     ["serving.replicas", { serving: { replicas: 3 } }],
