@@ -14,6 +14,7 @@ import inspect
 import re
 import time
 import urllib.request
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from vllm.v1.metrics.buckets import histogram_buckets
 from vllm.v1.metrics.stats import FinishedRequestStats, IterationStats, PromptTokenStats, SchedulerStats
 
 from client import generate
-from tritonvllm.metrics import COUNTER, FINISH_REASONS, GAUGE, HISTOGRAM, METRICS, Reporter, updates
+from tritonvllm.metrics import COUNTER, DEFAULT_BUCKETS, FINISH_REASONS, GAUGE, HISTOGRAM, METRICS, Reporter, updates
 
 PROMPT = "The quick brown fox jumps over"
 
@@ -50,6 +51,28 @@ def test_each_metric_is_vllms_own(spec: Any) -> None:
     assert description == spec.description
     if spec.kind == HISTOGRAM:
         assert spec.buckets is not None and histogram_buckets(spec.buckets)
+
+
+def test_default_buckets_are_vllms() -> None:
+    """The fallback for a vLLM without its bucket table: every family the metrics use, vLLM's bounds."""
+    assert {spec.buckets for spec in METRICS if spec.buckets} == set(DEFAULT_BUCKETS)
+    for family, bounds in DEFAULT_BUCKETS.items():
+        assert list(bounds) == histogram_buckets(family), family
+
+
+def test_updates_read_older_vllm_field_names() -> None:
+    """Releases before vLLM 0.32 name two fields differently; the same updates come out."""
+    old_scheduler = SimpleNamespace(num_running_reqs=1, num_waiting_reqs=2, gpu_cache_usage=0.5)
+    old_iteration = SimpleNamespace(
+        num_prompt_tokens=0, num_generation_tokens=0, num_preempted_reqs=0, time_to_first_tokens_iter=[],
+        time_per_output_tokens_iter=[0.03], finished_requests=[],
+    )
+    assert updates(old_scheduler, old_iteration) == [
+        ("vllm:num_requests_running", None, 1.0),
+        ("vllm:num_requests_waiting", None, 2.0),
+        ("vllm:kv_cache_usage_perc", None, 0.5),
+        ("vllm:inter_token_latency_seconds", None, 0.03),
+    ]
 
 
 def test_finish_reasons_are_vllms() -> None:

@@ -85,6 +85,28 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
 )
 
+# vLLM 0.32's default bucket bounds (vllm.v1.metrics.buckets.histogram_buckets), for a vLLM
+# that has no such table yet: the families' bounds are then the same. test_metrics.py keeps
+# them equal to the installed vLLM's.
+DEFAULT_BUCKETS: dict[str, tuple[float, ...]] = {
+    "time_to_first_token": (
+        0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+        20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+    ),
+    "inter_token_latency": (
+        0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+    ),
+    "request_latency": (
+        0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
+        960.0, 1920.0, 7680.0,
+    ),
+}
+
+
+def default_buckets(family: str) -> Sequence[float]:
+    return DEFAULT_BUCKETS[family]
+
+
 # One update: the metric's name, its extra label's value (or None), the value
 # (a gauge's new value, a counter's increment, a histogram's observation).
 Update = tuple[str, str | None, float]
@@ -101,10 +123,12 @@ def updates(scheduler_stats: Any | None, iteration_stats: Any | None) -> list[Up
     if scheduler_stats is not None:
         # vLLM's gauge counts the waiting requests it defers (LoRA budget, KV transfer) too.
         waiting = scheduler_stats.num_waiting_reqs + getattr(scheduler_stats, "num_skipped_waiting_reqs", 0)
+        # Older vLLM releases call the KV-cache share gpu_cache_usage.
+        usage = float(getattr(scheduler_stats, "kv_cache_usage", getattr(scheduler_stats, "gpu_cache_usage", 0.0)))
         out += [
             ("vllm:num_requests_running", None, float(scheduler_stats.num_running_reqs)),
             ("vllm:num_requests_waiting", None, float(waiting)),
-            ("vllm:kv_cache_usage_perc", None, float(scheduler_stats.kv_cache_usage)),
+            ("vllm:kv_cache_usage_perc", None, usage),
         ]
     if iteration_stats is None:
         return out
@@ -115,7 +139,11 @@ def updates(scheduler_stats: Any | None, iteration_stats: Any | None) -> list[Up
     )
     out += [(name, None, float(value)) for name, value in counters if value]
     out += [("vllm:time_to_first_token_seconds", None, float(v)) for v in iteration_stats.time_to_first_tokens_iter]
-    out += [("vllm:inter_token_latency_seconds", None, float(v)) for v in iteration_stats.inter_token_latencies_iter]
+    # Older vLLM releases call the inter-token latencies time_per_output_tokens_iter.
+    latencies = getattr(iteration_stats, "inter_token_latencies_iter", None)
+    if latencies is None:
+        latencies = getattr(iteration_stats, "time_per_output_tokens_iter", [])
+    out += [("vllm:inter_token_latency_seconds", None, float(v)) for v in latencies]
     for finished in iteration_stats.finished_requests:
         out += [
             ("vllm:request_success_total", str(finished.finish_reason), 1.0),

@@ -43,7 +43,7 @@ if os.path.isdir(_SHARED) and _SHARED not in sys.path:
     sys.path.append(_SHARED)
 
 from tritonft.errors import ModelConfigError, RequestError, request_error
-from tritonvllm.metrics import COUNTER, GAUGE, HISTOGRAM, Reporter
+from tritonvllm.metrics import COUNTER, GAUGE, HISTOGRAM, Reporter, default_buckets
 from tritonvllm.requests import Generation, parse
 from tritonvllm.responses import RowState, outputs
 from tritonvllm.settings import EngineSettings
@@ -112,8 +112,12 @@ class TritonPythonModel:
 
     def _stat_logger_factory(self) -> Any:
         """vLLM's per-engine stat logger factory: each engine's statistics to a Reporter."""
-        from vllm.v1.metrics.buckets import histogram_buckets
         from vllm.v1.metrics.loggers import StatLoggerBase
+
+        try:  # vLLM's own bucket table; a release without it has the same bounds (tritonvllm.metrics).
+            from vllm.v1.metrics.buckets import histogram_buckets
+        except ImportError:
+            histogram_buckets = default_buckets
 
         kinds = {
             COUNTER: pb_utils.MetricFamily.COUNTER,
