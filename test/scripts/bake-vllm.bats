@@ -57,7 +57,9 @@ synth_out_in() {
     ./model-repository/ensemble/1/tritonft/__init__.py ./model-repository/ensemble/1/tritonvllm/__init__.py ./serve; do
     grep -qx -- "$f" "$ctx" || { echo "context lacks $f" >&2; cat "$ctx" >&2; return 1; }
   done
-  ! grep -q -- '.triton-ft-fetch' "$ctx"
+  # The fetch's stamp stays out of the image.
+  run grep -q -- '.triton-ft-fetch' "$ctx"
+  [ "$status" -ne 0 ]
   grep -q 'exec /opt/tritonserver/bin/tritonserver --model-repository=/opt/triton-ft/model-repository "\$@"' "$STUB_STATE/last-serve"
 }
 
