@@ -38,6 +38,7 @@ export function workloadInput(
     serviceMonitor: prometheusOperatorPresent(sv.serviceMonitor, sv.autoscaling),
     launch,
     workload,
+    engine: stack.engine,
     ...(sv.autoscaling ? { autoscaling: { minReplicas: sv.autoscaling.min } } : {}),
   };
 }

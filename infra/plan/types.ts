@@ -35,6 +35,12 @@ export interface WorkloadInput {
   serviceMonitor: boolean;
   launch: LaunchPlan;
   workload: WorkloadPlan;
+  /**
+   * The Triton backend that serves the model (ResolvedStack.engine): what the
+   * Deployment's /dev/shm, the scaler's queue query and the dashboard's and
+   * alerts' engine series follow. Names, ports and probes are the same for both.
+   */
+  engine: Engine;
   /** Set with serving.autoscaling: the HPA (KEDA) owns the replica count, from this floor. */
   autoscaling?: { minReplicas: number };
   /**

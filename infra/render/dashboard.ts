@@ -71,6 +71,50 @@ interface PanelSpec {
   max?: number;
 }
 
+/** Where a model's queue is measured: FT's model in Triton, or vLLM's scheduler (waiting over running requests). */
+function queueSource(i: ObservabilityInput): string {
+  return i.engine === "vllm" ? "vLLM's waiting / running requests" : "fastertransformer";
+}
+
+/** A vLLM model's engine panels (vLLM's own series, from its model on Triton's metrics port); none for FT. */
+function vllmSpecs(i: ObservabilityInput): PanelSpec[] {
+  if (i.engine !== "vllm") return [];
+  const e = expressions(i);
+  return [
+    {
+      title: "vLLM: KV-cache usage",
+      description:
+        "Share of vLLM's KV cache in use (1 = full). When it is full vLLM preempts running sequences (alert VllmPreempting).",
+      unit: "percentunit",
+      min: 0,
+      max: 1,
+      queries: [["KV cache used", e.vllmKvCacheUsage]],
+    },
+    {
+      title: "vLLM: time to first token (engine)",
+      description:
+        "From a request's arrival in vLLM to its first token, p50 and p95; the gateway's panel adds the way there.",
+      unit: "s",
+      min: 0,
+      queries: [
+        ["p50", e.vllmTtftP50Seconds],
+        ["p95", e.vllmTtftP95Seconds],
+      ],
+    },
+    {
+      title: "vLLM: tokens and preemptions per second",
+      description: "Prompt and generated tokens vLLM processed per second, and running sequences it preempted.",
+      unit: "none",
+      min: 0,
+      queries: [
+        ["generated tok/s", e.vllmGenerationTokensPerSecond],
+        ["prompt tok/s", e.vllmPromptTokensPerSecond],
+        ["preemptions/s", e.vllmPreemptionsPerSecond],
+      ],
+    },
+  ];
+}
+
 /** Every panel of one model's view, in the one-model dashboard's order. */
 function panelSpecs(i: ObservabilityInput) {
   const e = expressions(i);
@@ -79,8 +123,8 @@ function panelSpecs(i: ObservabilityInput) {
     queueRatio: {
       title: "Queue / compute time ratio",
       description: a
-        ? `The autoscaler's metric (fastertransformer); it adds pods above the target ${a.target}.`
-        : "Queue time per unit of compute time (fastertransformer); above 1 requests wait longer than they run.",
+        ? `The autoscaler's metric (${queueSource(i)}); it adds pods above the target ${a.target}.`
+        : `Queue time per unit of compute time (${queueSource(i)}); above 1 requests wait longer than they run.`,
       unit: "none",
       queries: [
         ["ratio", e.queueComputeRatio],
@@ -103,7 +147,7 @@ function panelSpecs(i: ObservabilityInput) {
       unit: "s",
       queries: [
         ["request (ensemble)", e.meanLatencySeconds],
-        ["queue (fastertransformer)", e.meanQueueSeconds],
+        [i.engine === "vllm" ? "queue (vLLM)" : "queue (fastertransformer)", e.meanQueueSeconds],
       ],
     },
     ttft: {
@@ -186,15 +230,27 @@ function panelSpecs(i: ObservabilityInput) {
       min: 0,
       queries: [["errors", e.errorRatio]],
     },
-    pending: {
-      title: "Pending requests and batch size",
-      description: "Requests waiting for the FT model, and the mean dynamic batch size it runs.",
-      unit: "none",
-      queries: [
-        ["pending", e.pendingRequests],
-        ["mean batch size", e.meanBatchSize],
-      ],
-    },
+    pending:
+      i.engine === "vllm"
+        ? {
+            title: "vLLM: requests waiting and running",
+            description:
+              "Requests waiting in vLLM's scheduler and sequences in its running batch (at most maxBatchSize); Triton hands every request to vLLM at once, so Triton's own queue stays empty.",
+            unit: "none",
+            queries: [
+              ["waiting", e.pendingRequests],
+              ["running", e.meanBatchSize],
+            ],
+          }
+        : {
+            title: "Pending requests and batch size",
+            description: "Requests waiting for the FT model, and the mean dynamic batch size it runs.",
+            unit: "none",
+            queries: [
+              ["pending", e.pendingRequests],
+              ["mean batch size", e.meanBatchSize],
+            ],
+          },
     gpuUtil: {
       title: "GPU utilisation",
       description: "DCGM exporter, per node and GPU.",
@@ -360,7 +416,9 @@ function severalModelPanels(i: ObservabilityInput, models: NonNullable<Observabi
     const mi = forModel(i, m);
     const own = panelSpecs(mi);
     // Its cost, at its GPU nodes' price, when the price table has one; its canary's panels when it has one.
-    const specs = [...MODEL_ROW.map((k) => own[k]), ...costSpecs(mi), ...canarySpecs(mi, m)];
+    // A vLLM model's row adds vLLM's queue and engine panels.
+    const engine = m.engine === "vllm" ? [own.pending, ...vllmSpecs(mi)] : [];
+    const specs = [...MODEL_ROW.map((k) => own[k]), ...engine, ...costSpecs(mi), ...canarySpecs(mi, m)];
     // Three panels per line, 8 wide.
     specs.forEach((spec, n) =>
       panels.push(panel(spec, panels.length + 1, { x: (n % 3) * 8, y: y + Math.floor(n / 3) * 8, w: 8, h: 8 })),
@@ -373,7 +431,7 @@ function severalModelPanels(i: ObservabilityInput, models: NonNullable<Observabi
 export function renderDashboard(i: ObservabilityInput): GrafanaDashboard {
   const panels = i.models
     ? severalModelPanels(i, i.models)
-    : [...Object.values(panelSpecs(i)), ...costSpecs(i)].map((s, n) => panel(s, n + 1, halfWidth(n)));
+    : [...Object.values(panelSpecs(i)), ...vllmSpecs(i), ...costSpecs(i)].map((s, n) => panel(s, n + 1, halfWidth(n)));
   return {
     uid: i.name.slice(0, 40),
     title: i.models

@@ -21,7 +21,17 @@ import {
   type ScannerSkip,
 } from "./podSecurity";
 import type { AutoscalingPlan } from "../resolve/scaling";
-import { labelMatchers, queueComputeRatioQuery, selectorText, SCALED_MODEL, type MetricsSelector } from "./prometheus";
+import {
+  labelMatchers,
+  queueComputeRatioQuery,
+  selectorText,
+  vllmQueueRunningRatioQuery,
+  vllmSelectorText,
+  SCALED_MODEL,
+  VLLM_METRICS,
+  type MetricsSelector,
+} from "./prometheus";
+import type { Engine } from "../model/types";
 
 import { RATE_WINDOW_SECONDS } from "../conventions/metrics";
 import { DCGM_EXPORTER_REQUESTS, ENSEMBLE_MODEL } from "../conventions/workload";
@@ -80,6 +90,8 @@ export interface ModelObservability {
   id: string;
   /** Its Triton metrics Service (`triton-<id>-metrics`): Triton's own `model` label is the ensemble's name, the same for every model. */
   triton: MetricsSelector;
+  /** The backend serving it: a vLLM model's queue, panels and alerts read vLLM's engine series (render/prometheus.ts VLLM_METRICS). */
+  engine: Engine;
   deployment: string;
   instanceType: string;
   podStartBudgetSeconds: number;
@@ -98,6 +110,8 @@ export interface ObservabilityInput {
   labels: Record<string, string>;
   /** Triton metrics in Prometheus (namespace + metrics Service). */
   triton: MetricsSelector;
+  /** The backend serving the model these fields describe (the first, in a stack of several; forModel narrows). */
+  engine: Engine;
   /** The gateway's metrics in Prometheus (images/gateway/src/telemetry/metrics.ts: TTFT, tokens/s, latency histograms). */
   gateway: MetricsSelector;
   gatewayDeployment: string;
@@ -131,6 +145,7 @@ export function forModel(i: ObservabilityInput, m: ModelObservability): Observab
   return {
     ...i,
     triton: m.triton,
+    engine: m.engine,
     deployment: m.deployment,
     instanceType: m.instanceType,
     podStartBudgetSeconds: m.podStartBudgetSeconds,
@@ -336,6 +351,12 @@ export function expressions(i: ObservabilityInput) {
   const quantile = (q: number, histogram: string) =>
     `histogram_quantile(${q}, sum by (le) (rate(${gw}${histogram}_bucket{${g}}[${w}])))`;
   const gdep = `namespace="${i.namespace}",deployment="${i.gatewayDeployment}"`;
+  // A vLLM model queues inside vLLM, not in Triton: its queue, pending and batch series are vLLM's.
+  const vllm = i.engine === "vllm";
+  const v = vllmSelectorText(i.triton);
+  const vm = VLLM_METRICS;
+  const vllmQuantile = (q: number, histogram: string) =>
+    `histogram_quantile(${q}, sum by (le) (rate(${histogram}_bucket{${v}}[${w}])))`;
   return {
     ttftP50Seconds: quantile(0.5, "time_to_first_token_seconds"),
     ttftP95Seconds: quantile(0.95, "time_to_first_token_seconds"),
@@ -356,14 +377,27 @@ export function expressions(i: ObservabilityInput) {
     gatewayStoreDegradedPods: `sum(${gw}store_degraded{${g}})`,
     gatewayStorePods: `max(${gw}store_pods{${g}})`,
     gatewayReadyReplicas: `kube_deployment_status_replicas_ready{${gdep}}`,
-    queueComputeRatio: queueComputeRatioQuery(i.triton),
+    queueComputeRatio: vllm ? vllmQueueRunningRatioQuery(i.triton) : queueComputeRatioQuery(i.triton),
     requestsPerSecond: `sum(rate(nv_inference_request_success{${ensemble}}[${w}]))`,
     failuresPerSecond: `sum(rate(nv_inference_request_failure{${ensemble}}[${w}]))`,
     errorRatio: `sum(rate(nv_inference_request_failure{${ensemble}}[5m])) / clamp_min(sum(rate(nv_inference_request_success{${ensemble}}[5m])) + sum(rate(nv_inference_request_failure{${ensemble}}[5m])), 1e-9)`,
     meanLatencySeconds: `sum(rate(nv_inference_request_duration_us{${ensemble}}[${w}])) / clamp_min(sum(rate(nv_inference_request_success{${ensemble}}[${w}])), 1e-9) / 1e6`,
-    meanQueueSeconds: `sum(rate(nv_inference_queue_duration_us{${ft}}[${w}])) / clamp_min(sum(rate(nv_inference_request_success{${ft}}[${w}])), 1e-9) / 1e6`,
-    pendingRequests: `sum(nv_inference_pending_request_count{${ft}})`,
-    meanBatchSize: `sum(rate(nv_inference_count{${ft}}[${w}])) / clamp_min(sum(rate(nv_inference_exec_count{${ft}}[${w}])), 1e-9)`,
+    meanQueueSeconds: vllm
+      ? `sum(rate(${vm.queueTime}_sum{${v}}[${w}])) / clamp_min(sum(rate(${vm.queueTime}_count{${v}}[${w}])), 1e-9)`
+      : `sum(rate(nv_inference_queue_duration_us{${ft}}[${w}])) / clamp_min(sum(rate(nv_inference_request_success{${ft}}[${w}])), 1e-9) / 1e6`,
+    pendingRequests: vllm ? `sum(${vm.waiting}{${v}})` : `sum(nv_inference_pending_request_count{${ft}})`,
+    // vLLM: the sequences in its running batch (continuous batching has no per-execution batch).
+    meanBatchSize: vllm
+      ? `sum(${vm.running}{${v}})`
+      : `sum(rate(nv_inference_count{${ft}}[${w}])) / clamp_min(sum(rate(nv_inference_exec_count{${ft}}[${w}])), 1e-9)`,
+    // vLLM's own engine series (a vLLM model only).
+    vllmKvCacheUsage: `max(${vm.kvCacheUsage}{${v}})`,
+    vllmPreemptionsPerSecond: `sum(rate(${vm.preemptions}{${v}}[${w}]))`,
+    vllmPreemptionsRate5m: `sum(rate(${vm.preemptions}{${v}}[5m]))`,
+    vllmTtftP50Seconds: vllmQuantile(0.5, vm.timeToFirstToken),
+    vllmTtftP95Seconds: vllmQuantile(0.95, vm.timeToFirstToken),
+    vllmGenerationTokensPerSecond: `sum(rate(${vm.generationTokens}{${v}}[${w}]))`,
+    vllmPromptTokensPerSecond: `sum(rate(${vm.promptTokens}{${v}}[${w}]))`,
     scrapedPods: `count(nv_inference_request_success{${ensemble}})`,
     tritonSeries: `nv_inference_request_success{${ensemble}}`,
     gpuUtilPercent: `avg by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL{${gpu}})`,
@@ -523,6 +557,31 @@ function tritonRules(i: ObservabilityInput): AlertRule[] {
   ];
 }
 
+/**
+ * A vLLM model: vLLM preempts running sequences when its KV cache is full
+ * (their KV blocks are freed and recomputed later), so every preempted
+ * request pays its prefill again. Sustained preemption means the KV cache is
+ * too small for the traffic: the GPU-memory alert cannot see it, since vLLM
+ * allocates its KV cache whole at start.
+ */
+function vllmRules(i: ObservabilityInput): AlertRule[] {
+  if (i.engine !== "vllm") return [];
+  const e = expressions(i);
+  return [
+    {
+      alert: "VllmPreempting",
+      expr: `(${e.vllmPreemptionsRate5m}) > 0`,
+      for: "10m",
+      labels: severity("warning"),
+      annotations: {
+        summary: `vLLM in ${i.deployment} keeps preempting requests: its KV cache is full`,
+        description:
+          "Preempted requests are recomputed later, which costs time to first token and throughput (the dashboard's KV-cache panel shows the usage). Raise vllm.kvCacheGiB or vllm.gpuMemoryUtilization, lower maxBatchSize or maxModelLen, or raise tensorParallel: docs/vllm.md.",
+      },
+    },
+  ];
+}
+
 /** 5xx answers of the gateway: all of them (one model), or one model's share (`scope`) in a stack of several. */
 function gatewayErrorsRule(i: ObservabilityInput, forWhat = ""): AlertRule {
   const e = expressions(i);
@@ -591,6 +650,7 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
           const mi = forModel(i, m);
           const rules = [
             ...tritonRules(mi),
+            ...vllmRules(mi),
             ...scalingAtMaxRule(mi),
             gatewayErrorsRule(mi, ` for ${m.id}`),
             ...canaryRules(mi, m),
@@ -615,7 +675,7 @@ export function renderPrometheusRule(i: ObservabilityInput): PrometheusRule {
     : [
         {
           name: `${i.name}.rules`,
-          rules: [...tritonRules(i), gatewayErrorsRule(i), ...storeRules(i), ...scalingAtMaxRule(i)],
+          rules: [...tritonRules(i), ...vllmRules(i), gatewayErrorsRule(i), ...storeRules(i), ...scalingAtMaxRule(i)],
         },
       ];
   return {

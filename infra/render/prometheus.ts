@@ -7,6 +7,7 @@
  * reads them too).
  */
 import { RATE_WINDOW_SECONDS } from "../conventions/metrics";
+import { ENSEMBLE_MODEL } from "../conventions/workload";
 
 /** The FT model: the pipeline's GPU stage and its bottleneck; the Python stages queue behind it. */
 export const SCALED_MODEL = "fastertransformer";
@@ -42,6 +43,46 @@ export function queueComputeRatioQuery(sel: MetricsSelector): string {
   const s = selectorText(sel, { model: SCALED_MODEL });
   const w = `${RATE_WINDOW_SECONDS}s`;
   return `sum(rate(${QUEUE_METRIC}{${s}}[${w}])) / clamp_min(sum(rate(${COMPUTE_METRIC}{${s}}[${w}])), 1)`;
+}
+
+/**
+ * vLLM's engine metrics, as the project's vLLM model reports them on Triton's
+ * metrics port under vLLM's own names and labels
+ * (images/vllm/python/tritonvllm/metrics.py METRICS; test/vllm/test_metrics.py
+ * checks them against vLLM's source and a real server's /metrics).
+ */
+export const VLLM_METRICS = {
+  running: "vllm:num_requests_running",
+  waiting: "vllm:num_requests_waiting",
+  kvCacheUsage: "vllm:kv_cache_usage_perc",
+  promptTokens: "vllm:prompt_tokens_total",
+  generationTokens: "vllm:generation_tokens_total",
+  preemptions: "vllm:num_preemptions_total",
+  timeToFirstToken: "vllm:time_to_first_token_seconds",
+  queueTime: "vllm:request_queue_time_seconds",
+} as const;
+/** vLLM's label naming the served model: the Triton model's name, `ensemble` for every model of a stack. */
+export const VLLM_MODEL_LABEL = "model_name";
+
+/** The matchers of one vLLM model's engine series: its metrics Service and the ensemble. */
+export function vllmSelectorText(sel: MetricsSelector): string {
+  return selectorText(sel, { [VLLM_MODEL_LABEL]: ENSEMBLE_MODEL });
+}
+
+/**
+ * A vLLM model's queue/compute ratio. vLLM queues inside the model (Triton
+ * hands every request over at once, so Triton's queue time stays near 0);
+ * its scheduler reports the requests waiting and running. By Little's law the
+ * mean waiting count over the mean running count is the mean time waiting over
+ * the mean time running: the ratio queueComputeRatioQuery gives an FT model, so
+ * `serving.autoscaling.target` means the same for both engines. The divisor is
+ * clamped to one request (requests wait only behind a running one); missing
+ * series give an empty result, as for FT, so a broken scrape never scales down.
+ */
+export function vllmQueueRunningRatioQuery(sel: MetricsSelector): string {
+  const s = vllmSelectorText(sel);
+  const w = `${RATE_WINDOW_SECONDS}s`;
+  return `sum(avg_over_time(${VLLM_METRICS.waiting}{${s}}[${w}])) / clamp_min(sum(avg_over_time(${VLLM_METRICS.running}{${s}}[${w}])), 1)`;
 }
 
 /** The gateway's in-flight gauge (images/gateway/src/telemetry/metrics.ts METRICS.inflight). */

@@ -16,7 +16,14 @@ import { stringify } from "yaml";
 import { STACK_PROMETHEUS_URL } from "../config/autoscaling";
 import { USABLE_GPU_FRACTION } from "../model/sizing";
 import type { AutoscalingPlan, GatewayScalingPlan, HpaRules } from "../resolve/scaling";
-import { gatewayInflightQuery, modelInUseQuery, queueComputeRatioQuery, type MetricsSelector } from "./prometheus";
+import {
+  gatewayInflightQuery,
+  modelInUseQuery,
+  queueComputeRatioQuery,
+  vllmQueueRunningRatioQuery,
+  type MetricsSelector,
+} from "./prometheus";
+import type { Engine } from "../model/types";
 import { dashboardConfigMap, renderDashboard, type GrafanaDashboard } from "./dashboard";
 import { recommendedLabels } from "./tritonManifests";
 import { GATEWAY_COMPONENT, gatewaySelector } from "./gatewayManifests";
@@ -128,6 +135,11 @@ export interface ScaledObjectInput<Plan = AutoscalingPlan> {
   labels: Record<string, string>;
   deployment: string;
   selector: MetricsSelector;
+  /**
+   * The backend of the scaled model: its queue is FT's in Triton or vLLM's own.
+   * @default "ft"
+   */
+  engine?: Engine;
   prometheusUrl: string;
   plan: Plan;
   pollingIntervalSeconds: number;
@@ -151,7 +163,9 @@ export function renderScaledObject(i: ScaledObjectInput, model: string): ScaledO
     metricType: "Value",
     metadata: {
       serverAddress: i.prometheusUrl,
-      query: queueComputeRatioQuery(i.selector),
+      // vLLM queues inside the model (Triton's queue time stays near 0): its scheduler's
+      // waiting over running requests is the same ratio (render/prometheus.ts).
+      query: i.engine === "vllm" ? vllmQueueRunningRatioQuery(i.selector) : queueComputeRatioQuery(i.selector),
       threshold: String(i.plan.target),
       // An empty result is an error, not zero: a Prometheus that stopped scraping must not scale the model down.
       ignoreNullValues: "false",
@@ -264,6 +278,7 @@ export function modelObservability(i: ScalingRenderInput): ModelObservability {
   return {
     id: w.modelName,
     triton: { namespace: w.namespace, service: `${name}-metrics` },
+    engine: w.engine,
     deployment: name,
     instanceType: w.instanceType,
     podStartBudgetSeconds: plan
@@ -291,6 +306,7 @@ export function observabilityInput(input: SharedScalingInput): ObservabilityInpu
     name: own.deployment,
     labels: recommendedLabels(w),
     triton: own.triton,
+    engine: own.engine,
     gateway: gatewayMetrics(w),
     gatewayDeployment: gatewayName(w),
     deployment: own.deployment,
@@ -399,6 +415,7 @@ export function renderModelScaling(input: ScalingRenderInput): ModelScalingManif
         labels: { ...labels, "app.kubernetes.io/component": "autoscaler" },
         deployment: own.deployment,
         selector: own.triton,
+        engine: own.engine,
         prometheusUrl: a.config.prometheusUrl ?? STACK_PROMETHEUS_URL,
         plan: a.plan,
         pollingIntervalSeconds: KEDA_POLLING_SECONDS,

@@ -19,7 +19,9 @@ import {
   VLLM_ASSUMED,
   WEIGHT_READ_BYTES_PER_SECOND,
 } from "../catalog/timings";
+import { parameterCount } from "../model/catalog";
 import { GiB, TRITON_WITH_FT_IMAGE_BYTES, fp16WeightBytes } from "../model/sizing";
+import { vllmDtypeBytes, vllmMemory } from "../model/vllmSizing";
 
 import type { ResolvedStack } from "../config/stack";
 
@@ -129,7 +131,7 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
     );
   }
 
-  const weights = fp16WeightBytes(s.model.family, s.model.arch);
+  const weights = servedWeightBytes(s);
   // A vLLM model's image is NGC's Triton with vLLM plus the checkpoint, and vLLM profiles
   // memory and captures CUDA graphs before the model is ready (catalog/timings.ts VLLM_ASSUMED).
   const vllm = s.engine === "vllm";
@@ -175,6 +177,39 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   };
 }
 
+/** The weights in the image, read once at load: FT's fp16 conversion, or the checkpoint in vLLM's dtype. */
+export function servedWeightBytes(s: ResolvedStack): number {
+  if (s.engine === "vllm" && s.vllm) return parameterCount(s.model.family, s.model.arch) * vllmDtypeBytes(s.vllm.dtype);
+  return fp16WeightBytes(s.model.family, s.model.arch);
+}
+
+/**
+ * vLLM's shared-memory message queues with tensor parallel > 1 (vLLM 0.32,
+ * vllm/v1/executor/multiproc_executor.py and
+ * vllm/distributed/device_communicators/shm_broadcast.py): the scheduler's
+ * broadcast to the workers (VLLM_MQ_MAX_CHUNK_BYTES_MB, 16 MiB, × 10 chunks)
+ * and one response queue per worker (24 MiB × 10 chunks, MessageQueue's defaults).
+ */
+export const VLLM_BROADCAST_QUEUE_BYTES = 16 * MiB * 10;
+export const VLLM_WORKER_QUEUE_BYTES = 24 * MiB * 10;
+
+/**
+ * /dev/shm of a vLLM model: the one Python model's arena (a floor plus four
+ * rounds of uint32-sized tensors for every sequence in flight at the longest
+ * context) and, with TP > 1, vLLM's message queues and NCCL's shared-memory
+ * transport (as FT's). Rounded up to 256 MiB.
+ */
+export function vllmShmSize(s: ResolvedStack): number {
+  const v = s.vllm;
+  if (!v) throw new Error("vllmShmSize: not a vLLM model");
+  const python = PYTHON_SHM_ARENA_BYTES + 4 * v.maxNumSeqs * v.maxModelLen * 4;
+  const tp = v.tensorParallel;
+  const queues = tp > 1 ? VLLM_BROADCAST_QUEUE_BYTES + tp * VLLM_WORKER_QUEUE_BYTES : 0;
+  const nccl = tp > 1 ? tp * 2 * NCCL_MAX_CHANNELS * NCCL_BUFFER_BYTES : 0;
+  const unit = 256 * MiB;
+  return Math.ceil((python + queues + nccl) / unit) * unit;
+}
+
 /**
  * /dev/shm: the Python backend's arenas (two Python models, each with a floor
  * plus four batches of uint32 token tensors at the longest sequence) and, with
@@ -182,6 +217,7 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
  * neighbours on every channel). Rounded up to 256 MiB.
  */
 export function shmSize(s: ResolvedStack): number {
+  if (s.engine === "vllm") return vllmShmSize(s);
   const sv = s.config.serving;
   const tokens = sv.maxBatchSize * s.gemm.beamWidth * (sv.maxInputLen + sv.maxOutputLen);
   const python = PYTHON_MODELS * (PYTHON_SHM_ARENA_BYTES + 4 * tokens * 4);
@@ -197,7 +233,11 @@ export function shmSize(s: ResolvedStack): number {
  * batch. Rounded up to whole seconds, at least 10 s.
  */
 export function drainTime(s: ResolvedStack): number {
-  const bytesPerStep = s.memory.weightsBytes + s.memory.kvCacheBytes;
+  // vLLM: its weights on one GPU and the KV cache it was given (resolve/vllm.ts).
+  const bytesPerStep =
+    s.engine === "vllm" && s.vllm
+      ? vllmMemory(s.model.family, s.model.arch, s.vllm).weightsBytes + s.vllm.kvCacheGiB * GiB
+      : s.memory.weightsBytes + s.memory.kvCacheBytes;
   const bandwidth = GPU_MODELS[s.servingInstance.gpuModel].memoryBandwidthGBps * 1e9 * DECODE_BANDWIDTH_EFFICIENCY;
   const stepSeconds = bytesPerStep / bandwidth;
   return Math.max(10, Math.ceil(2 * s.config.serving.maxOutputLen * stepSeconds));

@@ -8,7 +8,11 @@
  *   kube_*  kube-state-metrics: in its documented metrics (vendored);
  *   triton_ft_gateway_*  the gateway: in the exposition of the gateway's own metrics
  *           registry (images/gateway/src/telemetry/metrics.ts, prom-client), here; and on a
- *           running gateway's /metrics after real requests in test/gateway/metricNames.test.ts.
+ *           running gateway's /metrics after real requests in test/gateway/metricNames.test.ts;
+ *   vllm:*  a vLLM model's engine metrics: among those the project's vLLM model reports
+ *           (images/vllm/python/tritonvllm/metrics.py METRICS, read here; a histogram's
+ *           series are its _bucket, _sum and _count), which test/vllm/test_metrics.py finds
+ *           in vLLM's own source and, with samples, on a real tritonserver's /metrics.
  * A name from any other exporter fails the test until its source is added here.
  */
 import { readFileSync } from "node:fs";
@@ -24,8 +28,25 @@ import { gptjAutoscaled, renderSeedModelsScaling, resolvedStack, shippedQueries 
 import { renderOneModelScaling } from "../lib/scalingFixtures";
 import type { StackScalingManifests } from "../../infra/render/scaling";
 import { SEED_CANARY_STACK } from "../lib/modelsForm";
+import { renderMixedScaling, seedMixedConfig } from "../lib/mixedStack";
 
 const DATA = path.resolve(__dirname, "../data/metrics");
+
+/**
+ * The series the vLLM model reports: each METRICS entry of tritonvllm/metrics.py
+ * (name and kind), a histogram as its _bucket, _sum and _count series.
+ */
+export function vllmExported(): Set<string> {
+  const source = readFileSync(path.resolve(__dirname, "../../images/vllm/python/tritonvllm/metrics.py"), "utf8");
+  const specs = [...source.matchAll(/MetricSpec\(\s*"(vllm:[a-z0-9_]+)",\s*(COUNTER|GAUGE|HISTOGRAM)/g)];
+  const out = new Set<string>();
+  for (const [, name, kind] of specs) {
+    if (!name) continue;
+    if (kind === "HISTOGRAM") for (const suffix of ["_bucket", "_sum", "_count"]) out.add(`${name}${suffix}`);
+    else out.add(name);
+  }
+  return out;
+}
 
 /** Fields dcgm-exporter publishes by default: uncommented lines of default-counters.csv. */
 function dcgmPublished(): Set<string> {
@@ -49,6 +70,10 @@ const stacks: Record<string, () => StackScalingManifests[]> = {
   "several models": () => [renderSeedModelsScaling()],
   // The canary's alert and panels read the gateway's canary series (canary/canaryPlugin.ts).
   "a canary": () => [renderSeedModelsScaling(false, SEED_CANARY_STACK)],
+  // vLLM models beside an FT model: their scaler (the inline stack autoscales them), row and alerts
+  // read vLLM's engine series.
+  "FT and vLLM models": () => [renderMixedScaling()],
+  "the committed mixed stack": () => [renderMixedScaling(seedMixedConfig())],
 };
 
 describe("PromQL metric-name extraction", () => {
@@ -73,6 +98,14 @@ describe("metric names in the scaler, alerts and dashboard", () => {
   const dcgm = dcgmPublished();
   const ksm = kubeStateMetrics();
   const configured = new Set(DCGM_COUNTERS.map(([f]) => f));
+  const vllm = vllmExported();
+
+  it("reads the vLLM model's metrics (a histogram as its three series)", () => {
+    expect(vllm.has("vllm:num_requests_waiting")).toBe(true);
+    expect(vllm.has("vllm:time_to_first_token_seconds_bucket")).toBe(true);
+    expect(vllm.has("vllm:time_to_first_token_seconds")).toBe(false);
+    expect(vllm.size).toBeGreaterThan(10);
+  });
 
   it("the vendored lists are non-trivial", () => {
     expect(dcgm.has("DCGM_FI_DEV_GPU_UTIL")).toBe(true);
@@ -90,6 +123,7 @@ describe("metric names in the scaler, alerts and dashboard", () => {
       const unknown: string[] = [];
       let triton = 0;
       let gatewayNames = 0;
+      let vllmNames = 0;
       for (const { where, expr } of make().flatMap(shippedQueries)) {
         for (const name of metricNames(expr)) {
           if (name.startsWith("nv_")) triton++;
@@ -99,6 +133,9 @@ describe("metric names in the scaler, alerts and dashboard", () => {
           } else if (name.startsWith("triton_ft_gateway_")) {
             gatewayNames++;
             if (!gateway.has(name)) unknown.push(`${where}: ${name} is not a series the gateway exports`);
+          } else if (name.startsWith("vllm:")) {
+            vllmNames++;
+            if (!vllm.has(name)) unknown.push(`${where}: ${name} is not a series the vLLM model reports`);
           } else if (name.startsWith("kube_")) {
             if (!ksm.has(name)) unknown.push(`${where}: ${name} is not a kube-state-metrics v2.20.0 metric`);
           } else unknown.push(`${where}: ${name} comes from no exporter this stack knows`);
@@ -108,6 +145,9 @@ describe("metric names in the scaler, alerts and dashboard", () => {
       expect(triton).toBeGreaterThan(0);
       // TTFT, latency percentiles, tokens/s, in flight: the dashboard reads the gateway.
       expect(gatewayNames).toBeGreaterThan(8);
+      // The stack with vLLM models reads their engine series; an FT-only stack none.
+      if (label === "FT and vLLM models" || label === "the committed mixed stack") expect(vllmNames).toBeGreaterThan(8);
+      else expect(vllmNames).toBe(0);
     });
   }
 

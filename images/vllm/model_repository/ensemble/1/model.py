@@ -19,6 +19,9 @@ project (docs/vllm.md); it drives vLLM's async engine directly.
 - A request Triton reports cancelled (the gateway ends the stream at a stop
   sequence, or the client went away) is aborted in vLLM: its KV cache is
   freed at once.
+- vLLM's engine metrics (requests running and waiting, KV-cache usage, time
+  to first token, tokens) are Triton custom metrics under vLLM's own names, on
+  Triton's metrics port (tritonvllm.metrics).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ if os.path.isdir(_SHARED) and _SHARED not in sys.path:
     sys.path.append(_SHARED)
 
 from tritonft.errors import ModelConfigError, RequestError, request_error
+from tritonvllm.metrics import COUNTER, GAUGE, HISTOGRAM, Reporter, default_buckets
 from tritonvllm.requests import Generation, parse
 from tritonvllm.responses import RowState, outputs
 from tritonvllm.settings import EngineSettings
@@ -56,6 +60,8 @@ class TritonPythonModel:
         if not pb_utils.using_decoupled_model_transaction_policy(config):
             raise ModelConfigError("the vLLM ensemble must be decoupled (model_transaction_policy)")
         self.settings = EngineSettings.from_model_config(config)
+        self.model_name = args["model_name"]
+        self.reporters: list[Reporter] = []
         # vLLM reads these when it is imported or when the engine starts.
         os.environ.update(self.settings.environment())
         # The backend's embedded interpreter keeps the C locale whatever the
@@ -72,7 +78,9 @@ class TritonPythonModel:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        self.engine = AsyncLLM.from_engine_args(AsyncEngineArgs(**self.settings.engine_args()))
+        self.engine = AsyncLLM.from_engine_args(
+            AsyncEngineArgs(**self.settings.engine_args()), stat_loggers=[self._stat_logger_factory()]
+        )
         tokenizer = self.engine.get_tokenizer()
         # A coroutine in some vLLM releases, the tokenizer itself in others.
         self.tokenizer = await tokenizer if inspect.isawaitable(tokenizer) else tokenizer
@@ -99,6 +107,40 @@ class TritonPythonModel:
         self.engine.shutdown()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
+        for reporter in self.reporters:
+            reporter.close()
+
+    def _stat_logger_factory(self) -> Any:
+        """vLLM's per-engine stat logger factory: each engine's statistics to a Reporter."""
+        from vllm.v1.metrics.loggers import StatLoggerBase
+
+        try:  # vLLM's own bucket table; a release without it has the same bounds (tritonvllm.metrics).
+            from vllm.v1.metrics.buckets import histogram_buckets
+        except ImportError:
+            histogram_buckets = default_buckets
+
+        kinds = {
+            COUNTER: pb_utils.MetricFamily.COUNTER,
+            GAUGE: pb_utils.MetricFamily.GAUGE,
+            HISTOGRAM: pb_utils.MetricFamily.HISTOGRAM,
+        }
+        reporters = self.reporters
+        model_name = self.model_name
+
+        class TritonStatLogger(StatLoggerBase):
+            def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+                # vLLM's own labels: the served model's name and the engine's index.
+                labels = {"model_name": model_name, "engine": str(engine_index)}
+                self.reporter = Reporter(pb_utils.MetricFamily, kinds, labels, histogram_buckets)
+                reporters.append(self.reporter)
+
+            def record(self, scheduler_stats: Any, iteration_stats: Any, mm_cache_stats: Any = None, engine_idx: int = 0) -> None:
+                self.reporter.record(scheduler_stats, iteration_stats)
+
+            def log_engine_initialized(self) -> None:
+                pass
+
+        return TritonStatLogger
 
     def _decode(self, ids: Any) -> str:
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
