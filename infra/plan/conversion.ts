@@ -387,6 +387,8 @@ export function conversionPlan(
  * fails when it disagrees with the helpers' real imports.
  */
 export const HELPER_IMPORTS: Readonly<Record<string, readonly string[]>> = {
+  // Run by the vLLM bake (plan/vllmSteps.ts), never by an FT step.
+  "scripts/convert/check_llama_config.py": ["scripts/convert/check_model_config.py"],
   "scripts/convert/check_model_config.py": [],
   "scripts/convert/codegen_to_gptj.py": ["scripts/convert/hf_checkpoint.py"],
   "scripts/convert/consolidate_checkpoint.py": ["scripts/convert/hf_checkpoint.py"],
