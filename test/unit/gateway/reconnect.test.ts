@@ -5,7 +5,7 @@
  * here, so it proved nothing and is not kept.
  */
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   INITIAL_RECONNECT_BACKOFF_MS,
@@ -15,7 +15,8 @@ import {
   TritonGateway,
 } from "../../../images/gateway/src/triton/tritonClient";
 
-const require = createRequire(import.meta.url);
+/** The grpc-js the gateway runs on in the tests (the root's; images/gateway/package.json pins the same version). */
+const BACKOFF_SOURCE = path.join(__dirname, "../../../node_modules/@grpc/grpc-js/build/src/backoff-timeout.js");
 
 describe("gRPC channel to Triton", () => {
   it("is built with a bounded reconnect backoff", () => {
@@ -33,7 +34,7 @@ describe("gRPC channel to Triton", () => {
   });
 
   it("states grpc-js's own jitter (its BACKOFF_JITTER), which the 5 s bound rests on", () => {
-    const source = readFileSync(require.resolve("@grpc/grpc-js/build/src/backoff-timeout.js"), "utf8");
+    const source = readFileSync(BACKOFF_SOURCE, "utf8");
     const jitter = /const BACKOFF_JITTER = ([0-9.]+);/.exec(source)?.[1];
     expect(Number(jitter)).toBe(RECONNECT_JITTER);
   });
