@@ -325,13 +325,27 @@ export async function cli(argv: string[], io: SynthIo, load?: () => Promise<Load
   return 0;
 }
 
+/**
+ * cli() as the command runs it: an exception (a writer that cannot write its
+ * folder, a bug) is reported with its message and exit status 1, where a
+ * rejected promise would otherwise end the process with status 1 and no word.
+ */
+export async function runCli(argv: string[], io: SynthIo, load?: () => Promise<LoadedProgram>): Promise<number> {
+  try {
+    return await cli(argv, io, load);
+  } catch (err) {
+    io.stderr(`${PROJECT}: synth failed: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
+  }
+}
+
 if (require.main === module) {
   // A program that fails under the mock runtime can leave further rejected
   // outputs behind; the failure is reported once by cli(), not as a crash.
   process.on("unhandledRejection", () => {
     process.exitCode = process.exitCode || 1;
   });
-  void cli(process.argv.slice(2), {
+  void runCli(process.argv.slice(2), {
     cwd: process.cwd(),
     repoRoot: path.resolve(__dirname, ".."),
     stdout: (line) => console.log(line),

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { modelRepositoryWriter, synthesize } from "../../infra/synth/artifacts";
 import { parseStackFile } from "../../infra/synth/stackFile";
-import { main, parseArgs } from "../../scripts/synth";
+import { main, parseArgs, runCli } from "../../scripts/synth";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 
 import type { ArtifactWriter } from "../../infra/synth/types";
@@ -235,5 +235,21 @@ describe("synth CLI", () => {
     const r = run(["--stack", "dev_"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/stack name = "dev_"/);
+  });
+});
+
+describe("the command's exit", () => {
+  it("reports an exception with its message and status 1 (an --out that is a file), never a silent 1", async () => {
+    writeStack("x", gpt2Config());
+    fs.writeFileSync(path.join(dir, "a-file"), "");
+    const err: string[] = [];
+    const code = await runCli(["--stack", "x", "--out", "a-file"], {
+      cwd: dir,
+      repoRoot: REPO_ROOT,
+      stdout: () => undefined,
+      stderr: (l) => err.push(l),
+    });
+    expect(code).toBe(1);
+    expect(err.join("\n")).toMatch(/synth failed: .*a-file/);
   });
 });
