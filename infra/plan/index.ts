@@ -255,6 +255,51 @@ function renderInputsOf(
   return { triton, scaling: scalingInput(stack, triton, autoscaling) };
 }
 
+/** The plan's `serving` section: the same for both engines but for how the engine batches and reduces. */
+function servingSection(
+  stack: ResolvedStack,
+  engine: Pick<Plan["serving"], "customAllReduce" | "dynamicBatching">,
+): Plan["serving"] {
+  const s = stack.config.serving;
+  const m = stack.memory;
+  return {
+    instanceType: stack.servingInstance.type,
+    gpuModel: stack.servingInstance.gpuModel,
+    tensorParallel: s.tensorParallel,
+    maxBatchSize: s.maxBatchSize,
+    maxInputLen: s.maxInputLen,
+    maxOutputLen: s.maxOutputLen,
+    customAllReduce: engine.customAllReduce,
+    dynamicBatching: engine.dynamicBatching,
+    streaming: s.streaming,
+    gpuMemoryGiB: {
+      weights: gib(m.weightsBytes),
+      kvCache: gib(m.kvCacheBytes),
+      headroom: gib(m.headroomBytes),
+      total: gib(m.totalBytes),
+    },
+  };
+}
+
+/** The plan's `build` section (a vLLM model never takes triton_with_ft from another stack). */
+function buildSection(
+  stack: ResolvedStack,
+  opts: PlanOptions,
+  smList: Plan["build"]["smList"],
+  taken: string | undefined,
+): Plan["build"] {
+  const b = stack.config.build;
+  return {
+    tritonVersion: b.tritonVersion,
+    backendCommit: b.backendCommit ?? "",
+    ftCommit: b.ftCommit ?? "",
+    builderInstanceType: stack.builderInstance.type,
+    builderDiskGiB: opts.builderDiskGiB ?? stack.builderDiskGiB,
+    smList,
+    ...(taken ? { tritonWithFtFrom: taken } : {}),
+  };
+}
+
 export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: PathHasher, opts: PlanOptions = {}): Plan {
   if (stack.vllm) return buildVllmPlan(stack, stack.vllm, stackName, hashPath, opts);
   const { model, config } = stack;
@@ -295,7 +340,6 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
   const pipelineRuns = PIPELINE_STEPS[opts.steps ?? "all"];
   const taken = config.build.tritonWithFtFrom?.stackReference;
   const runs = (id: StepId) => pipelineRuns(id) && !(taken && id === "triton-with-ft") && shared[id] === undefined;
-  const m = stack.memory;
   return {
     schemaVersion: PLAN_SCHEMA_VERSION,
     model: {
@@ -308,32 +352,11 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
       arch: model.arch,
       tokens: { startId: repo.startId, endId: repo.endId, padId: repo.padId },
     },
-    serving: {
-      instanceType: stack.servingInstance.type,
-      gpuModel: stack.servingInstance.gpuModel,
-      tensorParallel: tp,
-      maxBatchSize: config.serving.maxBatchSize,
-      maxInputLen: config.serving.maxInputLen,
-      maxOutputLen: config.serving.maxOutputLen,
+    serving: servingSection(stack, {
       customAllReduce: repo.customAllReduce,
       dynamicBatching: ftServing(model.family).dynamicBatching,
-      streaming: config.serving.streaming,
-      gpuMemoryGiB: {
-        weights: gib(m.weightsBytes),
-        kvCache: gib(m.kvCacheBytes),
-        headroom: gib(m.headroomBytes),
-        total: gib(m.totalBytes),
-      },
-    },
-    build: {
-      tritonVersion: config.build.tritonVersion,
-      backendCommit: config.build.backendCommit ?? "",
-      ftCommit: config.build.ftCommit ?? "",
-      builderInstanceType: stack.builderInstance.type,
-      builderDiskGiB: opts.builderDiskGiB ?? stack.builderDiskGiB,
-      smList,
-      ...(taken ? { tritonWithFtFrom: taken } : {}),
-    },
+    }),
+    build: buildSection(stack, opts, smList, taken),
     fetch,
     conversion,
     expectedWeights: expected,
@@ -401,7 +424,6 @@ function buildVllmPlan(
   const hashes = stepInputHashes(steps, hashPath, shared);
   const pipelineRuns = PIPELINE_STEPS[opts.steps ?? "all"];
   const runs = (id: StepId) => pipelineRuns(id) && shared[id] === undefined;
-  const m = stack.memory;
   const a = model.arch;
   return {
     schemaVersion: PLAN_SCHEMA_VERSION,
@@ -414,32 +436,9 @@ function buildVllmPlan(
       arch: a,
       tokens: { startId: a.startId, endId: a.endId, padId: a.endId },
     },
-    serving: {
-      instanceType: stack.servingInstance.type,
-      gpuModel: stack.servingInstance.gpuModel,
-      tensorParallel: tp,
-      maxBatchSize: s.maxBatchSize,
-      maxInputLen: s.maxInputLen,
-      maxOutputLen: s.maxOutputLen,
-      customAllReduce: false,
-      // vLLM batches inside the model (one decoupled instance); Triton's dynamic batcher is not used.
-      dynamicBatching: false,
-      streaming: s.streaming,
-      gpuMemoryGiB: {
-        weights: gib(m.weightsBytes),
-        kvCache: gib(m.kvCacheBytes),
-        headroom: gib(m.headroomBytes),
-        total: gib(m.totalBytes),
-      },
-    },
-    build: {
-      tritonVersion: config.build.tritonVersion,
-      backendCommit: config.build.backendCommit ?? "",
-      ftCommit: config.build.ftCommit ?? "",
-      builderInstanceType: stack.builderInstance.type,
-      builderDiskGiB: opts.builderDiskGiB ?? stack.builderDiskGiB,
-      smList,
-    },
+    // vLLM batches inside the model (one decoupled instance); Triton's dynamic batcher is not used.
+    serving: servingSection(stack, { customAllReduce: false, dynamicBatching: false }),
+    build: buildSection(stack, opts, smList, undefined),
     fetch,
     launch,
     modelRepository,
