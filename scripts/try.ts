@@ -18,6 +18,7 @@ import { renderGatewayConfig } from "../infra/plan/gatewayConfig";
 import { maxPromptBytes } from "../infra/plan/modelRepository";
 import { writeVllmRepository } from "./vllm-repository";
 import { startGateway } from "../test/gateway/harness";
+import { VLLM_LOCK, venvPython } from "../test/lib/pyenv";
 
 const ROOT = path.resolve(__dirname, "..");
 const DEFAULT_MODEL = "openai-community/gpt2";
@@ -136,15 +137,8 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => void stopAll(0));
   try {
     log("phase: the vLLM venv (test/vllm/requirements.lock; a cold build downloads about 3 GB)");
-    const venv = execFileSync(
-      "bash",
-      [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/vllm/requirements.lock")],
-      {
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "inherit"],
-      },
-    ).trim();
-    const python = path.join(venv, "bin/python");
+    const python = venvPython(VLLM_LOCK);
+    const venv = path.dirname(path.dirname(python));
     const dir = checkpoint(options.model, python);
     const { vocab, maxModelLen } = shape(dir);
     const repository = path.join(work, "repository");

@@ -20,6 +20,7 @@ import { renderGatewayConfig } from "../../infra/plan/gatewayConfig";
 import type { GatewayModel, GatewayRoute } from "../../infra/plan/types";
 import { CHAT_PRESET, STEP_MS, startTritonDecoupled } from "../gateway/globalSetup";
 import { ROOT, type RunningGateway, startGateway } from "../gateway/harness";
+import { VLLM_LOCK, venvPython } from "../lib/pyenv";
 import { stop, waitForState } from "../triton/serverProcess";
 import type { VllmModelSettings } from "../../infra/plan/vllmRepository";
 import { writeVllmRepository } from "../../scripts/vllm-repository";
@@ -61,18 +62,6 @@ declare module "vitest" {
 
 function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [vllm-gateway-setup] ${message}\n`);
-}
-
-function vllmPython(): string {
-  const venv = execFileSync(
-    "bash",
-    [path.join(ROOT, "test/lib/pyenv.sh"), path.join(ROOT, "test/vllm/requirements.lock")],
-    {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  ).trim();
-  return path.join(venv, "bin/python");
 }
 
 /** The tiny checkpoints, and the GPT-NeoX one again with room for 1,024 positions (rotary: no weights change). */
@@ -123,7 +112,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const stoppers: Array<() => Promise<void>> = [];
   const started = Date.now();
   try {
-    const python = vllmPython();
+    const python = venvPython(VLLM_LOCK);
     const repository = path.join(work, "vllm-repository");
     rmSync(repository, { recursive: true, force: true });
     assemble(repository, checkpoints(python, work));
