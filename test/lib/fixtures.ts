@@ -4,6 +4,18 @@ export const BACKEND_COMMIT = "c6936c39be6fc57c161db34cfe5c45d1bef81ee2";
 export const FT_COMMIT = "df4a7534860137e060e18d2ebf019906120ea204";
 export const GPT2_REVISION = "607a30d783dfa663caf39e06633721c8d4cfcd7e";
 export const GPTJ_REVISION = "47e169305d2e8376be1d31e765533382721b2cc1";
+export const TINYLLAMA_REVISION = "036fa4651240b9a1487f709833b9e4b96b4c1574";
+
+/** The Llama preset's `model` block (vLLM only, issue 37): `engine` as given, absent = FT's default. */
+export function tinyllamaModel(engine?: string): Record<string, unknown> {
+  return {
+    preset: "tinyllama-1.1b",
+    ...(engine ? { engine } : {}),
+    source: {
+      huggingface: { repo: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", revision: TINYLLAMA_REVISION },
+    },
+  };
+}
 
 export type RawConfig = Record<string, Record<string, unknown>>;
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ConfigProblem, SecretPresence } from "../../infra/config";
 import { resolveStack } from "../../infra/resolve";
-import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
+import { gpt2Config, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
 
 const noSecrets: SecretPresence = {};
 
@@ -47,17 +47,9 @@ describe("engine (issue 37)", () => {
   });
 });
 
-const TINYLLAMA_REVISION = "036fa4651240b9a1487f709833b9e4b96b4c1574";
-
 function tinyllama(engine?: string, serving: Record<string, unknown> = {}): RawConfig {
   return withOverrides(gpt2Config(), {
-    model: {
-      preset: "tinyllama-1.1b",
-      ...(engine ? { engine } : {}),
-      source: {
-        huggingface: { repo: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T", revision: TINYLLAMA_REVISION },
-      },
-    },
+    model: tinyllamaModel(engine),
     serving: { instanceType: "g5.xlarge", ...serving },
   });
 }

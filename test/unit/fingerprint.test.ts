@@ -19,7 +19,7 @@ import {
 import { buildStackPlan } from "../../infra/plan/stack";
 import type { ConfigValue, StepDefinition } from "../../infra/plan/stepGraph";
 import { SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
-import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
+import { gpt2Config, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
 import { SEED_CASES } from "./seedCases";
 
 const hasher = (p: string) => `h:${p}`;
@@ -54,16 +54,7 @@ function upstreamOfBake(steps: readonly StepDefinition[]): Set<string> {
 }
 
 /** vLLM models (issue 37): their bake's config and files are held to the same rule (issue 32). */
-const TINYLLAMA = {
-  preset: "tinyllama-1.1b",
-  engine: "vllm",
-  source: {
-    huggingface: {
-      repo: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
-      revision: "036fa4651240b9a1487f709833b9e4b96b4c1574",
-    },
-  },
-};
+const TINYLLAMA = tinyllamaModel("vllm");
 const CODEGEN_VLLM = {
   preset: "codegen-350m-mono",
   engine: "vllm",

@@ -9,20 +9,11 @@ import { TRITON_VLLM_IMAGE, pinnedRef } from "../../infra/catalog/images";
 import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { planOf, stackPlanOf } from "../lib/plan";
-import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
+import { gpt2Config, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
 import { buildStackPlan } from "../../infra/plan/stack";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 
-const TINYLLAMA = {
-  preset: "tinyllama-1.1b",
-  engine: "vllm",
-  source: {
-    huggingface: {
-      repo: "TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
-      revision: "036fa4651240b9a1487f709833b9e4b96b4c1574",
-    },
-  },
-};
+const TINYLLAMA = tinyllamaModel("vllm");
 
 function resolved(cfg: RawConfig): ResolvedStack[] {
   const { models, problems } = resolveStack(cfg, {}, { today: "2026-11-29" });
