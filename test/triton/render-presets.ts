@@ -1,9 +1,11 @@
 /**
  * Renders, through `synth` itself, the model repository of every catalog
- * preset on every serving shape of a small matrix that the stack validation
- * accepts (single GPU, TP 2/4 on g5.12xlarge, TP 8 on p4d with custom
- * all-reduce), plus the test stack with the Python stand-in backend. The
- * schema test (test_pbtxt_schema.py) parses every config.pbtxt written here.
+ * preset FasterTransformer serves on every serving shape of a small matrix
+ * that the stack validation accepts (single GPU, TP 2/4 on g5.12xlarge, TP 8
+ * on p4d with custom all-reduce), plus the test stack with the Python
+ * stand-in backend; and every preset on vLLM (issue 37) on the first shape
+ * that validates (`vllm-<preset>-...`: its one decoupled `ensemble` model).
+ * The schema test (test_pbtxt_schema.py) parses every config.pbtxt written here.
  *
  *   npx tsx test/triton/render-presets.ts <out-dir>
  *
@@ -16,6 +18,7 @@ import path from "node:path";
 import { stringify } from "yaml";
 import { PROJECT, SECRET_KEYS, type SecretPresence } from "../../infra/config";
 import { MODEL_PRESETS, type ModelPreset } from "../../infra/model/catalog";
+import { ENGINE_FAMILIES, type Engine } from "../../infra/model/types";
 import { buildPlan } from "../../infra/plan";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 import { renderModelRepository } from "../../infra/plan/modelRepository";
@@ -44,12 +47,12 @@ const NO_SECRETS = Object.fromEntries(Object.keys(SECRET_KEYS).map((k) => [k, fa
 const FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567";
 const FAKE_SHA256 = "0123456789abcdef".repeat(4);
 
-function stackConfig(preset: ModelPreset, shape: Shape): Record<string, unknown> {
+function stackConfig(preset: ModelPreset, shape: Shape, engine: Engine = "ft"): Record<string, unknown> {
   const source = preset.archive
     ? { archive: { url: preset.archive.url, sha256: FAKE_SHA256, tokenizerRevision: FAKE_COMMIT } }
     : { huggingface: { repo: preset.repo, revision: FAKE_COMMIT } };
   return {
-    model: { preset: preset.name, source },
+    model: { preset: preset.name, source, ...(engine === "ft" ? {} : { engine }) },
     build: {
       backendCommit: FAKE_COMMIT,
       ftCommit: FAKE_COMMIT,
@@ -73,13 +76,22 @@ function main(argv: string[]): number {
   // variant folder -> preset, so the schema test can tell that every preset was rendered;
   // variant -> synth's error for the ones that failed.
   const index: Record<string, string> = {};
+  const vllmIndex: Record<string, string> = {};
   const failures: Record<string, string> = {};
   try {
-    for (const preset of MODEL_PRESETS) {
+    // Each engine that serves the preset's family; FT on every shape, vLLM on the first that validates.
+    const renders = MODEL_PRESETS.flatMap((preset) =>
+      (["ft", "vllm"] as const)
+        // vLLM loads Hugging Face checkpoints only: an archive preset is FT's (refused on vLLM at preview).
+        .filter((engine) => ENGINE_FAMILIES[engine].includes(preset.family) && !(engine === "vllm" && preset.archive))
+        .map((engine) => ({ preset, engine })),
+    );
+    for (const { preset, engine } of renders) {
       let rendered = 0;
       const refusals: string[] = [];
       for (const shape of SHAPES) {
-        const raw = stackConfig(preset, shape);
+        if (engine === "vllm" && rendered > 0) break;
+        const raw = stackConfig(preset, shape, engine);
         const resolved = resolveStack(raw, NO_SECRETS);
         if (!resolved.stack) {
           refusals.push(
@@ -87,7 +99,8 @@ function main(argv: string[]): number {
           );
           continue;
         }
-        const name = `${preset.name}-${shape.serving.replace(/\./g, "-")}-tp${shape.tensorParallel}`;
+        const prefix = engine === "ft" ? "" : `${engine}-`;
+        const name = `${prefix}${preset.name}-${shape.serving.replace(/\./g, "-")}-tp${shape.tensorParallel}`;
         const config = Object.fromEntries(Object.entries(raw).map(([k, v]) => [`${PROJECT}:${k}`, v]));
         writeFileSync(
           path.join(stacks, `Pulumi.${name}.yaml`),
@@ -114,12 +127,13 @@ function main(argv: string[]): number {
           continue;
         }
         console.log(`rendered ${name}`);
-        index[name] = preset.name;
+        (engine === "ft" ? index : vllmIndex)[name] = preset.name;
         rendered++;
       }
-      if (rendered === 0 && refusals.length === SHAPES.length) {
-        console.error(`${preset.name}: no serving shape of the matrix validates:\n${refusals.join("\n")}`);
-        failures[preset.name] = `no serving shape validates: ${refusals.join(" | ")}`;
+      if (rendered === 0 && refusals.length > 0) {
+        const key = engine === "ft" ? preset.name : `${engine}-${preset.name}`;
+        console.error(`${key}: no serving shape of the matrix validates:\n${refusals.join("\n")}`);
+        failures[key] = `no serving shape validates: ${refusals.join(" | ")}`;
         failed = true;
       }
     }
@@ -140,7 +154,11 @@ function main(argv: string[]): number {
     console.log("rendered standin-python-backend");
     writeFileSync(
       path.join(outRoot, "variants.json"),
-      JSON.stringify({ presets: MODEL_PRESETS.map((p) => p.name), variants: index, failures }, null, 2),
+      JSON.stringify(
+        { presets: MODEL_PRESETS.map((p) => p.name), variants: index, vllmVariants: vllmIndex, failures },
+        null,
+        2,
+      ),
     );
   } finally {
     rmSync(stacks, { recursive: true, force: true });

@@ -45,7 +45,17 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def variants(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if (p / "model-repository").is_dir())
+    """The FasterTransformer variants: four models each."""
+    return sorted(p for p in root.iterdir() if (p / "model-repository" / "fastertransformer").is_dir())
+
+
+def vllm_variants(root: Path) -> list[Path]:
+    """The vLLM variants (issue 37): one decoupled Python model, `ensemble`."""
+    return sorted(
+        p
+        for p in root.iterdir()
+        if (p / "model-repository" / "ensemble").is_dir() and not (p / "model-repository" / "fastertransformer").exists()
+    )
 
 
 def parse(path: Path) -> mc.ModelConfig:
@@ -63,15 +73,18 @@ def test_synth_renders_every_preset(rendered: Path) -> None:
     assert index["presets"], "the catalog is empty"
     failures = index["failures"]
     assert not failures, "synth failed for:\n" + "\n".join(f"  {k}: {v}" for k, v in sorted(failures.items()))
-    covered = set(index["variants"].values())
+    covered = set(index["variants"].values()) | set(index["vllmVariants"].values())
     missing = [p for p in index["presets"] if p not in covered]
     assert not missing, f"presets without a rendered variant: {missing}"
     assert sorted(index["variants"]) + ["standin-python-backend"] == sorted(v.name for v in variants(rendered))
+    assert sorted(index["vllmVariants"]) == sorted(v.name for v in vllm_variants(rendered))
+    # A family only vLLM serves (llama) renders there; every Hugging Face preset renders on vLLM too.
+    assert "tinyllama-1.1b" in index["vllmVariants"].values()
 
 
 def test_every_config_parses_with_tritons_schema(rendered: Path) -> None:
     files = sorted(rendered.glob("*/model-repository/*/config.pbtxt"))
-    assert len(files) == 4 * len(variants(rendered))
+    assert len(files) == 4 * len(variants(rendered)) + len(vllm_variants(rendered))
     failures = []
     for path in files:
         try:
@@ -110,6 +123,33 @@ def test_models_agree_on_batching_and_backends(rendered: Path) -> None:
         for name in ("preprocessing", "postprocessing"):
             path = configs[name].parameters["tokenizer_path"].string_value
             assert path.startswith("/"), f"{variant.name}/{name}: tokenizer_path {path!r} is relative"
+
+
+def test_vllm_configs_as_the_model_expects(rendered: Path) -> None:
+    """The vLLM ensemble: decoupled Python, one model-wide instance, the FT ensemble's
+    tensors in order plus the top alternatives, and its numbers consistent."""
+    assert vllm_variants(rendered), "no vLLM variant rendered"
+    ft = load(variants(rendered)[0])["ensemble"]
+    failures = []
+    for variant in vllm_variants(rendered):
+        config = parse(variant / "model-repository" / "ensemble" / "config.pbtxt")
+        params = {k: v.string_value for k, v in config.parameters.items()}
+        checks = {
+            "python backend": config.backend == "python",
+            "decoupled": config.model_transaction_policy.decoupled,
+            "one KIND_MODEL instance": [(g.kind, g.count) for g in config.instance_group]
+            == [(mc.ModelInstanceGroup.KIND_MODEL, 1)],
+            "max_batch_size = max_num_seqs": config.max_batch_size == int(params["max_num_seqs"]),
+            "max_model_len >= input + output": int(params["max_model_len"])
+            >= int(params["max_input_len"]) + int(params["max_output_len"]),
+            "the FT ensemble's inputs first, in order": [t.name for t in config.input][: len(ft.input)]
+            == [t.name for t in ft.input],
+            "top_logprobs in": "top_logprobs" in {t.name for t in config.input},
+            "the top alternatives out": {"output_top_tokens", "output_top_log_probs"} <= {t.name for t in config.output},
+            "absolute model_path": params["model_path"].startswith("/"),
+        }
+        failures += [f"{variant.name}: {what}" for what, ok in checks.items() if not ok]
+    assert not failures, "\n".join(failures)
 
 
 def tensor_types(configs: dict[str, mc.ModelConfig]) -> dict[str, dict[str, dict[str, int]]]:
