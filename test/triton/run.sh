@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real-server suite, one entry point for CI and for developers:
-#   1. pytest: every config.pbtxt synth renders, for every catalog preset,
+#   1. pytest: every config.pbtxt synth renders, for every catalog preset on
+#      each engine that serves it,
 #      parsed with Triton's own schema (tritonclient model_config_pb2), and the
 #      ensemble wiring checked statically;
 #   2. vitest: synth's repository for test/triton/Pulumi.triton-test.yaml with
