@@ -300,6 +300,21 @@ function buildSection(
   };
 }
 
+/** The plan's build steps that this pipeline runs, each with its input hash, and the image's fingerprint: both engines. */
+function stepsSection(
+  steps: Parameters<typeof topologicalOrder>[0],
+  runs: (id: StepId) => boolean,
+  hashes: ReturnType<typeof stepInputHashes>,
+  fingerprint: Parameters<typeof fingerprintOf>[0],
+): Pick<Plan, "buildSteps" | "image"> {
+  return {
+    buildSteps: topologicalOrder(steps)
+      .filter((st) => runs(st.id))
+      .map((st) => ({ ...st, inputHash: hashes[st.id] })),
+    image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
+  };
+}
+
 export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: PathHasher, opts: PlanOptions = {}): Plan {
   if (stack.vllm) return buildVllmPlan(stack, stack.vllm, stackName, hashPath, opts);
   const { model, config } = stack;
@@ -365,10 +380,7 @@ export function buildPlan(stack: ResolvedStack, stackName: string, hashPath: Pat
     modelRepository,
     kubernetes: workload,
     ...(autoscaling ? { autoscaling } : {}),
-    buildSteps: topologicalOrder(steps)
-      .filter((s) => runs(s.id))
-      .map((s) => ({ ...s, inputHash: hashes[s.id] })),
-    image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
+    ...stepsSection(steps, runs, hashes, fingerprint),
     renderInputs: inputs,
   };
 }
@@ -445,10 +457,7 @@ function buildVllmPlan(
     vllm: { engine: "vllm", settings: vllm, baseImage: vllmBaseImage() },
     kubernetes: workload,
     ...(autoscaling ? { autoscaling } : {}),
-    buildSteps: topologicalOrder(steps)
-      .filter((st) => runs(st.id))
-      .map((st) => ({ ...st, inputHash: hashes[st.id] })),
-    image: { fingerprint: fingerprintOf(fingerprint), document: fingerprint },
+    ...stepsSection(steps, runs, hashes, fingerprint),
     renderInputs: inputs,
   };
 }
