@@ -11,14 +11,12 @@ import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth/keyRing";
 import { GatewayConfigSchema } from "../../../images/gateway/src/config";
 import { ApiError } from "../../../images/gateway/src/server/apiError";
 import { GatewayMetrics } from "../../../images/gateway/src/telemetry/metrics";
-import type { Tensor } from "../../../images/gateway/src/triton/tensors";
 import { classifyTritonMessage } from "../../../images/gateway/src/triton/tritonClient";
+import { type Json, KEY, error, events, input, openaiCalls } from "./openaiCalls";
 import { FakeTriton, logprob, TEST_MODEL, token } from "./fakeTriton";
 
 type FastifyInstance = ReturnType<typeof buildGateway>;
-type Json = Record<string, unknown>;
 
-const KEY = "key-team-a";
 const open: FastifyInstance[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((app) => app.close()));
@@ -36,40 +34,9 @@ function gateway(maxChoiceTokens?: number): { app: FastifyInstance; triton: Fake
   return { app, triton };
 }
 
-async function post(
-  app: FastifyInstance,
-  url: string,
-  body: Json,
-): Promise<{ status: number; json: Json; raw: string }> {
-  const r = await app.inject({
-    method: "POST",
-    url,
-    headers: { authorization: `Bearer ${KEY}` },
-    payload: { model: "m", ...body },
-  });
-  let json: Json = {};
-  try {
-    json = r.json();
-  } catch {
-    // an event stream
-  }
-  return { status: r.statusCode, json, raw: r.body };
-}
-const complete = (app: FastifyInstance, body: Json) => post(app, "/v1/completions", { prompt: "a b c", ...body });
-const chat = (app: FastifyInstance, body: Json) =>
-  post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], ...body });
-
-function events(raw: string): Json[] {
-  return raw
-    .split("\n\n")
-    .filter((e) => e.startsWith("data: ") && e !== "data: [DONE]")
-    .map((e) => JSON.parse(e.slice(6)) as Json);
-}
-
-const input = (call: Tensor[], name: string): Tensor | undefined => call.find((t) => t.name === name);
+const { complete, chat } = openaiCalls({ model: "m" });
 const text = (row: number, count: number): string =>
   Array.from({ length: count }, (_, i) => token(i + 1, row)).join("");
-const error = (r: { json: Json }): Json => r.json.error as Json;
 
 describe("n: the copies of a prompt as one batched request", () => {
   it("n=3 sends one request of batch 3 with seeds seed, seed+1, seed+2 and returns three choices", async () => {

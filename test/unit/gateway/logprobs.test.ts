@@ -10,13 +10,11 @@ import { buildGateway } from "../../../images/gateway/src/app";
 import { KeyRing, sha256Hex } from "../../../images/gateway/src/auth/keyRing";
 import { GatewayConfigSchema } from "../../../images/gateway/src/config";
 import { GatewayMetrics } from "../../../images/gateway/src/telemetry/metrics";
-import type { Tensor } from "../../../images/gateway/src/triton/tensors";
+import { type Json, KEY, error, events, input, openaiCalls } from "./openaiCalls";
 import { FakeTriton, alternatives, logprob, TEST_MODEL, token, VLLM_MODEL } from "./fakeTriton";
 
 type FastifyInstance = ReturnType<typeof buildGateway>;
-type Json = Record<string, unknown>;
 
-const KEY = "key-team-a";
 const open: FastifyInstance[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((app) => app.close()));
@@ -39,30 +37,7 @@ function gateway(): { app: FastifyInstance; ft: FakeTriton; vllm: FakeTriton } {
   return { app, ft, vllm };
 }
 
-async function post(
-  app: FastifyInstance,
-  url: string,
-  body: Json,
-): Promise<{ status: number; json: Json; raw: string }> {
-  const r = await app.inject({ method: "POST", url, headers: { authorization: `Bearer ${KEY}` }, payload: body });
-  let json: Json = {};
-  try {
-    json = r.json();
-  } catch {
-    // an event stream
-  }
-  return { status: r.statusCode, json, raw: r.body };
-}
-const complete = (app: FastifyInstance, body: Json) => post(app, "/v1/completions", { prompt: "a b c", ...body });
-const chat = (app: FastifyInstance, body: Json) =>
-  post(app, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], ...body });
-const events = (raw: string): Json[] =>
-  raw
-    .split("\n\n")
-    .filter((e) => e.startsWith("data: ") && e !== "data: [DONE]")
-    .map((e) => JSON.parse(e.slice(6)) as Json);
-const input = (call: Tensor[], name: string): Tensor | undefined => call.find((t) => t.name === name);
-const error = (r: { json: Json }): Json => r.json.error as Json;
+const { complete, chat } = openaiCalls();
 const f = Math.fround;
 
 /** OpenAI's completions top_logprobs entry of the fake's token i with k alternatives (the sampled one among them). */
