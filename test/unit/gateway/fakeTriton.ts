@@ -45,6 +45,12 @@ export class FakeTriton implements TritonClient {
   readonly outputsAsked: Array<readonly string[] | undefined> = [];
   private gate: Promise<void> | undefined;
   private openGate: (() => void) | undefined;
+  /** Tokens after which every generation ends (an end of text before max_tokens); undefined: max_tokens. */
+  endAfter: number | undefined;
+  /** Generations that have sent their last response and wait at the end gate. */
+  atEnd = 0;
+  private endGate: Promise<void> | undefined;
+  private openEndGate: (() => void) | undefined;
 
   /** Hold every generation before its first response until `release()`. */
   hold(): void {
@@ -54,6 +60,16 @@ export class FakeTriton implements TritonClient {
   release(): void {
     this.openGate?.();
     this.gate = undefined;
+  }
+
+  /** Hold every generation after its last response, before its stream ends (Triton's final status), until `releaseEnd()`. */
+  holdEnd(): void {
+    this.endGate = new Promise((resolve) => (this.openEndGate = resolve));
+  }
+
+  releaseEnd(): void {
+    this.openEndGate?.();
+    this.endGate = undefined;
   }
 
   async live(): Promise<boolean> {
@@ -85,13 +101,17 @@ export class FakeTriton implements TritonClient {
     if (this.gate) await Promise.race([this.gate, aborted(options.signal)]);
     if (options.signal.aborted) return;
     if (this.refuseWith) throw this.refuseWith;
-    const steps = Math.max(...maxTokens);
+    const steps = Math.min(Math.max(...maxTokens), this.endAfter ?? Number.MAX_SAFE_INTEGER);
     for (let step = 1; step <= steps; step++) {
       if (options.signal.aborted) return;
       if (step === 2 && this.failMidStreamWith) throw this.failMidStreamWith;
       yield outputs(prompts, maxTokens, step, topK);
       // A turn of the event loop between tokens, as a real stream has.
       await new Promise((resolve) => setImmediate(resolve));
+    }
+    if (this.endGate) {
+      this.atEnd += 1;
+      await Promise.race([this.endGate, aborted(options.signal)]);
     }
   }
 }

@@ -369,6 +369,31 @@ describe("admission limits", () => {
     expect((await complete(app, { prompt: "hi", max_tokens: 1 }, "key-solo")).statusCode).toBe(200);
   });
 
+  it("gives a generation's slot back once it has all its max_tokens, before Triton's stream ends; one ended by the model waits for the end", async () => {
+    const { app, triton } = gateway();
+    triton.holdEnd();
+    /** The next request of the one-at-a-time key, sent while `ended` generations wait for their stream's end. */
+    const next = async (ended: number): Promise<number> => {
+      let settled = false;
+      const r = complete(app, { prompt: "hi", max_tokens: 1 }, "key-solo").finally(() => (settled = true));
+      while (triton.atEnd < ended && !settled) await new Promise((resolve) => setImmediate(resolve));
+      triton.releaseEnd();
+      return (await r).statusCode;
+    };
+    // Every token generated: the model can do nothing more, so the slot is free before the stream ends.
+    const first = complete(app, { prompt: "hi", max_tokens: 2 }, "key-solo");
+    while (triton.atEnd < 1) await new Promise((resolve) => setImmediate(resolve));
+    expect(await next(2)).toBe(200);
+    expect((await first).statusCode).toBe(200);
+    // An end of text before max_tokens: the generation has ended only when Triton's stream says so.
+    triton.holdEnd();
+    triton.endAfter = 1;
+    const eos = complete(app, { prompt: "hi", max_tokens: 2 }, "key-solo");
+    while (triton.atEnd < 3) await new Promise((resolve) => setImmediate(resolve));
+    expect(await next(4)).toBe(429);
+    expect((await eos).statusCode).toBe(200);
+  });
+
   it("answers 503 overloaded to a key above its fair share at the gateway-wide cap; an idle key is still admitted", async () => {
     // Cap 2 over five teams of share 1: each team's fair share is 1 slot.
     const { app, triton, metrics } = gateway({ maxInflight: 2 });

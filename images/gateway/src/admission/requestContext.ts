@@ -39,6 +39,8 @@ export class RequestContext {
   /** Stops the held stream's keepalive comments: called before its first event. */
   stopKeepalive: () => void = () => undefined;
   private readonly finishHooks: Array<(outcome: Outcome) => void | Promise<void>> = [];
+  /** The finish hooks' results, once they have run (at most once: generationComplete or finished). */
+  private finishing: Array<void | Promise<void>> | undefined;
   outcome: Outcome | undefined;
   /** The status of a server-side failure (5xx) the request ended in, answered or mid-stream; the canary's rule counts it. */
   serverFailure: number | undefined;
@@ -144,7 +146,18 @@ export class RequestContext {
   }
 
   /**
-   * The generation is complete: the hooks run, and the caller awaits them (at
+   * The model has generated all it can (every copy at max_tokens) and
+   * `outcome` is the request's final usage, but Triton's stream has yet to
+   * end: the finish hooks run now, so the store's release overlaps that end
+   * instead of following it; finished() still waits for them before the
+   * response's last bytes.
+   */
+  generationComplete(outcome: Outcome): void {
+    this.finishing ??= this.finishHooks.map((hook) => hook({ ...outcome }));
+  }
+
+  /**
+   * The generation is complete: the hooks run (unless generationComplete ran them), and the caller awaits them (at
    * most FINISH_WAIT_MS: a store that does not answer never holds a response)
    * before it writes the response's last bytes, so a client's next request,
    * on any gateway pod, finds what this one held given back.
@@ -152,7 +165,8 @@ export class RequestContext {
   async finished(outcome: Outcome): Promise<void> {
     this.outcome = outcome;
     this.close();
-    const pending = this.finishHooks.map((hook) => hook(outcome));
+    this.finishing ??= this.finishHooks.map((hook) => hook(outcome));
+    const pending = this.finishing;
     const labels = this.labels;
     this.metrics.promptTokens.inc(labels, outcome.promptTokens);
     this.metrics.outputTokens.inc(labels, outcome.completionTokens);

@@ -177,6 +177,12 @@ export interface GenerateOptions {
   onStopCancel?: () => void;
   /** The model's Triton stops a generation whose call is cancelled (ModelConfig.cancellable); default true. */
   cancellable?: boolean;
+  /**
+   * Called once, at the response in which every copy has generated max_tokens: the model can
+   * generate nothing more, though Triton's stream has yet to end (its final response and status
+   * follow). `generatedTokens`: every copy's, as the done events will report them.
+   */
+  onComplete?: (counts: { promptTokens: number; generatedTokens: number }) => void;
 }
 
 /** One copy's progress. */
@@ -239,6 +245,7 @@ export async function* generate(
     const tokens = logprobs ? state[r].newTokens(trimStart) : undefined;
     return { type: "delta", row: r, text: d, ...(tokens ? { tokens } : {}) };
   };
+  let complete = false;
   try {
     for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs, topLogprobs), {
       // The per-token arrays (every token so far, at every step) only when the client asked for logprobs.
@@ -262,6 +269,13 @@ export async function* generate(
         }
         const update = c.text.update(c.last);
         if (update.delta) yield delta(r, update.delta);
+      }
+      if (!complete && state.every((c) => c.generatedTokens >= sampling.maxTokens)) {
+        complete = true;
+        options.onComplete?.({
+          promptTokens: state[0].promptTokens,
+          generatedTokens: state.reduce((n, c) => n + c.generatedTokens, 0),
+        });
       }
       if (state.every((c) => c.text.stopped) && (options.cancellable ?? true) && !local.signal.aborted) {
         options.onStopCancel?.();

@@ -96,6 +96,15 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
   const id = `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
   const created = Math.floor(Date.now() / 1000);
   const { bestOf, logprobs, topLogprobs } = request.choices;
+  // Every prompt's copies at max_tokens: the request's usage is final, so what it holds is given back
+  // now, while Triton's streams end (ctx.generationComplete).
+  const complete = { prompts: 0, promptTokens: 0, completionTokens: 0 };
+  const onComplete = (counts: { promptTokens: number; generatedTokens: number }): void => {
+    complete.prompts += 1;
+    complete.promptTokens += counts.promptTokens;
+    complete.completionTokens += counts.generatedTokens;
+    if (complete.prompts === prompts.length) ctx.generationComplete(complete);
+  };
   const generators = prompts.map((prompt) =>
     generate(ctx.triton, prompt, request.sampling, {
       signal: ctx.signal,
@@ -108,6 +117,7 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
       onStopCancel: () =>
         ctx.metrics.upstreamCancelled.inc({ reason: "stop_sequence", model: ctx.model.config.id, build: ctx.build }),
       cancellable: ctx.model.config.cancellable,
+      onComplete,
     }),
   );
   const results: ChoiceResult[][] = prompts.map(() =>
