@@ -5,7 +5,8 @@
 #   /opt      empty tmpfs: the builder's /opt/triton-ft lives here, never on the machine's /opt
 #   /run      tmpfs holding sshd's privilege-separation directory
 #   /etc/ssh  <dir>/etc-ssh: what the program's own user data writes there
-#   $HOME     <dir>/home: an empty home for the login user
+#   ~user     <dir>/home: an empty home for the login user (its passwd home, which
+#             sshd gives the session, and $HOME too where a caller set another)
 # Then it runs the program's user data (systemctl and friends stubbed), and
 # execs sshd on 127.0.0.1:<port> (same pid: the test stops it by that pid).
 set -euo pipefail
@@ -17,8 +18,13 @@ mkdir -p /run/sshd "$dir/etc-ssh/sshd_config.d"
 mount --bind "$dir/etc-ssh" /etc/ssh
 # A fresh home, as on a new builder: this machine's own dotfiles (PATH
 # changes in ~/.bashrc, which bash reads for ssh commands) stay out.
+# sshd starts the session in the user's passwd home, whatever this process's
+# $HOME says (a run with HOME pointed elsewhere would otherwise leave the real
+# dotfiles in the sessions).
 mkdir -p "$dir/home"
-mount --bind "$dir/home" "$HOME"
+login_home=$(getent passwd "$(id -un)" | cut -d: -f6)
+mount --bind "$dir/home" "$login_home"
+if [[ $HOME != "$login_home" && -d $HOME ]]; then mount --bind "$dir/home" "$HOME"; fi
 
 # The program's user data, as cloud-init would run it (as root), with service
 # managers stubbed: it writes the sshd drop-in (and, with host-key pinning, the
