@@ -160,6 +160,8 @@ describe("penalties and context through the real server", () => {
       prompt: PROMPT,
       max_tokens: 2,
       presence_penalty: 0.5,
+      // A random vLLM checkpoint samples lone bytes that may complete no character (no text): greedy, its text is known.
+      ...(h.upstream === "vllm" ? { temperature: 0 } : {}),
     });
     expect(ok.choices[0].text.length).toBeGreaterThan(0);
     const error = await client()

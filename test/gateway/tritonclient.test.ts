@@ -63,7 +63,8 @@ describe("tritonclient (HTTP) through the gateway", () => {
     // The stand-in's echo of the prompt; a random vLLM checkpoint's text is arbitrary.
     if (h.upstream === "ft") expect(r.text[0]).toMatch(/^alph/);
     expect(r.output_token_count).toEqual([3, 1, 4]);
-    expect(r.text[2].length).toBeGreaterThan(0);
+    // The stand-in echoes the prompt; a random vLLM checkpoint may sample lone bytes that complete no character.
+    if (h.upstream === "ft") expect(r.text[2].length).toBeGreaterThan(0);
   });
 
   it("answers the same with JSON tensors (binary_data=False) and with mixed outputs", () => {
