@@ -18,6 +18,10 @@
  * prefix), of two more gateway processes `podA` and `podB` that share one
  * prefix as two pods of one deployment would, and of `fair`, whose small
  * in-flight cap the fair-share test fills.
+ *
+ * With GATEWAY_UPSTREAM=vllm the same gateways stand in front of the project's vLLM model instead
+ * (test/gateway/vllmUpstream.ts: both models on one CPU tritonserver, tiny random checkpoints); the
+ * queue-limited copy and the second model's own server are FT-mode only, as are the tests using them.
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -39,6 +43,8 @@ import { ROOT, type ConsumerSpec, type RunningGateway, startGateway } from "./ha
 import { StoreServer, type StoreServerInfo } from "../lib/storeServer";
 import { stop, waitForState, type ServerState } from "../triton/serverProcess";
 import { venvPython } from "../lib/pyenv";
+import { type Upstream, gatewayUpstream } from "./upstream";
+import { startVllmUpstream } from "./vllmUpstream";
 
 import { ENSEMBLE_MODEL } from "../../infra/conventions/workload";
 import type { GatewayConfigFile, GatewayModel, GatewayStoreConfig } from "../../infra/plan/types";
@@ -97,14 +103,17 @@ export const SECOND_MODEL = {
 export type ServedTestModel = GatewayModel & { ensemble: string };
 
 export interface GatewayHarness {
-  triton: HarnessInfo & { http: string; grpc: string; log: string };
+  /** The engine the models run on (GATEWAY_UPSTREAM): tests that need the FT stand-in skip themselves on `vllm`. */
+  upstream: Upstream;
+  /** The tritonserver serving both models: its repository and addresses. */
+  triton: { repository: string; http: string; grpc: string; log: string };
   model: GatewayModel;
   main: RunningGateway;
   plain: RunningGateway;
-  /** In front of QUEUED_ENSEMBLE, with admission limits far above Triton's queue. */
+  /** In front of QUEUED_ENSEMBLE, with admission limits far above Triton's queue (vLLM mode: `main`). */
   queued: RunningGateway;
   stepMs: number;
-  /** While this file exists the FT stand-in holds every batch before generating. */
+  /** While this file exists the FT stand-in holds every batch before generating (vLLM mode: read by nothing). */
   standinHoldFile: string;
   store: StoreServerInfo;
   /** Two gateway processes sharing the store under one key prefix: two pods of one deployment. */
@@ -116,9 +125,9 @@ export interface GatewayHarness {
   models: { first: ServedTestModel; second: ServedTestModel };
   /** Both models on the one tritonserver, with the shared store; keys: team-a (every model), only-first, only-second. */
   multi: RunningGateway;
-  /** The first model on the shared tritonserver, the second on its own tritonserver; key: team-a. */
+  /** The first model on the shared tritonserver, the second on its own tritonserver; key: team-a (vLLM mode: `multi`). */
   split: RunningGateway;
-  /** Pid of the server.sh that runs the second model's own tritonserver: SIGTERM stops both. */
+  /** Pid of the server.sh that runs the second model's own tritonserver: SIGTERM stops both (vLLM mode: -1). */
   secondTritonPid: number;
 }
 
@@ -239,29 +248,78 @@ function withEnsemble(config: GatewayConfigFile, id: string, ensemble: string): 
   };
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const work = process.env.GATEWAY_TEST_WORK ?? mkdtempSync(path.join(os.tmpdir(), "triton-ft-gw-"));
-  const keepWork = process.env.GATEWAY_TEST_WORK !== undefined;
-  log(`work dir ${work}`);
-  const standinHoldFile = path.join(work, "standin.hold");
+/**
+ * The models the gateways are put in front of, on either engine: the first on `triton`, the second
+ * beside it there, and (FT mode) the second alone on a server of its own and the queue-limited copy.
+ */
+interface ServedModels {
+  triton: GatewayHarness["triton"];
+  first: Omit<GatewayModel, "chatTemplate">;
+  second: { model: Omit<GatewayModel, "chatTemplate">; ensemble: string };
+  /** FT mode: the second model's own tritonserver, for `split` and the test that stops it. */
+  secondAlone?: { grpc: string; pid: number };
+  /** FT mode: QUEUED_ENSEMBLE's name in Triton. */
+  queuedEnsemble?: string;
+}
+
+/** The FT stand-in (decoupled) with both models, the queue-limited copy, and the second model's own server. */
+async function serveFt(
+  work: string,
+  standinHoldFile: string,
+  stoppers: Array<() => Promise<void>>,
+): Promise<ServedModels> {
   const triton = await startTritonDecoupled(work, STEP_MS, {
     queuedEnsemble: QUEUED_ENSEMBLE,
     holdFile: standinHoldFile,
     second: SECOND_MODEL,
   });
-  const stoppers: Array<() => Promise<void>> = [triton.stop];
+  stoppers.push(triton.stop);
+  const second = triton.second;
+  if (!second) throw new Error("the second model was not assembled");
+  log(
+    `tritonserver ready at grpc ${triton.info.grpc} (FT stand-in decoupled, ${STEP_MS} ms per token; ` +
+      `models ${triton.model.id} and ${second.model.id} side by side)`,
+  );
+  // The second model alone on a server of its own: the test that stops it stops nothing else.
+  const secondTriton = await serveRepository(work, "second", second.repository, STEP_MS);
+  stoppers.push(secondTriton.stop);
+  log(`second tritonserver (${second.model.id} alone) ready at grpc ${secondTriton.state.grpc}`);
+  return {
+    triton: triton.info,
+    first: triton.model,
+    second: { model: second.model, ensemble: second.ensemble },
+    secondAlone: { grpc: secondTriton.state.grpc, pid: secondTriton.pid },
+    queuedEnsemble: QUEUED_ENSEMBLE.name,
+  };
+}
+
+/** The project's vLLM model serving both models on one CPU tritonserver (test/gateway/vllmUpstream.ts). */
+async function serveVllm(work: string, stoppers: Array<() => Promise<void>>): Promise<ServedModels> {
+  const started = Date.now();
+  const vllm = await startVllmUpstream(work, SECOND_MODEL);
+  stoppers.push(vllm.stop);
+  log(
+    `vLLM tritonserver ready at grpc ${vllm.triton.grpc} in ${Math.round((Date.now() - started) / 1000)} s ` +
+      `(models ${vllm.first.id} and ${vllm.second.model.id} side by side)`,
+  );
+  return { triton: vllm.triton, first: vllm.first, second: vllm.second };
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const upstream = gatewayUpstream();
+  const work = process.env.GATEWAY_TEST_WORK ?? mkdtempSync(path.join(os.tmpdir(), "triton-ft-gw-"));
+  const keepWork = process.env.GATEWAY_TEST_WORK !== undefined;
+  // A given work folder may not exist yet (test/vllm/run.sh names one under its own).
+  mkdirSync(work, { recursive: true });
+  log(`work dir ${work}, upstream ${upstream}`);
+  const standinHoldFile = path.join(work, "standin.hold");
+  const stoppers: Array<() => Promise<void>> = [];
   const storeServer = new StoreServer(path.join(work, "store"));
   try {
-    const second = triton.second;
-    if (!second) throw new Error("the second model was not assembled");
-    log(
-      `tritonserver ready at grpc ${triton.info.grpc} (FT stand-in decoupled, ${STEP_MS} ms per token; ` +
-        `models ${triton.model.id} and ${second.model.id} side by side)`,
-    );
-    // The second model alone on a server of its own: the test that stops it stops nothing else.
-    const secondTriton = await serveRepository(work, "second", second.repository, STEP_MS);
-    stoppers.push(secondTriton.stop);
-    log(`second tritonserver (${second.model.id} alone) ready at grpc ${secondTriton.state.grpc}`);
+    const served =
+      upstream === "vllm" ? await serveVllm(work, stoppers) : await serveFt(work, standinHoldFile, stoppers);
+    const triton = { info: served.triton, model: served.first };
+    const second = served.second;
     // Stopped after the gateways, before the tritonservers (stoppers run in reverse).
     stoppers.push(() => storeServer.stop());
     const store = await storeServer.start();
@@ -333,17 +391,18 @@ export default async function setup(project: TestProject): Promise<() => Promise
       { env: storeEnv },
     );
     stoppers.push(fair.stop);
-    const queuedConfig = renderGatewayConfig([route(triton.model, triton.info.grpc, 64)], {
-      requestTimeoutSeconds: 60,
-      maxConcurrent: 64,
-    });
-    const queued = await startGateway(
-      work,
-      "queued",
-      withEnsemble(queuedConfig, triton.model.id, QUEUED_ENSEMBLE.name),
-      [{ name: "team-a" }],
-    );
-    stoppers.push(queued.stop);
+    // vLLM mode has no queue-limited copy (queue.test.ts is FT-only): `queued` is `main` there.
+    let queued = main;
+    if (served.queuedEnsemble) {
+      const queuedConfig = renderGatewayConfig([route(triton.model, triton.info.grpc, 64)], {
+        requestTimeoutSeconds: 60,
+        maxConcurrent: 64,
+      });
+      queued = await startGateway(work, "queued", withEnsemble(queuedConfig, triton.model.id, served.queuedEnsemble), [
+        { name: "team-a" },
+      ]);
+      stoppers.push(queued.stop);
+    }
 
     const multiConfig = renderGatewayConfig([route(model, triton.info.grpc), route(second.model, triton.info.grpc)], {
       requestTimeoutSeconds: 20,
@@ -361,20 +420,25 @@ export default async function setup(project: TestProject): Promise<() => Promise
       { env: storeEnv },
     );
     stoppers.push(multi.stop);
-    const splitConfig = renderGatewayConfig(
-      [route(model, triton.info.grpc), route(second.model, secondTriton.state.grpc)],
-      { requestTimeoutSeconds: 20 },
-    );
-    const split = await startGateway(work, "split", withEnsemble(splitConfig, second.model.id, second.ensemble), [
-      { name: "team-a" },
-    ]);
-    stoppers.push(split.stop);
+    // vLLM mode has no second server (the test that stops it is FT-only, models.test.ts): `split` is `multi` there.
+    let split = multi;
+    if (served.secondAlone) {
+      const splitConfig = renderGatewayConfig(
+        [route(model, triton.info.grpc), route(second.model, served.secondAlone.grpc)],
+        { requestTimeoutSeconds: 20 },
+      );
+      split = await startGateway(work, "split", withEnsemble(splitConfig, second.model.id, second.ensemble), [
+        { name: "team-a" },
+      ]);
+      stoppers.push(split.stop);
+    }
     log(
       `gateways listening: main ${main.gateway.url}, plain ${plain.gateway.url}, queued ${queued.gateway.url}, ` +
         `pods ${podA.gateway.url} ${podB.gateway.url}, fair ${fair.gateway.url}, ` +
         `multi ${multi.gateway.url}, split ${split.gateway.url}`,
     );
     project.provide("gateway", {
+      upstream,
       triton: triton.info,
       model,
       main: main.gateway,
@@ -392,7 +456,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       },
       multi: multi.gateway,
       split: split.gateway,
-      secondTritonPid: secondTriton.pid,
+      secondTritonPid: served.secondAlone?.pid ?? -1,
     });
   } catch (error) {
     for (const s of stoppers.reverse()) await s();

@@ -12,6 +12,8 @@ const h = inject("gateway");
 const MODEL = h.model.id;
 const baseURL = `${h.main.url}/v1`;
 const KEY = h.main.keys["team-a"];
+/** The FT stand-in echoes the prompt; a random vLLM checkpoint's text is arbitrary. */
+const ECHOES = h.upstream === "ft";
 
 function llm(maxTokens: number, apiKey = KEY): LangChainOpenAI {
   return new LangChainOpenAI({
@@ -36,10 +38,12 @@ describe("LangChain's completions LLM", () => {
     const prompt = "one two three four five six";
     const n = await promptTokens(prompt);
     expect(n).toBeGreaterThan(1);
-    expect(await llm(n).invoke(prompt)).toBe(prompt);
+    const whole = await llm(n).invoke(prompt);
+    if (ECHOES) expect(whole).toBe(prompt);
     const chunks: string[] = [];
     for await (const chunk of await llm(n).stream(prompt)) chunks.push(chunk);
-    expect(chunks.join("")).toBe(prompt);
+    // Greedy: the stream says what the whole answer said.
+    expect(chunks.join("")).toBe(whole);
     expect(chunks.length).toBeGreaterThan(1);
   });
 
@@ -64,8 +68,10 @@ describe("LangChain's chat model", () => {
     });
     const r = await chat.invoke([["human", content]]);
     // The greedy echo starts with the template's own "<human>:", a stop sequence: nothing of it is returned.
-    expect(r.content).toBe("");
-    expect(r.response_metadata.finish_reason).toBe("stop");
+    if (ECHOES) {
+      expect(r.content).toBe("");
+      expect(r.response_metadata.finish_reason).toBe("stop");
+    }
     expect(r.usage_metadata?.input_tokens).toBe(await promptTokens(`<human>: ${content}\n<bot>:`));
   });
 });

@@ -98,20 +98,23 @@ describe("two models from one tritonserver", () => {
   });
 
   it("applies each model's own limits, and each model's own Triton refuses what only its limits forbid", async () => {
-    // Vocabulary: top_k 300 is within the first model's 512, beyond the second's 256.
-    const topK = SECOND.vocab + 44;
-    expect(topK).toBeLessThanOrEqual(FIRST.vocab);
-    // top_k is the gateway's extension: not in the client's types, sent as given.
-    const withTopK = (model: string): OpenAI.CompletionCreateParamsNonStreaming & { top_k: number } => ({
-      model,
-      prompt: "x y",
-      max_tokens: 1,
-      top_k: topK,
-    });
-    const ok = await client().completions.create(withTopK(FIRST.id));
-    expect(ok.choices).toHaveLength(1);
-    const topKRefused = await refusal(client().completions.create(withTopK(SECOND.id)));
-    expect([topKRefused.status, topKRefused.param]).toEqual([400, "top_k"]);
+    // Vocabulary: top_k 300 is within the first model's 512, beyond the second's 256 (FT mode: vLLM's two
+    // tiny checkpoints share one 512-token tokenizer).
+    if (FIRST.vocab > SECOND.vocab) {
+      const topK = SECOND.vocab + 44;
+      expect(topK).toBeLessThanOrEqual(FIRST.vocab);
+      // top_k is the gateway's extension: not in the client's types, sent as given.
+      const withTopK = (model: string): OpenAI.CompletionCreateParamsNonStreaming & { top_k: number } => ({
+        model,
+        prompt: "x y",
+        max_tokens: 1,
+        top_k: topK,
+      });
+      const ok = await client().completions.create(withTopK(FIRST.id));
+      expect(ok.choices).toHaveLength(1);
+      const topKRefused = await refusal(client().completions.create(withTopK(SECOND.id)));
+      expect([topKRefused.status, topKRefused.param]).toEqual([400, "top_k"]);
+    }
     // Output length: the first model's maximum is above the second's.
     const long = await refusal(
       client().completions.create({ model: SECOND.id, prompt: "x", max_tokens: SECOND.maxOutputLen + 1 }),
@@ -192,7 +195,9 @@ describe("two models from one tritonserver", () => {
   });
 });
 
-describe("one model's Triton stopped", () => {
+// The gateway sees a refused gRPC connection whichever engine the stopped server ran; vLLM mode has no
+// second server to stop (one more vLLM start-up in CI for no new gateway path).
+describe.skipIf(h.upstream === "vllm")("one model's Triton stopped", () => {
   it("answers that model 503 upstream_unavailable with Retry-After; the other keeps serving; the gateway stays ready", async () => {
     const split = client(h.split);
     const before = await split.completions.create({ model: SECOND.id, prompt: "a b", max_tokens: 1 });

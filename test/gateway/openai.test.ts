@@ -10,7 +10,11 @@ import OpenAI from "openai";
 import { describe, expect, inject, it } from "vitest";
 
 const h = inject("gateway");
+/** A test that needs the FT stand-in (its echo, step time, hold file or FT-only refusals): skipped in vLLM mode. */
+const itOnFt = it.skipIf(h.upstream === "vllm");
 const MODEL = h.model.id;
+/** The FT stand-in echoes the prompt in STEP_MS steps; a random vLLM checkpoint's text is arbitrary, its pace its own. */
+const ECHOES = h.upstream === "ft";
 
 function client(key = h.main.keys["team-a"], baseURL = `${h.main.url}/v1`): OpenAI {
   return new OpenAI({ apiKey: key, baseURL, maxRetries: 0, timeout: 30_000 });
@@ -47,7 +51,7 @@ describe("completions", () => {
     expect(r.object).toBe("text_completion");
     expect(r.model).toBe(MODEL);
     expect(r.choices).toHaveLength(1);
-    expect(r.choices[0].text).toBe(prompt);
+    if (ECHOES) expect(r.choices[0].text).toBe(prompt);
     expect(r.choices[0].finish_reason).toBe("length");
     expect(r.usage).toEqual({ prompt_tokens: n, completion_tokens: n, total_tokens: 2 * n });
   });
@@ -62,11 +66,12 @@ describe("completions", () => {
       temperature: 0,
     });
     expect(r.choices.map((c) => c.index)).toEqual([0, 1]);
-    r.choices.forEach((c, i) => expect(c.text.startsWith(prompts[i])).toBe(true));
+    if (ECHOES) r.choices.forEach((c, i) => expect(c.text.startsWith(prompts[i])).toBe(true));
     expect(r.usage?.prompt_tokens).toBe(counts[0] + counts[1]);
   });
 
-  it("ends before a stop sequence, which is not returned, with finish_reason stop", async () => {
+  // Needs a known text to cut: the stand-in's echo (vLLM's stop sequences: test/vllm/gateway.test.ts).
+  itOnFt("ends before a stop sequence, which is not returned, with finish_reason stop", async () => {
     const prompt = "red green blue yellow";
     const n = await promptTokens(prompt);
     const r = await client().completions.create({
@@ -80,7 +85,8 @@ describe("completions", () => {
     expect(r.choices[0].finish_reason).toBe("stop");
   });
 
-  it("passes seed, top_k, top_p, temperature and repetition_penalty to the model", async () => {
+  // Observes the parameters through the stand-in's seeded echo; vLLM samples them in ways a test cannot predict.
+  itOnFt("passes seed, top_k, top_p, temperature and repetition_penalty to the model", async () => {
     const prompt = "a b c d e f";
     const n = await promptTokens(prompt);
     // The stand-in starts its echo at seed % prompt length: seed 2 skips the first two tokens.
@@ -120,18 +126,19 @@ describe("completions", () => {
       text += chunk.choices[0]?.text ?? "";
       last = chunk;
     }
-    expect(text).toBe(prompt.slice(0, text.length));
-    expect(text.length).toBeGreaterThan(10);
+    if (ECHOES) {
+      expect(text).toBe(prompt.slice(0, text.length));
+      expect(text.length).toBeGreaterThan(10);
+    }
     expect(last?.choices[0].finish_reason).toBe("length");
     expect(last?.usage).toEqual({
       prompt_tokens: expect.any(Number),
       completion_tokens: n,
       total_tokens: expect.any(Number),
     });
-    // Generation takes n * STEP_MS; the first chunk must come long before the last.
-    const generation = n * h.stepMs;
+    // Generation takes n * STEP_MS on the stand-in; the first chunk must come long before the last.
     expect(arrivals.length).toBeGreaterThan(n / 2);
-    expect(arrivals[arrivals.length - 1] - arrivals[0]).toBeGreaterThan(generation * 0.6);
+    if (ECHOES) expect(arrivals[arrivals.length - 1] - arrivals[0]).toBeGreaterThan(n * h.stepMs * 0.6);
   });
 
   it("adds a usage-only chunk with stream_options.include_usage", async () => {
@@ -160,11 +167,14 @@ describe("chat completions (templated preset)", () => {
     expect(r.choices[0].message.role).toBe("assistant");
     expect(r.usage?.prompt_tokens).toBe(await promptTokens(rendered));
     // The echo starts with the template's own "<human>:", a stop sequence: nothing of it is returned.
-    expect(r.choices[0].message.content).toBe("");
-    expect(r.choices[0].finish_reason).toBe("stop");
+    if (ECHOES) {
+      expect(r.choices[0].message.content).toBe("");
+      expect(r.choices[0].finish_reason).toBe("stop");
+    }
   });
 
-  it("returns the assistant's text up to the next turn, streamed as chat chunks", async () => {
+  // Finds the reply through the stand-in's seeded echo of the rendered prompt.
+  itOnFt("returns the assistant's text up to the next turn, streamed as chat chunks", async () => {
     const content = "Say hello to the team";
     const n = await promptTokens(`<human>: ${content}\n<bot>:`);
     // Find the seed whose echo starts inside the user's message (after "<human>:").

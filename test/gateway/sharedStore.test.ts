@@ -17,6 +17,8 @@ import { sleep } from "../lib/net";
 import { FAIR, POD_TEAMS } from "./globalSetup";
 
 const h = inject("gateway");
+/** A test that needs the FT stand-in (its echo, step time, hold file or FT-only refusals): skipped in vLLM mode. */
+const itOnFt = it.skipIf(h.upstream === "vllm");
 const MODEL = h.model.id;
 const pods = [h.podA, h.podB];
 
@@ -29,8 +31,22 @@ function post(base: string, key: string, body: unknown): Promise<Response> {
 }
 
 interface Completion {
+  choices: { text: string }[];
   usage: { prompt_tokens: number; completion_tokens: number };
   error?: { code: string; message: string };
+}
+
+/**
+ * The text the model generates first for `prompt`, greedily: a stop sequence that cuts a request short at
+ * once. The stand-in echoes the prompt, so its first word; vLLM's is asked for (through `main`, whose
+ * store prefix is its own, so no pod team's window sees the request).
+ */
+async function firstGeneratedText(prompt: string): Promise<string> {
+  if (h.upstream === "ft") return prompt.split(" ")[0];
+  const r = await post(h.main.url, h.main.keys["team-a"], { model: MODEL, prompt, max_tokens: 1, temperature: 0 });
+  const text = ((await r.json()) as Completion).choices[0]?.text ?? "";
+  if (text.trim() === "") throw new Error(`the first greedy token of ${JSON.stringify(prompt)} has no text to stop at`);
+  return text;
 }
 
 /** Sum of a metric's samples whose labels include `labels`. */
@@ -114,8 +130,9 @@ describe("limits shared by two gateway pods through the store", () => {
   it("gives back the unused reservation: a request cut short leaves room another pod admits", async () => {
     const limit = POD_TEAMS.settled.tokensPerMinute;
     const key = h.podA.keys[POD_TEAMS.settled.name];
-    // The stand-in echoes the prompt, so the first generated word is a stop sequence: a few tokens used of 47 reserved.
-    const short = { model: MODEL, prompt: "alpha beta gamma delta", max_tokens: 24, temperature: 0, stop: ["alpha"] };
+    // The first generated word is a stop sequence: a few tokens used of 47 reserved.
+    const prompt = "alpha beta gamma delta";
+    const short = { model: MODEL, prompt, max_tokens: 24, temperature: 0, stop: [await firstGeneratedText(prompt)] };
     const r1 = await post(h.podA.url, key, short);
     expect(r1.status).toBe(200);
     const u1 = ((await r1.json()) as Completion).usage;
@@ -131,7 +148,8 @@ describe("limits shared by two gateway pods through the store", () => {
     expect(r2.status, await r2.clone().text()).toBe(200);
   });
 
-  it("holds a team's concurrency across both pods", async () => {
+  // Holds the generations with the FT stand-in's hold file.
+  itOnFt("holds a team's concurrency across both pods", async () => {
     const key = h.podA.keys[POD_TEAMS.twoAtOnce.name];
     const team = POD_TEAMS.twoAtOnce.name;
     writeFileSync(h.standinHoldFile, "");
@@ -219,7 +237,8 @@ describe("limits shared by two gateway pods through the store", () => {
 });
 
 describe("fair shares with the store", () => {
-  it("four teams saturating the gateway do not keep an idle fifth team out", async () => {
+  // Holds the generations with the FT stand-in's hold file.
+  itOnFt("four teams saturating the gateway do not keep an idle fifth team out", async () => {
     const keys = h.fair.keys;
     const busy = FAIR.teams.filter((t) => t !== "idle");
     const long = { model: MODEL, prompt: "one two three", max_tokens: 4, temperature: 0, stream: true };

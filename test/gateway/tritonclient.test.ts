@@ -60,14 +60,17 @@ describe("tritonclient (HTTP) through the gateway", () => {
     expect(r.binary_outputs).toEqual(["input_token_count", "output_token_count", "text_output"]);
     expect(r.id).toBe("binary_default");
     expect(r.text_shape).toEqual([3, 1]);
-    expect(r.text[0]).toMatch(/^alph/);
+    // The stand-in's echo of the prompt; a random vLLM checkpoint's text is arbitrary.
+    if (h.upstream === "ft") expect(r.text[0]).toMatch(/^alph/);
     expect(r.output_token_count).toEqual([3, 1, 4]);
-    expect(r.text[2].length).toBeGreaterThan(0);
+    // The stand-in echoes the prompt; a random vLLM checkpoint may sample lone bytes that complete no character.
+    if (h.upstream === "ft") expect(r.text[2].length).toBeGreaterThan(0);
   });
 
   it("answers the same with JSON tensors (binary_data=False) and with mixed outputs", () => {
+    // The script's batch is sampled: the stand-in's echo is the same text every time, vLLM's is not.
     const strip = (r: Run): Omit<Run, "id" | "binary_outputs"> => ({
-      text: r.text,
+      text: h.upstream === "ft" ? r.text : r.text.map(() => "(sampled)"),
       text_shape: r.text_shape,
       output_token_count: r.output_token_count,
       input_token_count: r.input_token_count,
@@ -76,8 +79,8 @@ describe("tritonclient (HTTP) through the gateway", () => {
     expect(strip(seen.json_only)).toEqual(strip(seen.binary_default));
     expect(seen.mixed.binary_outputs).toEqual(["text_output"]);
     expect(strip(seen.mixed)).toEqual(strip(seen.binary_default));
-    // Unicode prompt text arrives intact through the binary BYTES encoding.
-    expect(seen.binary_default.text[2]).not.toContain("\ufffd");
+    // Unicode prompt text arrives intact through the binary BYTES encoding (echoed by the stand-in only).
+    if (h.upstream === "ft") expect(seen.binary_default.text[2]).not.toContain("\ufffd");
   });
 
   it("takes binary FP32, UINT32 and UINT64 inputs (a seed above 2^53)", () => {

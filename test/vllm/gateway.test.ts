@@ -10,7 +10,8 @@ import OpenAI from "openai";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import type { Tensor } from "../../images/gateway/src/triton/tensors";
 import { TritonGateway } from "../../images/gateway/src/triton/tritonClient";
-import { MAX_LOGPROBS, MAX_NUM_SEQS } from "./gatewaySetup";
+import { MAX_NUM_SEQS } from "./gatewaySetup";
+import { MAX_LOGPROBS } from "./tinyModels";
 
 const h = inject("vllmGateway");
 const GPT2 = h.vllm.models.gpt2;

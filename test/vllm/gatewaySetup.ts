@@ -10,8 +10,7 @@
  * pytest part serves it) and `neox` (the GPT-NeoX checkpoint, whose rotary positions hold no
  * weights, with a 1,024-token context: long enough generations for the cancellation test).
  */
-import { execFileSync, spawn } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
@@ -19,16 +18,18 @@ import { findPreset } from "../../infra/model/catalog";
 import { renderGatewayConfig } from "../../infra/plan/gatewayConfig";
 import type { GatewayModel, GatewayRoute } from "../../infra/plan/types";
 import { CHAT_PRESET, STEP_MS, startTritonDecoupled } from "../gateway/globalSetup";
-import { ROOT, type RunningGateway, startGateway } from "../gateway/harness";
+import { type RunningGateway, startGateway } from "../gateway/harness";
 import { VLLM_LOCK, venvPython } from "../lib/pyenv";
-import { stop, waitForState } from "../triton/serverProcess";
-import type { VllmModelSettings } from "../../infra/plan/vllmRepository";
 import { writeVllmRepository } from "../../scripts/vllm-repository";
+import {
+  MAX_LOGPROBS,
+  TINY_VOCAB,
+  cpuSettings,
+  startVllmServer,
+  withPositions,
+  writeTinyCheckpoints,
+} from "./tinyModels";
 
-/** The tiny checkpoints' vocabulary (test/vllm/make_checkpoints.py VOCAB, the test tokenizer's size). */
-const VOCAB = 512;
-/** The vLLM models' max_logprobs (as test/vllm/repository.py cpu_settings). */
-export const MAX_LOGPROBS = 20;
 /** Sequences vLLM runs at once (max_num_seqs), and the gateway's batch size: the cancellation test fills them. */
 export const MAX_NUM_SEQS = 8;
 
@@ -64,45 +65,29 @@ function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [vllm-gateway-setup] ${message}\n`);
 }
 
-/** The tiny checkpoints, and the GPT-NeoX one again with room for 1,024 positions (rotary: no weights change). */
+/** The tiny checkpoints: GPT-2 as written, GPT-NeoX with room for the longer context. */
 function checkpoints(python: string, work: string): Record<keyof typeof VLLM_MODELS, string> {
-  const out = path.join(work, "checkpoints");
-  const neox = path.join(work, "neox-long");
-  // A kept work folder (VLLM_GATEWAY_TEST_WORK) is written afresh.
-  for (const dir of [out, neox]) rmSync(dir, { recursive: true, force: true });
-  const written = JSON.parse(
-    execFileSync(python, [path.join(ROOT, "test/vllm/make_checkpoints.py"), out], { encoding: "utf8" }),
-  ) as Record<string, string>;
-  cpSync(written.gptneox, neox, { recursive: true });
-  const configFile = path.join(neox, "config.json");
-  const config = JSON.parse(readFileSync(configFile, "utf8")) as Record<string, unknown>;
-  writeFileSync(configFile, JSON.stringify({ ...config, max_position_embeddings: VLLM_MODELS.neox.context }, null, 2));
-  return { gpt2: written.gpt2, neox };
+  const written = writeTinyCheckpoints(python, path.join(work, "checkpoints"));
+  return {
+    gpt2: written.gpt2,
+    neox: withPositions(written.gptneox, path.join(work, "neox-long"), VLLM_MODELS.neox.context),
+  };
 }
 
 /**
  * The vLLM model repository, each checkpoint under its Triton name, written by the plan's renderer
- * (infra/plan/vllmRepository.ts through scripts/vllm-repository.ts) with test/vllm/repository.py's
- * CPU settings (cpu_settings): fp32, eager, 1 GiB of KV cache, half the context for the prompt.
+ * (infra/plan/vllmRepository.ts through scripts/vllm-repository.ts) with the CPU settings: half the
+ * context for the prompt.
  */
 function assemble(repository: string, dirs: Record<keyof typeof VLLM_MODELS, string>): void {
   for (const [key, m] of Object.entries(VLLM_MODELS)) {
-    const settings: VllmModelSettings = {
-      modelPath: path.resolve(dirs[key as keyof typeof VLLM_MODELS]),
-      device: "cpu",
-      dtype: "float32",
-      tensorParallel: 1,
-      gpuMemoryUtilization: 0.9,
-      maxModelLen: m.context,
-      kvCacheGiB: 1,
-      maxNumSeqs: MAX_NUM_SEQS,
+    const limits = {
+      context: m.context,
       maxInputLen: m.context / 2,
       maxOutputLen: m.context / 2,
-      maxPromptBytes: 32 * m.context,
-      maxLogprobs: MAX_LOGPROBS,
-      enforceEager: true,
+      maxNumSeqs: MAX_NUM_SEQS,
     };
-    writeVllmRepository(repository, settings, m.name);
+    writeVllmRepository(repository, cpuSettings(dirs[key as keyof typeof VLLM_MODELS], limits), m.name);
   }
 }
 
@@ -117,32 +102,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
     rmSync(repository, { recursive: true, force: true });
     assemble(repository, checkpoints(python, work));
     log(`checkpoints and the vLLM repository ready in ${Math.round((Date.now() - started) / 1000)} s`);
-    const stateFile = path.join(work, "vllm.server.json");
-    const serverLog = path.join(work, "vllm.tritonserver.log");
-    const server = spawn(
-      "bash",
-      [
-        path.join(ROOT, "test/triton/server.sh"),
-        "--model-repository",
-        repository,
-        "--python-venv",
-        path.dirname(path.dirname(python)),
-        "--state-file",
-        stateFile,
-        "--log",
-        serverLog,
-        "--ready-timeout",
-        "900",
-        "--watch-pid",
-        String(process.pid),
-      ],
-      { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] },
-    );
-    stoppers.push(() => stop(server));
+    const server = startVllmServer(work, "vllm", repository, python);
+    stoppers.push(server.stop);
     // The FT stand-in starts while vLLM loads: its synth and server need no vLLM.
     const ftServer = await startTritonDecoupled(work, STEP_MS);
     stoppers.push(ftServer.stop);
-    const vllmState = await waitForState(server, stateFile, 960_000);
+    const vllmState = await server.ready;
     log(`vLLM tritonserver ready at grpc ${vllmState.grpc} in ${Math.round((Date.now() - started) / 1000)} s`);
 
     const chatTemplate = findPreset(CHAT_PRESET)?.chatTemplate;
@@ -152,7 +117,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       maxInputLen: m.context / 2,
       maxOutputLen: m.context / 2,
       maxBatchSize: MAX_NUM_SEQS,
-      vocab: VOCAB,
+      vocab: TINY_VOCAB,
       chatTemplate,
       // As infra/plan/gateway.ts renders a vLLM model.
       engine: "vllm",
@@ -198,10 +163,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     stoppers.push(gateway.stop);
     log(`gateway ${gateway.gateway.url} (FT ${ft.id}, vLLM ${models.gpt2.id} and ${models.neox.id})`);
     project.provide("vllmGateway", {
-      vllm: { grpc: vllmState.grpc, log: serverLog, python, models },
+      vllm: { grpc: vllmState.grpc, log: server.log, python, models },
       ft,
       gateway: gateway.gateway,
-      vllmServerPid: server.pid ?? -1,
+      vllmServerPid: server.pid,
     });
   } catch (error) {
     for (const s of stoppers.reverse()) await s();

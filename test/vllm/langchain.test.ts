@@ -7,7 +7,7 @@
 import { ChatOpenAI, OpenAI as LangChainOpenAI } from "@langchain/openai";
 import OpenAI from "openai";
 import { describe, expect, inject, it } from "vitest";
-import { MAX_LOGPROBS } from "./gatewaySetup";
+import { MAX_LOGPROBS } from "./tinyModels";
 
 const h = inject("vllmGateway");
 const GPT2 = h.vllm.models.gpt2;

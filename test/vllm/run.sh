@@ -9,7 +9,9 @@
 #      real CPU tritonserver (nvidia-pytriton, test/triton/server.sh) running the
 #      project's vLLM model (images/vllm), compared token by token with Hugging
 #      Face transformers' greedy generation (test_vllm_server.py);
-#   3. vitest: the gateway in front of the vLLM model beside the FT stand-in (test/vllm/*.test.ts).
+#   3. vitest: the gateway in front of the vLLM model beside the FT stand-in (test/vllm/*.test.ts);
+#   4. vitest: the gateway suite (test/gateway) in vLLM mode, GATEWAY_UPSTREAM=vllm: its gateways in
+#      front of the vLLM model alone, every file and test that does not need the FT stand-in.
 # The runner's set-up and clean-up are the shared ones (test/lib/suite.sh).
 # With TEST_REPORT_DIR set, the JUnit report goes to vllm.xml there.
 set -euo pipefail
@@ -63,6 +65,26 @@ if ((gateway_status != 0)); then
   if [[ -n ${TEST_REPORT_DIR:-} ]]; then
     python3 test/lib/junit_setup_failure.py "$TEST_REPORT_DIR/vllm-gateway.xml" "$TEST_REPORT_DIR/vllm-gateway-setup.xml" \
       test/vllm "vLLM gateway setup (tritonservers or gateway; see the [vllm-gateway-setup] lines above)"
+  fi
+fi
+
+# 4. The gateway suite with its models on vLLM (test/gateway/vllmUpstream.ts: one vLLM tritonserver, both models).
+log "phase: the gateway suite in vLLM mode (vitest, test/gateway/vitest.config.mts, GATEWAY_UPSTREAM=vllm)"
+phase=$SECONDS
+suite_status=0
+vitest_args=(run --config test/gateway/vitest.config.mts --reporter=default)
+if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+  vitest_args+=(--reporter=junit --outputFile.junit="$TEST_REPORT_DIR/vllm-gateway-suite.xml")
+fi
+GATEWAY_UPSTREAM=vllm GATEWAY_TEST_WORK="$SUITE_WORK/gateway-suite" npx --no-install vitest "${vitest_args[@]}" ||
+  suite_status=$?
+log "gateway suite in vLLM mode finished in $((SECONDS - phase))s (status $suite_status)"
+if ((suite_status != 0)); then
+  status=1
+  if [[ -n ${TEST_REPORT_DIR:-} ]]; then
+    python3 test/lib/junit_setup_failure.py "$TEST_REPORT_DIR/vllm-gateway-suite.xml" \
+      "$TEST_REPORT_DIR/vllm-gateway-suite-setup.xml" test/gateway \
+      "gateway suite in vLLM mode: setup (vLLM tritonserver, store or gateways; see the [gateway-setup] lines above)"
   fi
 fi
 log "done in $((SECONDS - SUITE_START))s, status $status"
