@@ -98,6 +98,11 @@ export interface BuildPipelineArgs {
     readonly connection: command.types.input.remote.ConnectionArgs;
     /** Its instance: a replaced host re-runs its steps (the image is then found in ECR by its tag). */
     readonly instanceId: pulumi.Input<string>;
+    /**
+     * Its instance type: a new one is applied by a stop, the change and a start
+     * (the AWS provider), so it is in the restart trigger and the stop runs again after it.
+     */
+    readonly instanceType: string;
     /** Free disk its readiness check requires (model/sizing.ts compileHostDiskGiB less the OS). */
     readonly requiredFreeGiB: number;
   };
@@ -308,6 +313,7 @@ export class BuildPipeline extends pulumi.ComponentResource {
             privateKey: conn.privateKey,
           },
           secretEnv: [],
+          instanceType: c.instanceType,
         }),
       );
     const running = this.args.stopBuilderWhenDone

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { sha256 } from "../../infra/plan/hash";
 import { builderRestartTrigger, type RestartMaterial } from "../../infra/plan/restart";
 import { gpt2Config } from "../lib/fixtures";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
@@ -88,5 +89,25 @@ describe("restarting a stopped builder", () => {
   it("is stable otherwise, and holds no secret in clear", () => {
     expect(builderRestartTrigger(structuredClone(base))).toBe(t0);
     expect(t0).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("changes with the compile host's instance type, which no command reads: the type change starts a stopped host, and the stop must run again", () => {
+    const host = { ...base, instanceType: "c7i.12xlarge" };
+    expect(builderRestartTrigger({ ...host, instanceType: "c7i.48xlarge" })).not.toBe(builderRestartTrigger(host));
+  });
+
+  it("hashes a material without an instance type as before the type was added, so no live builder restarts for it", () => {
+    const c = base.connection;
+    const before = sha256(
+      JSON.stringify({
+        steps: base.stepHashes,
+        commands: base.commands,
+        instanceId: base.instanceId,
+        deploy: base.deployValues,
+        connection: [c.host, c.user, c.port, c.hostKey, sha256(c.privateKey ?? "")],
+        secretEnv: base.secretEnv.map((v) => sha256(v)),
+      }),
+    );
+    expect(t0).toBe(before);
   });
 });
