@@ -11,12 +11,7 @@
  *   when the triton-with-ft step itself re-runs, which the above covers (and
  *   it is unknown until the builder has run);
  * - the connection (address, user, port, pinned host key, private key) and
- *   the secret environment, the secrets only as hashes;
- * - on the compile host, its instance type, though no command reads it: the
- *   AWS provider changes an instance's type by stopping it, modifying it and
- *   starting it again, whatever state it was in, so a new type (the plan's
- *   pick, catalog/compileHosts.ts) would leave a stopped host running with no
- *   step to stop it after. With the type in the trigger, the stop runs again.
+ *   the secret environment, the secrets only as hashes.
  * Pure.
  */
 import { sha256 } from "./hash";
@@ -29,13 +24,6 @@ export interface RestartMaterial {
   deployValues: string[];
   connection: { host?: string; user?: string; port?: number; hostKey?: string; privateKey?: string };
   secretEnv: string[];
-  /**
-   * The host's instance type, for a host whose type changes without any step
-   * changing (the compile host, picked by the plan). Absent for the GPU
-   * builder, whose trigger stays as it was: with its type in it, every live
-   * stopped builder would start once.
-   */
-  instanceType?: string;
 }
 
 export function builderRestartTrigger(m: RestartMaterial): string {
@@ -48,7 +36,6 @@ export function builderRestartTrigger(m: RestartMaterial): string {
       deploy: m.deployValues,
       connection: [c.host, c.user, c.port, c.hostKey, sha256(c.privateKey ?? "")],
       secretEnv: m.secretEnv.map((v) => sha256(v)),
-      ...(m.instanceType === undefined ? {} : { instanceType: m.instanceType }),
     }),
   );
 }

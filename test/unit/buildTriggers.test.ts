@@ -91,12 +91,7 @@ describe("restarting a stopped builder", () => {
     expect(t0).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it("changes with the compile host's instance type, which no command reads: the type change starts a stopped host, and the stop must run again", () => {
-    const host = { ...base, instanceType: "c7i.12xlarge" };
-    expect(builderRestartTrigger({ ...host, instanceType: "c7i.48xlarge" })).not.toBe(builderRestartTrigger(host));
-  });
-
-  it("hashes a material without an instance type as before the type was added, so no live builder restarts for it", () => {
+  it("hashes what it hashed before the compile host's type was picked by a target (no live host's InstanceState is replaced)", () => {
     const c = base.connection;
     const before = sha256(
       JSON.stringify({
@@ -109,5 +104,32 @@ describe("restarting a stopped builder", () => {
       }),
     );
     expect(t0).toBe(before);
+  });
+});
+
+describe("a new compile host type on a stopped host", () => {
+  let run: ProgramRun;
+  beforeAll(async () => {
+    run = await runProgram(
+      { ...gpt2Config(), build: { ...gpt2Config().build, stopBuilderWhenDone: true } },
+      {
+        stack: "dev",
+      },
+    );
+  });
+
+  it("is stopped again after the provider's stop, change and start, by an InstanceState replaced with the type only", () => {
+    const compiler = run.one("aws:ec2/instance:Instance", "compiler");
+    const atType = run.one("aws:ec2transitgateway/instanceState:InstanceState", "build-compiler-stopped-at-type");
+    expect(atType.inputs).toEqual({ instanceId: compiler.id, state: "stopped" });
+    expect(atType.options.replacementTrigger).toBe(compiler.inputs.instanceType);
+    // After the instance (its type applied first), the compile and the compile host's own stop.
+    expect(atType.options.dependsOn).toEqual(
+      expect.arrayContaining([
+        "aws:ec2/instance:Instance::compiler",
+        "command:remote:Command::build-triton-with-ft",
+        "aws:ec2transitgateway/instanceState:InstanceState::build-compiler-stopped",
+      ]),
+    );
   });
 });
