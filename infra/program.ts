@@ -216,6 +216,7 @@ function buildSide(
             compileHost: {
               connection: connection(compiler),
               instanceId: compiler.instance.id,
+              instanceType: bp.compileHost.instanceType,
               requiredFreeGiB: bp.compileHost.requiredFreeGiB,
             },
           }

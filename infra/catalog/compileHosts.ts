@@ -31,6 +31,8 @@ export const COMPILE_HOSTS: readonly CompileHost[] = [
   { type: "c7i.8xlarge", vcpus: 32, memoryGiB: 64 },
   { type: "c7i.12xlarge", vcpus: 48, memoryGiB: 96 },
   { type: "c7i.16xlarge", vcpus: 64, memoryGiB: 128 },
+  { type: "c7i.24xlarge", vcpus: 96, memoryGiB: 192 },
+  { type: "c7i.48xlarge", vcpus: 192, memoryGiB: 384 },
 ];
 
 /** Core-seconds of the FT + backend compile for `smCount` CUDA archs (catalog/timings.ts COMPILE). */

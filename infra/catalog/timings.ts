@@ -156,8 +156,17 @@ export const COMPILE = {
   perSmCoreSeconds: 12 * 3600,
   /** Share of the host's vCPUs the build keeps busy: the configure, the FT clone and the final links are serial. */
   parallelEfficiency: 0.7,
-  /** The plan picks the smallest compile host whose compile fits this (catalog/compileHosts.ts). */
-  targetSeconds: 30 * 60,
+  /**
+   * The plan picks the smallest compile host whose compile fits this, else the
+   * largest (catalog/compileHosts.ts). A policy, not a rate: the compile is on
+   * every first deploy's critical path, while the host runs for well under an
+   * hour per build. 10 minutes puts every SM list on the largest c7i (one SM:
+   * 7.1 min, $5.62 a build in us-east-1; 29 min and $2.17 on the c7i.12xlarge
+   * of a 30-minute target), and keeps the compile growing with the SM count: a
+   * target a smaller host meets for one SM (15 min: c7i.24xlarge, 14.3 min)
+   * would give two SMs the larger host and a shorter compile (12.5 min).
+   */
+  targetSeconds: 10 * 60,
   /** Compile host's first boot to ready: cloud-init and the Docker check (no GPU, no git-lfs install). */
   hostReadySeconds: 5 * 60,
 } as const;

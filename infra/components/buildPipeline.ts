@@ -98,6 +98,13 @@ export interface BuildPipelineArgs {
     readonly connection: command.types.input.remote.ConnectionArgs;
     /** Its instance: a replaced host re-runs its steps (the image is then found in ECR by its tag). */
     readonly instanceId: pulumi.Input<string>;
+    /**
+     * Its instance type. A new one is applied in place by a stop, the change
+     * and a start, whatever state the host was in (the AWS provider:
+     * hashicorp/terraform-provider-aws#1998), so with stopBuilderWhenDone a
+     * further InstanceState, replaced with the type, stops it again after.
+     */
+    readonly instanceType: string;
     /** Free disk its readiness check requires (model/sizing.ts compileHostDiskGiB less the OS). */
     readonly requiredFreeGiB: number;
   };
@@ -341,10 +348,20 @@ export class BuildPipeline extends pulumi.ComponentResource {
       const cmd = s.host === "compiler" ? commands[s.id] : undefined;
       return cmd ? [cmd] : [];
     });
-    new aws.ec2transitgateway.InstanceState(
+    const stopped = new aws.ec2transitgateway.InstanceState(
       `${this.name}-compiler-stopped`,
       { instanceId: this.args.compileHost.instanceId, state: "stopped" },
       { parent: this, dependsOn: done, replacementTrigger: compiler.restart },
+    );
+    // A new instance type (the plan's pick) starts the host with no step to
+    // stop it. The type is kept out of the restart trigger above, which would
+    // replace both InstanceStates of every live compile host; this one is
+    // created on a live stack's next up (after the type change, since its
+    // instanceId waits for the instance) and replaced only when the type moves.
+    new aws.ec2transitgateway.InstanceState(
+      `${this.name}-compiler-stopped-at-type`,
+      { instanceId: this.args.compileHost.instanceId, state: "stopped" },
+      { parent: this, dependsOn: [...done, stopped], replacementTrigger: this.args.compileHost.instanceType },
     );
   }
 

@@ -31,6 +31,12 @@ export interface RecordedOptions {
   protect?: boolean;
   /** undefined when the option was not given. */
   retainOnDelete?: boolean;
+  /**
+   * The `replacementTrigger` value as sent; undefined when not given. A new
+   * value replaces the resource, so live stacks' values are pinned
+   * (test/unit/urns.test.ts).
+   */
+  replacementTrigger?: unknown;
 }
 
 export interface AliasSpec {
@@ -58,6 +64,8 @@ interface RegisterRequest {
   hasProtect?(): boolean;
   getRetainondelete?(): boolean | undefined;
   hasRetainondelete?(): boolean;
+  hasReplacementTrigger?(): boolean;
+  getReplacementTrigger?(): { toJavaScript(): unknown } | undefined;
 }
 
 interface AliasMessage {
@@ -124,6 +132,7 @@ export function optionsOf(req: RegisterRequest): RecordedOptions {
     aliases: aliases.length > 0 ? aliases.map(aliasOf) : (req.getAliasurnsList?.() ?? []).map((urn) => ({ urn })),
     protect: req.hasProtect?.() ? req.getProtect?.() : undefined,
     retainOnDelete: req.hasRetainondelete?.() ? req.getRetainondelete?.() : undefined,
+    replacementTrigger: req.hasReplacementTrigger?.() ? req.getReplacementTrigger?.()?.toJavaScript() : undefined,
   };
 }
 

@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { sha256 } from "../../infra/plan/hash";
 import { builderRestartTrigger, type RestartMaterial } from "../../infra/plan/restart";
 import { gpt2Config } from "../lib/fixtures";
 import { runProgram, type ProgramRun } from "../lib/pulumi";
@@ -88,5 +89,47 @@ describe("restarting a stopped builder", () => {
   it("is stable otherwise, and holds no secret in clear", () => {
     expect(builderRestartTrigger(structuredClone(base))).toBe(t0);
     expect(t0).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("hashes what it hashed before the compile host's type was picked by a target (no live host's InstanceState is replaced)", () => {
+    const c = base.connection;
+    const before = sha256(
+      JSON.stringify({
+        steps: base.stepHashes,
+        commands: base.commands,
+        instanceId: base.instanceId,
+        deploy: base.deployValues,
+        connection: [c.host, c.user, c.port, c.hostKey, sha256(c.privateKey ?? "")],
+        secretEnv: base.secretEnv.map((v) => sha256(v)),
+      }),
+    );
+    expect(t0).toBe(before);
+  });
+});
+
+describe("a new compile host type on a stopped host", () => {
+  let run: ProgramRun;
+  beforeAll(async () => {
+    run = await runProgram(
+      { ...gpt2Config(), build: { ...gpt2Config().build, stopBuilderWhenDone: true } },
+      {
+        stack: "dev",
+      },
+    );
+  });
+
+  it("is stopped again after the provider's stop, change and start, by an InstanceState replaced with the type only", () => {
+    const compiler = run.one("aws:ec2/instance:Instance", "compiler");
+    const atType = run.one("aws:ec2transitgateway/instanceState:InstanceState", "build-compiler-stopped-at-type");
+    expect(atType.inputs).toEqual({ instanceId: compiler.id, state: "stopped" });
+    expect(atType.options.replacementTrigger).toBe(compiler.inputs.instanceType);
+    // After the instance (its type applied first), the compile and the compile host's own stop.
+    expect(atType.options.dependsOn).toEqual(
+      expect.arrayContaining([
+        "aws:ec2/instance:Instance::compiler",
+        "command:remote:Command::build-triton-with-ft",
+        "aws:ec2transitgateway/instanceState:InstanceState::build-compiler-stopped",
+      ]),
+    );
   });
 });

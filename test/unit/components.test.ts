@@ -236,6 +236,7 @@ describe("BuildPipeline", () => {
           compileHost: {
             connection: { host: "203.0.113.20", user: "ubuntu", privateKey: pulumi.secret("key") },
             instanceId: "i-0fedcba9876543210",
+            instanceType: "c7i.48xlarge",
             requiredFreeGiB: 60,
           },
         });

@@ -10,7 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseStackFile } from "../../infra/synth/stackFile";
-import { runProgram, type RunOptions } from "../lib/pulumi";
+import { runProgram, unwrapSecrets, type RunOptions } from "../lib/pulumi";
 import { SEED_CANARY_STACK, SEED_MODELS_STACK, stackFileConfig, toModelsForm } from "../lib/modelsForm";
 
 const ROOT = join(__dirname, "..", "..");
@@ -90,6 +90,53 @@ describe("resource names (URNs) of the committed stacks", () => {
       const pinned = JSON.parse(readFileSync(file, "utf8")) as string[];
       expect(run.urns.length).toBeGreaterThan(20);
       expect(run.urns).toEqual(pinned);
+    });
+  }
+});
+
+/**
+ * Replacement triggers of the live stacks' resources, as main registered them
+ * before a change: a new value makes `pulumi up` replace the resource (for the
+ * builders' InstanceStates, start or stop a host), so every resource pinned
+ * here (null: it has none) must keep its value; a resource not pinned is one
+ * the live stack does not have (a creation). The test stacks under test/stacks
+ * count as live. A wanted change updates the snapshot in the
+ * same commit (UPDATE_TRIGGER_SNAPSHOTS=1), saying why.
+ */
+const TRIGGER_SNAPSHOTS = join(__dirname, "golden", "replacementTriggers");
+const TRIGGER_CASES: Case[] = [
+  ...CASES.filter((c) => c.snapshot === undefined),
+  {
+    name: "seed-mixed",
+    stack: "seed-models",
+    config: () => stackFileConfig("test/stacks/models/Pulumi.seed-mixed.yaml"),
+  },
+  ...["gptj-g6-tp4", "gptj-p5", "neox20b-g6e"].map((n) => ({
+    name: n,
+    stack: n,
+    config: () => stackFileConfig(`test/stacks/gpus/Pulumi.${n}.yaml`),
+  })),
+];
+
+describe("replacement triggers of the live stacks", () => {
+  for (const c of TRIGGER_CASES) {
+    it(`${c.name}: no resource of the stack as it is live gets a new trigger (nothing is replaced)`, async () => {
+      const run = await runProgram(c.config(), { stack: c.stack, secrets: c.secrets });
+      // Every resource, null where it has no trigger: a trigger given to a live resource is a change too.
+      const triggers: Record<string, unknown> = Object.fromEntries(
+        run.resources.map((r) => [`${r.type}::${r.name}`, unwrapSecrets(r.options.replacementTrigger) ?? null]),
+      );
+      const file = join(TRIGGER_SNAPSHOTS, `${c.name}.json`);
+      if (process.env.UPDATE_TRIGGER_SNAPSHOTS === "1" || !existsSync(file)) {
+        writeFileSync(file, JSON.stringify(triggers, null, 2) + "\n");
+        if (process.env.UPDATE_TRIGGER_SNAPSHOTS !== "1")
+          throw new Error(`wrote missing trigger snapshot ${file}; commit it`);
+      }
+      const pinned = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+      expect(Object.keys(pinned).length).toBeGreaterThan(20);
+      // A resource not pinned is new (a creation, its trigger free); a pinned one missing would be a rename.
+      const kept = Object.fromEntries(Object.keys(pinned).map((k) => [k, triggers[k]]));
+      expect(kept).toEqual(pinned);
     });
   }
 });
