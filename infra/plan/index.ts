@@ -18,7 +18,7 @@ import { launchPlan, vllmLaunchPlan, type LaunchPlan } from "./launch";
 import { maxPromptBytes } from "./modelRepository";
 import { renderVllmRepository, type ShippedTree } from "./vllmRepository";
 import { vllmBaseImage, vllmStepDefinitions } from "./vllmSteps";
-import type { CpuBuilderPlan } from "./cpuBuilder";
+import { cpuBuilderPlan, type CpuBuilderPlan } from "./cpuBuilder";
 import type { ResolvedVllm } from "../config/stack";
 import {
   MODEL_REPOSITORY_DIR,
@@ -408,6 +408,8 @@ function buildVllmPlan(
   const { model, config } = stack;
   const s = config.serving;
   const smList = opts.smList ?? stackSmList(stack);
+  // A CPU-built stack's model planned on its own (a stack of one) gets its own CPU builder.
+  const cpu = opts.cpuBuilder ?? (stack.cpuBuilder ? cpuBuilderPlan([stack]) : undefined);
   const tp = s.tensorParallel;
   const work = opts.canary?.workTree ?? builderWorkTree(model.name);
   const fetch = fetchPlan(model, work);
@@ -441,7 +443,7 @@ function buildVllmPlan(
     launch,
     modelRepository,
     smList,
-    ...(opts.cpuBuilder ? { cpuBuilder: true } : {}),
+    ...(cpu ? { cpuBuilder: true } : {}),
   });
   const steps = opts.scope ? scopeSteps(defined, opts.scope) : defined;
   const fingerprint = imageFingerprint(defined, hashPath);
@@ -463,7 +465,7 @@ function buildVllmPlan(
     },
     // vLLM batches inside the model (one decoupled instance); Triton's dynamic batcher is not used.
     serving: servingSection(stack, { customAllReduce: false, dynamicBatching: false }),
-    build: buildSection(stack, opts, smList, undefined),
+    build: buildSection(stack, { ...opts, ...(cpu ? { cpuBuilder: cpu } : {}) }, smList, undefined),
     fetch,
     launch,
     modelRepository,
