@@ -192,15 +192,20 @@ describe("the GPU builder's settings on a CPU-built stack", () => {
   });
 });
 
-describe("the CPU builder's cost and time", () => {
+/** The committed vLLM-only stack's estimate, as synth computes it. */
+function seedVllmReport(): ReturnType<typeof estimateCost> {
   const raw = stackFileConfig(SEED_VLLM_STACK);
-  const { stack, models } = resolveStack(raw, noSecrets, { stackName: "seed-vllm", today: TODAY });
-  if (!stack || !models) throw new Error("seed-vllm does not resolve");
+  const { stack, models, problems } = resolveStack(raw, noSecrets, { stackName: "seed-vllm", today: TODAY });
+  if (!stack || !models) throw new Error(JSON.stringify(problems, null, 2));
   const sp = buildStackPlan(models, "seed-vllm", hasher);
-  const r = estimateCost(costInput(stack, models, sp, { stackName: "seed-vllm", region: "us-east-1", today: TODAY }));
+  return estimateCost(costInput(stack, models, sp, { stackName: "seed-vllm", region: "us-east-1", today: TODAY }));
+}
+
+describe("the CPU builder's cost and time", () => {
   const m7i = PRICE_TABLE.regions["us-east-1"]?.ec2OnDemandHourly.usd["m7i.xlarge"];
 
   it("prices the CPU builder at its own instance type: a CPU builder line, no GPU builder", () => {
+    const r = seedVllmReport();
     const builderLines = r.items.filter((i) => i.id.startsWith("builder-"));
     expect(builderLines.length).toBeGreaterThan(0);
     for (const l of builderLines) expect(l.label).toMatch(/^CPU builder \(m7i\.xlarge\): /);
@@ -213,7 +218,7 @@ describe("the CPU builder's cost and time", () => {
   });
 
   it("starts each model's critical path with the CPU builder's launch, and has no compile or GPU step on it", () => {
-    for (const m of r.models) {
+    for (const m of seedVllmReport().models) {
       const steps = m.criticalPath.map((s) => s.step);
       expect(steps[0], m.id).toBe("CPU builder launch");
       expect(steps, m.id).not.toContain("triton-with-ft");
