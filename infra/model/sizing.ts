@@ -157,13 +157,13 @@ export function bakeFreeDiskGiB(family: Family, arch: ModelArch): number {
 export function vllmBuilderFreeDiskGiB(models: ReadonlyArray<{ family: Family; arch: ModelArch }>): number {
   const kept = models.reduce((sum, m) => {
     const p = parameterCount(m.family, m.arch);
-    return sum + p * 4 /* checkpoint */ + p * 4 /* the server image's copy */;
+    return sum + p * 4 /* checkpoint */ + p * 4; /* the server image's copy */
   }, 0);
   const transient = Math.max(
     0,
     ...models.map((m) => {
       const p = parameterCount(m.family, m.arch);
-      return (m.family === "codegen" ? p * 4 /* re-laid out as GPT-J */ : 0) + p * 4 /* build context */;
+      return (m.family === "codegen" ? p * 4 /* re-laid out as GPT-J */ : 0) + p * 4; /* build context */
     }),
   );
   return Math.ceil((2 * VLLM_ASSUMED.baseImageBytes + kept + transient) / GiB);
