@@ -85,6 +85,19 @@ describe("the builder a stack gets", () => {
     expect(sp.models[1]?.plan.build.builderInstanceType).toBe("g5.xlarge");
   });
 
+  it("keeps the server image's fingerprint a GPU builder gives (a promoted stack, which builds nothing, compares it)", () => {
+    const [stack] = resolved(tinyOnVllm());
+    if (!stack) throw new Error("no stack");
+    const { cpuBuilder, ...onGpu } = stack;
+    expect(cpuBuilder).toBe(true);
+    const cpu = planOf(stack);
+    const gpu = planOf(onGpu);
+    expect(cpu.buildSteps.find((s) => s.id === "host-ready")?.script).not.toBe(
+      gpu.buildSteps.find((s) => s.id === "host-ready")?.script,
+    );
+    expect(cpu.image.fingerprint).toBe(gpu.image.fingerprint);
+  });
+
   it("an FT-only stack's plan has no CPU builder", () => {
     const [stack] = resolved(gpt2Config());
     if (!stack) throw new Error("no stack");
