@@ -107,7 +107,7 @@ function modelLines(plan: Plan, stack: ResolvedStack): string[] {
     `serving: ${plan.serving.instanceType} (${plan.serving.gpuModel}), TP ${plan.serving.tensorParallel}, max batch ${plan.serving.maxBatchSize}, input/output ${plan.serving.maxInputLen}/${plan.serving.maxOutputLen}, custom all-reduce ${plan.serving.customAllReduce ? "on" : "off"}`,
     `GPU memory per GPU: ${mem.total} GiB (weights ${mem.weights}, KV cache ${mem.kvCache}, headroom ${mem.headroom}) of ${stack.servingInstance.gpuMemoryGiB} GiB`,
     vllm
-      ? `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk (fetch and bake only)`
+      ? `builder: ${plan.build.builderInstanceType}${stack.cpuBuilder ? " (CPU, no GPU)" : ""}, ${plan.build.builderDiskGiB} GiB disk (fetch and bake only)`
       : `builder: ${plan.build.builderInstanceType}, ${plan.build.builderDiskGiB} GiB disk; triton_with_ft ${plan.build.tritonVersion}, SM ${plan.build.smList.join(",")}`,
     ...engine,
     `launch: ${Object.entries(plan.launch.env)
@@ -139,7 +139,9 @@ function stackSummary(
   }
   for (const b of sp.builders)
     lines.push(
-      `builder ${b.name}: ${b.instanceType} (${b.gpuModel}), ${b.diskGiB} GiB disk; builds triton_with_ft for SM ${b.smList.join(",")}; converts ${b.models.join(", ")}`,
+      b.cpu
+        ? `builder ${b.name}: ${b.instanceType} (CPU: ${b.cpu.vcpus} vCPUs, ${b.cpu.memoryGiB} GiB; no GPU), ${b.diskGiB} GiB disk; fetches and bakes ${b.models.join(", ")} (vLLM only: no triton_with_ft, conversion or gemm)`
+        : `builder ${b.name}: ${b.instanceType} (${b.gpuModel}), ${b.diskGiB} GiB disk; builds triton_with_ft for SM ${b.smList.join(",")}; converts ${b.models.join(", ")}`,
     );
   return [...lines, ...shared];
 }

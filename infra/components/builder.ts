@@ -1,6 +1,9 @@
 /**
  * The GPU build host: an EC2 instance of the serving GPU model running the AWS
  * Deep Learning AMI (driver, Docker and the NVIDIA container toolkit preinstalled),
+ * or, for a stack whose every model is served by vLLM, a CPU instance the plan
+ * picks (plan/cpuBuilder.ts) booting the same AMI with its driver idle, as the
+ * compile host does;
  * reachable over SSH only from the configured CIDRs, allowed to push and pull
  * exactly the stack's two ECR repositories.
  */
@@ -12,7 +15,7 @@ import { hostKeyParameterName, hostKeyReadStatement } from "../cloud/hostKey";
 import { EC2_ASSUME_ROLE_POLICY, builderEcrPolicy } from "../cloud/iam";
 
 export interface BuilderArgs {
-  /** EC2 GPU instance type (catalog-checked: the serving GPU model, enough RAM to convert). */
+  /** EC2 instance type: a GPU type (catalog-checked: the serving GPU model, enough RAM to convert), or a vLLM-only stack's CPU type (catalog/cpuBuilders.ts). */
   readonly instanceType: string;
   /** Root volume in GiB (the plan's build.builderDiskGiB). */
   readonly diskGiB: number;

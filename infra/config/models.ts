@@ -129,6 +129,19 @@ function checkBuilderList(builders: string[], servingTypes: string[], add: Add):
   }
 }
 
+/**
+ * Whether the stack builds on a CPU builder (issue 37): it builds at all (no
+ * build.promoteFrom) and every model is served by vLLM, whose fetch and bake
+ * need no GPU. One FT model keeps every builder a GPU builder as before, and a
+ * vLLM model then bakes on its GPU model's builder. A canary is built with its
+ * model's engine, so it follows its model.
+ */
+export function buildsOnCpu(parsed: Pick<ParsedConfig, "model" | "models" | "build">): boolean {
+  if (parsed.build.promoteFrom) return false;
+  const engines = parsed.models ? Object.values(parsed.models).map((e) => e.engine) : [parsed.model?.engine];
+  return engines.length > 0 && engines.every((e) => e === "vllm");
+}
+
 /** The per-model views of a parsed config; problems of the forms themselves go to `add`. */
 export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, add: Add): ModelView[] {
   const { model, models, build, ...rest } = parsed;
@@ -185,7 +198,9 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
     );
   const rawModels = isRecord(raw.models) ? raw.models : {};
   const entries = Object.entries(models);
-  if (Array.isArray(build.builderInstanceType))
+  // A CPU-built stack has no GPU builder to match (resolve/engine.ts refuses the key there).
+  const gpuBuilders = !buildsOnCpu(parsed);
+  if (gpuBuilders && Array.isArray(build.builderInstanceType))
     checkBuilderList(
       build.builderInstanceType,
       entries.map(([, e]) => e.instanceType),
@@ -199,7 +214,7 @@ export function modelViews(parsed: ParsedConfig, raw: Record<string, unknown>, a
       entry,
       rawModels[id],
       { ...rest, serving: stackServing },
-      build,
+      gpuBuilders ? build : { ...build, builderInstanceType: firstBuilder(build) },
       raw,
       add,
     ),

@@ -176,11 +176,11 @@ export const buildSchema = z
       .union([z.string(), z.array(z.string()).min(1)])
       .default("g5.4xlarge")
       .describe(
-        "EC2 GPU instance for conversion and gpt_gemm; must have the serving GPU model and enough RAM. With triton-ft:models on several GPU models: a list, one instance per serving GPU model (models on one GPU model share its builder).",
+        "EC2 GPU instance for conversion and gpt_gemm; must have the serving GPU model and enough RAM. With triton-ft:models on several GPU models: a list, one instance per serving GPU model (models on one GPU model share its builder). Refused when every model is served by vLLM: such a stack builds on a CPU instance the plan picks (docs/build.md, The CPU builder).",
       ),
     builderDiskGiB: positiveInt
       .optional()
-      .describe("Builder root volume in GiB.")
+      .describe("Builder root volume in GiB (a vLLM-only stack's CPU builder's too).")
       .meta(unsetMeans('a size derived from the model (docs/config-reference.md, "Sizing formulas")')),
     builderAmiId: z
       .string()

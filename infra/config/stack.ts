@@ -56,7 +56,14 @@ export interface ResolvedStack {
   vllm?: ResolvedVllm;
   model: ResolvedModel;
   servingInstance: GpuInstance;
+  /** build.builderInstanceType's GPU instance; never launched when `cpuBuilder` is set. */
   builderInstance: GpuInstance;
+  /**
+   * Set when every model of the stack is served by vLLM (config/models.ts buildsOnCpu):
+   * the stack builds on a CPU builder the plan picks (catalog/cpuBuilders.ts, plan/stack.ts).
+   * Absent: the model builds on its GPU model's builder, as before issue 37.
+   */
+  cpuBuilder?: true;
   gemm: GemmShape;
   memory: GpuMemoryEstimate;
   builderDiskGiB: number;

@@ -131,7 +131,11 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): Model
       baseBytes: s.vllm ? VLLM_ASSUMED.baseImageBytes : TRITON_WITH_FT_IMAGE_BYTES,
       weightsBytes: fp16WeightBytes(s.model.family, s.model.arch),
     },
-    build: { builder, steps: withCompileHost(plan.buildSteps, estimates, plan.build.tritonWithFtFrom !== undefined) },
+    build: {
+      builder,
+      steps: withCompileHost(plan.buildSteps, estimates, plan.build.tritonWithFtFrom !== undefined),
+      ...(s.cpuBuilder ? { cpu: true } : {}),
+    },
     serving: {
       nodeBootSeconds: NODE_BOOT_SECONDS[inst.gpuModel],
       pullSeconds: k.pullSeconds,
@@ -252,7 +256,7 @@ function buildHosts(s: ResolvedStack, sp: StackPlan, promoted: boolean): Builder
     stopWhenDone: s.config.build.stopBuilderWhenDone,
   };
   return sp.builders.flatMap((b): BuilderCostInput[] => [
-    { id: b.name, instanceType: b.instanceType, diskGiB: b.diskGiB, ...volume },
+    { id: b.name, instanceType: b.instanceType, diskGiB: b.diskGiB, ...volume, ...(b.cpu ? { cpu: true } : {}) },
     ...(compiles && b.compileHost.name !== ""
       ? [
           {

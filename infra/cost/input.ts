@@ -81,8 +81,11 @@ export interface ModelCostInput {
   };
   /** The server image: triton_with_ft plus this model's fp16 weights layer. */
   image: { baseBytes: number; weightsBytes: number };
-  /** The build steps that produce this model's image, and the builder that runs them. */
-  build: { builder: string; steps: StepTiming[] };
+  /**
+   * The build steps that produce this model's image, and the builder that runs them;
+   * `cpu`: that builder is a vLLM-only stack's CPU instance (plan/cpuBuilder.ts), absent for a GPU builder.
+   */
+  build: { builder: string; steps: StepTiming[]; cpu?: boolean };
   /** The serving side's timings (catalog/timings.ts rates applied by the adapter). */
   serving: {
     nodeBootSeconds: number;
@@ -116,6 +119,11 @@ export interface BuilderCostInput {
    * triton_with_ft it compiles. It runs from its launch until that step ends.
    */
   compilesFor?: string;
+  /**
+   * A vLLM-only stack's CPU builder (plan/cpuBuilder.ts): no GPU, priced at its own instance type.
+   * @default false: a GPU builder (or a compile host)
+   */
+  cpu?: boolean;
 }
 
 /** A repository the stack keeps images in: a base stored once, and one layer set per kept image. */

@@ -369,8 +369,8 @@ function loadBalancerLines(stack: StackCostInput, r: RegionPrices): LineItem[] {
 /** A builder's month: its volume and address always; its instance hours only when it is never stopped. */
 function builderLines(b: StackCostInput["builders"][number], r: RegionPrices, warnings: string[]): LineItem[] {
   const hourly = instanceHourly(r, b.instanceType);
-  // A CPU compile host is billed exactly like a GPU builder; only its label differs.
-  const what = b.compilesFor ? "compile host" : "builder";
+  // A CPU compile host, and a vLLM-only stack's CPU builder, are billed exactly like a GPU builder; only the label differs.
+  const what = b.compilesFor ? "compile host" : b.cpu ? "CPU builder" : "builder";
   if (!("usd" in hourly)) warnings.push(`builder ${b.id}: no price for ${b.instanceType} (${hourly.missing})`);
   const items = [
     line({

@@ -145,7 +145,7 @@ export function estimateTime(stack: StackCostInput, m: ModelCostInput, builderLa
           assumed("EKS control plane", stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0),
           ...(sv.nodesWithCluster ? [assumed("GPU node boot", sv.nodeBootSeconds)] : []),
         ]
-      : [assumed("builder launch", launch), ...pathTo(last.id)];
+      : [assumed(m.build.cpu ? "CPU builder launch" : "builder launch", launch), ...pathTo(last.id)];
   const serve: Segment[] = [
     ...(sv.nodesWithCluster ? [] : [assumed("GPU node boot", sv.nodeBootSeconds)]),
     assumed("image pull", sv.pullSeconds),

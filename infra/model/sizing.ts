@@ -3,6 +3,8 @@
  * documented in docs/config-reference.md "Sizing formulas"; keep both in step.
  */
 import { parameterCount } from "./catalog";
+import { CPU_BUILD_BASE_RAM_GIB } from "../catalog/cpuBuilders";
+import { MEASURED, VLLM_ASSUMED } from "../catalog/timings";
 import type { Family, ModelArch } from "./types";
 
 export const GiB = 1024 ** 3;
@@ -142,3 +144,54 @@ export const HOST_READY_FREE_DISK_GIB = Math.ceil((2 * TRITON_WITH_FT_IMAGE_BYTE
 export function bakeFreeDiskGiB(family: Family, arch: ModelArch): number {
   return Math.ceil((TRITON_WITH_FT_IMAGE_BYTES + 2 * fp16WeightBytes(family, arch)) / GiB);
 }
+
+/**
+ * Free disk a vLLM-only stack's CPU builder needs (issue 37; catalog/cpuBuilders.ts),
+ * before headroom: each model's checkpoint as downloaded (up to fp32) and the
+ * server image's copy of it (vLLM serves the checkpoint as it is), side by side;
+ * the largest model's transient CodeGen re-layout and build context (the bakes
+ * take the host's lock one at a time); the Triton-with-vLLM base image twice
+ * (its compressed layers as pulled, and extracted). No triton_with_ft, no
+ * conversion output.
+ */
+export function vllmBuilderFreeDiskGiB(models: ReadonlyArray<{ family: Family; arch: ModelArch }>): number {
+  const kept = models.reduce((sum, m) => {
+    const p = parameterCount(m.family, m.arch);
+    return sum + p * 4 /* checkpoint */ + p * 4; /* the server image's copy */
+  }, 0);
+  const transient = Math.max(
+    0,
+    ...models.map((m) => {
+      const p = parameterCount(m.family, m.arch);
+      return (m.family === "codegen" ? p * 4 /* re-laid out as GPT-J */ : 0) + p * 4; /* build context */
+    }),
+  );
+  return Math.ceil((2 * VLLM_ASSUMED.baseImageBytes + kept + transient) / GiB);
+}
+
+/** The CPU builder's root volume: its free-disk need plus 50 % headroom and 40 GiB for the OS and the AMI (as builderDiskGiB). */
+export function vllmBuilderDiskGiB(models: ReadonlyArray<{ family: Family; arch: ModelArch }>): number {
+  return Math.ceil(vllmBuilderFreeDiskGiB(models) * 1.5 + 40);
+}
+
+/**
+ * Host memory a vLLM model's build needs on a CPU builder: the CodeGen
+ * re-layout holds the checkpoint and its GPT-J copy in memory (measured:
+ * catalog/timings.ts MEASURED.codegen6b.relayoutPeakRamGiB, scaled by
+ * parameters, plus 25 %); every other family's build (download, Docker build
+ * and push) takes the catalog's base allowance.
+ */
+export function vllmBuildRamBytes(family: Family, arch: ModelArch): number {
+  const base = CPU_BUILD_BASE_RAM_GIB * GiB;
+  if (family !== "codegen") return base;
+  const m = MEASURED.codegen6b;
+  const relayout = ((parameterCount(family, arch) * m.relayoutPeakRamGiB * GiB) / m.parameters) * 1.25;
+  return Math.max(base, relayout);
+}
+
+/**
+ * Free disk the CPU builder's host check insists on: the Triton-with-vLLM base
+ * image, pulled and extracted. Model-independent on purpose, as
+ * HOST_READY_FREE_DISK_GIB: fetch checks each model's own need.
+ */
+export const CPU_HOST_READY_FREE_DISK_GIB = Math.ceil((2 * VLLM_ASSUMED.baseImageBytes) / GiB);

@@ -18,6 +18,7 @@ import { launchPlan, vllmLaunchPlan, type LaunchPlan } from "./launch";
 import { maxPromptBytes } from "./modelRepository";
 import { renderVllmRepository, type ShippedTree } from "./vllmRepository";
 import { vllmBaseImage, vllmStepDefinitions } from "./vllmSteps";
+import { cpuBuilderPlan, type CpuBuilderPlan } from "./cpuBuilder";
 import type { ResolvedVllm } from "../config/stack";
 import {
   MODEL_REPOSITORY_DIR,
@@ -197,6 +198,11 @@ export interface PlanOptions {
   /** The builder's root volume when it converts several models. Default: this model's. */
   builderDiskGiB?: number;
   /**
+   * A vLLM-only stack's CPU builder (plan/cpuBuilder.ts): the model's steps run there, with its host check.
+   * @default none: the model builds on its GPU model's builder
+   */
+  cpuBuilder?: CpuBuilderPlan;
+  /**
    * Which steps this model's pipeline runs: every step (the first model's,
    * which also builds the gateway image), the host check, its builder's
    * triton_with_ft and its model steps (first model on a builder of its own),
@@ -293,8 +299,8 @@ function buildSection(
     tritonVersion: b.tritonVersion,
     backendCommit: b.backendCommit ?? "",
     ftCommit: b.ftCommit ?? "",
-    builderInstanceType: stack.builderInstance.type,
-    builderDiskGiB: opts.builderDiskGiB ?? stack.builderDiskGiB,
+    builderInstanceType: opts.cpuBuilder?.instanceType ?? stack.builderInstance.type,
+    builderDiskGiB: opts.cpuBuilder?.diskGiB ?? opts.builderDiskGiB ?? stack.builderDiskGiB,
     smList,
     ...(taken ? { tritonWithFtFrom: taken } : {}),
   };
@@ -402,6 +408,8 @@ function buildVllmPlan(
   const { model, config } = stack;
   const s = config.serving;
   const smList = opts.smList ?? stackSmList(stack);
+  // A CPU-built stack's model planned on its own (a stack of one) gets its own CPU builder.
+  const cpu = opts.cpuBuilder ?? (stack.cpuBuilder ? cpuBuilderPlan([stack]) : undefined);
   const tp = s.tensorParallel;
   const work = opts.canary?.workTree ?? builderWorkTree(model.name);
   const fetch = fetchPlan(model, work);
@@ -429,7 +437,14 @@ function buildVllmPlan(
     checkpointPath: VLLM_MODEL_DIR,
     ...rendered,
   };
-  const defined = vllmStepDefinitions({ stack, fetch, launch, modelRepository, smList });
+  const defined = vllmStepDefinitions({
+    stack,
+    fetch,
+    launch,
+    modelRepository,
+    smList,
+    ...(cpu ? { cpuBuilder: true } : {}),
+  });
   const steps = opts.scope ? scopeSteps(defined, opts.scope) : defined;
   const fingerprint = imageFingerprint(defined, hashPath);
   const shared = opts.canary?.shared ?? {};
@@ -450,7 +465,7 @@ function buildVllmPlan(
     },
     // vLLM batches inside the model (one decoupled instance); Triton's dynamic batcher is not used.
     serving: servingSection(stack, { customAllReduce: false, dynamicBatching: false }),
-    build: buildSection(stack, opts, smList, undefined),
+    build: buildSection(stack, { ...opts, ...(cpu ? { cpuBuilder: cpu } : {}) }, smList, undefined),
     fetch,
     launch,
     modelRepository,

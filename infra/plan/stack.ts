@@ -15,6 +15,8 @@
  */
 import { prometheusOperatorPresent } from "../config/autoscaling";
 import { compileHostFor } from "../catalog/compileHosts";
+import { smList } from "../catalog/gpus";
+import { cpuBuilderPlan, type CpuBuilderPlan } from "./cpuBuilder";
 import { compileHostDiskGiB, compileHostFreeDiskGiB, sharedBuilderDiskGiB } from "../model/sizing";
 import type { ResolvedStack } from "../config/stack";
 import { buildPlan, type Plan, type PlanOptions } from "./index";
@@ -56,6 +58,12 @@ export interface BuilderPlan {
   smList: number[];
   /** The CPU host that compiles that triton_with_ft (catalog/compileHosts.ts), picked from the SM list. */
   compileHost: CompileHostPlan;
+  /**
+   * A vLLM-only stack's one builder is a CPU instance (plan/cpuBuilder.ts): its vCPUs and memory.
+   * It builds no triton_with_ft (`smList` empty, no compile host) and has no GPU model (`gpuModel` "").
+   * @default none: a GPU builder
+   */
+  cpu?: { vcpus: number; memoryGiB: number };
 }
 
 export interface CompileHostPlan {
@@ -85,11 +93,33 @@ export function modelResourceName(base: string, entry: Pick<ModelPlanEntry, "id"
   return entry.first ? base : `${base}-${entry.id}`;
 }
 
+/**
+ * A vLLM-only stack's builder (resolve: ResolvedStack.cpuBuilder): one CPU instance for every model,
+ * named as a one-model stack's builder.
+ */
+function cpuBuilders(models: readonly ResolvedStack[]): { builders: BuilderPlan[]; cpu: CpuBuilderPlan } {
+  const cpu = cpuBuilderPlan(models);
+  const none = { name: "", instanceType: "", vcpus: 0, diskGiB: 0, requiredFreeGiB: 0 };
+  const builder: BuilderPlan = {
+    name: "builder",
+    instanceType: cpu.instanceType,
+    gpuModel: "",
+    diskGiB: cpu.diskGiB,
+    models: models.map((m) => m.model.name),
+    smList: [],
+    compileHost: none,
+    cpu: { vcpus: cpu.vcpus, memoryGiB: cpu.memoryGiB },
+  };
+  return { builders: [builder], cpu };
+}
+
 export function buildStackPlan(models: readonly ResolvedStack[], stackName: string, hashPath: PathHasher): StackPlan {
   if (models.length === 0) throw new Error("a stack plan needs at least one model");
-  // One builder per GPU model, in the order the models first need it.
-  const builders: BuilderPlan[] = [];
+  const onCpu = models.every((m) => m.cpuBuilder) ? cpuBuilders(models) : undefined;
+  // One builder per GPU model, in the order the models first need it; a vLLM-only stack's one CPU builder.
+  const builders: BuilderPlan[] = onCpu?.builders ?? [];
   const builderOf = models.map((m) => {
+    if (onCpu) return 0;
     const gpu = m.builderInstance.gpuModel;
     let i = builders.findIndex((b) => b.gpuModel === gpu);
     if (i < 0) {
@@ -107,7 +137,7 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     builders[i]?.models.push(m.model.name);
     return i;
   });
-  for (const [i, b] of builders.entries()) {
+  for (const [i, b] of onCpu ? [] : builders.entries()) {
     const hosted = models.filter((_, j) => builderOf[j] === i);
     const explicit = hosted[0]?.config.build.builderDiskGiB;
     b.diskGiB = explicit ?? sharedBuilderDiskGiB(hosted.map((m) => m.model));
@@ -138,9 +168,15 @@ export function buildStackPlan(models: readonly ResolvedStack[], stackName: stri
     seenBuilder.add(builder);
     const opts: PlanOptions = {
       // A promoted stack has no builder: each model's image carries its own GPU family's SMs (stackSmList).
-      smList: m.config.build.promoteFrom ? stackSmList(m) : (builders[builder]?.smList ?? stackSmList(m)),
+      // A CPU builder builds no triton_with_ft: the serving GPU's SMs alone (the budgets' compile figure never runs).
+      smList: onCpu
+        ? smList([m.servingInstance])
+        : m.config.build.promoteFrom
+          ? stackSmList(m)
+          : (builders[builder]?.smList ?? stackSmList(m)),
       ...(models.length > 1 ? { severalModels: true, prometheusOperator: operator } : {}),
       builderDiskGiB: builders[builder]?.diskGiB,
+      ...(onCpu ? { cpuBuilder: onCpu.cpu } : {}),
       ...(first ? {} : { scope: m.model.name, steps: ownHost ? "builder-and-model" : "model" }),
     };
     const plan = planOf(m, opts);

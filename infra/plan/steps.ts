@@ -195,7 +195,15 @@ function fetchTokenizerConfig(src: Pick<StepSources, "fetch">): Array<[string, C
     : [];
 }
 
-export function fetchStep(src: Pick<StepSources, "stack" | "fetch">, minutes: number): StepDefinition {
+/**
+ * `requiredFreeGiB`: the free disk fetch insists on.
+ * @default the GPU builder's model-derived footprint (model/sizing.ts fetchFreeDiskGiB)
+ */
+export function fetchStep(
+  src: Pick<StepSources, "stack" | "fetch">,
+  minutes: number,
+  requiredFreeGiB?: number,
+): StepDefinition {
   const m = src.stack.model;
   const archFile: GeneratedFile = {
     remotePath: PLAN_FILE("expected-arch.json"),
@@ -221,7 +229,7 @@ export function fetchStep(src: Pick<StepSources, "stack" | "fetch">, minutes: nu
             ["CHECK_EXPECTED_JSON", archFile.remotePath],
           ] as Array<[string, ConfigValue]>)
         : []),
-      ["REQUIRED_FREE_GIB", fetchFreeDiskGiB(m.family, m.arch)],
+      ["REQUIRED_FREE_GIB", requiredFreeGiB ?? fetchFreeDiskGiB(m.family, m.arch)],
     ],
     inputs: ["scripts/convert/check_model_config.py"],
     files: [archFile],

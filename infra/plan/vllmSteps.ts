@@ -11,7 +11,8 @@
  * Pure: no Pulumi.
  */
 import { TRITON_VLLM_IMAGE, pinnedRef } from "../catalog/images";
-import { bakeFreeDiskGiB } from "../model/sizing";
+import { bakeFreeDiskGiB, vllmBuilderFreeDiskGiB } from "../model/sizing";
+import { cpuHostReadyStep } from "./cpuBuilder";
 import type { ResolvedStack } from "../config/stack";
 import { budgetMinutes, vllmBakeEstimate } from "./budgets";
 import type { FetchPlan } from "./fetch";
@@ -30,6 +31,11 @@ export interface VllmStepSources {
   launch: LaunchPlan;
   modelRepository: { root: string; checkpointPath: string; files: RepositoryFile[]; shipped: ShippedTree[] };
   smList: number[];
+  /**
+   * The stack builds on a CPU builder (plan/cpuBuilder.ts): its own host check, and fetch's free disk from the CPU builder's sizing.
+   * @default none: the model builds on its GPU model's builder, with the GPU builder's host check
+   */
+  cpuBuilder?: boolean;
 }
 
 const MODEL_REPOSITORY_DIR = `${REMOTE.plan}/model-repository`;
@@ -117,9 +123,10 @@ function vllmBakeStep(src: VllmStepSources, minutes: number): StepDefinition {
 export function vllmStepDefinitions(src: VllmStepSources): StepDefinition[] {
   const minutes = stepMinutes(src.stack, src.smList);
   const inputs = budgetInputs(src.stack, src.smList);
+  const m = src.stack.model;
   return [
-    hostReadyStep(src, minutes["host-ready"]),
-    fetchStep(src, minutes.fetch),
+    src.cpuBuilder ? cpuHostReadyStep(minutes["host-ready"]) : hostReadyStep(src, minutes["host-ready"]),
+    fetchStep(src, minutes.fetch, src.cpuBuilder ? vllmBuilderFreeDiskGiB([m]) : undefined),
     vllmBakeStep(src, budgetMinutes(vllmBakeEstimate(inputs))),
     gatewayImageStep(minutes["gateway-image"]),
   ];

@@ -176,3 +176,27 @@ export function checkBuilderOwners(models: readonly ResolvedStack[], add: Add): 
       );
   }
 }
+
+/**
+ * A stack whose every model is served by vLLM builds on a CPU builder the plan
+ * picks (config/models.ts buildsOnCpu, catalog/cpuBuilders.ts): the settings of
+ * the GPU builder and of triton_with_ft apply to no step of it. Stack-wide keys,
+ * each reported once.
+ */
+export function checkCpuBuilder(raw: Record<string, unknown>, add: Add): void {
+  const build = isRecord(raw.build) ? raw.build : {};
+  if (build.builderInstanceType !== undefined)
+    add(
+      "build.builderInstanceType",
+      build.builderInstanceType,
+      "is the GPU builder FasterTransformer's conversion and gpt_gemm run on; every model of this stack is served by vLLM, whose fetch and bake need no GPU and run on a CPU builder the plan sizes from the models (docs/build.md, The CPU builder)",
+      "remove build.builderInstanceType (set build.builderDiskGiB to size the CPU builder's disk), or serve a model with engine ft",
+    );
+  if (build.tritonWithFtFrom !== undefined)
+    add(
+      "build.tritonWithFtFrom",
+      build.tritonWithFtFrom,
+      "takes a triton_with_ft image, which no vLLM model uses: every model of this stack is served by vLLM",
+      "remove build.tritonWithFtFrom",
+    );
+}

@@ -15,6 +15,7 @@ import {
 import {
   USABLE_GPU_FRACTION,
   builderDiskGiB,
+  vllmBuilderDiskGiB,
   nodeDiskGiB,
   conversionRamBytes,
   estimateGpuMemory,
@@ -135,6 +136,7 @@ export function checkBuilder(
   servingInstance: GpuInstance | undefined,
   add: Add,
   engine: Engine = "ft",
+  cpuBuilder = false,
 ): void {
   const a = model.arch;
   const need = toGiB(conversionRamBytes(model.family, a));
@@ -148,12 +150,12 @@ export function checkBuilder(
     );
   }
   const disk = config.build.builderDiskGiB;
-  const needDisk = builderDiskGiB(model.family, a);
+  const needDisk = cpuBuilder ? vllmBuilderDiskGiB([model]) : builderDiskGiB(model.family, a);
   if (disk !== undefined && disk < needDisk) {
     add(
       "build.builderDiskGiB",
       disk,
-      `is below the ${needDisk} GiB this model needs on the builder`,
+      `is below the ${needDisk} GiB this model needs on the ${cpuBuilder ? "CPU " : ""}builder`,
       `use at least ${needDisk}, or unset it`,
     );
   }

@@ -14,7 +14,8 @@
  * from here (docs/architecture.md "Layers").
  */
 import { isoDate } from "../catalog/eks";
-import { builderDiskGiB, nodeDiskGiB, type GpuMemoryEstimate } from "../model/sizing";
+import { findGpuInstance } from "../catalog/gpus";
+import { builderDiskGiB, nodeDiskGiB, vllmBuilderDiskGiB, type GpuMemoryEstimate } from "../model/sizing";
 import { autoscalingPlanProblem } from "./scaling";
 import { touchesDropped } from "../config/issues";
 import { PROJECT, parseConfig, type ConfigProblem, type SecretPresence, type Add } from "../config/schema";
@@ -49,11 +50,18 @@ import {
   checkVolumes,
 } from "./limits";
 import { resolveModel } from "./model";
-import { canaryNamedAfter, modelViews, type ModelView } from "../config/models";
+import { buildsOnCpu, canaryNamedAfter, modelViews, type ModelView } from "../config/models";
 import { checkCanary } from "./canary";
 import { checkPromotion, checkTritonWithFtFrom, isBuildOnlyKey, isPromoted } from "./promotion";
 import { resolveVllm } from "./vllm";
-import { checkBuilderOwners, checkEngineFamily, checkEngineSettings, checkEngineSource, checkVllm } from "./engine";
+import {
+  checkBuilderOwners,
+  checkCpuBuilder,
+  checkEngineFamily,
+  checkEngineSettings,
+  checkEngineSource,
+  checkVllm,
+} from "./engine";
 import type { ResolvedVllm } from "../config/stack";
 
 export { ConfigError, formatProblems, formatWarnings } from "./report";
@@ -117,6 +125,9 @@ export function resolveStack(
   const add = collect(problems);
   const warn = collect(warnings);
   const views = modelViews(parsed.config, raw, add);
+  // Every model on vLLM: one CPU builder for the stack (issue 37), and the GPU builder's keys refused once.
+  const cpuBuilder = buildsOnCpu(parsed.config);
+  if (cpuBuilder) checkCpuBuilder(raw, add);
   const models: ResolvedStack[] = [];
   for (const view of views) {
     const mapped =
@@ -130,10 +141,12 @@ export function resolveStack(
       seen.add(id);
       problems.push({ key, value, message, fix });
     };
-    const stack = resolveModelView(view, secrets, opts, mapped(add), mapped(warn), addName);
+    const stack = resolveModelView(view, secrets, opts, mapped(add), mapped(warn), addName, cpuBuilder);
     // models.<id>.canary: the canary is resolved as a model of its own view, then checked as a second build.
     const named = stack ? canaryNamedAfter(view, stack.model.name) : view;
-    const canary = named.canary ? resolveCanary(named, views, secrets, opts, add, warn, addName) : undefined;
+    const canary = named.canary
+      ? resolveCanary(named, views, secrets, opts, add, warn, addName, cpuBuilder)
+      : undefined;
     if (stack && view.canary && !canary) continue;
     if (stack) models.push(canary ? { ...stack, canary } : stack);
   }
@@ -162,6 +175,7 @@ function resolveCanary(
   add: Add,
   warn: Add,
   addName: Add,
+  cpuBuilder: boolean,
 ): ResolvedCanary | undefined {
   const canary = view.canary;
   if (!canary) return undefined;
@@ -180,13 +194,13 @@ function resolveCanary(
     (to: Add): Add =>
     (key, value, message, fix) =>
       to(own.keyOf(key), value, message, fix);
-  const stack = resolveModelView(own, secrets, opts, mapped(addAndFail), mapped(warn), addName);
+  const stack = resolveModelView(own, secrets, opts, mapped(addAndFail), mapped(warn), addName, cpuBuilder);
   if (failed || !stack) return undefined;
   const c = canary.settings;
   return { stack, weight: c.weight, rollback: c.rollback, promote: c.promote };
 }
 
-/** One model's view, validated as a one-model stack. */
+/** One model's view, validated as a one-model stack; `cpuBuilder`: the stack builds on a CPU builder (buildsOnCpu). */
 function resolveModelView(
   view: ModelView,
   secrets: SecretPresence,
@@ -194,6 +208,7 @@ function resolveModelView(
   add: Add,
   warn: Add,
   addName: Add,
+  cpuBuilder: boolean,
 ): ResolvedStack | undefined {
   const { config, raw } = view;
   let failed = false;
@@ -210,7 +225,10 @@ function resolveModelView(
     };
   const model = resolveModel(config, addAndFail);
   const servingInstance = knownInstance(config.serving.instanceType, "serving.instanceType", addAndFail);
-  const builderInstance = knownInstance(config.build.builderInstanceType, "build.builderInstanceType", addAndFail);
+  // On a CPU-built stack the key is refused where it is set (checkCpuBuilder): not checked again as a GPU type.
+  const builderInstance = cpuBuilder
+    ? findGpuInstance(config.build.builderInstanceType)
+    : knownInstance(config.build.builderInstanceType, "build.builderInstanceType", addAndFail);
   checkPlatform(config, opts.today ?? isoDate(new Date()), forBuild(addAndFail), forBuild(warn));
   checkPromotion(raw, config, addAndFail);
   checkTritonWithFtFrom(config, addAndFail);
@@ -250,12 +268,15 @@ function resolveModelView(
       vllm = resolveVllm(config, model, servingInstance);
       memory = checkVllm(config, model, servingInstance, vllm, addAndFail);
     }
-    if (builderInstance && !promoted) checkBuilder(config, model, builderInstance, servingInstance, addAndFail, engine);
+    if (builderInstance && !promoted)
+      checkBuilder(config, model, builderInstance, servingInstance, addAndFail, engine, cpuBuilder);
     checkNodeDisk(config, model, addAndFail);
     if (opts.stackName !== undefined)
       checkNames(opts.stackName, model.name, (...a) => ((failed = true), addName(...a)), addAndFail);
   }
-  if (servingInstance && builderInstance && !promoted) checkSameGpu(servingInstance, builderInstance, addAndFail);
+  // gpt_gemm's GPU rule: a CPU-built stack runs no gemm and launches no GPU builder.
+  if (servingInstance && builderInstance && !promoted && !cpuBuilder)
+    checkSameGpu(servingInstance, builderInstance, addAndFail);
   if (servingInstance) checkCapacity(config, servingInstance, warn);
   if (servingInstance && model) checkIdleGpus(config, servingInstance, opts.region, warn);
 
@@ -267,9 +288,12 @@ function resolveModelView(
     model,
     servingInstance,
     builderInstance,
+    ...(cpuBuilder ? { cpuBuilder: true as const } : {}),
     gemm,
     memory,
-    builderDiskGiB: config.build.builderDiskGiB ?? builderDiskGiB(model.family, model.arch),
+    builderDiskGiB:
+      config.build.builderDiskGiB ??
+      (cpuBuilder ? vllmBuilderDiskGiB([model]) : builderDiskGiB(model.family, model.arch)),
     nodeDiskGiB: config.cluster.nodeRootVolumeGiB ?? nodeDiskGiB(model.family, model.arch),
     secrets,
   };

@@ -24,6 +24,7 @@ import { Readable } from "node:stream";
 import { parse } from "yaml";
 import { SYSTEM_NODES } from "../../infra/cloud/eks";
 import { COMPILE_HOSTS } from "../../infra/catalog/compileHosts";
+import { CPU_BUILDERS } from "../../infra/catalog/cpuBuilders";
 import { gpuInstanceTypes } from "../../infra/catalog/gpus";
 import { isoDate } from "../../infra/catalog/eks";
 import {
@@ -90,9 +91,16 @@ export function stackRegions(root: string = ROOT): string[] {
   return [...found].sort();
 }
 
-/** The instance types the table prices: the GPU catalog (serving and builders), the compile hosts and the system nodes. */
+/** The instance types the table prices: the GPU catalog (serving and builders), the compile hosts, the CPU builders and the system nodes. */
 export function wantedInstanceTypes(): string[] {
-  return [...new Set([...gpuInstanceTypes(), ...COMPILE_HOSTS.map((h) => h.type), SYSTEM_NODES.instanceType])].sort();
+  return [
+    ...new Set([
+      ...gpuInstanceTypes(),
+      ...COMPILE_HOSTS.map((h) => h.type),
+      ...CPU_BUILDERS.map((h) => h.type),
+      SYSTEM_NODES.instanceType,
+    ]),
+  ].sort();
 }
 
 const isUrl = (base: string) => /^https?:\/\//.test(base);

@@ -33,6 +33,19 @@ export function gpt2Config(): RawConfig {
   };
 }
 
+/**
+ * A config whose every model is served by vLLM, as such a stack is written: without
+ * build.builderInstanceType (its builder is the plan's CPU builder, and the key is
+ * refused there: resolve/engine.ts checkCpuBuilder).
+ */
+export function onVllm(cfg: RawConfig): RawConfig {
+  const out: RawConfig = structuredClone(cfg);
+  const build: Record<string, unknown> = { ...(out.build ?? {}) };
+  delete build.builderInstanceType;
+  out.build = build;
+  return out;
+}
+
 /** Deep-merge overrides into a config (objects merge, everything else replaces). */
 export function withOverrides(base: RawConfig, overrides: Record<string, Record<string, unknown>>): RawConfig {
   const out: RawConfig = structuredClone(base);

@@ -207,7 +207,8 @@ describe("every catalog preset maps onto the remote steps", () => {
         build: {
           backendCommit: BACKEND_COMMIT,
           ftCommit: FT_COMMIT,
-          builderInstanceType: "g5.48xlarge",
+          // A vLLM-only stack's builder is the plan's CPU builder (the key is refused there).
+          ...(ft ? { builderInstanceType: "g5.48xlarge" } : {}),
           sshAllowedCidrs: ["198.51.100.7/32"],
         },
         serving: {

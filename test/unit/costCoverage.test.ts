@@ -61,6 +61,8 @@ const STACKS: Array<[string, string, ((c: Record<string, unknown>) => void)?]> =
   ["seed-canary", SEED_CANARY_STACK],
   // FT and vLLM side by side (issue 37): the vLLM model's resources are priced like the FT model's.
   ["seed-mixed", "test/stacks/models/Pulumi.seed-mixed.yaml"],
+  // Every model on vLLM: the CPU builder (plan/cpuBuilder.ts) is priced like a GPU builder, at its own type.
+  ["seed-vllm", "test/stacks/models/Pulumi.seed-vllm.yaml"],
   ["gptj-g6-tp4", "test/stacks/gpus/Pulumi.gptj-g6-tp4.yaml"],
   ["neox20b-g6e", "test/stacks/gpus/Pulumi.neox20b-g6e.yaml"],
   // An existing cluster and network: no control plane, NAT or KMS key; the store in the cluster, on a volume.

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ConfigProblem, SecretPresence } from "../../infra/config";
 import { resolveStack } from "../../infra/resolve";
-import { gpt2Config, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
+import { gpt2Config, onVllm, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
 
 const noSecrets: SecretPresence = {};
 
@@ -14,7 +14,7 @@ describe("engine (issue 37)", () => {
   });
 
   it("resolves a vLLM model's settings with their defaults (one-model form)", () => {
-    const cfg = withOverrides(gpt2Config(), { model: { engine: "vllm" } });
+    const cfg = onVllm(withOverrides(gpt2Config(), { model: { engine: "vllm" } }));
     const { stack, problems } = resolveStack(cfg, noSecrets);
     expect(problems).toEqual([]);
     expect(stack?.engine).toBe("vllm");
@@ -48,10 +48,11 @@ describe("engine (issue 37)", () => {
 });
 
 function tinyllama(engine?: string, serving: Record<string, unknown> = {}): RawConfig {
-  return withOverrides(gpt2Config(), {
+  const cfg = withOverrides(gpt2Config(), {
     model: tinyllamaModel(engine),
     serving: { instanceType: "g5.xlarge", ...serving },
   });
+  return engine === "vllm" ? onVllm(cfg) : cfg;
 }
 
 const summary = (ps: ConfigProblem[]) => ps.map((p) => `${p.key} = ${JSON.stringify(p.value)}: ${p.message}`);

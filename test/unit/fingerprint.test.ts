@@ -19,7 +19,7 @@ import {
 import { buildStackPlan } from "../../infra/plan/stack";
 import type { ConfigValue, StepDefinition } from "../../infra/plan/stepGraph";
 import { SEED_MODELS_STACK, stackFileConfig } from "../lib/modelsForm";
-import { gpt2Config, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
+import { gpt2Config, onVllm, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
 import { SEED_CASES } from "./seedCases";
 
 const hasher = (p: string) => `h:${p}`;
@@ -63,9 +63,9 @@ const CODEGEN_VLLM = {
   },
 };
 const VLLM_CASES: Array<readonly [string, RawConfig]> = [
-  ["gpt2-vllm", withOverrides(gpt2Config(), { model: { engine: "vllm" } })],
-  ["tinyllama-vllm", withOverrides(gpt2Config(), { model: TINYLLAMA })],
-  ["codegen-350m-vllm", withOverrides(gpt2Config(), { model: CODEGEN_VLLM })],
+  ["gpt2-vllm", onVllm(withOverrides(gpt2Config(), { model: { engine: "vllm" } }))],
+  ["tinyllama-vllm", onVllm(withOverrides(gpt2Config(), { model: TINYLLAMA }))],
+  ["codegen-350m-vllm", onVllm(withOverrides(gpt2Config(), { model: CODEGEN_VLLM }))],
 ];
 
 describe.each([...SEED_CASES.map((c) => [c.id, c.config] as const), ...VLLM_CASES])(
@@ -149,7 +149,7 @@ describe("the fingerprint follows the config keys that shape the image", () => {
   it.each(cases)("%s moves it", (_key, overrides) => {
     expect(plan(withOverrides(gpt2Config(), overrides)).image.fingerprint).not.toBe(base);
   });
-  const tiny = withOverrides(gpt2Config(), { model: TINYLLAMA });
+  const tiny = onVllm(withOverrides(gpt2Config(), { model: TINYLLAMA }));
   const tinyBase = plan(tiny).image.fingerprint;
   it.each([
     ["serving.vllm.maxLogprobs", { serving: { vllm: { maxLogprobs: 5 } } }],

@@ -12,6 +12,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { COMPILE_HOSTS } from "../../infra/catalog/compileHosts";
+import { CPU_BUILDERS } from "../../infra/catalog/cpuBuilders";
 import { GPU_FAMILIES, findGpuInstance, gpuInstanceTypes } from "../../infra/catalog/gpus";
 import { SYSTEM_NODES } from "../../infra/cloud/eks";
 import { PRICE_TABLE, UNIT_KEYS, priceTableSchema, regionPrices } from "../../infra/catalog/prices";
@@ -29,10 +30,11 @@ describe("the vendored price table", () => {
     for (const r of regions) expect(regionPrices(r).ok, r).toBe(true);
   });
 
-  it("prices every catalog instance type, the compile hosts and the system nodes, or says why EC2 sells it only by reservation", () => {
+  it("prices every catalog instance type, the compile hosts, the CPU builders and the system nodes, or says why EC2 sells it only by reservation", () => {
     for (const r of regions) {
       const t = PRICE_TABLE.regions[r];
-      for (const type of [...gpuInstanceTypes(), ...COMPILE_HOSTS.map((h) => h.type), SYSTEM_NODES.instanceType]) {
+      const cpu = [...COMPILE_HOSTS, ...CPU_BUILDERS].map((h) => h.type);
+      for (const type of [...gpuInstanceTypes(), ...cpu, SYSTEM_NODES.instanceType]) {
         const usd = t?.ec2OnDemandHourly.usd[type];
         const why = t?.ec2NotOnDemand[type];
         expect(usd !== undefined || why !== undefined, `${r} ${type}`).toBe(true);

@@ -9,7 +9,7 @@ import { TRITON_VLLM_IMAGE, pinnedRef } from "../../infra/catalog/images";
 import { resolveStack } from "../../infra/resolve";
 import type { ResolvedStack } from "../../infra/config";
 import { planOf, stackPlanOf } from "../lib/plan";
-import { gpt2Config, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
+import { gpt2Config, onVllm, tinyllamaModel, withOverrides, type RawConfig } from "../lib/fixtures";
 import { buildStackPlan } from "../../infra/plan/stack";
 import { REPO_ROOT, repoPathHasher } from "../../infra/repoFiles";
 
@@ -25,7 +25,7 @@ const conf = (steps: ReturnType<typeof planOf>["buildSteps"], id: string) =>
   new Map(steps.find((s) => s.id === id)?.config ?? []);
 
 describe("a vLLM model's plan", () => {
-  const stack = one(withOverrides(gpt2Config(), { model: TINYLLAMA, serving: { vllm: { maxLogprobs: 7 } } }));
+  const stack = one(onVllm(withOverrides(gpt2Config(), { model: TINYLLAMA, serving: { vllm: { maxLogprobs: 7 } } })));
   const plan = planOf(stack);
 
   it("builds with host-ready, fetch and bake (and the stack's gateway image): no triton-with-ft, convert or gemm", () => {
@@ -83,13 +83,15 @@ describe("a vLLM model's plan", () => {
 
   it("re-lays a CodeGen checkpoint out as GPT-J in the bake", () => {
     const codegen = one(
-      withOverrides(gpt2Config(), {
-        model: {
-          preset: "codegen-350m-mono",
-          engine: "vllm",
-          source: { huggingface: { repo: "Salesforce/codegen-350M-mono", revision: "a".repeat(40) } },
-        },
-      }),
+      onVllm(
+        withOverrides(gpt2Config(), {
+          model: {
+            preset: "codegen-350m-mono",
+            engine: "vllm",
+            source: { huggingface: { repo: "Salesforce/codegen-350M-mono", revision: "a".repeat(40) } },
+          },
+        }),
+      ),
     );
     const bake = conf(planOf(codegen).buildSteps, "bake");
     expect(bake.get("RELAYOUT_ARGV")).toContain("{{SCRIPTS}}/convert/codegen_to_gptj.py");
@@ -115,7 +117,7 @@ describe("stacks of both engines", () => {
   });
 
   it("a stack of vLLM models only builds no triton_with_ft and needs no compile host", () => {
-    const sp = stackPlanOf(one({ ...rest, model: TINYLLAMA, serving: { instanceType: "g5.xlarge" } }));
+    const sp = stackPlanOf(one(onVllm({ ...rest, model: TINYLLAMA, serving: { instanceType: "g5.xlarge" } })));
     const steps = sp.models.flatMap((m) => m.plan.buildSteps);
     expect(steps.map((s) => s.id)).not.toContain("triton-with-ft");
     expect(steps.some((s) => s.host === "compiler")).toBe(false);

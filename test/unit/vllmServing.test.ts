@@ -16,7 +16,7 @@ import { parameterCount } from "../../infra/model/catalog";
 import { STARTUP_SAFETY_FACTOR } from "../../infra/resolve/workload";
 import { workloadName } from "../../infra/conventions/workload";
 import type { GrafanaPanel, GrafanaRow } from "../../infra/render/dashboard";
-import { gpt2Config, withOverrides } from "../lib/fixtures";
+import { gpt2Config, onVllm, withOverrides } from "../lib/fixtures";
 import { renderOneModelScaling, resolvedStack, shippedQueries } from "../lib/scalingFixtures";
 import {
   MIXED_FT_MODEL,
@@ -216,7 +216,7 @@ describe("the committed mixed stack (test/stacks/models/Pulumi.seed-mixed.yaml)"
 });
 
 describe("a one-model stack on vLLM (Pulumi.dev.yaml's GPT-2 with engine vllm)", () => {
-  const s = resolvedStack(withOverrides(gpt2Config(), { model: { engine: "vllm" } }));
+  const s = resolvedStack(onVllm(withOverrides(gpt2Config(), { model: { engine: "vllm" } })));
   const scaling = renderOneModelScaling(s);
 
   it("reads vLLM's series wherever the FT stack reads FT's, and adds vLLM's panels and alert", () => {

@@ -11,7 +11,7 @@ import type { SecretPresence } from "../../../infra/config";
 import { gatewayRoute, withCanary } from "../../../infra/plan/gateway";
 import { renderGatewayConfig } from "../../../infra/plan/gatewayConfig";
 import { resolveStack } from "../../../infra/resolve";
-import { gpt2Config, withOverrides } from "../../lib/fixtures";
+import { gpt2Config, onVllm, withOverrides } from "../../lib/fixtures";
 
 const noSecrets: SecretPresence = {};
 
@@ -20,7 +20,7 @@ function stack(maxLogprobs?: number): ResolvedStack {
   const config =
     maxLogprobs === undefined
       ? gpt2Config()
-      : withOverrides(gpt2Config(), { model: { engine: "vllm" }, serving: { vllm: { maxLogprobs } } });
+      : onVllm(withOverrides(gpt2Config(), { model: { engine: "vllm" }, serving: { vllm: { maxLogprobs } } }));
   const { stack: s, problems } = resolveStack(config, noSecrets);
   expect(problems).toEqual([]);
   if (!s) throw new Error("no stack");
