@@ -348,6 +348,8 @@ describe("remote build pipeline", () => {
     expect(states.map((s) => [s.name, s.inputs.state, s.inputs.instanceId]).sort()).toEqual([
       ["build-compiler-running", "running", compilerId],
       ["build-compiler-stopped", "stopped", compilerId],
+      // Stops the compile host again after AWS applies a new instance type (docs/build.md).
+      ["build-compiler-stopped-at-type", "stopped", compilerId],
       ["build-running", "running", instanceId],
       ["build-stopped", "stopped", instanceId],
     ]);

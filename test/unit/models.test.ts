@@ -242,7 +242,8 @@ describe("the program of several models (mock runtime)", () => {
   it("starts and stops each builder once, from the pipeline that owns it, after every bake on it", async () => {
     const run = await runProgram(seed(), { stack: "seed-models" });
     const states = run.byType("aws:ec2transitgateway/instanceState:InstanceState").map((r) => r.name);
-    // Two builders (A10G, L4) and their compile hosts: each one start and one stop; kogpt-6b shares the
+    // Two builders (A10G, L4) and their compile hosts: each one start and one stop (a compile host also its
+    // stop after a type change); kogpt-6b shares the
     // first builder and owns neither.
     expect(states.sort()).toEqual(
       [
@@ -250,10 +251,12 @@ describe("the program of several models (mock runtime)", () => {
         "build-codegen-2b-mono-stopped",
         "build-codegen-2b-mono-compiler-running",
         "build-codegen-2b-mono-compiler-stopped",
+        "build-codegen-2b-mono-compiler-stopped-at-type",
         "build-running",
         "build-stopped",
         "build-compiler-running",
         "build-compiler-stopped",
+        "build-compiler-stopped-at-type",
       ].sort(),
     );
     expect(run.byType("triton-ft:builder:Builder").map((r) => r.name)).toEqual([

@@ -114,7 +114,7 @@ const TRIGGER_CASES: Case[] = [
   ...["gptj-g6-tp4", "gptj-p5", "neox20b-g6e"].map((n) => ({
     name: n,
     stack: n,
-    config: () => stackFileConfig(`test/stacks/gpus/Pulumi.${n}.yaml`),
+    config: () => stackFileConfig(join("test/stacks/gpus", `Pulumi.${n}.yaml`)),
   })),
 ];
 
