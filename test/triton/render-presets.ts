@@ -56,7 +56,8 @@ function stackConfig(preset: ModelPreset, shape: Shape, engine: Engine = "ft"): 
     build: {
       backendCommit: FAKE_COMMIT,
       ftCommit: FAKE_COMMIT,
-      builderInstanceType: shape.builder,
+      // A vLLM-only stack builds on the CPU builder the plan sizes (a GPU builder type is refused there).
+      ...(engine === "ft" ? { builderInstanceType: shape.builder } : {}),
       sshAllowedCidrs: ["198.51.100.7/32"],
     },
     serving: { instanceType: shape.serving, tensorParallel: shape.tensorParallel },
