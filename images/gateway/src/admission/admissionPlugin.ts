@@ -269,17 +269,24 @@ export const limits = definePlugin<LimitsOptions>(
 
     // Refuse an oversized body by its Content-Length before reading it, but read (and drop) it first
     // when it is not absurd. Runs after the auth hook: a stranger gets the 401, not the 413.
-    app.addHook("onRequest", async (request, reply) => {
-      if (PUBLIC_PATHS.has(pathOf(request.url))) return;
+    app.addHook("onRequest", (request, reply, done) => {
       const length = Number(request.headers["content-length"] ?? 0);
-      if (length <= config.limits.bodyBytes) return;
-      if (length <= DRAIN_LIMIT_BYTES) await drain(request);
-      reply.header("connection", "close");
-      throw tooLarge(
-        `the request body is ${length} bytes; the limit is ${config.limits.bodyBytes}`,
-        null,
-        "body_too_large",
-      );
+      if (length <= config.limits.bodyBytes || PUBLIC_PATHS.has(pathOf(request.url))) {
+        done();
+        return;
+      }
+      const refuse = (): void => {
+        reply.header("connection", "close");
+        done(
+          tooLarge(
+            `the request body is ${length} bytes; the limit is ${config.limits.bodyBytes}`,
+            null,
+            "body_too_large",
+          ),
+        );
+      };
+      if (length <= DRAIN_LIMIT_BYTES) void drain(request).then(refuse);
+      else refuse();
     });
   },
   {

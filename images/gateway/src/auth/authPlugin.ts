@@ -26,17 +26,24 @@ export interface AuthOptions {
 export const auth = definePlugin<AuthOptions>(
   async (app, { keys }) => {
     app.decorateRequest("consumer", undefined);
-    app.addHook("onRequest", async (request) => {
-      if (PUBLIC_PATHS.has(pathOf(request.url))) return;
+    app.addHook("onRequest", (request, _reply, done) => {
+      if (PUBLIC_PATHS.has(pathOf(request.url))) {
+        done();
+        return;
+      }
       const consumer = keys.authenticate(request.headers.authorization);
       if (!consumer) {
-        throw unauthorized(
-          request.headers.authorization === undefined
-            ? "missing API key: send 'Authorization: Bearer <key>'"
-            : "invalid API key",
+        done(
+          unauthorized(
+            request.headers.authorization === undefined
+              ? "missing API key: send 'Authorization: Bearer <key>'"
+              : "invalid API key",
+          ),
         );
+        return;
       }
       request.consumer = consumer;
+      done();
     });
   },
   { name: AUTH_PLUGIN, fastify: "5.x" },

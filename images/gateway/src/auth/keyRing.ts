@@ -5,7 +5,7 @@
  * stored hash in constant time, without stopping at a match, so the time taken
  * reveals neither which key matched nor how much of a hash did.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, hash, timingSafeEqual } from "node:crypto";
 import type { Consumer, KeysFile } from "../config";
 
 export function sha256Hex(key: string): string {
@@ -46,7 +46,8 @@ export class KeyRing {
   authenticate(header: string | undefined): Consumer | undefined {
     const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header ?? "");
     if (!match) return undefined;
-    const presented = createHash("sha256").update(match[1], "utf8").digest();
+    // One-shot hash: no Hash object per request (this runs on every request's path).
+    const presented = hash("sha256", match[1], "buffer");
     let found: Consumer | undefined;
     for (const entry of this.entries) {
       if (timingSafeEqual(presented, entry.hash) && found === undefined) found = entry.consumer;

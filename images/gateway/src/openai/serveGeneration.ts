@@ -11,7 +11,8 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyReply } from "fastify";
 import { ApiError } from "../server/apiError";
-import { openEventStream, sendEvent } from "../server/sse";
+import { openEventStream, sendEvent, sendJsonEvent } from "../server/sse";
+import { chunkHead, chunkJson } from "./chunkJson";
 import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
 import { chatLogprobs, completionLogprobs } from "./logprobs";
 import type { RequestContext } from "../admission/requestContext";
@@ -261,6 +262,8 @@ async function streamEvents(
   }
   const send = (data: unknown): void => sendEvent(raw, data);
   const object = chat ? "chat.completion.chunk" : "text_completion";
+  // What every chunk starts with, serialized once per response instead of at every token (chunkJson.ts).
+  const head = chunkHead({ id, object, created, model });
   // Characters sent per choice: completions' text_offset continues from there.
   const offsets = new Map<number, number>();
   const chunk = (
@@ -269,34 +272,27 @@ async function streamEvents(
     finishReason: FinishReason | null,
     usage?: Usage,
     tokens?: TokenLogprob[],
-  ): unknown => {
+  ): string => {
     const at = offsets.get(index) ?? 0;
     offsets.set(index, at + (text ?? "").length);
     const lp = logprobs && tokens ? (chat ? chatLogprobs(tokens) : completionLogprobs(tokens, at, alternatives)) : null;
-    return {
-      id,
-      object,
-      created,
-      model,
-      choices: [
-        chat
-          ? {
-              index,
-              delta: finishReason ? {} : text === null ? { role: "assistant", content: "" } : { content: text },
-              logprobs: lp,
-              finish_reason: finishReason,
-            }
-          : { index, text: text ?? "", logprobs: lp, finish_reason: finishReason },
-      ],
-      ...(usage ? { usage } : {}),
-    };
+    const choice = chat
+      ? {
+          index,
+          delta: finishReason ? {} : text === null ? { role: "assistant", content: "" } : { content: text },
+          logprobs: lp,
+          finish_reason: finishReason,
+        }
+      : { index, text: text ?? "", logprobs: lp, finish_reason: finishReason };
+    return chunkJson(head, choice, usage);
   };
+  const sendChunk = (json: string): void => sendJsonEvent(raw, json);
   // Copies are streamed as generated (best_of, which must rank them first, is refused with stream).
   const choiceIndex = (prompt: number, row: number): number => prompt * n + row;
   for (let p = 0; p < g.prompts.length; p++) {
     for (let r = 0; r < n; r++) {
-      if (chat) send(chunk(choiceIndex(p, r), null, null));
-      else if (echo) send(chunk(choiceIndex(p, r), g.prompts[p], null));
+      if (chat) sendChunk(chunk(choiceIndex(p, r), null, null));
+      else if (echo) sendChunk(chunk(choiceIndex(p, r), g.prompts[p], null));
     }
   }
   let remaining = g.prompts.length * n;
@@ -306,11 +302,11 @@ async function streamEvents(
         drain(g, p, (event) => {
           g.record(p, event);
           const index = choiceIndex(p, event.row);
-          if (event.type === "delta") send(chunk(index, event.text, null, undefined, event.tokens));
+          if (event.type === "delta") sendChunk(chunk(index, event.text, null, undefined, event.tokens));
           else {
             remaining -= 1;
             // The last choice to finish carries the usage of all of them.
-            send(chunk(index, null, event.finishReason, remaining === 0 ? usageOf(results) : undefined));
+            sendChunk(chunk(index, null, event.finishReason, remaining === 0 ? usageOf(results) : undefined));
           }
         }),
       ),

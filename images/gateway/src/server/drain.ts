@@ -18,10 +18,13 @@ export const drain = definePlugin(
       draining = true;
     });
     // After telemetry's onRequest (request id), before auth's: a draining pod needs no key to refuse.
-    app.addHook("onRequest", async (_request, reply) => {
-      if (!draining) return;
+    app.addHook("onRequest", (_request, reply, done) => {
+      if (!draining) {
+        done();
+        return;
+      }
       reply.header("connection", "close");
-      throw shuttingDown();
+      done(shuttingDown());
     });
   },
   { name: "gateway-drain", fastify: "5.x", dependencies: [ERRORS_PLUGIN, TELEMETRY_PLUGIN] },

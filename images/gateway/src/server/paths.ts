@@ -5,7 +5,8 @@ export const PUBLIC_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"]
 
 /** The path without its query string. */
 export function pathOf(url: string): string {
-  return url.split("?")[0];
+  const query = url.indexOf("?");
+  return query === -1 ? url : url.slice(0, query);
 }
 
 /**

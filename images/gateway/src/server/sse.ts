@@ -28,6 +28,11 @@ export function sendEvent(raw: ServerResponse, data: unknown): void {
   if (writable(raw)) raw.write(`data: ${JSON.stringify(data)}\n\n`);
 }
 
+/** One `data:` event holding `json`, already serialized. */
+export function sendJsonEvent(raw: ServerResponse, json: string): void {
+  if (writable(raw)) raw.write(`data: ${json}\n\n`);
+}
+
 /** One comment line (": <text>"), which clients ignore. */
 export function sendComment(raw: ServerResponse, text: string): void {
   if (writable(raw)) raw.write(`: ${text}\n\n`);

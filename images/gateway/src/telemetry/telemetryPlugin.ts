@@ -32,9 +32,12 @@ export interface TelemetryOptions {
 export const telemetry = definePlugin<TelemetryOptions>(
   async (app, { metrics }) => {
     app.decorateRequest("startedAt", 0);
-    app.addHook("onRequest", async (request, reply) => {
+    // Every onRequest hook of the gateway is synchronous (done-style): an async hook costs a promise and a
+    // microtask turn on every request's path, before its first byte reaches Triton (issue 33, item 7).
+    app.addHook("onRequest", (request, reply, done) => {
       request.startedAt = performance.now();
       reply.header("x-request-id", request.id);
+      done();
     });
     app.addHook("onResponse", async (request, reply) => {
       const route = request.routeOptions.url ?? "unmatched";

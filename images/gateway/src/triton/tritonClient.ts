@@ -172,6 +172,9 @@ export class TritonGateway implements TritonClient {
     "grpc.keepalive_time_ms": 30_000,
     "grpc.initial_reconnect_backoff_ms": INITIAL_RECONNECT_BACKOFF_MS,
     "grpc.max_reconnect_backoff_ms": MAX_RECONNECT_BACKOFF_MS,
+    // No channelz: it timestamps and counts every call (a Date per call started, on the path of every
+    // generation), for an admin service the gateway does not serve.
+    "grpc.enable_channelz": 0,
   };
 
   constructor(

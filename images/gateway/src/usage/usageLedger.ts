@@ -141,6 +141,8 @@ export class UsageLedger {
   private flushing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly since: Date;
+  /** The current day's and month's period names, and the day they hold for: formatted once a day, not per request. */
+  private periods: { from: number; to: number; names: [string, string] } | undefined;
 
   constructor(
     private readonly store: SharedStore | undefined,
@@ -150,10 +152,19 @@ export class UsageLedger {
     store?.onBeat(() => this.flush());
   }
 
+  /** [day, month] period names of `at`. */
+  private periodsOf(at: Date): [string, string] {
+    const t = at.getTime();
+    const cached = this.periods;
+    if (cached && t >= cached.from && t < cached.to) return cached.names;
+    const [from, to] = bounds(at).day;
+    this.periods = { from: from.getTime(), to: to.getTime(), names: [dayPeriod(at), monthPeriod(at)] };
+    return this.periods.names;
+  }
+
   /** One request's usage (tokens 0 when it failed before Triton reported them), and the build that served it. */
   record(team: string, model: string, promptTokens: number, completionTokens: number, build: Build = "stable"): void {
-    const at = this.now();
-    const periods = [dayPeriod(at), monthPeriod(at)];
+    const periods = this.periodsOf(this.now());
     const fields: Array<[string, number]> = [
       [`r|${model}`, 1],
       [`p|${model}`, promptTokens],
