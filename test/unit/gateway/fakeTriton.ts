@@ -43,6 +43,10 @@ export class FakeTriton implements TritonClient {
   readonly calls: Tensor[][] = [];
   /** Every generation's requested outputs (undefined: all), in call order. */
   readonly outputsAsked: Array<readonly string[] | undefined> = [];
+  /** The inputs given to prepare(), in call order (the gateway builds them while admission decides). */
+  readonly prepared: Tensor[][] = [];
+  /** Thrown by prepare(), as a request the client cannot serialize. */
+  prepareFailsWith: Error | undefined;
   private gate: Promise<void> | undefined;
   private openGate: (() => void) | undefined;
   /** Tokens after which every generation ends (an end of text before max_tokens); undefined: max_tokens. */
@@ -88,6 +92,11 @@ export class FakeTriton implements TritonClient {
       inputs: [{ name: "text_input", datatype: "BYTES", shape: [-1, 1] }],
       outputs: [{ name: "text_output", datatype: "BYTES", shape: [-1, 1] }],
     };
+  }
+
+  prepare(inputs: Tensor[]): void {
+    if (this.prepareFailsWith) throw this.prepareFailsWith;
+    this.prepared.push(inputs);
   }
 
   async *stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>> {

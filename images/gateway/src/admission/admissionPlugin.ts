@@ -16,6 +16,7 @@ import { Holding, answerUnreleased, endStreamWithError, waitHeld } from "./holdi
 import { Admission, type KeyLimits } from "./podAdmission";
 import type { GatewayMetrics } from "../telemetry/metrics";
 import type { ServedModel } from "../models/modelRouter";
+import type { TritonClient } from "../triton/tritonClient";
 import { PUBLIC_PATHS, pathOf } from "../server/paths";
 import type { KeyRing } from "../auth/keyRing";
 import { LocalLimits, SharedLimits, type TeamLimiter } from "./sharedLimits";
@@ -49,6 +50,10 @@ declare module "fastify" {
      * A model with a canary sends the request to the build its split picks
      * (canary/weightedSplit.ts), against that build's own in-flight cap, and
      * the request stays there to its end; its outcome feeds the canary's rule.
+     *
+     * `prepare` runs while the team's limits are decided (with a shared store, during its round trip),
+     * given the Triton the request will be sent to: CPU work for `serve` (building and serializing its
+     * Triton request) that nothing may send before the request is admitted.
      */
     admit(
       request: FastifyRequest,
@@ -59,6 +64,7 @@ declare module "fastify" {
       tokens: number,
       serve: (ctx: RequestContext) => Promise<void>,
       stream?: boolean,
+      prepare?: (triton: TritonClient) => void,
     ): Promise<void>;
     /** The hold queues of the models that may sleep (holding.ts): /v1/models reads their status. */
     holding: Holding;
@@ -146,13 +152,14 @@ export const limits = definePlugin<LimitsOptions>(
       stream: boolean,
       rehold: boolean,
       build: Build,
+      prepare: ((triton: TritonClient) => void) | undefined,
     ): Promise<void> => {
       const consumer = request.consumer as Consumer;
       // Before the permits: a full queue refuses without a store round trip.
       const hold = holding.enter(model);
       let admitted;
       try {
-        admitted = await limiter.admit(
+        const decision = limiter.admit(
           consumer.name,
           limitsOf(consumer, config),
           slots,
@@ -161,6 +168,14 @@ export const limits = definePlugin<LimitsOptions>(
             ? { id: model.config.id, maxInflight: model.canary.config.maxInflight, build }
             : { id: model.config.id, maxInflight: model.config.maxInflight },
         );
+        // The store's script is on its way: build the Triton request meanwhile. A failure here is
+        // `serve`'s to report (it builds the request again), after the decision, so nothing is left held.
+        try {
+          prepare?.(build === "canary" && model.canary ? model.canary.triton : model.triton);
+        } catch {
+          // built again, and reported, by serve
+        }
+        admitted = await decision;
       } catch (error) {
         hold?.leave();
         throw error;
@@ -244,7 +259,7 @@ export const limits = definePlugin<LimitsOptions>(
       if (holdAgain) {
         reply.raw.off("close", onClose);
         request.log.info({ model: modelId }, "model's Triton gone since the last poll; request held again");
-        await admit(request, reply, route, model, slots, tokens, serve, stream, false, build);
+        await admit(request, reply, route, model, slots, tokens, serve, stream, false, build, prepare);
       }
     };
     app.decorate(
@@ -258,12 +273,13 @@ export const limits = definePlugin<LimitsOptions>(
         tokens: number,
         serve: (ctx: RequestContext) => Promise<void>,
         stream = false,
+        prepare?: (triton: TritonClient) => void,
       ) => {
         // Picked once per request: its stream, and any retry, stay on this build.
         const build = model.canary?.pick() ?? "stable";
         request.servedBuild = build;
         if (model.canary) void reply.header(BUILD_HEADER, build);
-        return admit(request, reply, route, model, slots, tokens, serve, stream, true, build);
+        return admit(request, reply, route, model, slots, tokens, serve, stream, true, build, prepare);
       },
     );
 

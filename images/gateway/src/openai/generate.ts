@@ -183,6 +183,30 @@ export interface GenerateOptions {
    * follow). `generatedTokens`: every copy's, as the done events will report them.
    */
   onComplete?: (counts: { promptTokens: number; generatedTokens: number }) => void;
+  /** The request's Triton inputs built ahead (generationRequest, with these options): sent as they are. */
+  request?: GenerationRequest;
+}
+
+/** The Triton request of one prompt's generation: its inputs and the outputs it reads. */
+export interface GenerationRequest {
+  inputs: Tensor[];
+  outputs: string[];
+}
+
+/** The inputs and outputs generate() sends for `prompt` with these options (built ahead by the routes: prepare). */
+export function generationRequest(
+  prompt: string,
+  sampling: Sampling,
+  options: Pick<GenerateOptions, "copies" | "logprobs" | "topLogprobs">,
+): GenerationRequest {
+  const copies = options.copies ?? 1;
+  const logprobs = options.logprobs ?? false;
+  const topLogprobs = logprobs ? (options.topLogprobs ?? 0) : 0;
+  return {
+    inputs: ensembleInputs(prompt, sampling, copies, logprobs, topLogprobs),
+    // The per-token arrays (every token so far, at every step) only when the client asked for logprobs.
+    outputs: [...OUTPUTS, ...(logprobs ? LOGPROB_OUTPUTS : []), ...(topLogprobs > 0 ? TOP_OUTPUTS : [])],
+  };
 }
 
 /** One copy's progress. */
@@ -236,7 +260,7 @@ export async function* generate(
   const trimStart = options.trimStart ?? false;
   const logprobs = options.logprobs ?? false;
   const topLogprobs = logprobs ? (options.topLogprobs ?? 0) : 0;
-  const outputNames = [...OUTPUTS, ...(logprobs ? LOGPROB_OUTPUTS : []), ...(topLogprobs > 0 ? TOP_OUTPUTS : [])];
+  const request = options.request ?? generationRequest(prompt, sampling, options);
   const state = Array.from({ length: copies }, () => new Copy(sampling.stop, trimStart));
   const local = new AbortController();
   const forward = (): void => local.abort();
@@ -247,9 +271,8 @@ export async function* generate(
   };
   let complete = false;
   try {
-    for await (const outputs of triton.stream(ensembleInputs(prompt, sampling, copies, logprobs, topLogprobs), {
-      // The per-token arrays (every token so far, at every step) only when the client asked for logprobs.
-      outputs: outputNames,
+    for await (const outputs of triton.stream(request.inputs, {
+      outputs: request.outputs,
       signal: local.signal,
       deadline: options.deadline,
       timeoutSeconds: options.timeoutSeconds,

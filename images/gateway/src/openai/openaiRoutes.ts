@@ -2,7 +2,7 @@
 import type { Consumer, GatewayConfig } from "../config";
 import type { ServedModel } from "../models/modelRouter";
 import type { ModelStatus } from "../models/readinessWatch";
-import { serveGeneration } from "./serveGeneration";
+import { type PreparedGeneration, prepareGeneration, serveGeneration } from "./serveGeneration";
 import definePlugin from "fastify-plugin";
 import { LIMITS_PLUGIN, reserveTokens } from "../admission/admissionPlugin";
 import { MODELS_PLUGIN } from "../models/modelsPlugin";
@@ -48,6 +48,7 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
+      let prepared: PreparedGeneration | undefined;
       await app.admit(
         request,
         reply,
@@ -55,8 +56,9 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         model,
         parsed.prompts.length,
         tokens,
-        (ctx) => serveGeneration(ctx, reply, parsed),
+        (ctx) => serveGeneration(ctx, reply, parsed, prepared),
         parsed.stream,
+        (triton) => (prepared = prepareGeneration(triton, parsed)),
       );
       return reply;
     });
@@ -70,6 +72,7 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         parsed.choices.bestOf,
         model.config.maxInputLen,
       );
+      let prepared: PreparedGeneration | undefined;
       await app.admit(
         request,
         reply,
@@ -77,8 +80,9 @@ export const openaiRoutes = definePlugin<OpenaiRoutesOptions>(
         model,
         1,
         tokens,
-        (ctx) => serveGeneration(ctx, reply, parsed),
+        (ctx) => serveGeneration(ctx, reply, parsed, prepared),
         parsed.stream,
+        (triton) => (prepared = prepareGeneration(triton, parsed)),
       );
       return reply;
     });

@@ -13,7 +13,15 @@ import type { FastifyReply } from "fastify";
 import { ApiError } from "../server/apiError";
 import { openEventStream, sendEvent, sendJsonEvent } from "../server/sse";
 import { chunkHead, chunkJson } from "./chunkJson";
-import { type FinishReason, type GenerationEvent, type TokenLogprob, generate } from "./generate";
+import {
+  type FinishReason,
+  type GenerationEvent,
+  type GenerationRequest,
+  type TokenLogprob,
+  generate,
+  generationRequest,
+} from "./generate";
+import type { TritonClient } from "../triton/tritonClient";
 import { chatLogprobs, completionLogprobs } from "./logprobs";
 import type { RequestContext } from "../admission/requestContext";
 import type { ChatRequest, CompletionRequest } from "./validate";
@@ -68,12 +76,36 @@ interface Generation {
   record(index: number, event: GenerationEvent): void;
 }
 
+/** A request's Triton requests, built (and serialized by its Triton client) before it is admitted. */
+export interface PreparedGeneration {
+  triton: TritonClient;
+  /** One per prompt. */
+  requests: GenerationRequest[];
+}
+
+/**
+ * Build every prompt's Triton request for `triton` and let the client serialize it: the routes call
+ * this while the shared store decides admission (admissionPlugin `prepare`), so that CPU work is off
+ * the request's path. Nothing reaches Triton before serveGeneration.
+ */
+export function prepareGeneration(triton: TritonClient, request: CompletionRequest | ChatRequest): PreparedGeneration {
+  const prompts = request.kind === "chat" ? [request.prompt] : request.prompts;
+  const { bestOf, logprobs, topLogprobs } = request.choices;
+  const requests = prompts.map((prompt) =>
+    generationRequest(prompt, request.sampling, { copies: bestOf, logprobs, topLogprobs }),
+  );
+  for (const r of requests) triton.prepare?.(r.inputs, r.outputs);
+  return { triton, requests };
+}
+
 export async function serveGeneration(
   ctx: RequestContext,
   reply: FastifyReply,
   request: CompletionRequest | ChatRequest,
+  prepared?: PreparedGeneration,
 ): Promise<void> {
-  const generation = await start(ctx, request);
+  // Built for another Triton (a retry sent elsewhere), it is built again.
+  const generation = await start(ctx, request, prepared?.triton === ctx.triton ? prepared.requests : undefined);
   if (!request.stream) return sendJson(ctx, reply, generation, request);
   return streamEvents(ctx, reply, generation, request);
 }
@@ -91,7 +123,11 @@ function asContextError(error: unknown): unknown {
 }
 
 /** Start every prompt's generation and wait for each one's first event: errors before it are plain HTTP errors. */
-async function start(ctx: RequestContext, request: CompletionRequest | ChatRequest): Promise<Generation> {
+async function start(
+  ctx: RequestContext,
+  request: CompletionRequest | ChatRequest,
+  prepared?: GenerationRequest[],
+): Promise<Generation> {
   const chat = request.kind === "chat";
   const prompts = chat ? [request.prompt] : request.prompts;
   const id = `${chat ? "chatcmpl" : "cmpl"}-${randomUUID().replace(/-/g, "")}`;
@@ -106,8 +142,9 @@ async function start(ctx: RequestContext, request: CompletionRequest | ChatReque
     complete.completionTokens += counts.generatedTokens;
     if (complete.prompts === prompts.length) ctx.generationComplete(complete);
   };
-  const generators = prompts.map((prompt) =>
+  const generators = prompts.map((prompt, p) =>
     generate(ctx.triton, prompt, request.sampling, {
+      ...(prepared?.[p] ? { request: prepared[p] } : {}),
       signal: ctx.signal,
       deadline: ctx.deadline,
       timeoutSeconds: ctx.config.limits.requestTimeoutSeconds,

@@ -142,6 +142,12 @@ export interface TritonClient {
   metadata(timeoutMs?: number): Promise<ModelMetadata>;
   /** One request to the ensemble; every response's outputs as they arrive. */
   stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>>;
+  /**
+   * Serialize the request of a later `stream(inputs, { outputs })` (same `inputs` array, no request id)
+   * ahead of it: CPU work the admission plugin does while the shared store decides (issue 33, item 7).
+   * Optional: a client without it serializes in `stream`.
+   */
+  prepare?(inputs: Tensor[], outputs: readonly string[]): void;
 }
 
 /**
@@ -165,6 +171,8 @@ export const LONGEST_RECONNECT_WAIT_MS = MAX_RECONNECT_BACKOFF_MS * (1 + RECONNE
 
 export class TritonGateway implements TritonClient {
   private channel: Client;
+  /** Requests serialized by prepare(), by their inputs, with the outputs they ask for. */
+  private readonly prepared = new WeakMap<Tensor[], { outputs: readonly string[]; bytes: Buffer }>();
   /** The channel's options, as given to @grpc/grpc-js. */
   readonly channelOptions: ChannelOptions = {
     // Unlimited receive size: a response carries a whole generated text.
@@ -235,9 +243,32 @@ export class TritonGateway implements TritonClient {
    * arrive. Aborting the signal (client gone, stop sequence seen, timeout) or
    * leaving the loop cancels the call, so nothing more is forwarded.
    */
+  private request(inputs: Tensor[], outputs: readonly string[], requestId?: string): InferRequestMessage {
+    return {
+      model_name: this.ensemble,
+      ...(requestId ? { id: requestId } : {}),
+      inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+      outputs: outputs.map((name) => ({ name })),
+      raw_input_contents: inputs.map(encode),
+    };
+  }
+
+  prepare(inputs: Tensor[], outputs: readonly string[]): void {
+    const bytes = kserve().ModelStreamInfer.requestSerialize(this.request(inputs, outputs));
+    this.prepared.set(inputs, { outputs, bytes });
+  }
+
   async *stream(inputs: Tensor[], options: StreamOptions): AsyncGenerator<Map<string, Tensor>> {
     const m = kserve().ModelStreamInfer;
-    const call = this.channel.makeBidiStreamRequest(m.path, m.requestSerialize, m.responseDeserialize, new Metadata(), {
+    const outputs = options.outputs ?? [];
+    const ahead = this.prepared.get(inputs);
+    this.prepared.delete(inputs);
+    // Bytes serialized by prepare() for exactly this request, else serialized now.
+    const bytes =
+      ahead && !options.requestId && sameNames(ahead.outputs, outputs)
+        ? ahead.bytes
+        : m.requestSerialize(this.request(inputs, outputs, options.requestId));
+    const call = this.channel.makeBidiStreamRequest(m.path, passThrough, m.responseDeserialize, new Metadata(), {
       deadline: options.deadline,
     });
     const queue: StreamResponseMessage[] = [];
@@ -268,14 +299,7 @@ export class TritonGateway implements TritonClient {
     const onAbort = (): void => call.cancel();
     options.signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const request: InferRequestMessage = {
-        model_name: this.ensemble,
-        ...(options.requestId ? { id: options.requestId } : {}),
-        inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
-        outputs: (options.outputs ?? []).map((name) => ({ name })),
-        raw_input_contents: inputs.map(encode),
-      };
-      call.write(request);
+      call.write(bytes);
       call.end();
       for (;;) {
         const message = queue.shift();
@@ -299,6 +323,15 @@ export class TritonGateway implements TritonClient {
       if (!done && !answeredByServer) call.cancel();
     }
   }
+}
+
+/** The stream's request is serialized before the call (stream, prepare): grpc-js sends the bytes as they are. */
+function passThrough(bytes: Buffer): Buffer {
+  return bytes;
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  return a === b || (a.length === b.length && a.every((name, i) => name === b[i]));
 }
 
 function outputsOf(response: InferResponseMessage): Map<string, Tensor> {
