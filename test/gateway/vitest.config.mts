@@ -22,6 +22,7 @@ const FT_ONLY_FILES: Record<string, string> = {
     "restarts an FT stand-in server of its own (and runs only with GATEWAY_OUTAGE_TEST=1)",
   "test/gateway/storeAgreement.test.ts":
     "reaches no model (the store's scripts against the in-memory rule): run once, in FT mode",
+  "test/gateway/usageRetry.test.ts": "reaches no model (the usage ledger's retry on the store): run once, in FT mode",
 };
 
 export default defineConfig({

@@ -11,8 +11,8 @@
  * Times come from the calling pod's clock, as in the in-memory rule, so both
  * modes name the same window; pods' clocks differ by far less than a lease.
  */
-import { createHash } from "node:crypto";
 import type { StoreClient } from "../store/connection";
+import { luaScript, runScript, type LuaScript } from "../store/luaScript";
 import type { StoreKeys } from "../store/sharedStore";
 import {
   type AdmissionStore,
@@ -92,19 +92,10 @@ bring(KEYS[2], tonumber(ARGV[3]), tonumber(ARGV[4]))
 return 1
 `;
 
-interface Script {
-  source: string;
-  sha: string;
-}
-
-function script(source: string): Script {
-  return { source, sha: createHash("sha1").update(source).digest("hex") };
-}
-
-const TAKE = script(TAKE_LUA);
-const RELEASE = script(RELEASE_LUA);
-const RENEW = script(RENEW_LUA);
-const CARRY = script(CARRY_LUA);
+const TAKE = luaScript(TAKE_LUA);
+const RELEASE = luaScript(RELEASE_LUA);
+const RENEW = luaScript(RENEW_LUA);
+const CARRY = luaScript(CARRY_LUA);
 
 const LIMITS: Record<number, Limit> = { 1: "requests", 2: "tokens", 3: "concurrency" };
 
@@ -114,14 +105,8 @@ export class RedisAdmissionStore implements AdmissionStore {
     private readonly keys: StoreKeys,
   ) {}
 
-  /** EVALSHA, and EVAL once when the store does not have the script yet (first call, or after a restart). */
-  private async run(s: Script, keys: string[], args: Array<string | number>): Promise<unknown> {
-    try {
-      return await this.client.evalsha(s.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-      return this.client.eval(s.source, keys.length, ...keys, ...args);
-    }
+  private run(s: LuaScript, keys: string[], args: Array<string | number>): Promise<unknown> {
+    return runScript(this.client, s, keys, args);
   }
 
   async take(r: TakeRequest): Promise<Verdict> {

@@ -45,6 +45,13 @@ export class StoreKeys {
     return `${this.prefix}usage:${StoreKeys.tag(team)}:${period}`;
   }
   /**
+   * The last usage batch of the team's each pod (field: pod id) the store has applied: a batch
+   * sent again after an unclear answer (a timeout, a dropped connection) is applied once.
+   */
+  usageApplied(team: string): string {
+    return `${this.prefix}usage:${StoreKeys.tag(team)}:applied`;
+  }
+  /**
    * A canary's keys share the hash tag of its model and id (cluster mode keeps them in one slot):
    * its samples per time slot (canary/canarySamples.ts) and its rollback decision.
    */

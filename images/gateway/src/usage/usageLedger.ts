@@ -5,7 +5,10 @@
  * day, one per month), so any pod can answer for the whole endpoint and the
  * figures survive gateway restarts. A write that fails stays pending on the
  * pod and is retried after the next successful heartbeat, so an outage of
- * the store loses nothing a surviving pod served.
+ * the store loses nothing a surviving pod served. A write whose answer is
+ * unclear (a timeout or a dropped connection after the store may have applied
+ * it) is sent again as the same numbered batch, which the store applies once
+ * (APPLY_LUA): a retry never counts a request twice.
  *
  * Hash fields are `<counter>|<model>` with counter r (requests), p (prompt
  * tokens) or c (completion tokens); the model id may contain anything after the bar.
@@ -13,6 +16,7 @@
  * under cr, cp and cc: the model's entry then says how much of it the canary
  * served (a reader that does not know these counters skips them).
  */
+import { luaScript, runScript } from "../store/luaScript";
 import type { SharedStore } from "../store/sharedStore";
 import type { Build } from "../canary/weightedSplit";
 
@@ -21,6 +25,42 @@ export const DAY_TTL_SECONDS = 40 * 86_400;
 export const MONTH_TTL_SECONDS = 400 * 86_400;
 /** Requests ending within this window share one write to the store. */
 export const FLUSH_DELAY_MS = 50;
+
+/**
+ * One team's batch from one pod, applied at most once. KEYS[1]: the team's
+ * applied-batch hash (StoreKeys.usageApplied); KEYS[2..]: its usage hashes.
+ * ARGV[1]: the pod id, ARGV[2]: the batch's number, ARGV[3]: the applied
+ * hash's TTL (s); then per usage hash, in KEYS order: its TTL (s), its field
+ * count n, and n field/amount pairs. A pod numbers its batches in order and
+ * sends a team's next one only after the store has answered the last, so a
+ * number at or below the last applied one is a batch already counted.
+ * Returns 1 applied, 0 already applied.
+ */
+const APPLY_LUA = `
+local last = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or '0')
+if tonumber(ARGV[2]) <= last then return 0 end
+redis.call('hset', KEYS[1], ARGV[1], ARGV[2])
+redis.call('expire', KEYS[1], ARGV[3])
+local a = 4
+for k = 2, #KEYS do
+  local ttl = ARGV[a]
+  local n = tonumber(ARGV[a + 1])
+  a = a + 2
+  for i = 1, n do
+    redis.call('hincrby', KEYS[k], ARGV[a], ARGV[a + 1])
+    a = a + 2
+  end
+  redis.call('expire', KEYS[k], ttl)
+end
+return 1
+`;
+const APPLY = luaScript(APPLY_LUA);
+
+/** A team's batch sent to the store: kept, with its number, until the store has answered for it. */
+interface Batch {
+  seq: number;
+  periods: Periods;
+}
 
 type Counter = "r" | "p" | "c" | "cr" | "cp" | "cc";
 /** field -> count */
@@ -138,6 +178,10 @@ export class UsageLedger {
   private readonly local = new Map<string, Periods>();
   /** team -> periods: not yet in the store. */
   private pending = new Map<string, Periods>();
+  /** team -> the batch sent without a clear answer: sent again, under its number, before anything newer. */
+  private readonly unsure = new Map<string, Batch>();
+  /** The number of this pod's last batch (the store keeps the last it applied per pod and team). */
+  private seq = 0;
   private flushing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly since: Date;
@@ -210,33 +254,38 @@ export class UsageLedger {
     const store = this.store;
     if (!store) return;
     // Records made while a batch is on the wire go out in the next round.
-    while (this.pending.size > 0 && !store.isDegraded) {
-      const batch = this.pending;
-      this.pending = new Map();
-      for (const [team, periods] of batch) {
-        // One MULTI per team: its keys share a hash tag, so cluster mode keeps them in one slot.
-        const tx = store.client.multi();
-        for (const [period, tally] of periods) {
-          const key = store.keys.usage(team, period);
-          for (const [field, n] of tally) if (n !== 0) tx.hincrby(key, field, n);
-          tx.expire(key, period.startsWith("d:") ? DAY_TTL_SECONDS : MONTH_TTL_SECONDS);
+    while ((this.pending.size > 0 || this.unsure.size > 0) && !store.isDegraded) {
+      for (const team of new Set([...this.unsure.keys(), ...this.pending.keys()])) {
+        let batch = this.unsure.get(team);
+        if (!batch) {
+          const periods = this.pending.get(team);
+          if (!periods) continue;
+          this.pending.delete(team);
+          batch = { seq: ++this.seq, periods };
+          this.unsure.set(team, batch);
         }
         try {
-          const replies = await tx.exec();
-          if (!replies) throw new Error("the store aborted the usage transaction");
-          batch.delete(team);
+          await this.apply(store, team, batch);
+          this.unsure.delete(team);
         } catch (error) {
           store.unreachable(error);
-          break;
+          return;
         }
       }
-      // Put back what did not reach the store, behind anything recorded meanwhile.
-      for (const [team, periods] of batch) {
-        const queued = this.pending.get(team) ?? new Map<string, Tally>();
-        merge(queued, periods);
-        this.pending.set(team, queued);
-      }
     }
+  }
+
+  /** One team's batch in one script (its keys share a hash tag, so cluster mode keeps them in one slot). */
+  private async apply(store: SharedStore, team: string, batch: Batch): Promise<void> {
+    const keys = [store.keys.usageApplied(team)];
+    const args: Array<string | number> = [store.podId, batch.seq, DAY_TTL_SECONDS];
+    for (const [period, tally] of batch.periods) {
+      const fields = [...tally].filter(([, n]) => n !== 0);
+      keys.push(store.keys.usage(team, period));
+      args.push(period.startsWith("d:") ? DAY_TTL_SECONDS : MONTH_TTL_SECONDS, fields.length);
+      for (const [field, n] of fields) args.push(field, n);
+    }
+    await runScript(store.client, APPLY, keys, args);
   }
 
   /** The team's usage today and this month: the whole endpoint's from the store, else this pod's own. */
@@ -253,6 +302,7 @@ export class UsageLedger {
           .multi()
           .hgetall(store.keys.usage(team, day))
           .hgetall(store.keys.usage(team, month))
+          .hget(store.keys.usageApplied(team), store.podId)
           .exec();
         if (!replies) throw new Error("the store aborted the usage read");
         const read = (i: number): Tally => {
@@ -264,9 +314,14 @@ export class UsageLedger {
           [day, read(0)],
           [month, read(1)],
         ]);
-        // What this pod served but could not write yet is part of the truth too.
+        // What this pod served but could not write yet is part of the truth too; a batch whose
+        // answer was unclear counts here unless the store says it has applied it.
         const queued = this.pending.get(team);
         if (queued) merge(tallies, queued);
+        const unsure = this.unsure.get(team);
+        const [appliedError, applied] = replies[2] ?? [];
+        if (appliedError) throw appliedError;
+        if (unsure && Number(applied ?? 0) < unsure.seq) merge(tallies, unsure.periods);
         return {
           object: "usage",
           team,
