@@ -526,6 +526,8 @@ export function program(): StackOutputs {
         gpuReady: cluster.gpuReady,
         monitoringReady: cluster.monitoringReady,
         ...(tritons[0] ? { namespace: tritons[0].namespaceResource } : {}),
+        // A stack that builds: its nodes pull triton_with_ft while gemm and bake run (render/prePull.ts).
+        ...(build.pipelines.length > 0 ? { prePullImage: build.builderImages[entry.builder] } : {}),
       }),
     );
   }
