@@ -32,6 +32,7 @@ import { kvBytesPerToken } from "../model/vllmSizing";
 import type { ResolvedVllm } from "../config/stack";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../resolve/network";
+import { prePullOnNodes } from "../resolve/workload";
 import type { Plan } from "../plan";
 import type { RegistryPlan } from "../plan/registry";
 import { budgetInputs } from "../plan/steps";
@@ -151,8 +152,8 @@ export function modelEntry(
       preStopSeconds: k.preStopSeconds,
       // Without autoscaling a managed node group boots with the cluster; Karpenter launches once pods are pending.
       nodesWithCluster: a === undefined,
-      // As the program creates it: an FT model of a stack that builds, on nodes that come with the cluster.
-      ...(prePulled && !s.vllm && a === undefined && !s.config.build.promoteFrom
+      // As the program creates it (resolve/workload.ts prePullOnNodes).
+      ...(prePulled && prePullOnNodes(s)
         ? {
             prePull: {
               afterStep: "triton-with-ft",

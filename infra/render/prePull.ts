@@ -17,7 +17,7 @@ import type { IDaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import type { IDaemonSetSpec } from "kubernetes-models/apps/v1/DaemonSetSpec";
 import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/ObjectMeta";
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
-import { workloadName } from "../conventions/workload";
+import { PRE_PULL_REQUESTS, workloadName } from "../conventions/workload";
 import type { WorkloadInput } from "../plan/types";
 import { TRITON_SERVER_UID, containerSecurityContext, podSecurityContext } from "./podSecurity";
 import { gpuTolerations, instanceTypeAffinity, ownNodesToleration } from "./scheduling";
@@ -76,7 +76,14 @@ export function prePullSpec(w: WorkloadInput, tritonWithFtImage: string): IDaemo
             // The image's Ubuntu coreutils: the pull is the point, the container only holds it.
             command: ["sleep", "infinity"],
             securityContext: containerSecurityContext(),
-            resources: { requests: { cpu: "1m", memory: "16Mi" }, limits: { memory: "16Mi" } },
+            // Counted on the node by the serving pods' budget and the fit rule (resolve/workload.ts nodeDaemonSetRequests).
+            resources: {
+              requests: {
+                cpu: `${PRE_PULL_REQUESTS.cpuMillis}m`,
+                memory: `${PRE_PULL_REQUESTS.memoryBytes / 1024 ** 2}Mi`,
+              },
+              limits: { memory: `${PRE_PULL_REQUESTS.memoryBytes / 1024 ** 2}Mi` },
+            },
           },
         ],
       },

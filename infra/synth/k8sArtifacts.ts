@@ -18,7 +18,8 @@
 import { synthImageRef } from "../imageRef";
 import { namePrefix, repositoryNames } from "../naming";
 import { manifestFiles, renderManifests } from "../render/tritonManifests";
-import { PRE_PULL_FILE, prePullWanted, renderPrePull } from "../render/prePull";
+import { PRE_PULL_FILE, renderPrePull } from "../render/prePull";
+import { prePullOnNodes } from "../resolve/workload";
 import { stringify } from "yaml";
 import {
   modelScalingFiles,
@@ -57,9 +58,9 @@ function header(stackName: string): string {
 function tritonFiles(ctx: SynthContext): Record<string, string> {
   const w = ctx.plan.renderInputs.triton;
   const files = manifestFiles(renderManifests({ ...w, image: synthServerImage(ctx.stackName) }));
-  // A model (not a canary) of a stack that builds (not build.promoteFrom), as the program decides (program.ts).
+  // A model (not a canary) whose nodes carry the pre-pull (resolve/workload.ts), as the program decides (program.ts).
   const canary = ctx.stackPlan.canaries.some((c) => c.plan === ctx.plan);
-  if (!canary && !ctx.stack.config.build.promoteFrom && prePullWanted(w)) {
+  if (!canary && prePullOnNodes(ctx.stack)) {
     const image = synthImageRef(repositoryNames(namePrefix(ctx.stackName)).tritonWithFt);
     files[PRE_PULL_FILE] = stringify(renderPrePull(w, image), { aliasDuplicateObjects: false });
   }
