@@ -120,8 +120,18 @@ export class TritonService extends pulumi.ComponentResource {
         if (!isDigestRef(ref)) throw new pulumi.ResourceError(notPinnedMessage("triton_with_ft image", ref), this);
         return prePullSpec(w, ref) as k8s.types.input.apps.v1.DaemonSetSpec;
       });
-      // No wait for the GPU nodes: a DaemonSet's pods land on them when they join.
-      new k8s.apps.v1.DaemonSet(`${name}-prepull`, { metadata: prePullMetadata(w), spec }, { ...opt, dependsOn: [ns] });
+      // No wait for the GPU nodes: a DaemonSet's pods land on them when they join. The provider awaits
+      // the DaemonSet's pods, each a whole pull of triton_with_ft (about 10 min at the assumed rate, past
+      // the provider's 10-minute default): the server pod's own rollout budget covers a pull of more.
+      new k8s.apps.v1.DaemonSet(
+        `${name}-prepull`,
+        { metadata: prePullMetadata(w), spec },
+        {
+          ...opt,
+          dependsOn: [ns],
+          customTimeouts: { create: minutes(t.deploymentCreateSeconds), update: minutes(t.deploymentCreateSeconds) },
+        },
+      );
     }
 
     this.namespace = ns.metadata.name;

@@ -59,6 +59,9 @@ export function prePullSpec(w: WorkloadInput, tritonWithFtImage: string): IDaemo
   const { labels, selector } = prePullLabels(w);
   return {
     selector: { matchLabels: selector },
+    // A new triton_with_ft digest: every node pulls it at once (the pods serve nothing, so none need stay
+    // up), and the update takes one pull, as the create does, not one per node.
+    updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: "100%" } },
     template: {
       metadata: { labels },
       spec: {

@@ -14,14 +14,20 @@ import { PROMETHEUS_URL } from "../lib/scalingFixtures";
 import { gpt2Config, withOverrides, type RawConfig } from "../lib/fixtures";
 import { planOf } from "../lib/plan";
 import { runProgram } from "../lib/pulumi";
+import { TRITON_WITH_FT_IMAGE_BYTES } from "../../infra/model/sizing";
+import { ASSUMED } from "../../infra/catalog/timings";
 
 const TWF = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/triton_with_ft@sha256:${"cd".repeat(32)}`;
 const SERVER = `123456789012.dkr.ecr.us-east-1.amazonaws.com/triton-ft-test/server@sha256:${"ab".repeat(32)}`;
 
-function workload(raw: RawConfig) {
+function resolved(raw: RawConfig) {
   const { stack } = resolveStack(raw, {});
   if (!stack) throw new Error("fixture must resolve");
-  return planOf(stack, (p) => `h:${p}`).renderInputs.triton;
+  return stack;
+}
+
+function workload(raw: RawConfig) {
+  return planOf(resolved(raw), (p) => `h:${p}`).renderInputs.triton;
 }
 
 describe("the pre-pull DaemonSet", () => {
@@ -71,5 +77,14 @@ describe("the pre-pull DaemonSet", () => {
     const spec = created.inputs.spec as { template: { spec: { containers: Array<{ image: string }> } } };
     expect(spec.template.spec.containers[0]?.image).toMatch(/\/build-triton-with-ft@sha256:[0-9a-f]{64}$/);
     expect(created.options.dependsOn).toContain("kubernetes:core/v1:Namespace::triton-ns");
+    // The provider awaits its pods, each a whole pull of triton_with_ft: past its 10-minute default.
+    const budget = planOf(resolved(gpt2Config()), (p) => `h:${p}`).renderInputs.triton.workload.timeouts;
+    const pull = Math.ceil(TRITON_WITH_FT_IMAGE_BYTES / ASSUMED.ecrPullBytesPerSecond);
+    expect(budget.deploymentCreateSeconds).toBeGreaterThan(pull);
+    expect(created.options.customTimeouts).toEqual({
+      create: `${Math.ceil(budget.deploymentCreateSeconds / 60)}m`,
+      update: `${Math.ceil(budget.deploymentCreateSeconds / 60)}m`,
+    });
+    expect(spec).toMatchObject({ updateStrategy: { rollingUpdate: { maxUnavailable: "100%" } } });
   }, 180_000);
 });
