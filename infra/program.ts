@@ -35,6 +35,7 @@ import { promotedSide, type PromotedSide } from "./promotion/side";
 import { TritonWithFtSource, ecrRepositoryArn } from "./promotion/tritonWithFt";
 import { tritonWithFtBuild, type TritonWithFtBuild } from "./plan/tritonWithFt";
 import { endpointAccess } from "./resolve/clusterAccess";
+import { prePullOnNodes } from "./resolve/workload";
 import { REPO_ROOT, repoPathHasher, stageTree } from "./repoFiles";
 import type { ResolvedStack } from "./config/stack";
 import { loadStack, validatedSecret, type StackSecrets } from "./loader";
@@ -526,6 +527,9 @@ export function program(): StackOutputs {
         gpuReady: cluster.gpuReady,
         monitoringReady: cluster.monitoringReady,
         ...(tritons[0] ? { namespace: tritons[0].namespaceResource } : {}),
+        // An FT model with fixed nodes in a stack that builds: its nodes pull triton_with_ft while gemm and
+        // bake run (render/prePull.ts); the serving pods' budget leaves room for it by the same rule.
+        ...(models[i] && prePullOnNodes(models[i]) ? { prePullImage: build.builderImages[entry.builder] } : {}),
       }),
     );
   }

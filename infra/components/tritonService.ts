@@ -21,6 +21,7 @@ import {
   renderServiceMonitor,
 } from "../render/tritonManifests";
 import { minutes } from "../render/quantities";
+import { prePullMetadata, prePullSpec, prePullWanted } from "../render/prePull";
 
 import { PORTS } from "../conventions/workload";
 import type { WorkloadInput } from "../plan/types";
@@ -45,6 +46,13 @@ export interface TritonServiceArgs {
    * @default none: this service creates the namespace (the first model's)
    */
   readonly namespace?: k8s.core.v1.Namespace;
+  /**
+   * triton_with_ft by digest, for the pre-pull DaemonSet (render/prePull.ts):
+   * created as soon as the compile has pushed it, so the model's nodes pull it
+   * while gemm and bake run. Only where prePullWanted(workload).
+   * @default none: no pre-pull (a promoted stack, a canary, a vLLM model, nodes from Karpenter)
+   */
+  readonly prePullImage?: pulumi.Input<string>;
 }
 
 /**
@@ -105,6 +113,25 @@ export class TritonService extends pulumi.ComponentResource {
         // The stack's own Prometheus Operator (when it installs one) brings the CRD.
         dependsOn: [ns, ...(args.monitoringReady ?? [])],
       });
+    }
+
+    if (args.prePullImage !== undefined && prePullWanted(w)) {
+      const spec = pulumi.output(args.prePullImage).apply((ref) => {
+        if (!isDigestRef(ref)) throw new pulumi.ResourceError(notPinnedMessage("triton_with_ft image", ref), this);
+        return prePullSpec(w, ref) as k8s.types.input.apps.v1.DaemonSetSpec;
+      });
+      // No wait for the GPU nodes: a DaemonSet's pods land on them when they join. The provider awaits
+      // the DaemonSet's pods, each a whole pull of triton_with_ft (about 10 min at the assumed rate, past
+      // the provider's 10-minute default): the server pod's own rollout budget covers a pull of more.
+      new k8s.apps.v1.DaemonSet(
+        `${name}-prepull`,
+        { metadata: prePullMetadata(w), spec },
+        {
+          ...opt,
+          dependsOn: [ns],
+          customTimeouts: { create: minutes(t.deploymentCreateSeconds), update: minutes(t.deploymentCreateSeconds) },
+        },
+      );
     }
 
     this.namespace = ns.metadata.name;

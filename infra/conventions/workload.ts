@@ -57,6 +57,13 @@ export const CANARY_NODE_TAINT_KEY = "triton-ft.io/canary";
  */
 export const DCGM_EXPORTER_REQUESTS = { cpuMillis: 100, memoryBytes: 128 * 1024 ** 2 } as const;
 
+/**
+ * The triton_with_ft pre-pull's requests (render/prePull.ts), on the GPU nodes
+ * of an FT model with fixed nodes in a stack that builds: the serving pods'
+ * budget and the fit rule count them there (resolve/workload.ts nodeDaemonSetRequests).
+ */
+export const PRE_PULL_REQUESTS = { cpuMillis: 1, memoryBytes: 16 * 1024 ** 2 } as const;
+
 /** The gateway's ports: the OpenAI-compatible API (the NLB Service) and metrics (its ServiceMonitor). */
 export const GATEWAY_PORTS = { http: 8080, metrics: 9090 } as const;
 

@@ -32,6 +32,7 @@ import { kvBytesPerToken } from "../model/vllmSizing";
 import type { ResolvedVllm } from "../config/stack";
 import { sha256 } from "../plan/hash";
 import { natGatewayCount } from "../resolve/network";
+import { prePullOnNodes } from "../resolve/workload";
 import type { Plan } from "../plan";
 import type { RegistryPlan } from "../plan/registry";
 import { budgetInputs } from "../plan/steps";
@@ -83,7 +84,13 @@ function vllmBatchKvBytes(s: ResolvedStack, v: ResolvedVllm): number {
 }
 
 /** The model's entry: its nodes, decode shape, image, build steps and serving timings. */
-export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): ModelCostInput {
+export function modelEntry(
+  s: ResolvedStack,
+  plan: Plan,
+  builder: string,
+  /** A canary's Triton gets no pre-pull (program.ts): false. */
+  prePulled = true,
+): ModelCostInput {
   const sv = s.config.serving;
   const a = sv.autoscaling;
   const k = plan.kubernetes;
@@ -145,6 +152,18 @@ export function modelEntry(s: ResolvedStack, plan: Plan, builder: string): Model
       preStopSeconds: k.preStopSeconds,
       // Without autoscaling a managed node group boots with the cluster; Karpenter launches once pods are pending.
       nodesWithCluster: a === undefined,
+      // As the program creates it (resolve/workload.ts prePullOnNodes).
+      ...(prePulled && prePullOnNodes(s)
+        ? {
+            prePull: {
+              afterStep: "triton-with-ft",
+              seconds: Math.ceil(TRITON_WITH_FT_IMAGE_BYTES / ASSUMED.ecrPullBytesPerSecond),
+              ownLayersPullSeconds: Math.ceil(
+                fp16WeightBytes(s.model.family, s.model.arch) / ASSUMED.ecrPullBytesPerSecond,
+              ),
+            },
+          }
+        : {}),
       rolloutHash: sha256(JSON.stringify({ serving: plan.serving, kubernetes: plan.kubernetes, launch: plan.launch })),
     },
   };
@@ -222,7 +241,7 @@ export function modelEntries(models: readonly ResolvedStack[], sp: StackPlan): M
     const m = models[i]?.canary;
     const builder = sp.builders[sp.models[i]?.builder ?? -1];
     if (c.promote || !stable || !m || !builder) return [];
-    const entry = { ...modelEntry(m.stack, c.plan, builder.name), canary: { of: c.of, weight: c.weight } };
+    const entry = { ...modelEntry(m.stack, c.plan, builder.name, false), canary: { of: c.of, weight: c.weight } };
     return [withStepsOf(entry, stable)];
   });
   return [...withShared, ...canaries];

@@ -99,6 +99,12 @@ export interface ModelCostInput {
     preStopSeconds: number;
     /** GPU nodes come up with the cluster (managed node group), not on demand after the image exists (Karpenter). */
     nodesWithCluster: boolean;
+    /**
+     * The triton_with_ft pre-pull (render/prePull.ts): the nodes pull it from
+     * the end of `afterStep` (or once they are up, if later), and the pods then
+     * pull only the bake's own layers. Absent where the program makes none.
+     */
+    prePull?: { afterStep: string; seconds: number; ownLayersPullSeconds: number };
     /** Hash of what a rollout depends on besides the image (instance type, shape, launch): a change rolls the pods. */
     rolloutHash: string;
   };

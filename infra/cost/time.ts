@@ -11,6 +11,10 @@
  *   size the GPU node group, which boots with the cluster.
  * Then: GPU node launch (Karpenter launches on the pending pods, so only with
  * autoscaling), image pull, model load, and the NLB's target registration.
+ * With the triton_with_ft pre-pull (nodes with the cluster, render/prePull.ts)
+ * the nodes pull triton_with_ft from the end of its step while gemm and bake
+ * run, and the pods pull only the bake's own layers; the pods wait for the
+ * pre-pull when it ends after the build.
  * The NLB itself is a third branch: its Service waits only for the cluster
  * (components/gatewayService.ts), so it is provisioned while the images
  * build, and it is on the path only when it is ready after the pods.
@@ -139,19 +143,36 @@ export function estimateTime(stack: StackCostInput, m: ModelCostInput, builderLa
     stack.cluster.mode === "create"
       ? stack.cluster.controlPlaneSeconds + (sv.nodesWithCluster ? sv.nodeBootSeconds : 0)
       : 0;
+  const clusterPath: Segment[] = [
+    assumed("EKS control plane", stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0),
+    ...(sv.nodesWithCluster ? [assumed("GPU node boot", sv.nodeBootSeconds)] : []),
+  ];
+  const launchSegment = assumed(m.build.cpu ? "CPU builder launch" : "builder launch", launch);
+  const buildPath: Segment[] = [launchSegment, ...pathTo(last.id)];
+  // The pre-pull starts once triton_with_ft is pushed and the nodes are up; the pods wait for it too.
+  const pp = sv.prePull;
+  const pushed = pp ? launch + (finish.get(pp.afterStep) ?? 0) : 0;
+  const prePullDone = pp ? Math.max(pushed, clusterReady) + pp.seconds : 0;
+  const prePullSegment = pp ? assumed("triton_with_ft pre-pull on the nodes", pp.seconds) : undefined;
   const waitPath: Segment[] =
-    clusterReady > buildDone
+    prePullSegment && prePullDone > Math.max(buildDone, clusterReady)
       ? [
-          assumed("EKS control plane", stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0),
-          ...(sv.nodesWithCluster ? [assumed("GPU node boot", sv.nodeBootSeconds)] : []),
+          ...(clusterReady > pushed
+            ? clusterPath
+            : [launchSegment, ...(finish.has(pp?.afterStep ?? "") ? pathTo(pp?.afterStep ?? "") : [])]),
+          prePullSegment,
         ]
-      : [assumed(m.build.cpu ? "CPU builder launch" : "builder launch", launch), ...pathTo(last.id)];
+      : clusterReady > buildDone
+        ? clusterPath
+        : buildPath;
   const serve: Segment[] = [
     ...(sv.nodesWithCluster ? [] : [assumed("GPU node boot", sv.nodeBootSeconds)]),
-    assumed("image pull", sv.pullSeconds),
+    pp
+      ? assumed("image pull, the bake's layers (triton_with_ft pre-pulled)", pp.ownLayersPullSeconds)
+      : assumed("image pull", sv.pullSeconds),
     assumed("model load", sv.loadSeconds),
   ];
-  const podsReady = Math.max(buildDone, clusterReady) + serve.reduce((a, s) => a + s.seconds, 0);
+  const podsReady = Math.max(buildDone, clusterReady, prePullDone) + serve.reduce((a, s) => a + s.seconds, 0);
   // The NLB's Service is created once the control plane (and its controller) is up, beside the build.
   const controlPlane = stack.cluster.mode === "create" ? stack.cluster.controlPlaneSeconds : 0;
   const nlbReady = controlPlane + stack.loadBalancer.provisionSeconds;

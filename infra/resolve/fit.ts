@@ -23,7 +23,7 @@ import {
   type GpuMemoryEstimate,
 } from "../model/sizing";
 import { servingFitProblem } from "./nodeShape";
-import { planWorkload } from "./workload";
+import { nodeDaemonSetRequests, planWorkload, prePullOnNodes } from "./workload";
 import type { WorkloadPlan } from "./workload";
 import type { StackConfig } from "../config/schema";
 import type { GemmShape, ResolvedModel, ResolvedStack } from "../config/stack";
@@ -210,7 +210,12 @@ export function checkServingFits(stack: ResolvedStack, add: Add): void {
     return;
   }
   const pod = { cpuMillis: w.cpuRequestMillis, memoryBytes: w.memoryRequestBytes, gpus: w.tensorParallel };
-  const problem = servingFitProblem(stack.servingInstance, pod, w.podsPerNode);
+  const problem = servingFitProblem(
+    stack.servingInstance,
+    pod,
+    w.podsPerNode,
+    nodeDaemonSetRequests(prePullOnNodes(stack)),
+  );
   if (problem) add("serving.instanceType", stack.servingInstance.type, problem.message, problem.fix);
 }
 

@@ -82,7 +82,11 @@ export const NODE_DAEMONSET_REQUESTS = {
   memoryBytes: DAEMONSET_MEMORY_BYTES,
 } as const;
 
-/** Everything per-node on a serving node: EKS's DaemonSets and the stack's DCGM exporter. */
+/**
+ * Everything per-node on every serving node: EKS's DaemonSets and the stack's DCGM
+ * exporter. The nodes of an FT model with the pre-pull carry its requests too
+ * (resolve/workload.ts nodeDaemonSetRequests).
+ */
 export const GPU_NODE_DAEMONSET_REQUESTS = {
   cpuMillis: GPU_NODE_DAEMONSET_CPU_MILLIS,
   memoryBytes: GPU_NODE_DAEMONSET_MEMORY_BYTES,
@@ -102,16 +106,23 @@ export interface FitProblem {
 }
 
 /**
- * `podsPerNode` pods with these requests, next to the per-node DaemonSets, on
- * one node of this shape: every resource that does not fit. The scheduler
- * refuses such a pod ("Insufficient <resource>") and it stays Pending forever.
+ * `podsPerNode` pods with these requests, next to the per-node DaemonSets
+ * (`daemonSets`: resolve/workload.ts nodeDaemonSetRequests, which counts the
+ * pre-pull where it runs), on one node of this shape: every resource that
+ * does not fit. The scheduler refuses such a pod ("Insufficient <resource>")
+ * and it stays Pending forever.
  */
-export function podFitProblems(shape: NodeShape, pod: PodRequests, podsPerNode: number): FitProblem[] {
+export function podFitProblems(
+  shape: NodeShape,
+  pod: PodRequests,
+  podsPerNode: number,
+  daemonSets: { cpuMillis: number; memoryBytes: number },
+): FitProblem[] {
   const a = shape.allocatable;
   const problems: FitProblem[] = [];
-  const cpu = podsPerNode * pod.cpuMillis + GPU_NODE_DAEMONSET_REQUESTS.cpuMillis;
+  const cpu = podsPerNode * pod.cpuMillis + daemonSets.cpuMillis;
   if (cpu > a.cpuMillis) problems.push({ resource: "cpu", requested: cpu, allocatable: a.cpuMillis, unit: "m" });
-  const mem = podsPerNode * pod.memoryBytes + GPU_NODE_DAEMONSET_REQUESTS.memoryBytes;
+  const mem = podsPerNode * pod.memoryBytes + daemonSets.memoryBytes;
   if (mem > a.memoryBytes)
     problems.push({
       resource: "memory",
@@ -133,8 +144,9 @@ export function servingFitProblem(
   instance: InstanceFacts,
   pod: PodRequests,
   podsPerNode: number,
+  daemonSets: { cpuMillis: number; memoryBytes: number },
 ): { message: string; fix: string } | undefined {
-  const problems = podFitProblems(eksNodeShape(instance), pod, podsPerNode);
+  const problems = podFitProblems(eksNodeShape(instance), pod, podsPerNode, daemonSets);
   if (problems.length === 0) return undefined;
   const what = problems
     .map(

@@ -25,7 +25,7 @@ import { vllmDtypeBytes, vllmMemory } from "../model/vllmSizing";
 
 import type { ResolvedStack } from "../config/stack";
 
-import { NLB_HEALTH_CHECK, DCGM_EXPORTER_REQUESTS } from "../conventions/workload";
+import { NLB_HEALTH_CHECK, DCGM_EXPORTER_REQUESTS, PRE_PULL_REQUESTS } from "../conventions/workload";
 const MiB = 1024 ** 2;
 
 /** The startup budget is this multiple of the estimated load, so a slow disk does not trigger a restart loop. */
@@ -62,6 +62,25 @@ export const DAEMONSET_MEMORY_BYTES = 512 * MiB;
 /** ...plus the stack's own DaemonSet on every serving node, the DCGM exporter (render/observability.ts). */
 export const GPU_NODE_DAEMONSET_CPU_MILLIS = DAEMONSET_CPU_MILLIS + DCGM_EXPORTER_REQUESTS.cpuMillis;
 export const GPU_NODE_DAEMONSET_MEMORY_BYTES = DAEMONSET_MEMORY_BYTES + DCGM_EXPORTER_REQUESTS.memoryBytes;
+
+/**
+ * Whether the model's GPU nodes run the triton_with_ft pre-pull DaemonSet
+ * (render/prePull.ts): an FT model whose nodes come with the cluster (a
+ * DaemonSet launches no Karpenter node), in a stack that builds (a promoted
+ * stack has no compile to overlap). The program, synth and the estimate
+ * create or count it by this rule; the fit rule reserves its requests by it.
+ */
+export function prePullOnNodes(s: Pick<ResolvedStack, "vllm" | "config">): boolean {
+  return !s.vllm && s.config.serving.autoscaling === undefined && !s.config.build.promoteFrom;
+}
+
+/** Requests of everything per-node on the model's GPU nodes: EKS's DaemonSets, the DCGM exporter, the pre-pull where it runs. */
+export function nodeDaemonSetRequests(prePull: boolean): { cpuMillis: number; memoryBytes: number } {
+  return {
+    cpuMillis: GPU_NODE_DAEMONSET_CPU_MILLIS + (prePull ? PRE_PULL_REQUESTS.cpuMillis : 0),
+    memoryBytes: GPU_NODE_DAEMONSET_MEMORY_BYTES + (prePull ? PRE_PULL_REQUESTS.memoryBytes : 0),
+  };
+}
 /**
  * The nominal RAM AWS lists is more than the kernel reports (firmware and
  * kernel reservations take a few percent). Requests use this share of the
@@ -117,11 +136,11 @@ export function planWorkload(s: ResolvedStack): WorkloadPlan {
   // sleeps (autoscaling min 0) rolls when awake, at one pod: its floor here is one.
   const gpuNodes = Math.ceil((Math.max(1, sv.autoscaling?.min ?? sv.replicas) + 1) / podsPerNode);
 
-  const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - GPU_NODE_DAEMONSET_CPU_MILLIS;
+  const perNode = nodeDaemonSetRequests(prePullOnNodes(s));
+  const cpuFree = inst.vcpus * 1000 - eksReservedCpuMillis(inst.vcpus) - perNode.cpuMillis;
   const cpuRequestMillis = Math.floor(cpuFree / podsPerNode / 100) * 100 - 100;
   const memFree =
-    (inst.ramGiB * GiB - eksReservedMemoryBytes(inst.vcpus) - GPU_NODE_DAEMONSET_MEMORY_BYTES) *
-    ALLOCATABLE_MEMORY_FRACTION;
+    (inst.ramGiB * GiB - eksReservedMemoryBytes(inst.vcpus) - perNode.memoryBytes) * ALLOCATABLE_MEMORY_FRACTION;
   const memoryRequestBytes = Math.floor(memFree / podsPerNode / (256 * MiB)) * 256 * MiB;
 
   const shmBytes = shmSize(s);

@@ -18,6 +18,9 @@
 import { synthImageRef } from "../imageRef";
 import { namePrefix, repositoryNames } from "../naming";
 import { manifestFiles, renderManifests } from "../render/tritonManifests";
+import { PRE_PULL_FILE, renderPrePull } from "../render/prePull";
+import { prePullOnNodes } from "../resolve/workload";
+import { stringify } from "yaml";
 import {
   modelScalingFiles,
   renderModelScaling,
@@ -53,7 +56,16 @@ function header(stackName: string): string {
 
 /** Triton's manifests of one model, by file name (`00-namespace.yaml` included). */
 function tritonFiles(ctx: SynthContext): Record<string, string> {
-  return manifestFiles(renderManifests({ ...ctx.plan.renderInputs.triton, image: synthServerImage(ctx.stackName) }));
+  const w = ctx.plan.renderInputs.triton;
+  const files = manifestFiles(renderManifests({ ...w, image: synthServerImage(ctx.stackName) }));
+  // A model (not a canary) whose nodes carry the pre-pull (resolve/workload.ts), as the program decides (program.ts).
+  const canary = ctx.stackPlan.canaries.some((c) => c.plan === ctx.plan);
+  if (!canary && prePullOnNodes(ctx.stack)) {
+    const image = synthImageRef(repositoryNames(namePrefix(ctx.stackName)).tritonWithFt);
+    files[PRE_PULL_FILE] = stringify(renderPrePull(w, image), { aliasDuplicateObjects: false });
+  }
+  // Apply order: the files' number prefixes.
+  return Object.fromEntries(Object.entries(files).sort(([a], [b]) => a.localeCompare(b)));
 }
 
 /** The gateway's manifests, by file name, after its shared store's (serving.store), if any. */

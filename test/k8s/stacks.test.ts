@@ -21,7 +21,9 @@ import { SCRAPER_NAMESPACE_LABEL } from "../../infra/render/gatewayManifests";
 import { GATEWAY_HELD_METRIC } from "../../infra/render/prometheus";
 import { WAKE_TRIGGER } from "../../infra/render/scaling";
 
-import { eksNodeShape, podFitProblems, GPU_NODE_DAEMONSET_REQUESTS } from "../../infra/resolve/nodeShape";
+import { eksNodeShape, podFitProblems } from "../../infra/resolve/nodeShape";
+import { nodeDaemonSetRequests } from "../../infra/resolve/workload";
+import { PRE_PULL_COMPONENT } from "../../infra/render/prePull";
 import { Kube, podReady, until, type LabelSelector, type Pod } from "./kube";
 import {
   STACK_LABEL,
@@ -94,6 +96,10 @@ for (const ref of stacks) {
       return g;
     };
     const gpuNodesOf = (m: RenderedModel) => kube.nodes(nodeSelectorOf(stack, groupOf(m)));
+    /** The model's triton_with_ft pre-pull DaemonSet (render/prePull.ts), as synth rendered it, if any. */
+    const isPrePull = (o: K8sObject) =>
+      o.kind === "DaemonSet" && o.metadata.labels?.["app.kubernetes.io/component"] === PRE_PULL_COMPONENT;
+    const prePullOf = (m: RenderedModel) => m.objects.find(isPrePull);
     const applyFlags = () => stack.manifestDirs.flatMap((d) => ["-f", d]);
 
     beforeAll(async () => {
@@ -374,8 +380,13 @@ for (const ref of stacks) {
         const toleratesGpu = ((t.spec.tolerations ?? []) as Array<{ key?: string; operator?: string }>).some(
           (x) => x.key === GPU_RESOURCE || (x.key === undefined && x.operator === "Exists"),
         );
+        // The triton_with_ft pre-pull runs on its own model's GPU nodes, all of them and no other.
+        if (isPrePull(w)) {
+          const own = new Set((await gpuNodesOf(modelOf(w))).map((n) => n.metadata.name));
+          expect(new Set(pods.map((p) => p.spec.nodeName)), `${w.metadata.name} on its model's GPU nodes`).toEqual(own);
+        }
         // A GPU node DaemonSet (the DCGM exporter) runs on every model's GPU nodes, whatever their instance type.
-        if (w.kind === "DaemonSet" && toleratesGpu)
+        else if (w.kind === "DaemonSet" && toleratesGpu)
           expect(new Set(pods.map((p) => p.spec.nodeName)), `${w.metadata.name} on every GPU node`).toEqual(
             gpuNodeNames,
           );
@@ -766,14 +777,16 @@ for (const ref of stacks) {
       const replicas = d.spec.replicas ?? 1;
       const gpus = gpusOf(template.spec);
       const cpuMillis = model.kubernetes.cpuRequestMillis;
-      // EKS's DaemonSets (the stand-in) and the stack's DCGM exporter (applied for real) share the node.
-      const atLimit = shape.allocatable.memoryBytes - GPU_NODE_DAEMONSET_REQUESTS.memoryBytes;
+      // EKS's DaemonSets (the stand-in), the stack's DCGM exporter and the model's pre-pull, where synth
+      // rendered one (both applied for real), share the node.
+      const daemonSets = nodeDaemonSetRequests(prePullOf(model) !== undefined);
+      const atLimit = shape.allocatable.memoryBytes - daemonSets.memoryBytes;
       const over = atLimit + MiB;
       // The validation rule's verdicts, for one pod per node.
-      expect(podFitProblems(shape, { cpuMillis, memoryBytes: atLimit, gpus }, 1)).toEqual([]);
-      expect(podFitProblems(shape, { cpuMillis, memoryBytes: over, gpus }, 1).map((p) => p.resource)).toEqual([
-        "memory",
-      ]);
+      expect(podFitProblems(shape, { cpuMillis, memoryBytes: atLimit, gpus }, 1, daemonSets)).toEqual([]);
+      expect(
+        podFitProblems(shape, { cpuMillis, memoryBytes: over, gpus }, 1, daemonSets).map((p) => p.resource),
+      ).toEqual(["memory"]);
 
       // Empty the GPU nodes so only allocatable decides.
       await kube.run(["scale", "-n", ns, `deployment/${d.metadata.name}`, "--replicas=0"]);

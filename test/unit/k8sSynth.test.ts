@@ -33,6 +33,7 @@ describe("synth Kubernetes manifests", () => {
     expect(paths).toEqual([
       "k8s/00-namespace.yaml",
       "k8s/10-deployment.yaml",
+      "k8s/11-prepull-daemonset.yaml",
       "k8s/20-service.yaml",
       "k8s/21-metrics-service.yaml",
       "k8s/30-poddisruptionbudget.yaml",

@@ -5,7 +5,15 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { GPU_INSTANCES } from "../../infra/catalog/gpus";
 import { eksNodeShape, podFitProblems, KERNEL_VISIBLE_MEMORY_FRACTION } from "../../infra/resolve/nodeShape";
-import { planWorkload } from "../../infra/resolve/workload";
+import {
+  GPU_NODE_DAEMONSET_CPU_MILLIS,
+  GPU_NODE_DAEMONSET_MEMORY_BYTES,
+  nodeDaemonSetRequests,
+  planWorkload,
+  prePullOnNodes,
+} from "../../infra/resolve/workload";
+import { PRE_PULL_REQUESTS } from "../../infra/conventions/workload";
+import { PROMETHEUS_URL } from "../lib/scalingFixtures";
 import { resolveStack } from "../../infra/resolve";
 import { gpt2Config, withOverrides } from "../lib/fixtures";
 
@@ -29,8 +37,9 @@ describe("eksNodeShape", () => {
 
   it("reports every resource a pod set exceeds, with the numbers", () => {
     const s = eksNodeShape({ type: "g5.xlarge", vcpus: 4, ramGiB: 16, gpuCount: 1 });
-    expect(podFitProblems(s, { cpuMillis: 100, memoryBytes: 100 * MiB, gpus: 1 }, 1)).toEqual([]);
-    const p = podFitProblems(s, { cpuMillis: 4000, memoryBytes: 16 * GiB, gpus: 2 }, 1);
+    const ds = nodeDaemonSetRequests(false);
+    expect(podFitProblems(s, { cpuMillis: 100, memoryBytes: 100 * MiB, gpus: 1 }, 1, ds)).toEqual([]);
+    const p = podFitProblems(s, { cpuMillis: 4000, memoryBytes: 16 * GiB, gpus: 2 }, 1, ds);
     expect(p.map((x) => x.resource)).toEqual(["cpu", "memory", "nvidia.com/gpu"]);
     expect(p[2]).toEqual({ resource: "nvidia.com/gpu", requested: 2, allocatable: 1, unit: "GPU" });
   });
@@ -57,8 +66,44 @@ describe("the planned serving pods fit their nodes", () => {
         shape,
         { cpuMillis: w.cpuRequestMillis, memoryBytes: w.memoryRequestBytes, gpus: tp },
         w.podsPerNode,
+        nodeDaemonSetRequests(prePullOnNodes(stack)),
       ),
     ).toEqual([]);
+  });
+});
+
+describe("the triton_with_ft pre-pull's requests on its nodes (render/prePull.ts)", () => {
+  const s = eksNodeShape({ type: "g5.xlarge", vcpus: 4, ramGiB: 16, gpuCount: 1 });
+
+  it("count on a node that runs it: a pod at allocatable beside EKS's and DCGM's DaemonSets no longer fits", () => {
+    const atLimit = s.allocatable.memoryBytes - GPU_NODE_DAEMONSET_MEMORY_BYTES;
+    const pod = { cpuMillis: 100, memoryBytes: atLimit, gpus: 1 };
+    expect(podFitProblems(s, pod, 1, nodeDaemonSetRequests(false))).toEqual([]);
+    expect(podFitProblems(s, pod, 1, nodeDaemonSetRequests(true)).map((p) => p.resource)).toEqual(["memory"]);
+    expect(nodeDaemonSetRequests(true)).toEqual({
+      cpuMillis: GPU_NODE_DAEMONSET_CPU_MILLIS + PRE_PULL_REQUESTS.cpuMillis,
+      memoryBytes: GPU_NODE_DAEMONSET_MEMORY_BYTES + PRE_PULL_REQUESTS.memoryBytes,
+    });
+  });
+
+  it("run on an FT model's fixed nodes in a stack that builds; not on Karpenter's, a vLLM model's or a promoted stack's", () => {
+    const resolved = (raw: ReturnType<typeof gpt2Config>) => {
+      const { stack } = resolveStack(raw, { hfToken: false, kubeconfig: false });
+      if (!stack) throw new Error("fixture must resolve");
+      return stack;
+    };
+    const fixed = resolved(gpt2Config());
+    expect(prePullOnNodes(fixed)).toBe(true);
+    const autoscaled = resolved(
+      withOverrides(gpt2Config(), { serving: { autoscaling: { min: 1, max: 2, prometheusUrl: PROMETHEUS_URL } } }),
+    );
+    expect(prePullOnNodes(autoscaled)).toBe(false);
+    expect(
+      prePullOnNodes({
+        ...fixed,
+        config: { ...fixed.config, build: { ...fixed.config.build, promoteFrom: { stackReference: "org/p/dev" } } },
+      }),
+    ).toBe(false);
   });
 });
 
@@ -87,7 +132,7 @@ describe("validation refuses serving pods that exceed a node's allocatable", () 
     expect(problems).toHaveLength(1);
     expect(problems[0]?.key).toBe("triton-ft:serving.instanceType");
     expect(problems[0]?.value).toBe("g5.xlarge");
-    // 15 GiB + EKS's DaemonSets (512 MiB) + the stack's DCGM exporter (128 MiB).
-    expect(problems[0]?.message).toMatch(/memory 16000MiB > allocatable \d+MiB.*stay Pending/);
+    // 15 GiB + EKS's DaemonSets (512 MiB) + the stack's DCGM exporter (128 MiB) + the triton_with_ft pre-pull (16 MiB).
+    expect(problems[0]?.message).toMatch(/memory 16016MiB > allocatable \d+MiB.*stay Pending/);
   });
 });

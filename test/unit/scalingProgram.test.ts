@@ -142,7 +142,13 @@ describe("fixed size", () => {
     expect(charts.some((c) => c.includes("karpenter") || c === "keda")).toBe(false);
     for (const kind of ["ScaledObject", "NodePool", "EC2NodeClass", "PrometheusRule"])
       expect(crd(run, kind)).toEqual([]);
-    expect(run.byType("kubernetes:apps/v1:DaemonSet")).toHaveLength(1);
+    // The DCGM exporter, and the triton_with_ft pre-pull of the model's fixed nodes (render/prePull.ts).
+    expect(
+      run
+        .byType("kubernetes:apps/v1:DaemonSet")
+        .map((r) => r.name)
+        .sort(),
+    ).toEqual(["scaling-dcgm-exporter", "triton-prepull"]);
     // The gateway keeps its fixed size and its PDB of max(1, replicas − 1).
     expect(obj(run.one("kubernetes:apps/v1:Deployment", "gateway-deployment").inputs.spec).replicas).toBe(2);
     expect(obj(run.one("kubernetes:policy/v1:PodDisruptionBudget", "gateway-pdb").inputs.spec).minAvailable).toBe(1);

@@ -17,6 +17,7 @@ import {
 import {
   eksReservedCpuMillis,
   eksReservedMemoryBytes,
+  nodeDaemonSetRequests,
   planWorkload,
   shmSize,
   type WorkloadPlan,
@@ -76,10 +77,14 @@ describe("workload plan", () => {
     expect(p.podsPerNode).toBe(2);
     // 3 replicas + 1 surge pod at 2 per node.
     expect(p.gpuNodes).toBe(2);
-    const cpuFree = 48_000 - eksReservedCpuMillis(48) - 250;
+    // Beside EKS's DaemonSets (250m, 512 MiB), the DCGM exporter (100m, 128 MiB) and, on this FT model's
+    // fixed nodes, the triton_with_ft pre-pull (1m, 16 MiB).
+    const perNode = nodeDaemonSetRequests(true);
+    expect(perNode).toEqual({ cpuMillis: 250 + 100 + 1, memoryBytes: (512 + 128 + 16) * 1024 ** 2 });
+    const cpuFree = 48_000 - eksReservedCpuMillis(48) - perNode.cpuMillis;
     expect(p.cpuRequestMillis).toBe(Math.floor(cpuFree / 2 / 100) * 100 - 100);
     expect(p.cpuRequestMillis).toBe(23_600);
-    const memFree = (192 * GiB - eksReservedMemoryBytes(48) - 512 * 1024 ** 2) * 0.9;
+    const memFree = (192 * GiB - eksReservedMemoryBytes(48) - perNode.memoryBytes) * 0.9;
     expect(p.memoryRequestBytes).toBeLessThanOrEqual(memFree / 2);
     expect(p.memoryRequestBytes).toBeGreaterThan(memFree / 2 - 256 * 1024 ** 2);
   });
