@@ -25,7 +25,8 @@ export interface FileControlPlane {
  * top level, before its own beforeAll: the control plane is up when that runs.
  */
 export function fileControlPlane(name: string): FileControlPlane {
-  const root = process.env.K8S_WORK_DIR ?? fs.mkdtempSync(path.join(os.tmpdir(), "triton-ft-engine-"));
+  const given = process.env.K8S_WORK_DIR;
+  const root = given ?? fs.mkdtempSync(path.join(os.tmpdir(), "triton-ft-engine-"));
   const binDir = process.env.K8S_BIN_DIR;
   if (!binDir) throw new Error("K8S_BIN_DIR is not set: run the suite with bash test/engine/run.sh");
   const dir = path.join(root, `k8s-${name}`);
@@ -40,7 +41,8 @@ export function fileControlPlane(name: string): FileControlPlane {
   afterAll(async () => {
     await plane?.stop();
     undo();
-    if (!process.env.K8S_KEEP_WORK_DIR) fs.rmSync(dir, { recursive: true, force: true });
+    // The runner removes its own work folder; a folder made here is this file's alone.
+    if (!process.env.K8S_KEEP_WORK_DIR) fs.rmSync(given ? dir : root, { recursive: true, force: true });
   });
   return { dir, kubeconfig: path.join(dir, "kubeconfig"), binDir };
 }
