@@ -36,20 +36,20 @@ only=${TEST_SUITES:-}
 
 status=0
 crashed=()
-# finished <name> <exit status> <start>: counts a failed suite, and one without a report as crashed.
+# finished <name> <exit status> <seconds>: counts a failed suite, and one without a report as crashed.
 finished() {
-  local name=$1 rc=$2 start=$3
+  local name=$1 rc=$2 took=$3
   if ((rc != 0)); then
     status=1
     # Did the suite leave a report? If not, it crashed rather than failed tests.
     if ! compgen -G "$TEST_REPORT_DIR/$name*" >/dev/null; then crashed+=("$name"); fi
   fi
-  printf '===== %s finished in %ds\n' "$name" $((SECONDS - start))
+  printf '===== %s finished in %ds\n' "$name" "$took"
 }
 # A side-by-side suite runs in the background, its output in $logs/<name>.log (printed whole when it
 # has finished, so two suites' lines never interleave), while the next suites run.
 logs=$root/out/suite-logs
-declare -A bg_pid=() bg_start=()
+declare -A bg_pid=()
 for entry in "${suites[@]}"; do
   name=${entry%%|*}
   cmd=${entry#*|}
@@ -59,21 +59,26 @@ for entry in "${suites[@]}"; do
   if [[ " ${side_by_side[*]} " == *" $name "* ]]; then
     mkdir -p "$logs"
     printf '===== %s runs beside the next suites; its output: %s (printed when it has finished)\n' "$name" "${logs#"$root"/}/$name.log"
-    bash -c "$cmd" >"$logs/$name.log" 2>&1 &
+    # Its own length, not the wait for it: the seconds it ran, in $logs/<name>.took.
+    (
+      rc=0
+      bash -c "$cmd" >"$logs/$name.log" 2>&1 || rc=$?
+      echo $((SECONDS - start)) >"$logs/$name.took"
+      exit "$rc"
+    ) &
     bg_pid[$name]=$!
-    bg_start[$name]=$start
     continue
   fi
   rc=0
   bash -c "$cmd" || rc=$?
-  finished "$name" "$rc" "$start"
+  finished "$name" "$rc" $((SECONDS - start))
 done
 for name in "${!bg_pid[@]}"; do
   rc=0
   wait "${bg_pid[$name]}" || rc=$?
   printf '\n===== [%s] %s (ran beside the others): its output\n' "$(date -u +%H:%M:%S)" "$name"
   cat "$logs/$name.log"
-  finished "$name" "$rc" "${bg_start[$name]}"
+  finished "$name" "$rc" "$(cat "$logs/$name.took" 2>/dev/null || echo "?")"
 done
 
 python3 "$root/test/lib/count_results.py" "$TEST_REPORT_DIR" "${crashed[@]}" || status=1
