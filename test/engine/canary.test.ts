@@ -16,7 +16,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { EngineEvent, OpType, Stack } from "@pulumi/pulumi/automation";
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { program } from "../../infra/program";
 import { renderStackScaling, sharedScalingInput } from "../../infra/render/scaling";
 import { Kube } from "../k8s/kube";
@@ -33,13 +33,14 @@ import {
   type Engine,
   type StepRecord,
 } from "./engine";
+import { fileControlPlane } from "./fileControlPlane";
 import { stackPlanOf, testStackConfig, testStackRegion, type RawConfig } from "./stacks";
 
-const info = inject("k8s");
+const info = fileControlPlane("canary");
 const kube = new Kube(info.binDir, info.kubeconfig);
 
 const STACK = "canary";
-/** The kwok nodes' stack label and name prefix: apart from the other engine tests' nodes on the same control plane. */
+/** The kwok nodes' stack label and name prefix. */
 const NODES = "seed-canary";
 const SOURCE = ["models", "seed-canary"] as const;
 const REGION = testStackRegion(...SOURCE);

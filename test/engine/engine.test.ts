@@ -13,7 +13,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { EXTERNAL_KEY } from "../../infra/components/gatewayService";
 import { STACK_OUTPUT_CONTRACT } from "../../infra/outputs";
 import { program } from "../../infra/program";
@@ -33,6 +33,7 @@ import {
   type Engine,
   type StepRecord,
 } from "./engine";
+import { fileControlPlane } from "./fileControlPlane";
 import {
   buildOutputs,
   committedConfig,
@@ -44,10 +45,11 @@ import {
 } from "./stacks";
 
 import { workloadName, gatewayName } from "../../infra/conventions/workload";
-const info = inject("k8s");
+const info = fileControlPlane("engine");
 const kube = new Kube(info.binDir, info.kubeconfig);
-const KUBECONFIG = fs.readFileSync(info.kubeconfig, "utf8");
-const TOKEN = /token: (\S+)/.exec(KUBECONFIG)?.[1] ?? "";
+/** The file's control plane's kubeconfig and its admin token, read once it is up (the first beforeAll). */
+let KUBECONFIG = "";
+let TOKEN = "";
 
 /** The stack under test: promoted from "staging", which stands for the stack that built the images. */
 const STACK = "prod";
@@ -122,6 +124,8 @@ function k8sObjectsInState(checkpoint: string): { ref: string; namespace?: strin
 }
 
 beforeAll(async () => {
+  KUBECONFIG = fs.readFileSync(info.kubeconfig, "utf8");
+  TOKEN = /token: (\S+)/.exec(KUBECONFIG)?.[1] ?? "";
   workDir = fs.mkdtempSync(path.join(info.dir, "engine-"));
   engine = await startEngine(workDir);
   // The GPU and system nodes the stack would run on, shaped from the plan (kwok makes them Ready).

@@ -16,7 +16,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { program } from "../../infra/program";
 import { renderStackScaling, sharedScalingInput } from "../../infra/render/scaling";
 import { gatewayName } from "../../infra/conventions/workload";
@@ -34,6 +34,7 @@ import {
   type Engine,
   type StepRecord,
 } from "./engine";
+import { fileControlPlane } from "./fileControlPlane";
 import {
   STORE_STORAGE_CLASS,
   buildStackOutputs,
@@ -45,11 +46,11 @@ import {
   type RawConfig,
 } from "./stacks";
 
-const info = inject("k8s");
+const info = fileControlPlane("models");
 const kube = new Kube(info.binDir, info.kubeconfig);
 
 const STACK = "prod";
-/** The kwok nodes' stack label and name prefix: apart from the other engine test's nodes on the same control plane. */
+/** The kwok nodes' stack label and name prefix. */
 const NODES = "seed-models";
 const BUILDING = "staging";
 const SOURCE = ["models", "seed-models"] as const;

@@ -41,15 +41,15 @@ export class LocalCluster {
   private procs: Proc[] = [];
   private stopped = false;
   readonly kubeconfig: string;
-  readonly pidFile: string;
 
+  /** `pidFile` defaults to `<dir>/pids`; the engine suite's control planes, one per test file, share their runner's. */
   constructor(
     readonly dir: string,
     readonly binDir: string,
     readonly etcdBin: string,
+    readonly pidFile: string = path.join(dir, "pids"),
   ) {
     this.kubeconfig = path.join(dir, "kubeconfig");
-    this.pidFile = path.join(dir, "pids");
   }
 
   private start(name: string, cmd: string, args: string[]): Proc {

@@ -26,22 +26,9 @@ case $suite in
   *) echo "usage: $0 [all|light|torch|lint] [pytest args...]" >&2; exit 2 ;;
 esac
 
-# The converters run on the triton_with_ft image's Python, 3.10 (NGC tritonserver
-# 23.05), so the venvs are built from a 3.10 where one is at hand (PATH, or
-# pyenv's versions, which pyenv's shims hide unless selected). Without one,
-# python3: the locks carry every file's hash of each version, so they install on
-# a newer CPython too, and the image's pins all publish wheels for it.
-# PYTHON, when set, wins.
-find_python310() {
-  local c
-  for c in python3.10 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10.*/bin/python3.10; do
-    if "$c" -c 'import sys, venv; sys.exit(sys.version_info[:2] != (3, 10))' >/dev/null 2>&1; then
-      command -v "$c"
-      return 0
-    fi
-  done
-  return 1
-}
+# The image's minor, 3.10, where one is at hand (test/lib/python310.sh says why).
+# shellcheck source=test/lib/python310.sh
+source "$repo/test/lib/python310.sh"
 if [[ -z ${PYTHON:-} ]]; then
   if PYTHON=$(find_python310); then
     log "python: $PYTHON (the image's minor, 3.10)"
