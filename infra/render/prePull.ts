@@ -19,7 +19,14 @@ import type { IObjectMeta } from "@kubernetes-models/apimachinery/apis/meta/v1/O
 import { isDigestRef, isSynthRef, notPinnedMessage } from "../imageRef";
 import { PRE_PULL_REQUESTS, workloadName } from "../conventions/workload";
 import type { WorkloadInput } from "../plan/types";
-import { TRITON_SERVER_UID, containerSecurityContext, podSecurityContext } from "./podSecurity";
+import {
+  type ScannerSkip,
+  TRITON_SERVER_UID,
+  TRITON_SCANNER_SKIPS,
+  containerSecurityContext,
+  podSecurityContext,
+  scannerSkipAnnotations,
+} from "./podSecurity";
 import { gpuTolerations, instanceTypeAffinity, ownNodesToleration } from "./scheduling";
 import { recommendedLabels } from "./tritonManifests";
 
@@ -48,9 +55,39 @@ function prePullLabels(w: WorkloadInput): { labels: Record<string, string>; sele
   return { labels: { ...base, ...selector }, selector };
 }
 
+/**
+ * Deliberate choices checkov flags on the pre-pull, with why: it runs as the
+ * server's own user (the Triton Deployment's reason), and its one container
+ * only sleeps, so it serves nothing a probe could check and a CPU limit would
+ * only throttle its start.
+ */
+export const PRE_PULL_SCANNER_SKIPS: readonly ScannerSkip[] = [
+  ...TRITON_SCANNER_SKIPS.filter((s) => s.id === "CKV_K8S_40"),
+  {
+    id: "CKV_K8S_8",
+    reason:
+      "no liveness probe: the container only sleeps so that the node keeps triton_with_ft's layers; it serves nothing",
+  },
+  {
+    id: "CKV_K8S_9",
+    reason:
+      "no readiness probe: nothing selects the pre-pull's pods and they serve nothing; a pod is ready once its image is pulled",
+  },
+  {
+    id: "CKV_K8S_11",
+    reason:
+      "no CPU limit: the container only sleeps (1m requested and counted on the node); a limit would only throttle its start",
+  },
+];
+
 /** The DaemonSet's metadata: known before the image, so its name is known at preview. */
 export function prePullMetadata(w: WorkloadInput): IObjectMeta & { name: string; namespace: string } {
-  return { name: prePullName(w), namespace: w.namespace, labels: prePullLabels(w).labels };
+  return {
+    name: prePullName(w),
+    namespace: w.namespace,
+    labels: prePullLabels(w).labels,
+    annotations: scannerSkipAnnotations(PRE_PULL_SCANNER_SKIPS),
+  };
 }
 
 export function prePullSpec(w: WorkloadInput, tritonWithFtImage: string): IDaemonSetSpec {
