@@ -21,7 +21,7 @@ import {
   renderServiceMonitor,
 } from "../render/tritonManifests";
 import { minutes } from "../render/quantities";
-import { prePullMetadata, prePullSpec, prePullWanted } from "../render/prePull";
+import { prePullMetadata, prePullSpec } from "../render/prePull";
 
 import { PORTS } from "../conventions/workload";
 import type { WorkloadInput } from "../plan/types";
@@ -49,7 +49,7 @@ export interface TritonServiceArgs {
   /**
    * triton_with_ft by digest, for the pre-pull DaemonSet (render/prePull.ts):
    * created as soon as the compile has pushed it, so the model's nodes pull it
-   * while gemm and bake run. Only where prePullWanted(workload).
+   * while gemm and bake run. The program passes it only where resolve/workload.ts prePullOnNodes holds.
    * @default none: no pre-pull (a promoted stack, a canary, a vLLM model, nodes from Karpenter)
    */
   readonly prePullImage?: pulumi.Input<string>;
@@ -115,7 +115,7 @@ export class TritonService extends pulumi.ComponentResource {
       });
     }
 
-    if (args.prePullImage !== undefined && prePullWanted(w)) {
+    if (args.prePullImage !== undefined) {
       const spec = pulumi.output(args.prePullImage).apply((ref) => {
         if (!isDigestRef(ref)) throw new pulumi.ResourceError(notPinnedMessage("triton_with_ft image", ref), this);
         return prePullSpec(w, ref) as k8s.types.input.apps.v1.DaemonSetSpec;

@@ -7,7 +7,7 @@
  *
  * Only for a model whose nodes come with the cluster (no serving.autoscaling):
  * a DaemonSet's pod launches no Karpenter node, so on a NodePool it would pull
- * nothing before the server's own pod (prePullWanted). Once the server runs it
+ * nothing before the server's own pod (resolve/workload.ts prePullOnNodes). Once the server runs it
  * is harmless: 1m CPU and 16 MiB, and it keeps the shared layers referenced, so
  * the kubelet's image garbage collection leaves them for the next rollout.
  *
@@ -35,11 +35,6 @@ export const PRE_PULL_FILE = "11-prepull-daemonset.yaml";
 
 /** The component label of the pre-pull's objects (never the server's: its Service must not select them). */
 export const PRE_PULL_COMPONENT = "image-prepull";
-
-/** Whether the model's first deploy gains from a pre-pull: an FT model on nodes that exist while it builds. */
-export function prePullWanted(w: Pick<WorkloadInput, "engine" | "autoscaling">): boolean {
-  return w.engine === "ft" && w.autoscaling === undefined;
-}
 
 export function prePullName(w: Pick<WorkloadInput, "modelName">): string {
   return `${workloadName(w)}-prepull`;

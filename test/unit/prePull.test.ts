@@ -7,7 +7,8 @@
 import { describe, expect, it } from "vitest";
 import { DaemonSet } from "kubernetes-models/apps/v1/DaemonSet";
 import { resolveStack } from "../../infra/resolve";
-import { prePullWanted, renderPrePull } from "../../infra/render/prePull";
+import { renderPrePull } from "../../infra/render/prePull";
+import { prePullOnNodes } from "../../infra/resolve/workload";
 import { deploymentSpec, selectorLabels } from "../../infra/render/tritonManifests";
 import { containerSecurityContext, podSecurityContext } from "../../infra/render/podSecurity";
 import { PROMETHEUS_URL } from "../lib/scalingFixtures";
@@ -60,15 +61,16 @@ describe("the pre-pull DaemonSet", () => {
   });
 
   it("is wanted for an FT model on nodes that come with the cluster only", () => {
-    expect(prePullWanted(w)).toBe(true);
+    const fixed = resolved(gpt2Config());
+    expect(prePullOnNodes(fixed)).toBe(true);
     expect(
-      prePullWanted(
-        workload(
+      prePullOnNodes(
+        resolved(
           withOverrides(gpt2Config(), { serving: { autoscaling: { min: 1, max: 2, prometheusUrl: PROMETHEUS_URL } } }),
         ),
       ),
     ).toBe(false);
-    expect(prePullWanted({ ...w, engine: "vllm" })).toBe(false);
+    expect(prePullOnNodes({ ...fixed, vllm: {} as NonNullable<typeof fixed.vllm> })).toBe(false);
   });
 
   it("is created by the program with the image the compile pushed, beside the server's Deployment", async () => {
