@@ -39,6 +39,8 @@ export class FakeTriton implements TritonClient {
   refuseWith: ApiError | undefined;
   /** Thrown by the next generations after their first token. */
   failMidStreamWith: Error | undefined;
+  /** Thrown by the next generations after their last response (a failed final status). */
+  failAtEndWith: Error | undefined;
   /** Every generation's inputs, in call order. */
   readonly calls: Tensor[][] = [];
   /** Every generation's requested outputs (undefined: all), in call order. */
@@ -122,6 +124,7 @@ export class FakeTriton implements TritonClient {
       this.atEnd += 1;
       await Promise.race([this.endGate, aborted(options.signal)]);
     }
+    if (this.failAtEndWith) throw this.failAtEndWith;
   }
 }
 

@@ -394,6 +394,51 @@ describe("admission limits", () => {
     expect((await eos).statusCode).toBe(200);
   });
 
+  it("answers a generation at max_tokens in full at its last token, before Triton's stream ends; one ended by the model at the end", async () => {
+    const logs: LogLines = [];
+    const { app, triton } = gateway({}, logs);
+    /** The response, or a failure if it waits for Triton's held end (which nothing opens meanwhile). */
+    const answered = <T>(p: Promise<T>): Promise<T> =>
+      Promise.race([
+        p,
+        new Promise<T>((_, reject) => setTimeout(() => reject(new Error("waited for Triton's stream end")), 2000)),
+      ]);
+    const atEnd = async (n: number): Promise<void> => {
+      while (triton.atEnd < n) await new Promise((resolve) => setImmediate(resolve));
+    };
+    triton.holdEnd();
+    // Streamed and as JSON: the whole answer while Triton's final status is still held.
+    const streamed = await answered(complete(app, { prompt: "hi", max_tokens: 2, stream: true }));
+    expect(events(streamed.body).at(-1)).toBe("[DONE]");
+    expect(events(streamed.body).at(-2)).toContain('"finish_reason":"length"');
+    const json = await answered(complete(app, { prompt: "hi", max_tokens: 2 }));
+    expect(json.json()).toMatchObject({ choices: [{ text: `${token(1)}${token(2)}`, finish_reason: "length" }] });
+    await atEnd(2);
+    // A failed final status after that: the client had its answer; the failure is logged, nothing else.
+    triton.failAtEndWith = new Error("final status failed");
+    triton.releaseEnd();
+    triton.holdEnd();
+    const late = await answered(complete(app, { prompt: "hi", max_tokens: 1, stream: true }));
+    expect(events(late.body).at(-1)).toBe("[DONE]");
+    await atEnd(3);
+    triton.releaseEnd();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(logs.some((l) => String(l.msg).startsWith("Triton's stream failed after the generation had ended"))).toBe(
+      true,
+    );
+    triton.failAtEndWith = undefined;
+    // An end of text before max_tokens: only Triton's end says the generation is over.
+    triton.holdEnd();
+    triton.endAfter = 1;
+    let settled = false;
+    const eos = complete(app, { prompt: "hi", max_tokens: 2, stream: true }).finally(() => (settled = true));
+    await atEnd(4);
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    triton.releaseEnd();
+    expect(events((await eos).body).at(-1)).toBe("[DONE]");
+  });
+
   it("answers 503 overloaded to a key above its fair share at the gateway-wide cap; an idle key is still admitted", async () => {
     // Cap 2 over five teams of share 1: each team's fair share is 1 slot.
     const { app, triton, metrics } = gateway({ maxInflight: 2 });

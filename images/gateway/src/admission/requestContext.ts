@@ -194,6 +194,17 @@ export class RequestContext {
     clearTimeout(timer);
   }
 
+  /**
+   * Triton's stream failed after every choice had ended at max_tokens (generate.ts ends them before
+   * the stream's final status): the client has its whole answer, so the failure is logged, not sent.
+   */
+  failedAfterEnd(error: unknown): void {
+    this.log.warn(
+      { requestId: this.requestId, model: this.model.config.id, build: this.build, err: error },
+      "Triton's stream failed after the generation had ended; the response was already complete",
+    );
+  }
+
   failedMidStream(error: unknown): void {
     this.close();
     const e = error instanceof ApiError ? error : undefined;

@@ -180,7 +180,8 @@ export interface GenerateOptions {
   /**
    * Called once, at the response in which every copy has generated max_tokens: the model can
    * generate nothing more, though Triton's stream has yet to end (its final response and status
-   * follow). `generatedTokens`: every copy's, as the done events will report them.
+   * follow). `generatedTokens`: every copy's, as the done events will report them. The copies' done
+   * events follow at once; the rest of Triton's stream is then read to its end without events.
    */
   onComplete?: (counts: { promptTokens: number; generatedTokens: number }) => void;
   /** The request's Triton inputs built ahead (generationRequest, with these options): sent as they are. */
@@ -269,48 +270,8 @@ export async function* generate(
     const tokens = logprobs ? state[r].newTokens(trimStart) : undefined;
     return { type: "delta", row: r, text: d, ...(tokens ? { tokens } : {}) };
   };
-  let complete = false;
-  try {
-    for await (const outputs of triton.stream(request.inputs, {
-      outputs: request.outputs,
-      signal: local.signal,
-      deadline: options.deadline,
-      timeoutSeconds: options.timeoutSeconds,
-    })) {
-      for (let r = 0; r < copies; r++) {
-        const c = state[r];
-        c.generatedTokens = Number(row(outputs, "output_token_count", r)[0]);
-        if (c.text.stopped) continue;
-        c.last = String(row(outputs, "text_output", r)[0]);
-        c.promptTokens = Number(row(outputs, "input_token_count", r)[0]);
-        c.completionTokens = c.generatedTokens;
-        c.cumLogprob = Number(row(outputs, "cum_log_probs", r)[0]);
-        if (logprobs) {
-          c.pieces = row(outputs, "output_tokens", r).map(String).slice(0, c.completionTokens);
-          c.logprobs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
-          if (topLogprobs > 0) c.alternatives = alternatives(outputs, r, c.completionTokens);
-        }
-        const update = c.text.update(c.last);
-        if (update.delta) yield delta(r, update.delta);
-      }
-      if (!complete && state.every((c) => c.generatedTokens >= sampling.maxTokens)) {
-        complete = true;
-        options.onComplete?.({
-          promptTokens: state[0].promptTokens,
-          generatedTokens: state.reduce((n, c) => n + c.generatedTokens, 0),
-        });
-      }
-      if (state.every((c) => c.text.stopped) && (options.cancellable ?? true) && !local.signal.aborted) {
-        options.onStopCancel?.();
-        local.abort();
-        break;
-      }
-    }
-    if (options.signal.aborted) {
-      // A timeout is the client's answer; a disconnect has no one left to answer.
-      if (options.signal.reason instanceof ApiError) throw options.signal.reason;
-      return;
-    }
+  /** Every copy's last text (held back for stop sequences) and its done event. */
+  function* finish(): Generator<GenerationEvent> {
     for (let r = 0; r < copies; r++) {
       const c = state[r];
       const end = c.text.finish(c.last);
@@ -329,6 +290,64 @@ export async function* generate(
         cumLogprob: c.cumLogprob,
       };
     }
+  }
+  let complete = false;
+  /** The choices' done events are out (at max_tokens, before the stream's end). */
+  let ended = false;
+  try {
+    for await (const outputs of triton.stream(request.inputs, {
+      outputs: request.outputs,
+      signal: local.signal,
+      deadline: options.deadline,
+      timeoutSeconds: options.timeoutSeconds,
+    })) {
+      // Ended at max_tokens (below): what is left of Triton's stream (its final response) is read, not used.
+      if (complete) continue;
+      for (let r = 0; r < copies; r++) {
+        const c = state[r];
+        c.generatedTokens = Number(row(outputs, "output_token_count", r)[0]);
+        if (c.text.stopped) continue;
+        c.last = String(row(outputs, "text_output", r)[0]);
+        c.promptTokens = Number(row(outputs, "input_token_count", r)[0]);
+        c.completionTokens = c.generatedTokens;
+        c.cumLogprob = Number(row(outputs, "cum_log_probs", r)[0]);
+        if (logprobs) {
+          c.pieces = row(outputs, "output_tokens", r).map(String).slice(0, c.completionTokens);
+          c.logprobs = row(outputs, "output_log_probs", r).map(Number).slice(0, c.completionTokens);
+          if (topLogprobs > 0) c.alternatives = alternatives(outputs, r, c.completionTokens);
+        }
+        const update = c.text.update(c.last);
+        if (update.delta) yield delta(r, update.delta);
+      }
+      if (state.every((c) => c.generatedTokens >= sampling.maxTokens)) {
+        complete = true;
+        options.onComplete?.({
+          promptTokens: state[0].promptTokens,
+          generatedTokens: state.reduce((n, c) => n + c.generatedTokens, 0),
+        });
+        // Every copy has its max_tokens: nothing can follow, so the choices end here rather than at
+        // Triton's final response and status, which come milliseconds later (issue 33, item 7). The
+        // stream is still read to its end: a model that cannot cancel holds its slot upstream until then.
+        if (!options.signal.aborted) {
+          ended = true;
+          yield* finish();
+        }
+        continue;
+      }
+      if (state.every((c) => c.text.stopped) && (options.cancellable ?? true) && !local.signal.aborted) {
+        options.onStopCancel?.();
+        local.abort();
+        break;
+      }
+    }
+    // Ended at max_tokens: its events are out, and whatever ended the stream since is no one's answer.
+    if (ended) return;
+    if (options.signal.aborted) {
+      // A timeout is the client's answer; a disconnect has no one left to answer.
+      if (options.signal.reason instanceof ApiError) throw options.signal.reason;
+      return;
+    }
+    yield* finish();
   } finally {
     options.signal.removeEventListener("abort", forward);
   }

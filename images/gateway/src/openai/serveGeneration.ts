@@ -4,6 +4,8 @@
  * by the first event from Triton (so a prompt refused by the tokenizer is
  * still a plain 400), then every delta is flushed as it arrives and the
  * stream ends with `data: [DONE]`; the last chunk carries the token usage.
+ * A generation at max_tokens is answered in full at its last token, before
+ * Triton's streams end (generate.ts); those are read to their end after.
  *
  * Each prompt is one Triton request holding its `best_of` (else `n`) copies
  * as a batch; choice `index` is prompt × n + copy, as OpenAI numbers them.
@@ -215,6 +217,31 @@ async function drain(g: Generation, index: number, handle: (event: GenerationEve
 }
 
 /**
+ * Feed every prompt's events to `handle(prompt, event)` until every choice has its done event. At
+ * max_tokens that comes before Triton's streams end (generate.ts), and the rest of them is read
+ * after this returns: a failure there is logged (the answer is whole), one before it is thrown.
+ */
+async function untilChoicesEnd(
+  ctx: RequestContext,
+  g: Generation,
+  handle: (prompt: number, event: GenerationEvent) => void,
+): Promise<void> {
+  let open = g.results.reduce((n, copies) => n + copies.length, 0);
+  let allEnded = (): void => undefined;
+  const ended = new Promise<void>((resolve) => (allEnded = resolve));
+  const drained = Promise.all(
+    g.generators.map((_, p) =>
+      drain(g, p, (event) => {
+        handle(p, event);
+        if (event.type === "done" && --open === 0) allEnded();
+      }),
+    ),
+  );
+  await Promise.race([drained, ended]);
+  drained.catch((error: unknown) => ctx.failedAfterEnd(error));
+}
+
+/**
  * The `n` copies returned of a prompt's `best_of`: the highest log probability
  * per token first (OpenAI's rule), from FT's log probabilities; ties keep
  * generation order.
@@ -235,7 +262,7 @@ async function sendJson(
   g: Generation,
   request: CompletionRequest | ChatRequest,
 ): Promise<void> {
-  await Promise.all(g.generators.map((_, index) => drain(g, index, (event) => g.record(index, event))));
+  await untilChoicesEnd(ctx, g, (index, event) => g.record(index, event));
   await ctx.finished(outcomeOf(g.results));
   const usage = usageOf(g.results);
   const { id, created, model } = g;
@@ -334,20 +361,16 @@ async function streamEvents(
   }
   let remaining = g.prompts.length * n;
   try {
-    await Promise.all(
-      g.generators.map((_, p) =>
-        drain(g, p, (event) => {
-          g.record(p, event);
-          const index = choiceIndex(p, event.row);
-          if (event.type === "delta") sendChunk(chunk(index, event.text, null, undefined, event.tokens));
-          else {
-            remaining -= 1;
-            // The last choice to finish carries the usage of all of them.
-            sendChunk(chunk(index, null, event.finishReason, remaining === 0 ? usageOf(results) : undefined));
-          }
-        }),
-      ),
-    );
+    await untilChoicesEnd(ctx, g, (p, event) => {
+      g.record(p, event);
+      const index = choiceIndex(p, event.row);
+      if (event.type === "delta") sendChunk(chunk(index, event.text, null, undefined, event.tokens));
+      else {
+        remaining -= 1;
+        // The last choice to finish carries the usage of all of them.
+        sendChunk(chunk(index, null, event.finishReason, remaining === 0 ? usageOf(results) : undefined));
+      }
+    });
     // Before the final chunks: a client that stops reading at [DONE] may send its next request at once.
     await ctx.finished(outcomeOf(results));
     if (request.includeUsage) send({ id, object, created, model, choices: [], usage: usageOf(results) });
