@@ -172,6 +172,33 @@ export const COMPILE = {
 } as const;
 
 /**
+ * triton_with_ft's recipe layers: every layer of images/triton_with_ft/Dockerfile
+ * before the compile (the NGC base, the apt layer, the pip layer of
+ * requirements.lock), which the twf-layers steps push and pull while the
+ * compile runs (plan/budgets.ts RECIPE_LAYERS). Their compressed size, from:
+ * - the NGC base `tritonserver:<yy.mm>-py3`: about 16 GB unpacked (23.01-py3,
+ *   triton-inference-server/server#5383; 24.06-py3 15.5 GB, #7474, where a
+ *   maintainer calls that size expected), assumed, times the compression ratio
+ *   measured below;
+ * - the pip layer: the locked wheels of images/triton_with_ft/requirements.lock
+ *   total 3.00 GiB (their sizes from PyPI's simple JSON API for the exact
+ *   sha256s of the lock, 2026-11-29), times the layer-to-wheels ratio measured
+ *   below;
+ * - the apt layer (git, git-lfs, python3-dev, rapidjson-dev, zlib, zstd): a few
+ *   hundred MB at most, left out, so the estimate errs towards a smaller saving.
+ */
+export const TRITON_WITH_FT_RECIPE = {
+  /** NGC tritonserver:<yy.mm>-py3, unpacked (bytes; assumed from the two issues above). */
+  ngcBaseUnpackedBytes: 16e9,
+  /** gzip-6 size over unpacked size of the NGC base's files (measured). */
+  ngcBaseCompressionRatio: 0.45,
+  /** The locked wheels of requirements.lock (bytes; PyPI's listed sizes, 2026-11-29). */
+  pipWheelsBytes: 3.0 * 1024 ** 3,
+  /** The pip layer gzip-6 over the wheels' size: the wheels unpacked, then compressed as a layer (measured). */
+  pipLayerToWheelsRatio: 1.0,
+} as const;
+
+/**
  * Image pull rate from ECR to a node in the same region, download plus gunzip
  * plus extraction (containerd extracts layers one at a time onto a gp3 volume
  * with a 125 MiB/s baseline). The builder's rate: conservative, so budgets

@@ -181,6 +181,9 @@ export const COMPILE_HOST_READY = "compile-host ready";
  * only its new layers when ECR mounts the base's from this stack's own
  * triton_with_ft repository (plan/budgets.ts BAKE_BASE_PUSH); a taken base may
  * live in another account's registry, where no mount applies, so it counts in full.
+ * A stack that compiles its own also runs the twf-layers steps, so
+ * triton_with_ft's push and gemm's pull count only the compile's layers
+ * (plan/budgets.ts RECIPE_LAYERS).
  */
 function withCompileHost(
   steps: Plan["buildSteps"],
@@ -206,7 +209,8 @@ function withCompileHost(
         ...runOrder(step).filter((d) => !(taken && d === "triton-with-ft")),
         ...(step.host === "compiler" ? [COMPILE_HOST_READY] : []),
       ],
-      seconds: expectedSeconds(step.id, estimates[step.id], !taken),
+      // Compiled here: the bake's base is mounted, and the recipe layers moved ahead (plan/steps.ts stepDefinitions).
+      seconds: expectedSeconds(step.id, estimates[step.id], { baseMounted: !taken, recipeLayersAhead: !taken }),
       inputHash: step.inputHash,
       basis: estimates[step.id].basis,
     })),

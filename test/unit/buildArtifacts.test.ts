@@ -29,6 +29,8 @@ describe("synth build-steps artifacts", () => {
     expect(entries.map((e) => e.id)).toEqual([
       "host-ready",
       "triton-with-ft",
+      "twf-layers",
+      "twf-layers-pull",
       "fetch",
       "convert",
       "gemm",
