@@ -225,10 +225,10 @@ describe("a change: prod from g5.12xlarge to p4d.24xlarge", () => {
     );
     // A100 hosts boot slower (NVSwitch); the compile host, not the builder, compiles triton_with_ft (one SM either way).
     expect(lines[1]).toMatch(
-      /gpt-j-6b: first deploy 91 min → 95 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
+      /gpt-j-6b: first deploy 84 min → 88 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
     );
     // What moved the first-deploy total: only the node boot.
-    expect(lines[2]).toBe("    gpt-j-6b first deploy 91 min → 95 min: GPU node boot 3.0 min → 7.0 min");
+    expect(lines[2]).toBe("    gpt-j-6b first deploy 84 min → 88 min: GPU node boot 3.0 min → 7.0 min");
     expect(lines[3]).toMatch(/^ {2}\+\$19,636\/month {2}GPU nodes: 1\.\.2 × p4d\.24xlarge/);
     const md = diffMarkdown("prod", before, after);
     expect(md).toContain("before ████░░░░░░░");
