@@ -219,7 +219,7 @@ function withCompileHost(
 
 /**
  * A stack's models, first to last. The steps a builder runs for every model
- * it hosts (its host check and its triton_with_ft) run in the pipeline of the
+ * it hosts (its host check, its triton_with_ft and its recipe layers) run in the pipeline of the
  * first model on that builder (plan/stack.ts): another model on the same
  * builder waits for them, so its critical path starts with them.
  */

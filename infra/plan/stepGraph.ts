@@ -19,9 +19,9 @@ import { REMOTE } from "./paths";
 
 export const STEP_IDS = [
   "host-ready",
-  "triton-with-ft",
   "twf-layers",
   "twf-layers-pull",
+  "triton-with-ft",
   "fetch",
   "convert",
   "gemm",

@@ -447,10 +447,11 @@ export function stepDefinitions(src: StepSources): StepDefinition[] {
   const layersAhead = src.stack.config.build.tritonWithFtFrom === undefined;
   return [
     hostReadyStep(src, minutes["host-ready"]),
-    tritonWithFtStep(src, minutes["triton-with-ft"]),
+    // Before the compile in the graph's order as they are on the hosts: the layers are pushed and pulled while it runs.
     ...(layersAhead
       ? [twfLayersStep(src, minutes["twf-layers"]), twfLayersPullStep(src, minutes["twf-layers-pull"])]
       : []),
+    tritonWithFtStep(src, minutes["triton-with-ft"]),
     fetchStep(src, minutes.fetch),
     convertStep(src, minutes.convert),
     gemmStep(src, minutes.gemm, layersAhead),

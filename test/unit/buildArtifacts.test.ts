@@ -28,9 +28,9 @@ describe("synth build-steps artifacts", () => {
     }>;
     expect(entries.map((e) => e.id)).toEqual([
       "host-ready",
-      "triton-with-ft",
       "twf-layers",
       "twf-layers-pull",
+      "triton-with-ft",
       "fetch",
       "convert",
       "gemm",

@@ -134,9 +134,9 @@ describe("the stack plan of several models", () => {
     expect(ids).toEqual([
       [
         "host-ready",
-        "triton-with-ft",
         "twf-layers",
         "twf-layers-pull",
+        "triton-with-ft",
         "fetch",
         "convert",
         "gemm",
@@ -144,7 +144,7 @@ describe("the stack plan of several models", () => {
         "gateway-image",
       ],
       ["fetch", "convert", "gemm", "bake"],
-      ["host-ready", "triton-with-ft", "twf-layers", "twf-layers-pull", "fetch", "convert", "gemm", "bake"],
+      ["host-ready", "twf-layers", "twf-layers-pull", "triton-with-ft", "fetch", "convert", "gemm", "bake"],
     ]);
     expect(sp.models.map((m) => m.plan.build.smList)).toEqual([[86], [86], [89]]);
   });

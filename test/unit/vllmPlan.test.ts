@@ -113,9 +113,9 @@ describe("stacks of both engines", () => {
     expect(sp.models.map((m) => m.plan.buildSteps.map((s) => s.id))).toEqual([
       [
         "host-ready",
-        "triton-with-ft",
         "twf-layers",
         "twf-layers-pull",
+        "triton-with-ft",
         "fetch",
         "convert",
         "gemm",
