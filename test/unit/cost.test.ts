@@ -225,7 +225,7 @@ describe("a change: prod from g5.12xlarge to p4d.24xlarge", () => {
     );
     // A100 hosts boot slower (NVSwitch); the compile host, not the builder, compiles triton_with_ft (one SM either way).
     expect(lines[1]).toMatch(
-      /gpt-j-6b: first deploy 84 min → 88 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
+      /gpt-j-6b: first deploy 84 min → 88 min, new replica 10 min → 14 min, \$\/1k tokens \$0\.0028 → \$0\.0021, this change: \d+ min \(re-runs host-ready, twf-layers, twf-layers-pull, triton-with-ft, .*; rolls 2 pod\(s\)\)/,
     );
     // What moved the first-deploy total: only the node boot.
     expect(lines[2]).toBe("    gpt-j-6b first deploy 84 min → 88 min: GPU node boot 3.0 min → 7.0 min");
