@@ -172,6 +172,39 @@ export const COMPILE = {
 } as const;
 
 /**
+ * triton_with_ft's recipe layers: every layer of images/triton_with_ft/Dockerfile
+ * before the compile (the NGC base, the apt layer, the pip layer of
+ * requirements.lock), which the twf-layers steps push and pull while the
+ * compile runs (plan/budgets.ts RECIPE_LAYERS). Their compressed size, from:
+ * - the NGC base `tritonserver:<yy.mm>-py3`: about 16 GB unpacked (23.01-py3,
+ *   triton-inference-server/server#5383; 24.06-py3 15.5 GB, #7474, where a
+ *   maintainer calls that size expected) times 0.51, the lowest gzip-6 ratio
+ *   measured on the lock's CUDA and torch wheels unpacked (torch 0.514; the
+ *   others 0.63 to 0.75, 0.611 over all seven), since the base is mostly the
+ *   same kind of CUDA and framework libraries: 8.16e9 bytes, assumed;
+ * - the pip layer: the locked wheels of images/triton_with_ft/requirements.lock
+ *   total 3.00 GiB (their sizes from PyPI's simple JSON API for the exact
+ *   sha256s of the lock, 2026-11-29), and a layer of installed wheels gzips to
+ *   the wheels' own size: measured 2026-11-29 on the seven largest locked
+ *   wheels (torch 2.5.1, cudnn, cublas, cufft, cusparse, nccl, cusolver:
+ *   `pip download` of the exact wheels, each unzipped, `tar | gzip -6` of the
+ *   unpacked tree as a Docker layer is gzipped), 2,670,142,209 wheel bytes,
+ *   4,361,467,446 unpacked, 2,666,904,104 gzipped;
+ * - the apt layer (git, git-lfs, python3-dev, rapidjson-dev, zlib, zstd): a few
+ *   hundred MB at most, left out, so the estimate errs towards a smaller saving.
+ */
+export const TRITON_WITH_FT_RECIPE = {
+  /** NGC tritonserver:<yy.mm>-py3, unpacked (bytes; assumed from the two issues above). */
+  ngcBaseUnpackedBytes: 16e9,
+  /** Compressed over unpacked for the NGC base: assumed, the lowest gzip-6 ratio measured on the locked wheels (torch). */
+  ngcBaseCompressionRatio: 0.51,
+  /** The locked wheels of requirements.lock (bytes; PyPI's listed sizes, 2026-11-29). */
+  pipWheelsBytes: 3.0 * 1024 ** 3,
+  /** The pip layer gzipped over the wheels' size (measured: the seven largest locked wheels, 0.999). */
+  pipLayerToWheelsRatio: 2_666_904_104 / 2_670_142_209,
+} as const;
+
+/**
  * Image pull rate from ECR to a node in the same region, download plus gunzip
  * plus extraction (containerd extracts layers one at a time onto a gp3 volume
  * with a 125 MiB/s baseline). The builder's rate: conservative, so budgets
@@ -366,6 +399,22 @@ export const TIMINGS: readonly TimingEntry[] = [
     unit: "s",
     kind: "assumed",
     basis: "cloud-init and the Docker check on the CPU host; no GPU checks, no git-lfs install",
+  },
+  {
+    name: "NGC base, compressed",
+    value: TRITON_WITH_FT_RECIPE.ngcBaseCompressionRatio,
+    unit: "compressed / unpacked (16 GB unpacked)",
+    kind: "assumed",
+    basis:
+      "16 GB unpacked (triton-inference-server/server#5383, #7474) × the lowest gzip-6 ratio measured on the locked CUDA/torch wheels (torch 0.514)",
+  },
+  {
+    name: "pip layer of requirements.lock",
+    value: TRITON_WITH_FT_RECIPE.pipLayerToWheelsRatio,
+    unit: "layer gzip-6 / wheel bytes (3.00 GiB of wheels)",
+    kind: "measured",
+    basis:
+      "2026-11-29: the 7 largest locked wheels unpacked and gzipped as a layer, 2,666,904,104 of 2,670,142,209 wheel bytes; wheel sizes from PyPI's JSON API",
   },
   {
     name: "builder launch",

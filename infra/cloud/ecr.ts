@@ -40,6 +40,19 @@ export const TAG_PREFIX = { tritonWithFt: "twf-", server: "bake-", gateway: "gat
 /** How many content-tagged images each repository keeps besides the protected ones. */
 export const KEEP_IMAGES = { tritonWithFt: 5, server: 20, gateway: 20 } as const;
 
+/**
+ * triton_with_ft's recipe layers (scripts/remote/build-twf-layers.sh), in its
+ * repository under a prefix of their own: not `twf-`, so a layers image never
+ * counts among the newest KEEP_IMAGES.tritonWithFt and never pushes a
+ * deployed image out of them. Their own rule keeps the newest few; an expired
+ * one takes only its manifest, as its layers stay while a kept image (the full
+ * triton_with_ft built beside it) references them. scripts/remote/twf/tags.sh
+ * holds the same prefix (test/unit/ecrRetention.test.ts).
+ */
+export const LAYERS_TAG_PREFIX = "twflayers-";
+/** How many layers images triton_with_ft's repository keeps: they serve one first build each. */
+export const KEEP_LAYERS_IMAGES = 2;
+
 /** Untagged images (interrupted pushes, superseded manifests) go after this many days. */
 export const UNTAGGED_EXPIRY_DAYS = 7;
 
@@ -97,6 +110,21 @@ export function lifecycleRules(repo: keyof typeof TAG_PREFIX): LifecycleRule[] {
       },
       action: { type: "expire" },
     },
+    ...(repo === "tritonWithFt"
+      ? [
+          {
+            rulePriority: next + 2,
+            description: `keep the newest ${KEEP_LAYERS_IMAGES} recipe-layers images tagged ${LAYERS_TAG_PREFIX}*`,
+            selection: {
+              tagStatus: "tagged" as const,
+              tagPrefixList: [LAYERS_TAG_PREFIX],
+              countType: "imageCountMoreThan" as const,
+              countNumber: KEEP_LAYERS_IMAGES,
+            },
+            action: { type: "expire" as const },
+          },
+        ]
+      : []),
   ];
 }
 

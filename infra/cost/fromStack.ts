@@ -181,6 +181,9 @@ export const COMPILE_HOST_READY = "compile-host ready";
  * only its new layers when ECR mounts the base's from this stack's own
  * triton_with_ft repository (plan/budgets.ts BAKE_BASE_PUSH); a taken base may
  * live in another account's registry, where no mount applies, so it counts in full.
+ * A stack that compiles its own also runs the twf-layers steps, so
+ * triton_with_ft's push and gemm's pull count only the compile's layers
+ * (plan/budgets.ts RECIPE_LAYERS).
  */
 function withCompileHost(
   steps: Plan["buildSteps"],
@@ -206,7 +209,8 @@ function withCompileHost(
         ...runOrder(step).filter((d) => !(taken && d === "triton-with-ft")),
         ...(step.host === "compiler" ? [COMPILE_HOST_READY] : []),
       ],
-      seconds: expectedSeconds(step.id, estimates[step.id], !taken),
+      // Compiled here: the bake's base is mounted, and the recipe layers moved ahead (plan/steps.ts stepDefinitions).
+      seconds: expectedSeconds(step.id, estimates[step.id], { baseMounted: !taken, recipeLayersAhead: !taken }),
       inputHash: step.inputHash,
       basis: estimates[step.id].basis,
     })),
@@ -215,7 +219,7 @@ function withCompileHost(
 
 /**
  * A stack's models, first to last. The steps a builder runs for every model
- * it hosts (its host check and its triton_with_ft) run in the pipeline of the
+ * it hosts (its host check, its triton_with_ft and its recipe layers) run in the pipeline of the
  * first model on that builder (plan/stack.ts): another model on the same
  * builder waits for them, so its critical path starts with them.
  */

@@ -4,7 +4,7 @@
  */
 import { parameterCount } from "./catalog";
 import { CPU_BUILD_BASE_RAM_GIB } from "../catalog/cpuBuilders";
-import { MEASURED, VLLM_ASSUMED } from "../catalog/timings";
+import { MEASURED, TRITON_WITH_FT_RECIPE, VLLM_ASSUMED } from "../catalog/timings";
 import type { Family, ModelArch } from "./types";
 
 export const GiB = 1024 ** 3;
@@ -58,6 +58,16 @@ export function fp16WeightBytes(family: Family, arch: ModelArch): number {
 
 /** Compressed-size allowance for the triton_with_ft image (Triton base + torch + FT build tree). */
 export const TRITON_WITH_FT_IMAGE_BYTES = 30 * GiB;
+
+/**
+ * The part of that allowance before the compile (catalog/timings.ts
+ * TRITON_WITH_FT_RECIPE): the NGC base compressed, plus the pip layer. The
+ * twf-layers steps move it while the compile runs; the rest
+ * (TRITON_WITH_FT_IMAGE_BYTES less this) is the compile's own layers.
+ */
+export const TRITON_WITH_FT_RECIPE_LAYERS_BYTES =
+  TRITON_WITH_FT_RECIPE.ngcBaseUnpackedBytes * TRITON_WITH_FT_RECIPE.ngcBaseCompressionRatio +
+  TRITON_WITH_FT_RECIPE.pipWheelsBytes * TRITON_WITH_FT_RECIPE.pipLayerToWheelsRatio;
 
 /**
  * Builder root volume: the downloaded checkpoint (up to fp32), its staged copy

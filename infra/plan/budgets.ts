@@ -20,7 +20,7 @@
  */
 import { compileSeconds } from "../catalog/compileHosts";
 import { ASSUMED, MEASURED, RATES, VLLM_ASSUMED } from "../catalog/timings";
-import { TRITON_WITH_FT_IMAGE_BYTES } from "../model/sizing";
+import { TRITON_WITH_FT_IMAGE_BYTES, TRITON_WITH_FT_RECIPE_LAYERS_BYTES } from "../model/sizing";
 import type { Family } from "../model/types";
 
 /** Budget = this × estimate (rounded up to a minute): headroom for a slower host, never more than 3×. */
@@ -31,6 +31,10 @@ export { ASSUMED, MEASURED, RATES } from "../catalog/timings";
 
 /** The triton_with_ft image (model/sizing.ts): pulled by convert and gemm, pushed by its build, the base of the bake. */
 const TRITON_WITH_FT_BYTES = TRITON_WITH_FT_IMAGE_BYTES;
+/** Its recipe layers (the NGC base, apt, pip): the part the twf-layers steps move ahead of the compile. */
+const RECIPE_BYTES = TRITON_WITH_FT_RECIPE_LAYERS_BYTES;
+/** The rest: the compile's own layers, which only the full image's push and pull move. */
+const COMPILE_LAYERS_BYTES = TRITON_WITH_FT_BYTES - RECIPE_BYTES;
 
 export interface BudgetInputs {
   family: Family;
@@ -49,7 +53,16 @@ export interface BudgetInputs {
   gemm: { batchSize: number; beamWidth: number; maxInputLen: number };
 }
 
-export type StepId = "host-ready" | "triton-with-ft" | "fetch" | "convert" | "gemm" | "bake" | "gateway-image";
+export type StepId =
+  | "host-ready"
+  | "triton-with-ft"
+  | "twf-layers"
+  | "twf-layers-pull"
+  | "fetch"
+  | "convert"
+  | "gemm"
+  | "bake"
+  | "gateway-image";
 
 export interface StepEstimate {
   seconds: number;
@@ -108,8 +121,15 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
     "triton-with-ft": est({
       "base image and pip": ASSUMED.tritonBaseSeconds,
       compile: compileSeconds(i.compile.smCount, i.compile.vcpus),
-      push: TRITON_WITH_FT_BYTES / ASSUMED.ecrPushBytesPerSecond,
+      "push compile layers": COMPILE_LAYERS_BYTES / ASSUMED.ecrPushBytesPerSecond,
+      [RECIPE_LAYERS.push]: RECIPE_BYTES / ASSUMED.ecrPushBytesPerSecond,
     }),
+    // The same base and pip work as the main build's (BuildKit runs it once for both), then its push.
+    "twf-layers": est({
+      "base image and pip": ASSUMED.tritonBaseSeconds,
+      "push recipe layers": RECIPE_BYTES / ASSUMED.ecrPushBytesPerSecond,
+    }),
+    "twf-layers-pull": est({ "pull recipe layers": RECIPE_BYTES / ASSUMED.ecrPullBytesPerSecond }),
     fetch: est({
       "tool setup": ASSUMED.fetchSetupSeconds,
       download: checkpoint / ASSUMED.downloadBytesPerSecond,
@@ -117,7 +137,8 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
     }),
     convert: est(convertParts(i)),
     gemm: est({
-      "pull triton_with_ft": TRITON_WITH_FT_BYTES / ASSUMED.ecrPullBytesPerSecond,
+      "pull compile layers": COMPILE_LAYERS_BYTES / ASSUMED.ecrPullBytesPerSecond,
+      [RECIPE_LAYERS.pull]: RECIPE_BYTES / ASSUMED.ecrPullBytesPerSecond,
       sweep: ASSUMED.gemmFixedSeconds + g.batchSize * g.beamWidth * g.maxInputLen * ASSUMED.gemmSecondsPerUnit,
     }),
     bake: est({
@@ -143,9 +164,32 @@ export function stepEstimates(i: BudgetInputs): Record<StepId, StepEstimate> {
  */
 export const BAKE_BASE_PUSH = "push triton_with_ft layers";
 
-/** A step's estimate as the critical path counts it: the bake without its base layers' push when ECR mounts them. */
-export function expectedSeconds(id: StepId, e: StepEstimate, baseMounted: boolean): number {
-  return id === "bake" && baseMounted ? e.seconds - (e.parts[BAKE_BASE_PUSH] ?? 0) : e.seconds;
+/**
+ * triton_with_ft's recipe layers (the NGC base, apt, pip: model/sizing.ts
+ * TRITON_WITH_FT_RECIPE_LAYERS_BYTES) in the full image's push and in gemm's
+ * pull. The twf-layers step pushes them while the compile runs and
+ * twf-layers-pull brings them to the GPU builder before gemm, so the full
+ * image's push finds them in the repository and gemm's pull finds them on the
+ * host. The budgets keep both parts (a cache miss or an expired layers image
+ * moves the whole image and must not time a step out); the first-deploy
+ * estimate leaves them out when the layers steps run (`expectedSeconds`).
+ */
+export const RECIPE_LAYERS = { push: "push recipe layers", pull: "pull recipe layers" } as const;
+
+/** How a step is counted on the critical path: what ECR mounts and what the layers steps moved ahead are left out. */
+export interface ExpectedContext {
+  /** ECR mounts the bake's base layers from this stack's own triton_with_ft repository (BAKE_BASE_PUSH). */
+  baseMounted: boolean;
+  /** The twf-layers steps run: triton_with_ft's push and gemm's pull skip the recipe layers (RECIPE_LAYERS). */
+  recipeLayersAhead: boolean;
+}
+
+/** A step's estimate as the critical path counts it: its budget's work less what ECR mounts or the layers steps moved. */
+export function expectedSeconds(id: StepId, e: StepEstimate, ctx: ExpectedContext): number {
+  if (id === "bake" && ctx.baseMounted) return e.seconds - (e.parts[BAKE_BASE_PUSH] ?? 0);
+  if (id === "triton-with-ft" && ctx.recipeLayersAhead) return e.seconds - (e.parts[RECIPE_LAYERS.push] ?? 0);
+  if (id === "gemm" && ctx.recipeLayersAhead) return e.seconds - (e.parts[RECIPE_LAYERS.pull] ?? 0);
+  return e.seconds;
 }
 
 /** Whole minutes: BUDGET_FACTOR × estimate, rounded up. */

@@ -236,9 +236,12 @@ export interface PlanOptions {
   canary?: { workTree: BuilderWorkTree; shared: Partial<Record<StepId, string>> };
 }
 
+/** The steps a builder runs once for every model it hosts: its host check, triton_with_ft and its recipe layers. */
+const BUILDER_STEP_IDS: readonly StepId[] = ["host-ready", "triton-with-ft", "twf-layers", "twf-layers-pull"];
+
 const PIPELINE_STEPS: Record<NonNullable<PlanOptions["steps"]>, (id: StepId) => boolean> = {
   all: () => true,
-  "builder-and-model": (id) => id === "host-ready" || id === "triton-with-ft" || MODEL_STEP_IDS.includes(id),
+  "builder-and-model": (id) => BUILDER_STEP_IDS.includes(id) || MODEL_STEP_IDS.includes(id),
   model: (id) => MODEL_STEP_IDS.includes(id),
 };
 

@@ -17,7 +17,17 @@ import { isDigestRef, notPinnedMessage } from "../imageRef";
 import { sha256 } from "./hash";
 import { REMOTE } from "./paths";
 
-export const STEP_IDS = ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake", "gateway-image"] as const;
+export const STEP_IDS = [
+  "host-ready",
+  "twf-layers",
+  "twf-layers-pull",
+  "triton-with-ft",
+  "fetch",
+  "convert",
+  "gemm",
+  "bake",
+  "gateway-image",
+] as const;
 export type StepId = (typeof STEP_IDS)[number];
 
 /** Source trees shipped verbatim; `remoteParent` receives the folder under its own name. */

@@ -1,5 +1,5 @@
 /**
- * The seven remote build steps of a stack, one function per step: which script
+ * The remote build steps of a stack, one function per step: which script
  * each runs, the step config it reads, the files it consumes, the steps it
  * waits for and its time budget. Every value comes from the plan's sections
  * (fetch, conversion, expected weights, gemm, launch, model repository); the
@@ -162,6 +162,69 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
   };
 }
 
+/**
+ * The config both layers steps read: exactly the inputs of triton_with_ft's
+ * content tag (scripts/remote/twf/tags.sh computes it as build-triton-with-ft.sh
+ * does), so they find the full image's tag and name the layers alike.
+ */
+function recipeLayersConfig(src: StepSources): Array<[string, ConfigValue]> {
+  const b = src.stack.config.build;
+  return [
+    WORK_ROOT,
+    ["AWS_REGION", REGION],
+    ["ECR_REPOSITORY_URL", { deploy: "tritonWithFtRepositoryUrl" }],
+    ["TRITON_VERSION", b.tritonVersion],
+    ["FT_BACKEND_COMMIT", b.backendCommit ?? ""],
+    ["FT_COMMIT", b.ftCommit ?? ""],
+    ["SM_LIST", src.smList.join(",")],
+    ["DOCKERFILE_DIR", `${REMOTE.images}/triton_with_ft`],
+  ];
+}
+
+/** The shared helper both layers steps source besides lib.sh (outside lib/, which every step's hash covers). */
+export const TWF_TAGS_SCRIPT = "scripts/remote/twf/tags.sh";
+
+/**
+ * triton_with_ft's recipe layers (the NGC base, apt, pip) built on the compile
+ * host beside the compile and pushed under their own tag, so the full image's
+ * push moves only the compile's layers. A new step: no existing step's
+ * definition or hash changes with it (plan/budgets.ts RECIPE_LAYERS).
+ */
+function twfLayersStep(src: StepSources, minutes: number): StepDefinition {
+  return {
+    id: "twf-layers",
+    title: "build triton_with_ft's recipe layers (base, apt, pip) beside the compile; push them under their own tag",
+    script: SCRIPT("build-twf-layers"),
+    // Waits only for the compile host's readiness (the pipeline's host setup), as the compile does.
+    dependsOn: [],
+    host: "compiler",
+    config: recipeLayersConfig(src),
+    inputs: ["images/triton_with_ft", TWF_TAGS_SCRIPT],
+    files: [],
+    secretEnv: [],
+    producesImage: false,
+    timeouts: timeouts(minutes),
+  };
+}
+
+/** The recipe layers pulled onto the GPU builder before gemm pulls the full image by digest. */
+function twfLayersPullStep(src: StepSources, minutes: number): StepDefinition {
+  return {
+    id: "twf-layers-pull",
+    title: "pull triton_with_ft's recipe layers onto the builder while the compile runs",
+    script: SCRIPT("pull-twf-layers"),
+    dependsOn: ["twf-layers"],
+    // On the builder: after its host check (docker, the ECR login) too.
+    runsAfter: ["host-ready", "twf-layers"],
+    config: recipeLayersConfig(src),
+    inputs: ["images/triton_with_ft", TWF_TAGS_SCRIPT],
+    files: [],
+    secretEnv: [],
+    producesImage: false,
+    timeouts: timeouts(minutes),
+  };
+}
+
 function fetchSourceConfig(src: Pick<StepSources, "stack" | "fetch">): Array<[string, ConfigValue]> {
   const m = src.stack.model;
   const f = src.fetch;
@@ -275,7 +338,11 @@ function convertStep(src: StepSources, minutes: number): StepDefinition {
   };
 }
 
-function gemmStep(src: StepSources, minutes: number): StepDefinition {
+/**
+ * `recipeLayersAhead`: the twf-layers steps run (this stack compiles its own
+ * triton_with_ft), and gemm waits for their pull, outside its hash.
+ */
+function gemmStep(src: StepSources, minutes: number, recipeLayersAhead: boolean): StepDefinition {
   const g = src.gemm;
   return {
     id: "gemm",
@@ -283,8 +350,9 @@ function gemmStep(src: StepSources, minutes: number): StepDefinition {
     script: SCRIPT("gemm"),
     // Needs only the image and the architecture numbers, not the weights.
     dependsOn: ["triton-with-ft"],
-    // Runs on the builder: after its host check too, which the compile no longer waits for.
-    runsAfter: ["host-ready", "triton-with-ft"],
+    // Runs on the builder: after its host check too, which the compile no longer waits for; and after the
+    // recipe layers' pull, so that its pull of the full image moves only the compile's layers.
+    runsAfter: ["host-ready", "triton-with-ft", ...(recipeLayersAhead ? (["twf-layers-pull"] as StepId[]) : [])],
     config: [
       WORK_ROOT,
       ["IMAGE", TRITON_IMAGE],
@@ -368,15 +436,25 @@ export function gatewayImageStep(minutes: number): StepDefinition {
   };
 }
 
-/** The seven steps of the build graph, from the plan's sections. */
+/**
+ * The steps of the build graph, from the plan's sections: the seven that make
+ * the images, and the two that move triton_with_ft's recipe layers ahead of the
+ * compile, unless triton_with_ft is taken from another stack
+ * (build.tritonWithFtFrom: nothing is compiled, so nothing to move ahead).
+ */
 export function stepDefinitions(src: StepSources): StepDefinition[] {
   const minutes = stepMinutes(src.stack, src.smList);
+  const layersAhead = src.stack.config.build.tritonWithFtFrom === undefined;
   return [
     hostReadyStep(src, minutes["host-ready"]),
+    // Before the compile in the graph's order as they are on the hosts: the layers are pushed and pulled while it runs.
+    ...(layersAhead
+      ? [twfLayersStep(src, minutes["twf-layers"]), twfLayersPullStep(src, minutes["twf-layers-pull"])]
+      : []),
     tritonWithFtStep(src, minutes["triton-with-ft"]),
     fetchStep(src, minutes.fetch),
     convertStep(src, minutes.convert),
-    gemmStep(src, minutes.gemm),
+    gemmStep(src, minutes.gemm, layersAhead),
     bakeStep(src, minutes.bake),
     gatewayImageStep(minutes["gateway-image"]),
   ];

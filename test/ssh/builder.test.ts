@@ -385,6 +385,77 @@ describe("the build steps over SSH, as the program registers them", { concurrent
     expect(cost.models[0]?.firstDeploySeconds).toBeLessThan(plain.models[0]?.firstDeploySeconds ?? 0);
   });
 
+  /** The two recipe-layers steps' commands, as the program registers them, and their markers on the host. */
+  const layersSteps = () => {
+    const ops = timedOps().filter((o) => o.kind === "exec" && /\/(build|pull)-twf-layers\.sh /.test(o.command));
+    const markers = ops.map((o) => (o.kind === "exec" ? /measure-step\.sh (\S+\.done) /.exec(o.command)?.[1] : ""));
+    return { ops, markers };
+  };
+  /** The stub registry's files for triton_with_ft's tags that start with `prefix`. */
+  const ecrTags = (prefix: string): string[] =>
+    fs
+      .readdirSync(path.join(server.stubState, "ecr"), { recursive: true, withFileTypes: true })
+      .filter((f) => f.isFile() && f.name.startsWith(prefix) && f.parentPath.endsWith("triton_with_ft"))
+      .map((f) => path.join(f.parentPath, f.name));
+
+  it("on a live stack (the full triton_with_ft in ECR, no marker) both layers steps skip their work in seconds", async () => {
+    const c = await client();
+    const { ops, markers } = layersSteps();
+    expect(ops).toHaveLength(2);
+    // As on a stack that was up before these steps existed: no markers, no layers image, the full image in ECR.
+    expect((await exec(c, `rm -f ${markers.join(" ")}`)).code).toBe(0);
+    for (const f of ecrTags("twflayers-")) fs.rmSync(f);
+    expect(ecrTags("twf-")).toHaveLength(1);
+    const callsBefore = stubCalls().length;
+    const { results, failed } = await replay(c, ops);
+    expect(failed, `${failed?.op.name}: ${failed?.result?.stderr}`).toBeUndefined();
+    for (const r of results) {
+      expect(r.result?.stdout, r.op.name).toMatch(/^RESULT layers=full-image-in-ecr$/m);
+      expect(parseStepMeasurement(r.result?.stdout ?? "")?.seconds, r.op.name).toBeLessThan(10);
+    }
+    expect(
+      stubCalls()
+        .slice(callsBefore)
+        .filter((l) => /^docker (build|push|pull)/.test(l)),
+    ).toEqual([]);
+  });
+
+  it("on a first deploy (no full image yet) the layers are pushed under their own tag, then pulled by digest; a re-run skips", async () => {
+    const c = await client();
+    const { ops, markers } = layersSteps();
+    // The compile still running: its image not yet in ECR (put back after), no markers, nothing pulled yet.
+    const [full] = ecrTags("twf-");
+    if (!full) throw new Error("no full triton_with_ft in the stub registry");
+    const fullDigest = fs.readFileSync(full, "utf8");
+    fs.rmSync(full);
+    fs.rmSync(path.join(server.stubState, "pulled"), { force: true });
+    expect((await exec(c, `rm -f ${markers.join(" ")}`)).code).toBe(0);
+    try {
+      const callsBefore = stubCalls().length;
+      const first = await replay(c, ops);
+      expect(first.failed, `${first.failed?.op.name}: ${first.failed?.result?.stderr}`).toBeUndefined();
+      const [layers, pull] = first.results.map((r) => r.result);
+      expect(layers?.stdout).toMatch(/^RESULT layers=pushed$/m);
+      const tag = /^RESULT layers_tag=(twflayers-\S+)$/m.exec(layers?.stdout ?? "")?.[1];
+      expect(tag).toBeDefined();
+      expect(pull?.stdout).toMatch(/^RESULT layers=pulled$/m);
+      const calls = stubCalls().slice(callsBefore);
+      expect(calls.filter((l) => /^docker (build|push)/.test(l)).map((l) => l.split(" ").at(-1))).toEqual([
+        "/opt/triton-ft/tmp/twf-layers-context",
+        expect.stringMatching(new RegExp(`/triton_with_ft:${tag}$`)),
+      ]);
+      const digest = fs.readFileSync(ecrTags("twflayers-")[0] ?? "", "utf8").trim();
+      expect(calls.filter((l) => l.startsWith("docker pull"))).toEqual([
+        expect.stringMatching(new RegExp(`^docker pull -q \\S+/triton_with_ft@${digest}$`)),
+      ]);
+      // A re-run skips both on their markers.
+      const again = await replay(c, ops);
+      for (const r of again.results) expect(r.result?.stderr, r.op.name).toMatch(/skipping/);
+    } finally {
+      fs.writeFileSync(full, fullDigest);
+    }
+  });
+
   it("the HF token reached the fetch step through its environment and was never written to a file or a log", async () => {
     const seen = fs.readFileSync(path.join(server.stubState, "hf-token-in-env"), "utf8").split("\n").filter(Boolean);
     expect(seen.length).toBeGreaterThan(0);

@@ -28,6 +28,8 @@ describe("synth build-steps artifacts", () => {
     }>;
     expect(entries.map((e) => e.id)).toEqual([
       "host-ready",
+      "twf-layers",
+      "twf-layers-pull",
       "triton-with-ft",
       "fetch",
       "convert",

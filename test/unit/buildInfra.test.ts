@@ -120,7 +120,9 @@ describe("ECR registry", () => {
       const rules = (
         JSON.parse(String(p.inputs.policy)) as { rules: Array<{ selection: { tagStatus: string; countType: string } }> }
       ).rules;
-      // Protected tags first (live, previous, deployed, deployed-previous: never expired), then untagged, then a count by content-tag prefix.
+      // Protected tags first (live, previous, deployed, deployed-previous: never expired), then untagged, then a count by
+      // content-tag prefix; triton_with_ft's repository counts its recipe-layers images by their own prefix after it.
+      const layers = p.name === "registry-tritonWithFt" ? [["tagged", "imageCountMoreThan"]] : [];
       expect(rules.map((r) => [r.selection.tagStatus, r.selection.countType])).toEqual([
         ["tagged", "imageCountMoreThan"],
         ["tagged", "imageCountMoreThan"],
@@ -128,6 +130,7 @@ describe("ECR registry", () => {
         ["tagged", "imageCountMoreThan"],
         ["untagged", "sinceImagePushed"],
         ["tagged", "imageCountMoreThan"],
+        ...layers,
       ]);
     }
     expect(run.outputs.serverRepositoryUrl).toBe(`${ACCOUNT}.dkr.ecr.${REGION}.amazonaws.com/triton-ft-dev/server`);

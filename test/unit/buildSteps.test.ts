@@ -48,7 +48,7 @@ describe("step graph", () => {
   it("the image build runs on the compile host; every step has its own budget", () => {
     const minutes = (id: StepId) => parseInt(byId(steps, id).timeouts.create, 10);
     expect(byId(steps, "triton-with-ft").host).toBe("compiler");
-    expect(STEP_IDS.filter((id) => byId(steps, id).host === "compiler")).toEqual(["triton-with-ft"]);
+    expect(STEP_IDS.filter((id) => byId(steps, id).host === "compiler")).toEqual(["twf-layers", "triton-with-ft"]);
     // One SM (86): 16 core-hours on a c7i.48xlarge's 192 vCPUs at 0.7 efficiency = 7.1 min, plus the
     // base image and pip (15 min) and pushing 30 GiB at 50 MiB/s (10.24 min), × 2.5 (infra/plan/budgets.ts).
     expect(minutes("triton-with-ft")).toBe(Math.ceil(2.5 * (15 + (16 * 60) / (192 * 0.7) + (30 * 1024) / 50 / 60)));
@@ -144,7 +144,11 @@ describe("invalidation matrix (two mock runs per change)", () => {
       ["fetch", "convert", "gemm", "bake"],
     ],
     ["max batch size (gemm tuning and model configs)", { serving: { maxBatchSize: 4 } }, ["gemm", "bake"]],
-    ["Triton version", { build: { tritonVersion: "23.04" } }, ["triton-with-ft", "convert", "gemm", "bake"]],
+    [
+      "Triton version",
+      { build: { tritonVersion: "23.04" } },
+      ["twf-layers", "twf-layers-pull", "triton-with-ft", "convert", "gemm", "bake"],
+    ],
   ];
 
   // Each program run registers the whole stack (cluster included): allow for it.

@@ -20,12 +20,12 @@ describe("SSH host key pinning", () => {
     const compiler = pub("compiler");
     expect(builder).toMatch(/\S/);
     expect(compiler).not.toBe(builder);
-    // The triton-with-ft step, its config and the compile host's own setup run on the compile host.
+    // The triton-with-ft and twf-layers steps, their configs and the compile host's own setup run on the compile host.
     const onCompiler = (name: string) =>
-      name === "build-triton-with-ft" || name === "build-config-triton-with-ft" || name.startsWith("build-compiler-");
+      /^build-(config-)?(triton-with-ft|twf-layers)$/.test(name) || name.startsWith("build-compiler-");
     const remote = [...run.byType("command:remote:Command"), ...run.byType("command:remote:CopyToRemote")];
     expect(remote.length).toBeGreaterThan(10);
-    expect(remote.filter((r) => onCompiler(r.name)).length).toBe(7);
+    expect(remote.filter((r) => onCompiler(r.name)).length).toBe(9);
     for (const r of remote)
       expect((r.inputs.connection as { hostKey?: string }).hostKey, r.name).toBe(
         onCompiler(r.name) ? compiler : builder,

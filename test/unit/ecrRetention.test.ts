@@ -1,7 +1,11 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   DEPLOYED_TAGS,
   KEEP_IMAGES,
+  KEEP_LAYERS_IMAGES,
+  LAYERS_TAG_PREFIX,
   PROTECTED_TAGS,
   TAG_MUTABILITY,
   TAG_PREFIX,
@@ -65,7 +69,41 @@ describe("ECR retention", () => {
       tagPrefixList: [TAG_PREFIX.server],
       countNumber: KEEP_IMAGES.server,
     });
-    expect(JSON.parse(lifecyclePolicy("tritonWithFt")).rules.at(-1).selection.tagPrefixList).toEqual(["twf-"]);
+    const twfRules = JSON.parse(lifecyclePolicy("tritonWithFt")).rules as LifecycleRule[];
+    expect(twfRules.at(-2)?.selection.tagPrefixList).toEqual(["twf-"]);
+    expect(twfRules.at(-1)?.selection.tagPrefixList).toEqual([LAYERS_TAG_PREFIX]);
+  });
+
+  it("triton_with_ft's recipe-layers images never count against its kept or deployed images", () => {
+    // The prefix the scripts tag with is the policy's, and no twf- tag starts with it nor it with twf-.
+    const tags = readFileSync(join(__dirname, "../../scripts/remote/twf/tags.sh"), "utf8");
+    expect(/^TWF_LAYERS_TAG_PREFIX=(\S+)$/m.exec(tags)?.[1]).toBe(LAYERS_TAG_PREFIX);
+    expect(LAYERS_TAG_PREFIX.startsWith(TAG_PREFIX.tritonWithFt)).toBe(false);
+    // The deployed image is the oldest twf- image; KEEP_IMAGES newer ones were built since, each first
+    // build pushing a layers image after it, and 20 more layers images on top (many first deploys).
+    const keep = KEEP_IMAGES.tritonWithFt;
+    const images: Image[] = [
+      { digest: "deployed", tags: ["twf-23.05-aaa", "deployed"], pushedDay: 0 },
+      { digest: "oldest-kept", tags: ["twf-23.05-bbb"], pushedDay: 1 },
+      ...Array.from({ length: keep - 1 }, (_, i) => ({
+        digest: `twf${i}`,
+        tags: [`twf-23.05-${i}`],
+        pushedDay: 10 + i,
+      })),
+      ...Array.from({ length: 20 }, (_, i) => ({
+        digest: `layers${i}`,
+        tags: [`${LAYERS_TAG_PREFIX}23.05-${i}`],
+        pushedDay: 20 + i,
+      })),
+    ];
+    const expired = evaluate(lifecycleRules("tritonWithFt"), images, 60);
+    expect(expired.has("deployed")).toBe(false);
+    // Exactly KEEP_IMAGES twf- images are unprotected and none of them goes: the layers images took no place.
+    expect([...expired].filter((d) => !d.startsWith("layers"))).toEqual([]);
+    // The layers images expire by their own count.
+    expect(images.filter((i) => i.digest.startsWith("layers") && !expired.has(i.digest))).toHaveLength(
+      KEEP_LAYERS_IMAGES,
+    );
   });
 
   it("never expires the deployed image, even when a skipped bake left it the oldest", () => {

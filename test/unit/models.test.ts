@@ -132,9 +132,19 @@ describe("the stack plan of several models", () => {
     ]);
     const ids = sp.models.map((m) => m.plan.buildSteps.map((s) => s.id));
     expect(ids).toEqual([
-      ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake", "gateway-image"],
+      [
+        "host-ready",
+        "twf-layers",
+        "twf-layers-pull",
+        "triton-with-ft",
+        "fetch",
+        "convert",
+        "gemm",
+        "bake",
+        "gateway-image",
+      ],
       ["fetch", "convert", "gemm", "bake"],
-      ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake"],
+      ["host-ready", "twf-layers", "twf-layers-pull", "triton-with-ft", "fetch", "convert", "gemm", "bake"],
     ]);
     expect(sp.models.map((m) => m.plan.build.smList)).toEqual([[86], [86], [89]]);
   });

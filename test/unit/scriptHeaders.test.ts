@@ -107,6 +107,8 @@ function deployedRepository(id: StepId, key: string): string | undefined {
 const SCRIPTS: Record<StepId, string> = {
   "host-ready": "scripts/remote/host-ready.sh",
   "triton-with-ft": "scripts/remote/build-triton-with-ft.sh",
+  "twf-layers": "scripts/remote/build-twf-layers.sh",
+  "twf-layers-pull": "scripts/remote/pull-twf-layers.sh",
   fetch: "scripts/remote/fetch.sh",
   convert: "scripts/remote/convert.sh",
   gemm: "scripts/remote/gemm.sh",
@@ -117,7 +119,7 @@ const SCRIPTS: Record<StepId, string> = {
 describe("remote step scripts against the step definitions", () => {
   const steps = emitted();
 
-  it("covers all seven steps, each with its script", () => {
+  it("covers all nine steps, each with its script", () => {
     expect([...steps.keys()].sort()).toEqual(Object.keys(SCRIPTS).sort());
     for (const stack of STACKS.slice(0, 1))
       for (const s of planOf(stack, (p) => `h:${p}`).buildSteps) expect(s.script).toBe(SCRIPTS[s.id]);

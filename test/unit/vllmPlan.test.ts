@@ -111,7 +111,17 @@ describe("stacks of both engines", () => {
   it("a mixed stack: the FT model builds triton_with_ft, the vLLM model only fetches and bakes", () => {
     const sp = buildStackPlan(resolved({ ...rest, models: { gpt2, tiny } }), "test", hasher);
     expect(sp.models.map((m) => m.plan.buildSteps.map((s) => s.id))).toEqual([
-      ["host-ready", "triton-with-ft", "fetch", "convert", "gemm", "bake", "gateway-image"],
+      [
+        "host-ready",
+        "twf-layers",
+        "twf-layers-pull",
+        "triton-with-ft",
+        "fetch",
+        "convert",
+        "gemm",
+        "bake",
+        "gateway-image",
+      ],
       ["fetch", "bake"],
     ]);
   });

@@ -217,11 +217,19 @@ case $tool in
         [[ $pw == stub-ecr-password ]] || { echo "stub docker login: bad password on stdin" >&2; exit 1; }
         echo "Login Succeeded"
         ;;
-      pull) ;;
+      pull)
+        # Pulled references: `image inspect` finds them afterwards.
+        printf '%s\n' "${*: -1}" >>"$STUB_STATE/pulled"
+        ;;
+      image)
+        [[ ${1:-} == inspect ]] || { echo "stub docker: unsupported image ${1:-}" >&2; exit 2; }
+        grep -qxF -- "${*: -1}" "$STUB_STATE/pulled" 2>/dev/null || { echo "Error: No such image: ${*: -1}" >&2; exit 1; }
+        ;;
       build)
         ctx=${*: -1}
         ref=$(opt_value -t "$@")
         (cd "$ctx" && find . -type f | LC_ALL=C sort) >"$STUB_STATE/last-build-context"
+        if [[ -f $ctx/Dockerfile ]]; then cp "$ctx/Dockerfile" "$STUB_STATE/last-build-dockerfile"; fi
         if [[ -f $ctx/serve ]]; then cp "$ctx/serve" "$STUB_STATE/last-serve"; fi
         printf '%s\n' "$ref" >>"$STUB_STATE/built"
         ;;
