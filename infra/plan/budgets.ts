@@ -92,7 +92,8 @@ function convertParts(i: BudgetInputs): Record<string, number> {
   const slow = Math.max(1, MEASURED.vcpus / i.vcpus);
   const p = i.parameters;
   const parts: Record<string, number> = {
-    "pull triton_with_ft": TRITON_WITH_FT_BYTES / ASSUMED.ecrPullBytesPerSecond,
+    "pull compile layers": COMPILE_LAYERS_BYTES / ASSUMED.ecrPullBytesPerSecond,
+    [RECIPE_LAYERS.pull]: RECIPE_BYTES / ASSUMED.ecrPullBytesPerSecond,
     containers: 4 * ASSUMED.containerStartSeconds,
   };
   if (i.family !== "gpt" && i.source !== "archive") parts.consolidate = p * RATES.consolidate * slow;
@@ -180,7 +181,7 @@ export const RECIPE_LAYERS = { push: "push recipe layers", pull: "pull recipe la
 export interface ExpectedContext {
   /** ECR mounts the bake's base layers from this stack's own triton_with_ft repository (BAKE_BASE_PUSH). */
   baseMounted: boolean;
-  /** The twf-layers steps run: triton_with_ft's push and gemm's pull skip the recipe layers (RECIPE_LAYERS). */
+  /** The twf-layers steps run: triton_with_ft's push and the pulls of convert and gemm skip the recipe layers (RECIPE_LAYERS). */
   recipeLayersAhead: boolean;
 }
 
@@ -188,7 +189,8 @@ export interface ExpectedContext {
 export function expectedSeconds(id: StepId, e: StepEstimate, ctx: ExpectedContext): number {
   if (id === "bake" && ctx.baseMounted) return e.seconds - (e.parts[BAKE_BASE_PUSH] ?? 0);
   if (id === "triton-with-ft" && ctx.recipeLayersAhead) return e.seconds - (e.parts[RECIPE_LAYERS.push] ?? 0);
-  if (id === "gemm" && ctx.recipeLayersAhead) return e.seconds - (e.parts[RECIPE_LAYERS.pull] ?? 0);
+  if ((id === "gemm" || id === "convert") && ctx.recipeLayersAhead)
+    return e.seconds - (e.parts[RECIPE_LAYERS.pull] ?? 0);
   return e.seconds;
 }
 

@@ -302,7 +302,8 @@ export function fetchStep(
   };
 }
 
-function convertStep(src: StepSources, minutes: number): StepDefinition {
+/** `recipeLayersAhead`: as for gemm, convert's pull of the full image waits for the recipe layers' pull (outside its hash). */
+function convertStep(src: StepSources, minutes: number, recipeLayersAhead: boolean): StepDefinition {
   const c = src.conversion;
   const p = c.phases;
   const K = CONVERT_PHASE_KEYS;
@@ -312,6 +313,7 @@ function convertStep(src: StepSources, minutes: number): StepDefinition {
     title: "convert to FT weights inside triton_with_ft, then verify the weight set",
     script: SCRIPT("convert"),
     dependsOn: ["triton-with-ft", "fetch"],
+    ...(recipeLayersAhead ? { runsAfter: ["triton-with-ft", "fetch", "twf-layers-pull"] as StepId[] } : {}),
     config: [
       WORK_ROOT,
       ["IMAGE", TRITON_IMAGE],
@@ -453,7 +455,7 @@ export function stepDefinitions(src: StepSources): StepDefinition[] {
       : []),
     tritonWithFtStep(src, minutes["triton-with-ft"]),
     fetchStep(src, minutes.fetch),
-    convertStep(src, minutes.convert),
+    convertStep(src, minutes.convert, layersAhead),
     gemmStep(src, minutes.gemm, layersAhead),
     bakeStep(src, minutes.bake),
     gatewayImageStep(minutes["gateway-image"]),

@@ -5,6 +5,7 @@ import {
   BUDGET_FACTOR,
   MEASURED,
   RATES,
+  RECIPE_LAYERS,
   budgetMinutes,
   stepBudgetMinutes,
   stepEstimates,
@@ -59,7 +60,8 @@ describe("step time budgets", () => {
       (e.parts.consolidate ?? 0) + (e.parts.converter ?? 0) + (e.parts.fp16 ?? 0) + (e.parts.verify ?? 0);
     expect(measuredParts).toBeGreaterThanOrEqual(work - 0.01);
     expect(measuredParts).toBeLessThan(work * 1.05);
-    expect(e.parts["pull triton_with_ft"]).toBeGreaterThan(0);
+    expect(e.parts["pull compile layers"]).toBeGreaterThan(0);
+    expect(e.parts[RECIPE_LAYERS.pull]).toBeGreaterThan(0);
     // The old budget was 107 minutes, 16× the measured work; now a hung convert fails within the hour.
     const budget = budgetMinutes(e);
     expect(budget).toBeLessThan(60);

@@ -253,11 +253,12 @@ describe("one source for the rates", () => {
       const seconds = steps?.find((x) => x.id === step.id)?.seconds ?? NaN;
       // The budget keeps the bake's push of the base layers (a registry that refuses the mount uploads them);
       // the estimate leaves out exactly that part, since this stack's own triton_with_ft repository is mounted from.
-      // Likewise triton_with_ft's push and gemm's pull keep the recipe layers the twf-layers steps moved ahead
-      // (a cache miss moves the whole image); the estimate leaves them out.
+      // Likewise triton_with_ft's push and the pulls of convert and gemm keep the recipe layers the twf-layers
+      // steps moved ahead (a cache miss moves the whole image); the estimate leaves them out.
       const leftOut: Partial<Record<string, number>> = {
         bake: e.bake.parts[BAKE_BASE_PUSH],
         "triton-with-ft": e["triton-with-ft"].parts[RECIPE_LAYERS.push],
+        convert: e.convert.parts[RECIPE_LAYERS.pull],
         gemm: e.gemm.parts[RECIPE_LAYERS.pull],
       };
       const mounted = step.id in leftOut ? (leftOut[step.id] ?? NaN) : 0;

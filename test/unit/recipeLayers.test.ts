@@ -22,6 +22,7 @@ import type { ResolvedStack } from "../../infra/config";
 import { parseStackFile } from "../../infra/synth/stackFile";
 import { gpt2Config } from "../lib/fixtures";
 import { planOf, stackPlanOf } from "../lib/plan";
+import { buildStackPlan } from "../../infra/plan/stack";
 
 const ROOT = path.join(__dirname, "..", "..");
 const NEW: readonly StepId[] = ["twf-layers", "twf-layers-pull"];
@@ -50,6 +51,8 @@ describe("the recipe-layers steps", () => {
       expect(runOrder(byId("twf-layers-pull"))).toEqual(["host-ready", "twf-layers"]);
       expect(byId("gemm").dependsOn).toEqual(["triton-with-ft"]);
       expect(runOrder(byId("gemm"))).toEqual(["host-ready", "triton-with-ft", "twf-layers-pull"]);
+      expect(byId("convert").dependsOn).toEqual(["triton-with-ft", "fetch"]);
+      expect(runOrder(byId("convert"))).toEqual(["triton-with-ft", "fetch", "twf-layers-pull"]);
       // Both read the inputs of triton_with_ft's content tag, as its step renders them.
       const keys = [
         "TRITON_VERSION",
@@ -72,7 +75,8 @@ describe("the recipe-layers steps", () => {
       // The graph as it was: the new steps gone, gemm waiting as it did.
       const before = plan.buildSteps
         .filter((s) => !NEW.includes(s.id))
-        .map((s) => (s.id === "gemm" ? { ...s, runsAfter: ["host-ready", "triton-with-ft"] as StepId[] } : s));
+        .map((s) => (s.id === "gemm" ? { ...s, runsAfter: ["host-ready", "triton-with-ft"] as StepId[] } : s))
+        .map((s) => (s.id === "convert" ? { ...s, runsAfter: undefined } : s));
       const old = stepInputHashes(before, hasher);
       for (const id of EXISTING) expect(withNew[id], id).toBe(old[id]);
       expect(Object.keys(withNew).sort()).toEqual([...STEP_IDS].sort());
@@ -87,6 +91,7 @@ describe("the recipe-layers steps", () => {
     const steps = planOf(stack).buildSteps;
     expect(steps.map((s) => s.id).filter((id) => NEW.includes(id))).toEqual([]);
     expect(runOrder(steps.find((s) => s.id === "gemm") ?? { dependsOn: [] })).toEqual(["host-ready", "triton-with-ft"]);
+    expect(runOrder(steps.find((s) => s.id === "convert") ?? { dependsOn: [] })).toEqual(["triton-with-ft", "fetch"]);
   });
 });
 
@@ -102,15 +107,39 @@ describe("the estimate with the recipe layers ahead", () => {
       TRITON_WITH_FT_IMAGE_BYTES / ASSUMED.ecrPushBytesPerSecond,
       6,
     );
-    const pull = e.gemm;
-    expect((pull.parts["pull compile layers"] ?? 0) + (pull.parts[RECIPE_LAYERS.pull] ?? 0)).toBeCloseTo(
-      TRITON_WITH_FT_IMAGE_BYTES / ASSUMED.ecrPullBytesPerSecond,
-      6,
-    );
+    for (const pull of [e.gemm, e.convert]) {
+      expect((pull.parts["pull compile layers"] ?? 0) + (pull.parts[RECIPE_LAYERS.pull] ?? 0)).toBeCloseTo(
+        TRITON_WITH_FT_IMAGE_BYTES / ASSUMED.ecrPullBytesPerSecond,
+        6,
+      );
+    }
     // The recipe layers: the NGC base (16 GB × 0.51) and the pip layer (3.00 GiB × 0.999), about 10.6 GiB.
     expect(TRITON_WITH_FT_RECIPE_LAYERS_BYTES / 1024 ** 3).toBeCloseTo(10.6, 1);
     expect(e["twf-layers"].parts[RECIPE_LAYERS.push]).toBeCloseTo(recipePush, 6);
     expect(e["twf-layers-pull"].seconds).toBeCloseTo(recipePull, 6);
+  });
+
+  it("convert's pull shrinks by the recipe layers too (seed-models' GPT-J model, whose convert was on its path)", () => {
+    const file = parseStackFile(
+      fs.readFileSync(path.join(ROOT, "test/stacks/models/Pulumi.seed-models.yaml"), "utf8"),
+      "seed-models",
+    );
+    const { stack, models, problems } = resolveStack(file.raw, file.secrets, {
+      stackName: "seed-models",
+      today: "2026-11-29",
+    });
+    if (!stack || !models) throw new Error(JSON.stringify(problems));
+    const sp = buildStackPlan(models, "seed-models", (p) => `h:${p}`);
+    const input = costInput(stack, models, sp, { stackName: "seed-models", region: "us-east-1", today: "2026-11-29" });
+    // input.models follows the resolved models' order (cost/fromStack.ts modelEntries).
+    const i = models.findIndex((m) => m.model.family === "gptj");
+    const kogpt = models[i];
+    const steps = input.models[i]?.build.steps;
+    if (!kogpt || !steps) throw new Error("no GPT-J model in seed-models");
+    const full = stepEstimates(budgetInputs(kogpt, stackSmList(kogpt))).convert.seconds;
+    expect(steps.find((s) => s.id === "convert")?.seconds).toBeCloseTo(full - recipePull, 6);
+    // Convert starts after the layers' pull, not before: the graph the path is taken over says so.
+    expect(steps.find((s) => s.id === "convert")?.dependsOn).toContain("twf-layers-pull");
   });
 
   it("dev's first deploy is at most 60 minutes; the push and gemm's pull on its critical path shrink by the recipe layers", () => {
