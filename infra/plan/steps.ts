@@ -133,7 +133,6 @@ export function stackSmList(
 }
 
 function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
-  const b = src.stack.config.build;
   return {
     id: "triton-with-ft",
     title: "build triton_with_ft from the pinned backend and FT commits for the serving GPU; push",
@@ -144,16 +143,7 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
     dependsOn: ["host-ready"],
     runsAfter: [],
     host: "compiler",
-    config: [
-      WORK_ROOT,
-      ["AWS_REGION", REGION],
-      ["ECR_REPOSITORY_URL", { deploy: "tritonWithFtRepositoryUrl" }],
-      ["TRITON_VERSION", b.tritonVersion],
-      ["FT_BACKEND_COMMIT", b.backendCommit ?? ""],
-      ["FT_COMMIT", b.ftCommit ?? ""],
-      ["SM_LIST", src.smList.join(",")],
-      ["DOCKERFILE_DIR", `${REMOTE.images}/triton_with_ft`],
-    ],
+    config: contentTagConfig(src),
     inputs: ["images/triton_with_ft"],
     files: [],
     secretEnv: [],
@@ -163,11 +153,12 @@ function tritonWithFtStep(src: StepSources, minutes: number): StepDefinition {
 }
 
 /**
- * The config both layers steps read: exactly the inputs of triton_with_ft's
- * content tag (scripts/remote/twf/tags.sh computes it as build-triton-with-ft.sh
+ * The inputs of triton_with_ft's content tag, in its step's config order (its
+ * hash renders them so): the compile's config, and the layers steps' too
+ * (scripts/remote/twf/tags.sh computes the tag as build-triton-with-ft.sh
  * does), so they find the full image's tag and name the layers alike.
  */
-function recipeLayersConfig(src: StepSources): Array<[string, ConfigValue]> {
+function contentTagConfig(src: StepSources): Array<[string, ConfigValue]> {
   const b = src.stack.config.build;
   return [
     WORK_ROOT,
@@ -198,7 +189,7 @@ function twfLayersStep(src: StepSources, minutes: number): StepDefinition {
     // Waits only for the compile host's readiness (the pipeline's host setup), as the compile does.
     dependsOn: [],
     host: "compiler",
-    config: recipeLayersConfig(src),
+    config: contentTagConfig(src),
     inputs: ["images/triton_with_ft", TWF_TAGS_SCRIPT],
     files: [],
     secretEnv: [],
@@ -216,7 +207,7 @@ function twfLayersPullStep(src: StepSources, minutes: number): StepDefinition {
     dependsOn: ["twf-layers"],
     // On the builder: after its host check (docker, the ECR login) too.
     runsAfter: ["host-ready", "twf-layers"],
-    config: recipeLayersConfig(src),
+    config: contentTagConfig(src),
     inputs: ["images/triton_with_ft", TWF_TAGS_SCRIPT],
     files: [],
     secretEnv: [],
