@@ -44,13 +44,8 @@ source "$TWF_TAGS"
 
 step_init twf-layers "${1:-}"
 REQUIRED_FREE_GIB=${REQUIRED_FREE_GIB:-60}
-require_vars AWS_REGION ECR_REPOSITORY_URL TRITON_VERSION SM_LIST DOCKERFILE_DIR
-require_commit_pin FT_BACKEND_COMMIT
-require_commit_pin FT_COMMIT
+twf_require_recipe_config
 require_int REQUIRED_FREE_GIB
-require_abs_path DOCKERFILE_DIR
-[[ $TRITON_VERSION =~ ^[0-9]{2}\.[0-9]{2}$ ]] || die "TRITON_VERSION must look like YY.MM (e.g. 23.05), got '$TRITON_VERSION'"
-[[ $SM_LIST =~ ^[0-9]{2,3}(,[0-9]{2,3})*$ ]] || die "SM_LIST must be comma-separated CUDA archs like '86' or '80,86', got '$SM_LIST'"
 [[ -f $DOCKERFILE_DIR/Dockerfile ]] || die "no Dockerfile in DOCKERFILE_DIR=$DOCKERFILE_DIR"
 BUILD_JOBS=${BUILD_JOBS:-$(nproc)}
 require_int BUILD_JOBS

@@ -30,12 +30,7 @@ TWF_TAGS=$(dirname "$(readlink -f "$0")")/twf/tags.sh
 source "$TWF_TAGS"
 
 step_init twf-layers-pull "${1:-}"
-require_vars AWS_REGION ECR_REPOSITORY_URL TRITON_VERSION SM_LIST DOCKERFILE_DIR
-require_commit_pin FT_BACKEND_COMMIT
-require_commit_pin FT_COMMIT
-require_abs_path DOCKERFILE_DIR
-[[ $TRITON_VERSION =~ ^[0-9]{2}\.[0-9]{2}$ ]] || die "TRITON_VERSION must look like YY.MM (e.g. 23.05), got '$TRITON_VERSION'"
-[[ $SM_LIST =~ ^[0-9]{2,3}(,[0-9]{2,3})*$ ]] || die "SM_LIST must be comma-separated CUDA archs like '86' or '80,86', got '$SM_LIST'"
+twf_require_recipe_config
 [[ -d $DOCKERFILE_DIR ]] || die "DOCKERFILE_DIR=$DOCKERFILE_DIR is not a folder"
 ecr_split "$ECR_REPOSITORY_URL"
 

@@ -1,13 +1,24 @@
 # shellcheck shell=bash
 # triton_with_ft's tags and its recipe layers, for the steps that move those
 # layers ahead of the compile (build-twf-layers.sh, pull-twf-layers.sh).
-# Sourced after ../lib.sh (its die and hash_files).
+# Sourced after ../lib.sh (its die, require_* and hash_files).
 #
 # Why not in ../lib/: lib.sh and lib/ are inputs of every step's hash
 # (infra/plan/stepGraph.ts, lib/hash.sh), so a helper there would re-run every
 # step of every live stack. build-triton-with-ft.sh keeps its own copy of the
 # content-hash formula for the same reason (editing it would rebuild every
 # live stack's image); test/scripts/twf-layers.bats proves both give one tag.
+
+# twf_require_recipe_config : the step config both layer steps read, checked
+# as build-triton-with-ft.sh checks its own (the same keys make one tag).
+twf_require_recipe_config() {
+  require_vars AWS_REGION ECR_REPOSITORY_URL TRITON_VERSION SM_LIST DOCKERFILE_DIR
+  require_commit_pin FT_BACKEND_COMMIT
+  require_commit_pin FT_COMMIT
+  require_abs_path DOCKERFILE_DIR
+  [[ $TRITON_VERSION =~ ^[0-9]{2}\.[0-9]{2}$ ]] || die "TRITON_VERSION must look like YY.MM (e.g. 23.05), got '$TRITON_VERSION'"
+  [[ $SM_LIST =~ ^[0-9]{2,3}(,[0-9]{2,3})*$ ]] || die "SM_LIST must be comma-separated CUDA archs like '86' or '80,86', got '$SM_LIST'"
+}
 
 # The layers image's tag prefix: not `twf-`, which the repository's lifecycle
 # policy counts (keep the newest N, infra/cloud/ecr.ts): a layers image must
