@@ -7,10 +7,11 @@
  * against a real Valkey/Redis, and its scripts against this rule, are in
  * test/gateway/sharedStore.test.ts and storeOutage.test.ts.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Admission, type Admitted, type KeyLimits } from "../../../images/gateway/src/admission/podAdmission";
 import {
   LocalLimits,
+  SPARE_MS,
   SharedLimits,
   type StoreLink,
   degradedLimit,
@@ -287,5 +288,199 @@ describe("the shared limiter (SharedLimits) over a stand-in of the store", () =>
     expect((await refusal(b.limiter.admit(TEAM, limits, 1, 0))).code).toBe("concurrency_limit_exceeded");
     await running.release(0);
     await b.limiter.admit(TEAM, limits, 1, 0);
+  });
+});
+
+/** The stand-in store, counting the takes that reach it (a round trip each on the real store). */
+class CountingStore extends StandInStore {
+  takes = 0;
+  override async take(r: TakeRequest): Promise<Verdict> {
+    this.takes += 1;
+    return super.take(r);
+  }
+}
+
+describe("spares: a team's next request on a pod admitted without a round trip", () => {
+  const limits: KeyLimits = { requestsPerMinute: 10, maxConcurrent: 4, tokensPerMinute: 1000 };
+  const counts = (store: StandInStore, clock: Clock): number[] => {
+    const w = Math.floor(clock.now / WINDOW_MS);
+    return [store.count(TEAM, "requests", w), store.count(TEAM, "tokens", w), store.heldBy(TEAM, clock.now)];
+  };
+
+  beforeEach(() => void vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"] }));
+  afterEach(() => void vi.useRealTimers());
+
+  it("takes a spare behind a release; the next request uses it with no take in the store, counted once", async () => {
+    const clock = new Clock();
+    const store = new CountingStore();
+    const { limiter } = pod(store, clock);
+    limiter.start();
+    const first = await limiter.admit(TEAM, limits, 1, 100);
+    await first.release(60);
+    expect(limiter.spareTeams).toEqual([TEAM]);
+    // The ended request (60 tokens used) and the spare (100 reserved, its permit).
+    expect(counts(store, clock)).toEqual([2, 160, 1]);
+    const takes = store.takes;
+    const second = await limiter.admit(TEAM, limits, 1, 80);
+    expect(store.takes).toBe(takes);
+    expect(counts(store, clock)).toEqual([2, 160, 1]);
+    limiter.stop();
+    await second.release(30);
+    // Settled against the spare's 100: 60 + 30.
+    expect(counts(store, clock)).toEqual([2, 90, 0]);
+  });
+
+  it("gives an unused spare back whole after SPARE_MS, and at stop", async () => {
+    const clock = new Clock();
+    const store = new StandInStore();
+    const { limiter } = pod(store, clock);
+    limiter.start();
+    await (await limiter.admit(TEAM, limits, 1, 100)).release(60);
+    expect(counts(store, clock)).toEqual([2, 160, 1]);
+    await vi.advanceTimersByTimeAsync(SPARE_MS);
+    expect(limiter.spareTeams).toEqual([]);
+    expect(counts(store, clock)).toEqual([1, 60, 0]);
+    await (await limiter.admit(TEAM, limits, 1, 100)).release(60);
+    expect(limiter.spareTeams).toEqual([TEAM]);
+    limiter.stop();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(counts(store, clock)).toEqual([2, 120, 0]);
+  });
+
+  it("takes none past half of a limit: a team limited to one generation, or past half its requests", async () => {
+    const clock = new Clock();
+    const store = new StandInStore();
+    const { limiter } = pod(store, clock);
+    limiter.start();
+    await (await limiter.admit(TEAM, { ...limits, maxConcurrent: 1 }, 1, 0)).release(0);
+    expect(limiter.spareTeams).toEqual([]);
+    // Requests: 1 counted, the spare would be the 2nd of a half of 2 (limit 4, 5 → 2).
+    for (const rpm of [4, 5]) {
+      const s = new StandInStore();
+      const p = pod(s, clock);
+      p.limiter.start();
+      await (await p.limiter.admit(TEAM, { ...limits, requestsPerMinute: rpm }, 1, 0)).release(0);
+      expect(p.limiter.spareTeams).toEqual([TEAM]);
+      await (await p.limiter.admit(TEAM, { ...limits, requestsPerMinute: rpm }, 1, 0)).release(0);
+      expect(p.limiter.spareTeams).toEqual([]);
+      p.limiter.stop();
+    }
+    limiter.stop();
+  });
+
+  it("asks the store, and gives the spare back, for another window, more tokens, two prompts or new limits", async () => {
+    const cases: Array<[string, (c: Clock) => [KeyLimits, number, number]]> = [
+      ["the next window", (c) => ((c.now = T0 + WINDOW_MS), [limits, 1, 100])],
+      ["more tokens", () => [limits, 1, 101]],
+      ["two prompts", () => [limits, 2, 100]],
+      ["new limits", () => [{ ...limits, requestsPerMinute: 20 }, 1, 100]],
+    ];
+    for (const [name, next] of cases) {
+      const clock = new Clock();
+      const store = new CountingStore();
+      const { limiter } = pod(store, clock);
+      limiter.start();
+      await (await limiter.admit(TEAM, limits, 1, 100)).release(100);
+      const spareWindow = Math.floor(clock.now / WINDOW_MS);
+      const takes = store.takes;
+      const [l, slots, tokens] = next(clock);
+      const held = await limiter.admit(TEAM, l, slots, tokens);
+      expect(store.takes, name).toBe(takes + 1);
+      await vi.advanceTimersByTimeAsync(0);
+      // The spare's request is back in its window (the stand-in drops a past window: the new one counts one).
+      const w = Math.floor(clock.now / WINDOW_MS);
+      expect(store.count(TEAM, "requests", w === spareWindow ? w : spareWindow + 1), name).toBe(
+        w === spareWindow ? 2 : 1,
+      );
+      expect(store.heldBy(TEAM, clock.now), name).toBe(slots);
+      limiter.stop();
+      await held.release(0);
+    }
+  });
+
+  it("never lets pods exceed a team's limits, spares counted; an outage's window stays within limit + 1 per pod", async () => {
+    const clock = new Clock();
+    const store = new StandInStore();
+    const team = { requestsPerMinute: 12, maxConcurrent: 4 };
+    const pods = [pod(store, clock, 2), pod(store, clock, 2)];
+    for (const p of pods) p.limiter.start();
+    const running: Admitted[] = [];
+    let admitted = 0;
+    // A seeded walk of admissions and releases on both pods, some of them while the store is down.
+    let seed = 7;
+    const random = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let step = 0; step < 400; step++) {
+      clock.now += 40;
+      if (step === 150) store.down = true;
+      if (step === 250) {
+        store.down = false;
+        for (const p of pods) await p.link.beat();
+      }
+      const p = pods[Math.floor(random() * 2)];
+      if (running.length > 0 && random() < 0.5) {
+        await running.splice(Math.floor(random() * running.length), 1)[0].release(0);
+      } else {
+        try {
+          running.push(await p.limiter.admit(TEAM, team, 1, 0));
+          admitted += 1;
+        } catch (e) {
+          if (!(e instanceof ApiError)) throw e;
+        }
+      }
+      if (!store.down) expect(store.heldBy(TEAM, clock.now)).toBeLessThanOrEqual(team.maxConcurrent);
+      await vi.advanceTimersByTimeAsync(10);
+    }
+    // 400 steps of 50 ms: one window, spanning the outage and its end.
+    expect(Math.floor(clock.now / WINDOW_MS)).toBe(Math.floor(T0 / WINDOW_MS));
+    expect(admitted).toBeLessThanOrEqual(team.requestsPerMinute + pods.length);
+    expect(admitted).toBeGreaterThanOrEqual(team.requestsPerMinute);
+    for (const p of pods) p.limiter.stop();
+  });
+
+  it("an outage after requests served on spares starts the pod's window from the store's count with them", async () => {
+    const clock = new Clock();
+    const store = new StandInStore();
+    const { limiter } = pod(store, clock);
+    limiter.start();
+    const rpm = { requestsPerMinute: 20, maxConcurrent: 8 };
+    let admitted = 0;
+    // One client, one request after another: the first through the store, the next ones on spares.
+    for (let i = 0; i < 8; i++) {
+      await (await limiter.admit(TEAM, rpm, 1, 0)).release(0);
+      admitted += 1;
+    }
+    store.down = true;
+    await vi.advanceTimersByTimeAsync(SPARE_MS);
+    for (let i = 0; i < 30; i++) {
+      try {
+        await (await limiter.admit(TEAM, rpm, 1, 0)).release(0);
+        admitted += 1;
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+      }
+    }
+    expect(admitted).toBeLessThanOrEqual(rpm.requestsPerMinute + 1);
+    limiter.stop();
+  });
+
+  it("a spare given back while the store is away is in the store before the pod trusts it again", async () => {
+    const clock = new Clock();
+    const store = new StandInStore();
+    const a = pod(store, clock);
+    const b = pod(store, clock);
+    a.limiter.start();
+    const two = { ...limits, maxConcurrent: 2 };
+    await (await a.limiter.admit(TEAM, two, 1, 0)).release(0);
+    expect(a.limiter.spareTeams).toEqual([TEAM]);
+    store.down = true;
+    await vi.advanceTimersByTimeAsync(SPARE_MS);
+    expect(a.limiter.pendingReleases).toBe(1);
+    store.down = false;
+    await a.link.beat();
+    // Both permits free on the other pod at once: the spare's is not a ghost.
+    const x = await b.limiter.admit(TEAM, two, 1, 0);
+    await b.limiter.admit(TEAM, two, 1, 0);
+    await x.release(0);
+    a.limiter.stop();
   });
 });

@@ -21,6 +21,22 @@
  *   (renewed, so a store that restarted empty counts them again): a permit
  *   whose request has ended never refuses anyone;
  * - a killed pod's permits lapse LEASE_TIMEOUT_MS after its last renewal.
+ *
+ * A spare (SharedLimits, store reachable): when a team's request ends on a
+ * pod, the same round trip that releases it also takes one admission of that
+ * team ahead, under half of each of its limits (the rule with the limits
+ * halved: nothing is taken past half), counted in the store like any
+ * request. The team's next request on that pod within SPARE_MS, in the same
+ * window, with one prompt and at most the spare's tokens, is admitted on it
+ * without a round trip before Triton (a client that sends its next request
+ * as soon as the last one ends: a chat turn, an agent, a batch loop); else
+ * the spare is given back whole (its request, tokens and permit), as a
+ * release is, outage or not. Limits are never exceeded: a spare is counted
+ * before it is used. It can refuse another pod's request only when the
+ * team's use rises from at most half of a limit to the limit within those
+ * SPARE_MS, and then at most one request per pod. A pod killed holding a
+ * spare leaves its request and tokens counted in their window; its permit
+ * lapses as every permit does.
  */
 import type { ApiError } from "../server/apiError";
 import {
@@ -61,6 +77,30 @@ export interface StoreLink {
   readonly podCount: number;
   unreachable(error: unknown): void;
   onReturn(hook: () => Promise<void>): void;
+}
+
+/**
+ * How long a spare admission waits for its team's next request on this pod before it is given back:
+ * a program's next request (an agent's next step, a batch loop, the bench's client) comes within it,
+ * and it bounds how long a spare can count against another pod's request of the team.
+ */
+export const SPARE_MS = 1_000;
+
+/** A team's limits, halved: a spare is taken only within half of each (SharedLimits). */
+export function halved(limits: KeyLimits): KeyLimits {
+  return {
+    requestsPerMinute: Math.floor(limits.requestsPerMinute / 2),
+    maxConcurrent: Math.floor(limits.maxConcurrent / 2),
+    ...(limits.tokensPerMinute !== undefined ? { tokensPerMinute: Math.floor(limits.tokensPerMinute / 2) } : {}),
+  };
+}
+
+function sameLimits(a: KeyLimits, b: KeyLimits): boolean {
+  return (
+    a.requestsPerMinute === b.requestsPerMinute &&
+    a.maxConcurrent === b.maxConcurrent &&
+    a.tokensPerMinute === b.tokensPerMinute
+  );
 }
 
 /** A permit held on this pod's own: it never lapses, it is released. */
@@ -173,6 +213,13 @@ interface Lease {
   permits: readonly string[];
 }
 
+/** One admission of a team taken ahead in the store (see the header): its take, and the limits it was taken for. */
+interface Spare {
+  take: TakeRequest;
+  limits: KeyLimits;
+  timer: NodeJS.Timeout;
+}
+
 /** What this pod admitted on its own in a window, over the count it had seen in the store. */
 interface Carried {
   team: string;
@@ -197,6 +244,9 @@ export class SharedLimits implements TeamLimiter {
   private readonly carried = new Map<string, Carried>();
   /** team -> releases sent and not yet answered by the store. */
   private readonly releasing = new Map<string, Set<Promise<void>>>();
+  /** team -> its spare on this pod; `sparing`: teams whose spare is on the wire. */
+  private readonly spares = new Map<string, Spare>();
+  private readonly sparing = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -222,6 +272,12 @@ export class SharedLimits implements TeamLimiter {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
+    for (const team of [...this.spares.keys()]) void this.giveBack(team);
+  }
+
+  /** Teams with a spare on this pod (for the tests). */
+  get spareTeams(): string[] {
+    return [...this.spares.keys()];
   }
 
   /** Permits this pod holds, per team (for the tests and the renewal). */
@@ -239,6 +295,8 @@ export class SharedLimits implements TeamLimiter {
   async admit(team: string, limits: KeyLimits, slots: number, tokens: number, model?: ModelCap): Promise<Admitted> {
     if (limits.tokensPerMinute !== undefined) checkReservation(tokens, limits.tokensPerMinute);
     const now = this.clock();
+    const spare = this.spareFor(team, limits, slots, tokens, now);
+    if (spare) return this.granted(spare, limits, model, false);
     const take = takeRequest(team, limits, permitIds(this.podId, slots), tokens, now, now + LEASE_TIMEOUT_MS);
     if (!this.link.isDegraded) {
       let verdict: Verdict | undefined;
@@ -261,6 +319,73 @@ export class SharedLimits implements TeamLimiter {
       }
     }
     return this.admitAlone(take, limits, model);
+  }
+
+  /**
+   * The team's spare, taken for this request when it fits: the store reachable, the same window, one
+   * prompt, at most the spare's tokens, the same limits. A spare that does not fit is given back now.
+   */
+  private spareFor(
+    team: string,
+    limits: KeyLimits,
+    slots: number,
+    tokens: number,
+    now: number,
+  ): TakeRequest | undefined {
+    const spare = this.spares.get(team);
+    if (!spare) return undefined;
+    const fits =
+      !this.link.isDegraded &&
+      slots === spare.take.permits.length &&
+      tokens <= spare.take.tokens &&
+      windowOf(now) === spare.take.window &&
+      sameLimits(limits, spare.limits);
+    if (!fits) {
+      void this.giveBack(team);
+      return undefined;
+    }
+    clearTimeout(spare.timer);
+    this.spares.delete(team);
+    return spare.take;
+  }
+
+  /**
+   * Take one admission of the team ahead, within half of each of its limits, sent right behind the
+   * release of its last request (one round trip): kept SPARE_MS for the team's next request here.
+   */
+  private offerSpare(ended: TakeRequest, limits: KeyLimits): Promise<void> {
+    const { team } = ended;
+    if (this.link.isDegraded || !this.timer || this.spares.has(team) || this.sparing.has(team)) {
+      return Promise.resolve();
+    }
+    const now = this.clock();
+    const take = takeRequest(team, halved(limits), permitIds(this.podId, 1), ended.tokens, now, now + LEASE_TIMEOUT_MS);
+    this.sparing.add(team);
+    return this.store
+      .take(take)
+      .then((verdict) => {
+        // The store's counts with the spare in them: what an outage's own window starts from (admitAlone).
+        if (verdict.admitted)
+          this.seen.set(team, { window: take.window, requests: verdict.requests, tokens: verdict.tokens });
+        if (!verdict.admitted) return;
+        const timer = setTimeout(() => void this.giveBack(team), SPARE_MS);
+        timer.unref();
+        this.spares.set(team, { take, limits, timer });
+        // Stopped or degraded meanwhile: not kept.
+        if (this.link.isDegraded || !this.timer) void this.giveBack(team);
+      })
+      .catch((error: unknown) => this.link.unreachable(error))
+      .finally(() => this.sparing.delete(team));
+  }
+
+  /** An unused spare back to the store, whole (its request, tokens and permit), as a release is sent. */
+  private giveBack(team: string): Promise<void> {
+    const spare = this.spares.get(team);
+    if (!spare) return Promise.resolve();
+    clearTimeout(spare.timer);
+    this.spares.delete(team);
+    const { window, permits, tokens } = spare.take;
+    return this.send({ team, window, permits, refundTokens: tokens, refundRequests: 1 });
   }
 
   /** Degraded: the rule on this pod, with its part of what the store had left. */
@@ -334,7 +459,10 @@ export class SharedLimits implements TeamLimiter {
         refundRequests: 0,
       });
       if (stillAlone && carried) carried.tokens.added -= Math.min(refundTokens, carried.tokens.added);
-      return this.send({ team, window, permits, refundTokens: alone ? 0 : refundTokens, refundRequests: 0 });
+      const released = this.send({ team, window, permits, refundTokens: alone ? 0 : refundTokens, refundRequests: 0 });
+      if (alone || permits.length !== 1) return released;
+      // Behind the release on the same connection: one round trip, awaited with it by the response's end.
+      return Promise.all([released, this.offerSpare(take, limits)]).then(() => undefined);
     });
   }
 
