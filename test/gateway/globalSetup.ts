@@ -63,8 +63,12 @@ export const POD_TEAMS = {
   settled: { name: "settled", tokensPerMinute: 60, requestsPerMinute: 600 },
   twoAtOnce: { name: "two-at-once", maxConcurrent: 2 },
   oneAtATime: { name: "one-at-a-time", maxConcurrent: 1 },
+  spare: { name: "spare", maxConcurrent: 4 },
   usage: { name: "usage" },
 } satisfies Record<string, ConsumerSpec>;
+
+/** The key prefix of `podA` and `podB` in the store (the tests read their keys). */
+export const SHARED_PREFIX = "shared:";
 
 /** The fair-share gateway: five teams of share 1 over an in-flight cap of 10, so each team's fair share is 2. */
 export const FAIR = { maxInflight: 10, teams: ["busy-1", "busy-2", "busy-3", "busy-4", "idle"] } as const;
@@ -367,7 +371,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     stoppers.push(plain.stop);
     const podConfig = {
       ...renderGatewayConfig([route(triton.model, triton.info.grpc)], { requestTimeoutSeconds: 60 }),
-      store: storeSection(store, "shared:", 2),
+      store: storeSection(store, SHARED_PREFIX, 2),
     };
     const podA = await startGateway(work, "pod-a", podConfig, Object.values(POD_TEAMS), { env: storeEnv });
     stoppers.push(podA.stop);

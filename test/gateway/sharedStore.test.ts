@@ -13,8 +13,10 @@ import { reserveTokens } from "../../images/gateway/src/admission/admissionPlugi
 import type { UsageReport } from "../../images/gateway/src/usage/usageLedger";
 import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { connectStore } from "../../images/gateway/src/store/connection";
+import { StoreKeys } from "../../images/gateway/src/store/sharedStore";
+import { windowOf } from "../../images/gateway/src/admission/windowRule";
 import { sleep } from "../lib/net";
-import { FAIR, POD_TEAMS } from "./globalSetup";
+import { FAIR, POD_TEAMS, SHARED_PREFIX } from "./globalSetup";
 
 const h = inject("gateway");
 /** A test that needs the FT stand-in (its echo, step time, hold file or FT-only refusals): skipped in vLLM mode. */
@@ -195,6 +197,55 @@ describe("limits shared by two gateway pods through the store", () => {
     }
     expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200]);
   });
+
+  // Holds a generation with the FT stand-in's hold file, to look at the store while it runs.
+  itOnFt(
+    "admits a team's next request on the same pod on the spare its last one left: no take in the store",
+    async () => {
+      const team = POD_TEAMS.spare.name;
+      const key = h.podA.keys[team];
+      const admin = connectStore(
+        StoreConfigSchema.parse({ host: h.store.host, port: h.store.port, caFile: h.store.caFile }),
+        h.store.password,
+      );
+      await new Promise((resolve) => admin.once("ready", resolve));
+      const keys = new StoreKeys(SHARED_PREFIX);
+      // The window must not turn during the test: start with time to spare in it.
+      if (60_000 - (Date.now() % 60_000) < 10_000) await sleep(60_000 - (Date.now() % 60_000) + 100);
+      const window = windowOf(Date.now());
+      const state = async (): Promise<{ requests: number; permits: string[] }> => ({
+        requests: Number((await admin.get(keys.window("rpm", team, window))) ?? 0),
+        permits: await admin.zrange(keys.permits(team), "0", "-1"),
+      });
+      try {
+        const first = await post(h.podA.url, key, { model: MODEL, prompt: "first", max_tokens: 1, temperature: 0 });
+        expect(first.status).toBe(200);
+        // Released, and one admission taken ahead in the same round trip: counted like a request.
+        const spare = await state();
+        expect(spare.requests).toBe(2);
+        expect(spare.permits).toHaveLength(1);
+        writeFileSync(h.standinHoldFile, "");
+        // The same size as the first: its reservation fits the spare's (a larger one would ask the store).
+        const second = post(h.podA.url, key, { model: MODEL, prompt: "again", max_tokens: 1, temperature: 0 });
+        try {
+          await until(
+            "the second request in flight on pod A",
+            async () => (await metric(h.podA.metricsUrl, METRICS.inflight, { consumer: team })) === 1,
+          );
+          // Running on the spare: its permit, its count; nothing taken in the store for it.
+          expect(await state()).toEqual(spare);
+        } finally {
+          rmSync(h.standinHoldFile, { force: true });
+        }
+        expect((await second).status).toBe(200);
+        // The spare the second one left goes back whole when no request comes within a second.
+        await until("the unused spare given back", async () => (await state()).permits.length === 0, 5_000);
+        expect((await state()).requests).toBe(2);
+      } finally {
+        admin.disconnect();
+      }
+    },
+  );
 
   it("answers GET /v1/usage with the team's usage from every pod, the same on both", async () => {
     const key = h.podA.keys[POD_TEAMS.usage.name];
