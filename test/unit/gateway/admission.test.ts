@@ -307,14 +307,19 @@ describe("spares: a team's next request on a pod admitted without a round trip",
     return [store.count(TEAM, "requests", w), store.count(TEAM, "tokens", w), store.heldBy(TEAM, clock.now)];
   };
 
+  /** One pod on `store`, started (its renewals, and so its spares, run), on the test's clock. */
+  const started = <S extends StandInStore>(store: S): { clock: Clock; store: S; limiter: SharedLimits } => {
+    const clock = new Clock();
+    const { limiter } = pod(store, clock);
+    limiter.start();
+    return { clock, store, limiter };
+  };
+
   beforeEach(() => void vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"] }));
   afterEach(() => void vi.useRealTimers());
 
   it("takes a spare behind a release; the next request uses it with no take in the store, counted once", async () => {
-    const clock = new Clock();
-    const store = new CountingStore();
-    const { limiter } = pod(store, clock);
-    limiter.start();
+    const { clock, store, limiter } = started(new CountingStore());
     const first = await limiter.admit(TEAM, limits, 1, 100);
     await first.release(60);
     expect(limiter.spareTeams).toEqual([TEAM]);
@@ -331,10 +336,7 @@ describe("spares: a team's next request on a pod admitted without a round trip",
   });
 
   it("gives an unused spare back whole after SPARE_MS, and at stop", async () => {
-    const clock = new Clock();
-    const store = new StandInStore();
-    const { limiter } = pod(store, clock);
-    limiter.start();
+    const { clock, store, limiter } = started(new StandInStore());
     await (await limiter.admit(TEAM, limits, 1, 100)).release(60);
     expect(counts(store, clock)).toEqual([2, 160, 1]);
     await vi.advanceTimersByTimeAsync(SPARE_MS);
@@ -348,10 +350,7 @@ describe("spares: a team's next request on a pod admitted without a round trip",
   });
 
   it("takes none past half of a limit: a team limited to one generation, or past half its requests", async () => {
-    const clock = new Clock();
-    const store = new StandInStore();
-    const { limiter } = pod(store, clock);
-    limiter.start();
+    const { clock, limiter } = started(new StandInStore());
     await (await limiter.admit(TEAM, { ...limits, maxConcurrent: 1 }, 1, 0)).release(0);
     expect(limiter.spareTeams).toEqual([]);
     // Requests: 1 counted, the spare would be the 2nd of a half of 2 (limit 4, 5 → 2).
@@ -438,10 +437,7 @@ describe("spares: a team's next request on a pod admitted without a round trip",
   });
 
   it("an outage after requests served on spares starts the pod's window from the store's count with them", async () => {
-    const clock = new Clock();
-    const store = new StandInStore();
-    const { limiter } = pod(store, clock);
-    limiter.start();
+    const { store, limiter } = started(new StandInStore());
     const rpm = { requestsPerMinute: 20, maxConcurrent: 8 };
     let admitted = 0;
     // One client, one request after another: the first through the store, the next ones on spares.
