@@ -313,7 +313,7 @@ export class SharedLimits implements TeamLimiter {
         verdict = undefined;
       }
       if (verdict) {
-        this.seen.set(team, { window: take.window, requests: verdict.requests, tokens: verdict.tokens });
+        this.saw(take, verdict);
         if (!verdict.admitted) throw refusal(verdict, limits, limits.maxConcurrent, tokens, now);
         return this.granted(take, limits, model, false);
       }
@@ -344,9 +344,20 @@ export class SharedLimits implements TeamLimiter {
       void this.giveBack(team);
       return undefined;
     }
-    clearTimeout(spare.timer);
+    return this.unhook(team)?.take;
+  }
+
+  /** The team's spare, off this pod's list and its timer. */
+  private unhook(team: string): Spare | undefined {
+    const spare = this.spares.get(team);
+    if (spare) clearTimeout(spare.timer);
     this.spares.delete(team);
-    return spare.take;
+    return spare;
+  }
+
+  /** The store's counts in a window, as this pod last saw them there. */
+  private saw(take: TakeRequest, verdict: Verdict): void {
+    this.seen.set(take.team, { window: take.window, requests: verdict.requests, tokens: verdict.tokens });
   }
 
   /**
@@ -364,10 +375,9 @@ export class SharedLimits implements TeamLimiter {
     return this.store
       .take(take)
       .then((verdict) => {
-        // The store's counts with the spare in them: what an outage's own window starts from (admitAlone).
-        if (verdict.admitted)
-          this.seen.set(team, { window: take.window, requests: verdict.requests, tokens: verdict.tokens });
         if (!verdict.admitted) return;
+        // The store's counts with the spare in them: what an outage's own window starts from (admitAlone).
+        this.saw(take, verdict);
         const timer = setTimeout(() => void this.giveBack(team), SPARE_MS);
         timer.unref();
         this.spares.set(team, { take, limits, timer });
@@ -380,10 +390,8 @@ export class SharedLimits implements TeamLimiter {
 
   /** An unused spare back to the store, whole (its request, tokens and permit), as a release is sent. */
   private giveBack(team: string): Promise<void> {
-    const spare = this.spares.get(team);
+    const spare = this.unhook(team);
     if (!spare) return Promise.resolve();
-    clearTimeout(spare.timer);
-    this.spares.delete(team);
     const { window, permits, tokens } = spare.take;
     return this.send({ team, window, permits, refundTokens: tokens, refundRequests: 1 });
   }
