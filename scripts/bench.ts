@@ -29,6 +29,9 @@
  *   --prompt-words N        prompt length in words (default 32)
  *   --max-tokens N          output length (default 64, capped by the model)
  *   --step-ms N             (--local) stand-in time per generated token (default 20)
+ *   --warmup N              requests per target before anything is measured, 1 token each,
+ *                           4 at a time (default 500; 0: none): a pod's steady state, its
+ *                           per-request code optimized by V8 (bench/loadgen.ts warmUp)
  *   --out DIR               report folder (default out/bench)
  * Progress goes to stderr; the last stdout line is the report path.
  */
@@ -43,7 +46,15 @@ import { StoreServer } from "../test/lib/storeServer";
 import { type BenchReport, renderHtml } from "./bench/chart";
 import { TARGETS, addedLine, compare } from "./bench/compare";
 import { GATEWAY_CLIENTS, type GatewayClient, gatewaySender } from "./bench/gatewayClient";
-import { type LevelResult, type Sender, type Workload, runInterleaved, runLevel, tritonSender } from "./bench/loadgen";
+import {
+  type LevelResult,
+  type Sender,
+  type Workload,
+  runInterleaved,
+  runLevel,
+  tritonSender,
+  warmUp,
+} from "./bench/loadgen";
 import { measureAdmission } from "./bench/storeAdmission";
 
 function log(message: string): void {
@@ -98,6 +109,7 @@ async function main(): Promise<void> {
       "step-ms": { type: "string", default: "20" },
       out: { type: "string", default: "out/bench" },
       client: { type: "string", default: "http" },
+      warmup: { type: "string", default: "500" },
     },
   });
   const levels = values.concurrency.split(",").map(Number);
@@ -106,6 +118,8 @@ async function main(): Promise<void> {
   const duration = Number(values.duration);
   const promptWords = Number(values["prompt-words"]);
   let maxTokens = Number(values["max-tokens"]);
+  const warmup = Number(values.warmup);
+  if (!Number.isInteger(warmup) || warmup < 0) fail(`--warmup ${values.warmup}: a whole number of requests, 0 or more`);
   for (const [k, v] of [
     ["duration", duration],
     ["prompt-words", promptWords],
@@ -197,7 +211,7 @@ async function main(): Promise<void> {
     const workload = { prompt: promptOf(words), maxTokens };
     const report: BenchReport = {
       createdAt: new Date().toISOString(),
-      workload: { promptWords: words, maxTokens, durationSeconds: duration },
+      workload: { promptWords: words, maxTokens, durationSeconds: duration, warmupRequests: warmup },
       environment,
       ...(gateway ? { client } : {}),
       targets: {},
@@ -214,7 +228,14 @@ async function main(): Promise<void> {
       cleanup.unshift(sender.close);
       targets.push({ name: TARGETS.store, send: sender.send });
     }
-    for (const t of targets) await t.send(workload); // warm-up
+    for (const t of targets) await t.send(workload); // each target answers before the warm-up starts
+    if (warmup > 0) {
+      log(`warm-up: ${warmup} requests per target (1 token each, 4 at a time), not measured`);
+      await warmUp(targets, { ...workload, maxTokens: 1 }, warmup, 4, (done) =>
+        process.stderr.write(`\r  warm-up: ${done}/${warmup * targets.length} requests   `),
+      );
+      process.stderr.write("\n");
+    }
     if (targets.length === 1)
       report.targets[targets[0].name] = await sweep(targets[0].name, targets[0].send, workload, levels, duration);
     else {

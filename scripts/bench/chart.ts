@@ -8,7 +8,7 @@ import type { LevelResult } from "./loadgen";
 
 export interface BenchReport {
   createdAt: string;
-  workload: { promptWords: number; maxTokens: number; durationSeconds: number };
+  workload: { promptWords: number; maxTokens: number; durationSeconds: number; warmupRequests: number };
   environment: string;
   /** The gateway targets' HTTP client (bench/gatewayClient.ts). */
   client?: string;
@@ -213,7 +213,7 @@ export function renderHtml(report: BenchReport): string {
 <style>body{font-family:system-ui,sans-serif;margin:24px;color:#222}.grid{display:flex;flex-wrap:wrap;gap:12px}
 table{border-collapse:collapse;margin-top:16px;font-size:13px}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}</style></head>
 <body><h1>triton-ft bench</h1>
-<p>${esc(report.createdAt)} · ${esc(report.environment)} · prompt ≈ ${w.promptWords} words, max_tokens ${w.maxTokens}, ${w.durationSeconds} s per level</p>
+<p>${esc(report.createdAt)} · ${esc(report.environment)} · prompt ≈ ${w.promptWords} words, max_tokens ${w.maxTokens}, ${w.durationSeconds} s per level, after ${w.warmupRequests} warm-up requests per target</p>
 <div class="grid">${charts.join("\n")}</div>
 <table><tr><th>target</th><th>clients</th><th>requests</th><th>errors</th><th>req/s</th><th>out tok/s</th><th>TTFT ms p50/p95/p99</th><th>latency ms p50/p95/p99</th></tr>
 ${rows}</table></body></html>

@@ -42,7 +42,7 @@ log "phase: short bench, direct and through the gateway"
 bench_out=${reports:+$reports/../bench}
 bench_out=${bench_out:-out/bench}
 bench_status=0
-npm run --silent bench -- --local --store --concurrency 1,4 --duration 4 --max-tokens 16 --out "$bench_out" >/dev/null || bench_status=$?
+npm run --silent bench -- --local --store --concurrency 1,4 --duration 4 --max-tokens 16 --warmup 20 --out "$bench_out" >/dev/null || bench_status=$?
 if [[ $bench_status -eq 0 ]]; then
   # shellcheck disable=SC2016  # JavaScript, not shell
   bench_status=$(node -e '

@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { TARGETS, addedLine, compare } from "../../scripts/bench/compare";
 import { SseReader } from "../../scripts/bench/gatewayClient";
-import { type LevelResult, type Sample, type Sender, runInterleaved } from "../../scripts/bench/loadgen";
+import { type LevelResult, type Sample, type Sender, runInterleaved, warmUp } from "../../scripts/bench/loadgen";
 
 const WORKLOAD = { prompt: "p", maxTokens: 4 };
 
@@ -66,6 +66,34 @@ describe("runInterleaved", () => {
     expect(level.gw.pairedAddedMs).toMatchObject({ latencyP50: 3, ttftP50: 1 });
     expect(level.store.pairedAddedMs).toMatchObject({ latencyP50: 5, ttftP50: 2 });
     expect(level.gw.pairedAddedMs?.pairs).toBe(level.gw.requests);
+  });
+});
+
+describe("warmUp", () => {
+  it("sends each target exactly its requests, never more than `concurrency` at once, failures included", async () => {
+    const sent = new Map<string, number>();
+    let open = 0;
+    let most = 0;
+    const target = (name: string, ok: boolean): { name: string; send: Sender } => ({
+      name,
+      send: async () => {
+        sent.set(name, (sent.get(name) ?? 0) + 1);
+        most = Math.max(most, ++open);
+        await new Promise((resolve) => setImmediate(resolve));
+        open -= 1;
+        return ok ? sample(1, 1) : { ...sample(1, -1), ok: false, status: "429" };
+      },
+    });
+    const seen: number[] = [];
+    await warmUp([target("a", true), target("b", false), target("c", true)], WORKLOAD, 7, 3, (done) => seen.push(done));
+    expect(Object.fromEntries(sent)).toEqual({ a: 7, b: 7, c: 7 });
+    expect(most).toBe(3);
+    // Progress counts every request once, in order, up to the total.
+    expect(seen).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
+
+    sent.clear();
+    await warmUp([target("a", true)], WORKLOAD, 0, 4);
+    expect(sent.size).toBe(0);
   });
 });
 
