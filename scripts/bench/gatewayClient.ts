@@ -11,7 +11,7 @@
  *   on the 2-core CI machine, it spends about 0.7 ms before the headers leave
  *   and sends the body in a second write, then about 0.5 ms from the
  *   response's headers to its first chunk (web streams): the client's time,
- *   counted in the gateway's TTFT. docs/operating.md "Bench" gives both.
+ *   counted in the gateway's TTFT. docs/operations.md "Bench" gives both.
  */
 import { Agent, request } from "node:http";
 import type { Sample, Sender, Workload } from "./loadgen";
