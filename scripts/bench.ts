@@ -30,8 +30,9 @@
  *   --max-tokens N          output length (default 64, capped by the model)
  *   --step-ms N             (--local) stand-in time per generated token (default 20)
  *   --warmup N              requests per target before anything is measured, 1 token each,
- *                           4 at a time (default 500; 0: none): a pod's steady state, its
- *                           per-request code optimized by V8 (bench/loadgen.ts warmUp)
+ *                           4 at a time: a pod's steady state, its per-request code optimized
+ *                           by V8 (bench/loadgen.ts warmUp); default 500 with --local, else 0
+ *                           (a deployed endpoint is warm, and the requests count in its limits)
  *   --out DIR               report folder (default out/bench)
  * Progress goes to stderr; the last stdout line is the report path.
  */
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
       "step-ms": { type: "string", default: "20" },
       out: { type: "string", default: "out/bench" },
       client: { type: "string", default: "http" },
-      warmup: { type: "string", default: "500" },
+      warmup: { type: "string" },
     },
   });
   const levels = values.concurrency.split(",").map(Number);
@@ -118,7 +119,9 @@ async function main(): Promise<void> {
   const duration = Number(values.duration);
   const promptWords = Number(values["prompt-words"]);
   let maxTokens = Number(values["max-tokens"]);
-  const warmup = Number(values.warmup);
+  // Only local targets start cold: a deployed endpoint's pods are warm with their traffic, and 500 requests
+  // there would spend the key's own rate limit before the measured levels.
+  const warmup = Number(values.warmup ?? (values.local ? 500 : 0));
   if (!Number.isInteger(warmup) || warmup < 0) fail(`--warmup ${values.warmup}: a whole number of requests, 0 or more`);
   for (const [k, v] of [
     ["duration", duration],
