@@ -58,6 +58,9 @@ import {
 } from "./bench/loadgen";
 import { measureAdmission } from "./bench/storeAdmission";
 
+/** The warm-up (bench/loadgen.ts warmUp): requests per target by default with --local, and how many at once. */
+const WARMUP = { localRequests: 500, concurrency: 4 } as const;
+
 function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} [bench] ${message}\n`);
 }
@@ -121,7 +124,7 @@ async function main(): Promise<void> {
   let maxTokens = Number(values["max-tokens"]);
   // Only local targets start cold: a deployed endpoint's pods are warm with their traffic, and 500 requests
   // there would spend the key's own rate limit before the measured levels.
-  const warmup = Number(values.warmup ?? (values.local ? 500 : 0));
+  const warmup = Number(values.warmup ?? (values.local ? WARMUP.localRequests : 0));
   if (!Number.isInteger(warmup) || warmup < 0) fail(`--warmup ${values.warmup}: a whole number of requests, 0 or more`);
   for (const [k, v] of [
     ["duration", duration],
@@ -233,8 +236,8 @@ async function main(): Promise<void> {
     }
     for (const t of targets) await t.send(workload); // each target answers before the warm-up starts
     if (warmup > 0) {
-      log(`warm-up: ${warmup} requests per target (1 token each, 4 at a time), not measured`);
-      await warmUp(targets, { ...workload, maxTokens: 1 }, warmup, 4, (done) =>
+      log(`warm-up: ${warmup} requests per target (1 token each, ${WARMUP.concurrency} at a time), not measured`);
+      await warmUp(targets, { ...workload, maxTokens: 1 }, warmup, WARMUP.concurrency, (done) =>
         process.stderr.write(`\r  warm-up: ${done}/${warmup * targets.length} requests   `),
       );
       process.stderr.write("\n");

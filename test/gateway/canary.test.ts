@@ -40,9 +40,8 @@ import { sleep } from "../lib/net";
 import { StoreServer } from "../lib/storeServer";
 import { connectStore } from "../../images/gateway/src/store/connection";
 import { StoreKeys } from "../../images/gateway/src/store/sharedStore";
-import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { stop, waitForState } from "../triton/serverProcess";
-import { STEP_MS, STORE_PASSWORD_ENV, storeSection } from "./globalSetup";
+import { STEP_MS, STORE_PASSWORD_ENV, storeSection, testStoreConfig } from "./globalSetup";
 import { ROOT, type RunningGateway, startGateway } from "./harness";
 
 const h = inject("gateway");
@@ -404,10 +403,8 @@ describe("a weighted canary across three gateway pods sharing the store", () => 
     ]);
 
     const info = await store.start();
-    const client = connectStore(
-      StoreConfigSchema.parse({ host: info.host, port: info.port, caFile: info.caFile, keyPrefix: PREFIX }),
-      info.password,
-    );
+    // Not waiting for it to be ready: the loop below reads until the store answers.
+    const client = connectStore(testStoreConfig(info, PREFIX), info.password);
     try {
       const key = new StoreKeys(PREFIX).canaryDecision("outage", canaryId("outage"));
       const back = performance.now();

@@ -48,6 +48,8 @@ import { startVllmUpstream } from "./vllmUpstream";
 
 import { ENSEMBLE_MODEL } from "../../infra/conventions/workload";
 import type { GatewayConfigFile, GatewayModel, GatewayStoreConfig } from "../../infra/plan/types";
+import { type StoreClient, connectStore } from "../../images/gateway/src/store/connection";
+import { type StoreConfig, StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 /** Per generated token: slow enough that streamed chunks are visibly spread out, fast enough for CI. */
 export const STEP_MS = 25;
 export const CHAT_PRESET = "h2ogpt-oig-oasst1-512-6_9b";
@@ -87,6 +89,18 @@ export function storeSection(store: StoreServerInfo, keyPrefix: string, assumedP
     passwordEnv: STORE_PASSWORD_ENV,
     assumedPods,
   };
+}
+
+/** The store config a gateway given `storeSection(store, keyPrefix)` runs with, parsed as it parses it. */
+export function testStoreConfig(store: StoreServerInfo, keyPrefix: string): StoreConfig {
+  return StoreConfigSchema.parse(storeSection(store, keyPrefix));
+}
+
+/** A test's own connection to `store`, made as the gateways make theirs (TLS, AUTH), once ready. */
+export async function connectTestStore(store: StoreServerInfo, keyPrefix: string): Promise<StoreClient> {
+  const client = connectStore(testStoreConfig(store, keyPrefix), store.password);
+  await new Promise((resolve) => client.once("ready", resolve));
+  return client;
 }
 
 /**

@@ -11,12 +11,10 @@ import { describe, expect, inject, it } from "vitest";
 import { METRICS } from "../../images/gateway/src/telemetry/metrics";
 import { reserveTokens } from "../../images/gateway/src/admission/admissionPlugin";
 import type { UsageReport } from "../../images/gateway/src/usage/usageLedger";
-import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
-import { type StoreClient, connectStore } from "../../images/gateway/src/store/connection";
 import { StoreKeys } from "../../images/gateway/src/store/sharedStore";
 import { windowOf } from "../../images/gateway/src/admission/windowRule";
 import { sleep } from "../lib/net";
-import { FAIR, POD_TEAMS, SHARED_PREFIX } from "./globalSetup";
+import { FAIR, POD_TEAMS, SHARED_PREFIX, connectTestStore } from "./globalSetup";
 
 const h = inject("gateway");
 /** A test that needs the FT stand-in (its echo, step time, hold file or FT-only refusals): skipped in vLLM mode. */
@@ -30,16 +28,6 @@ function post(base: string, key: string, body: unknown): Promise<Response> {
     headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
     body: JSON.stringify(body),
   });
-}
-
-/** A connection of the test's own to the suite's store, as the gateways connect (TLS, AUTH), once ready. */
-async function adminConnection(): Promise<StoreClient> {
-  const admin = connectStore(
-    StoreConfigSchema.parse({ host: h.store.host, port: h.store.port, caFile: h.store.caFile }),
-    h.store.password,
-  );
-  await new Promise((resolve) => admin.once("ready", resolve));
-  return admin;
 }
 
 interface Completion {
@@ -193,7 +181,7 @@ describe("limits shared by two gateway pods through the store", () => {
     const statuses: number[] = [];
     // A store that has forgotten its scripts (a restart, a failover) answers the first release with NOSCRIPT
     // and the client sends it again: two round trips, overtaken by the next request's checks.
-    const admin = await adminConnection();
+    const admin = await connectTestStore(h.store, SHARED_PREFIX);
     await admin.script("FLUSH");
     admin.disconnect();
     for (const pod of [h.podA, h.podA, h.podB, h.podA, h.podB, h.podB, h.podA]) {
@@ -210,7 +198,7 @@ describe("limits shared by two gateway pods through the store", () => {
     async () => {
       const team = POD_TEAMS.spare.name;
       const key = h.podA.keys[team];
-      const admin = await adminConnection();
+      const admin = await connectTestStore(h.store, SHARED_PREFIX);
       const keys = new StoreKeys(SHARED_PREFIX);
       // The window must not turn during the test: start with time to spare in it.
       if (60_000 - (Date.now() % 60_000) < 10_000) await sleep(60_000 - (Date.now() % 60_000) + 100);

@@ -19,10 +19,10 @@ import {
   WINDOW_MS,
   windowOf,
 } from "../../images/gateway/src/admission/windowRule";
-import { type StoreClient, connectStore } from "../../images/gateway/src/store/connection";
+import type { StoreClient } from "../../images/gateway/src/store/connection";
 import { StoreKeys } from "../../images/gateway/src/store/sharedStore";
-import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { StoreServer } from "../lib/storeServer";
+import { connectTestStore } from "./globalSetup";
 
 const work = mkdtempSync(path.join(os.tmpdir(), "triton-ft-store-agreement-"));
 const server = new StoreServer(path.join(work, "store"));
@@ -30,11 +30,7 @@ let client: StoreClient;
 
 beforeAll(async () => {
   const info = await server.start();
-  client = connectStore(
-    StoreConfigSchema.parse({ host: info.host, port: info.port, caFile: info.caFile, keyPrefix: "agree:" }),
-    info.password,
-  );
-  await new Promise((resolve) => client.once("ready", resolve));
+  client = await connectTestStore(info, "agree:");
 }, 60_000);
 
 afterAll(async () => {

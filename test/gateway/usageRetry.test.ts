@@ -11,11 +11,11 @@ import os from "node:os";
 import path from "node:path";
 import type { FastifyBaseLogger } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type StoreClient, connectStore } from "../../images/gateway/src/store/connection";
+import type { StoreClient } from "../../images/gateway/src/store/connection";
 import { SharedStore } from "../../images/gateway/src/store/sharedStore";
-import { StoreConfigSchema } from "../../images/gateway/src/store/storeConfig";
 import { UsageLedger } from "../../images/gateway/src/usage/usageLedger";
 import { StoreServer } from "../lib/storeServer";
+import { connectTestStore, testStoreConfig } from "./globalSetup";
 
 const work = mkdtempSync(path.join(os.tmpdir(), "triton-ft-usage-retry-"));
 const server = new StoreServer(path.join(work, "store"));
@@ -39,14 +39,8 @@ let answersToLose = 0;
 
 beforeAll(async () => {
   const info = await server.start();
-  const config = StoreConfigSchema.parse({
-    host: info.host,
-    port: info.port,
-    caFile: info.caFile,
-    keyPrefix: "retry:",
-  });
-  client = connectStore(config, info.password);
-  await new Promise((resolve) => client.once("ready", resolve));
+  const config = testStoreConfig(info, "retry:");
+  client = await connectTestStore(info, config.keyPrefix);
   // The store runs the script (EVALSHA, or EVAL the first time); only its answer is lost on the way back.
   for (const name of ["evalsha", "eval"] as const) {
     const real = client[name].bind(client) as (...args: Array<string | number>) => Promise<unknown>;
